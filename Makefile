@@ -1,0 +1,50 @@
+# ax — make targets. Run `make` (or `make help`) for the list.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+# Every module of the repository; each is tested, linted and tidied on its own.
+MODULES := $(shell for m in . mysqlstore cmd/axbench; do [ -f $$m/go.mod ] && echo $$m; done)
+
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+GOLANGCI    := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+FUZZTIME    ?= 5s
+DEMO_FLAGS  ?= -scenario mixed -reps 1 -quiet
+
+.PHONY: help
+help: ## Show this help.
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}'
+
+.PHONY: db
+db: ## Make sure a MariaDB/MySQL answers on 127.0.0.1:3306 (starts or installs one).
+	@bash scripts/ensure-mariadb.sh
+
+.PHONY: test
+test: db ## Run every module's tests with the race detector (needs MariaDB; `make db` starts one).
+	@set -e; for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test -race -count=1 ./...); done
+
+.PHONY: cover
+cover: db ## Run the tests with coverage; writes cover.out per module.
+	@set -e; for m in $(MODULES); do (cd $$m && go test -race -count=1 -covermode=atomic -coverprofile=cover.out ./... && go tool cover -func=cover.out | tail -1); done
+
+.PHONY: bench
+bench: ## Run the go benchmarks of the core module (and axbench's scenarios when present).
+	go test -run '^$$' -bench . -benchmem ./queue/ ./timewheel/ ./kernel/
+	@if [ -f cmd/axbench/go.mod ]; then cd cmd/axbench && go run . -scenario all -json ../../bench/results/latest.json -html ../../bench/results/latest.html; fi
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for $(FUZZTIME) (FUZZTIME=30s make fuzz for longer).
+	@set -e; for t in $$(go test -list '^Fuzz' ./fuzz/ | grep '^Fuzz'); do echo "== $$t"; go test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./fuzz/; done
+
+.PHONY: lint
+lint: ## go vet, staticcheck and golangci-lint on every module.
+	@set -e; for m in $(MODULES); do echo "== lint $$m"; (cd $$m && go vet ./... && go run $(STATICCHECK) ./... && go run $(GOLANGCI) run ./...); done
+
+.PHONY: tidy-check
+tidy-check: ## Fail when go mod tidy would change a go.mod or go.sum.
+	@set -e; for m in $(MODULES); do (cd $$m && go mod tidy && git diff --exit-code go.mod go.sum); done
+
+.PHONY: demo
+demo: ## A short axbench run (mixed priorities, in-memory kernel; under 30 s).
+	@if [ -f cmd/axbench/go.mod ]; then cd cmd/axbench && go run . $(DEMO_FLAGS); \
+	else echo "demo: axbench is not built yet; it will run: axbench $(DEMO_FLAGS)"; fi
