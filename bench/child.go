@@ -1,0 +1,66 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// ChildArg is the hidden first argument with which [Run] re-runs the
+// executable for one repetition. A main that sees it must call [ServeChild]
+// with the registry it passed to Run, and exit.
+const ChildArg = "-axbench-child"
+
+// childJob is what the parent writes to a child's standard input.
+type childJob struct {
+	Scenario string `json:"scenario"`
+	Executor string `json:"executor"`
+	Params   Params `json:"params"`
+}
+
+// childResult is what a child writes to its standard output.
+type childResult struct {
+	Sample *Sample `json:"sample,omitempty"`
+	Error  string  `json:"error,omitempty"`
+}
+
+// ServeChild reads one job from in, runs it and writes its result to out. A
+// failed run is reported in the result, not as an error; ServeChild returns an
+// error only when it cannot read the job or write the result.
+func ServeChild(ctx context.Context, reg *Registry, in io.Reader, out io.Writer) error {
+	var job childJob
+	if err := json.NewDecoder(in).Decode(&job); err != nil {
+		return fmt.Errorf("bench: child: read job: %w", err)
+	}
+	var res childResult
+	if s, err := runJob(ctx, reg, job); err != nil {
+		res.Error = err.Error()
+	} else {
+		res.Sample = s
+	}
+	if err := json.NewEncoder(out).Encode(res); err != nil {
+		return fmt.Errorf("bench: child: write result: %w", err)
+	}
+	return nil
+}
+
+func runJob(ctx context.Context, reg *Registry, job childJob) (*Sample, error) {
+	sc, ok := reg.Scenario(job.Scenario)
+	if !ok {
+		return nil, fmt.Errorf("bench: child: unknown scenario %q", job.Scenario)
+	}
+	f, ok := reg.Executor(job.Executor)
+	if !ok {
+		return nil, fmt.Errorf("bench: child: unknown executor %q", job.Executor)
+	}
+	if err := job.Params.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := sc.Run(ctx, f, job.Params)
+	if err != nil {
+		return nil, err
+	}
+	s.clean()
+	return s, nil
+}

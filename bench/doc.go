@@ -1,0 +1,35 @@
+// Package bench holds the workloads, baselines and reports behind axbench: the
+// figures that compare ax with raw goroutines, errgroup, x/sync/semaphore, a
+// hand-written channel pool and (from the cmd/axbench module) ants, pond, conc
+// and workerpool, each measured in the same run on the same workload.
+//
+// # Executors
+//
+// Every scheduler under test is an [Executor]: it takes tasks, runs each one it
+// accepts exactly once, and waits for all of them. A [Factory] builds one for a
+// [Params] and names its [Mode]: blocking executors make the submitter wait for
+// room, non-blocking ones refuse a task at once with [ErrRejected], unbounded
+// ones never do either. Pools that know only "run this func" implement [Pool];
+// [Emulate] gives them the priorities, timeouts, delays and retries of [Task]
+// the way a user of such a pool would write them by hand (one FIFO, a context
+// with a deadline, time.AfterFunc, resubmission after a backoff).
+//
+// # Scenarios
+//
+// A [Scenario] runs one executor once and returns raw figures ([Sample]). [Run]
+// repeats every scenario on every executor in fresh processes (the executable
+// re-runs itself with [ChildArg]), interleaving the executors, and folds the
+// repetitions into a [Report]: the median with min and max of each metric.
+//
+//	reg := bench.NewRegistry()          // ax and the standard baselines
+//	reports, err := bench.Run(ctx, reg, bench.Options{Scenarios: []string{"noop"}, Reps: 3})
+//
+// Scenarios measure from the caller's side only; they never look inside an
+// executor except through the optional [Stater] interface (queue depth, zombies).
+//
+// # Usage rules
+//
+// Scenarios start goroutines, servers on 127.0.0.1 and timers, and stop all of
+// them before they return. Run them one at a time: they measure the whole process
+// (heap, goroutines, CPU), so two at once would disturb each other.
+package bench

@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrRejected is returned by [Executor.Go] and [Executor.Submit] of a
+// non-blocking executor that has no room for the task. A rejected task never runs.
+var ErrRejected = errors.New("bench: task rejected")
+
+// Priority is a task's class. Executors without priorities run every class
+// from one FIFO; the scenarios still report each class apart.
+type Priority uint8
+
+// The priorities, in the order reports list them.
+const (
+	High Priority = iota
+	Normal
+	Low
+	numPriorities
+)
+
+// String returns "high", "normal" or "low".
+func (p Priority) String() string {
+	switch p {
+	case High:
+		return "high"
+	case Normal:
+		return "normal"
+	case Low:
+		return "low"
+	default:
+		return "priority?"
+	}
+}
+
+// RetryPolicy says how often and after which backoff a failed task runs again:
+// attempt n+1 starts after a random delay in [0, min(Max, Base·Multiplier^(n-1))]
+// (full jitter). The zero value means one attempt.
+type RetryPolicy struct {
+	MaxAttempts int
+	Base        time.Duration
+	Multiplier  float64
+	Max         time.Duration
+}
+
+// Task is one unit of work for [Executor.Submit].
+type Task struct {
+	// Priority is the task's class; executors without priorities ignore it.
+	Priority Priority
+	// Timeout bounds each attempt: Run's ctx is done after it. If zero, none.
+	Timeout time.Duration
+	// Delay postpones the first attempt. If zero, the task is due at once.
+	Delay time.Duration
+	// Retry runs the task again after an error. If nil, one attempt.
+	Retry *RetryPolicy
+	// Run is the work. Its ctx carries the timeout.
+	Run func(ctx context.Context) error
+	// Done, if not nil, is called once when the task has ended as its submitter
+	// sees it: with nil after a success, else the last error ([ErrRejected]
+	// when a retry was refused, context.DeadlineExceeded or the executor's own
+	// timeout error after a timeout). It is not called for a task that Submit
+	// refused. It must not block.
+	Done func(err error)
+}
+
+// Executor is a scheduler under test. Implementations are safe for concurrent
+// use by several submitters, and run every task they accept exactly once
+// (each attempt of a retried task once).
+type Executor interface {
+	// Go runs f: the bare fast path, with no priority, timeout, delay or
+	// retry. A blocking executor waits for room; a non-blocking one returns
+	// [ErrRejected] at once when full.
+	Go(f func()) error
+	// Submit runs t with its priority, timeout, delay and retries, waiting or
+	// refusing like Go.
+	Submit(t Task) error
+	// Wait blocks until every accepted task (and every retry of one) has ended.
+	// Call it once, after the last submission.
+	Wait()
+	// Close releases the executor. It is called once, after Wait.
+	Close()
+}
+
+// Stater is implemented by executors that can report their own state. The
+// scenarios sample it into time series and peaks.
+type Stater interface {
+	// QueueDepth returns the tasks accepted but not yet started.
+	QueueDepth() int
+	// Zombies returns the tasks that outlived their timeout and still run.
+	Zombies() int
+}
+
+// Mode is how an executor answers a submission when it is full.
+type Mode uint8
+
+// The modes.
+const (
+	// Blocking: the submitter waits for room.
+	Blocking Mode = iota + 1
+	// NonBlocking: the submitter gets [ErrRejected] at once.
+	NonBlocking
+	// Unbounded: neither; the executor queues or spawns without limit.
+	Unbounded
+)
+
+// String returns "blocking", "non-blocking" or "unbounded".
+func (m Mode) String() string {
+	switch m {
+	case Blocking:
+		return "blocking"
+	case NonBlocking:
+		return "non-blocking"
+	case Unbounded:
+		return "unbounded"
+	default:
+		return "mode?"
+	}
+}
+
+// Factory describes an executor and builds it.
+type Factory struct {
+	// Name is the executor's name on the command line and in reports.
+	Name string
+	// Doc is a one-line description for axbench -list.
+	Doc string
+	// Mode says what a submission to a full executor does.
+	Mode Mode
+	// Priorities is true when the executor orders tasks by [Task.Priority].
+	Priorities bool
+	// Delays is true when the executor schedules [Task.Delay] itself (the
+	// timers scenario runs only these).
+	Delays bool
+	// New builds an executor for p (Conc workers, a queue of Queue tasks
+	// where it has one). ctx ends with the run; New must not keep goroutines
+	// past Close.
+	New func(ctx context.Context, p Params) (Executor, error)
+}

@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// Registry holds the executors and scenarios a run can name. It is not safe
+// for concurrent modification; build it before [Run].
+type Registry struct {
+	execs     []Factory
+	scenarios []Scenario
+}
+
+// NewRegistry returns a registry with every scenario, ax and the standard
+// baselines ([Baselines]); cmd/axbench adds the third-party pools with [Registry.Add].
+func NewRegistry() *Registry {
+	r := &Registry{scenarios: Scenarios()}
+	r.execs = append(r.execs, AxFactories()...)
+	r.execs = append(r.execs, Baselines()...)
+	return r
+}
+
+// Add registers executors after those already there. A name used twice is an error.
+func (r *Registry) Add(fs ...Factory) error {
+	for _, f := range fs {
+		if f.Name == "" || f.New == nil || f.Mode == 0 {
+			return fmt.Errorf("bench: executor %q: Name, Mode and New are required", f.Name)
+		}
+		if _, ok := r.Executor(f.Name); ok {
+			return fmt.Errorf("bench: executor %q registered twice", f.Name)
+		}
+		r.execs = append(r.execs, f)
+	}
+	return nil
+}
+
+// Executors returns the registered executors in registration order.
+func (r *Registry) Executors() []Factory { return slices.Clone(r.execs) }
+
+// Executor returns the executor called name.
+func (r *Registry) Executor(name string) (Factory, bool) {
+	i := slices.IndexFunc(r.execs, func(f Factory) bool { return f.Name == name })
+	if i < 0 {
+		return Factory{}, false
+	}
+	return r.execs[i], true
+}
+
+// Scenarios returns the scenarios in the order `all` runs them.
+func (r *Registry) Scenarios() []Scenario { return slices.Clone(r.scenarios) }
+
+// Scenario returns the scenario called name.
+func (r *Registry) Scenario(name string) (Scenario, bool) {
+	i := slices.IndexFunc(r.scenarios, func(s Scenario) bool { return s.Name == name })
+	if i < 0 {
+		return Scenario{}, false
+	}
+	return r.scenarios[i], true
+}
+
+// Baselines returns the executors built from the standard library and x/sync:
+// go, errgroup, semaphore, chanpool and chanpool-nb.
+func Baselines() []Factory {
+	return []Factory{
+		{
+			Name: "go", Mode: Unbounded, Delays: true,
+			Doc: "a goroutine per task (`go f()` and a WaitGroup); delays through time.AfterFunc",
+			New: func(context.Context, Params) (Executor, error) {
+				return goDelayer{Emulate(&goPool{})}, nil
+			},
+		},
+		{
+			Name: "errgroup", Mode: Blocking,
+			Doc: "golang.org/x/sync/errgroup with SetLimit(conc)",
+			New: func(_ context.Context, p Params) (Executor, error) {
+				return Emulate(newErrgroupPool(p.Conc)), nil
+			},
+		},
+		{
+			Name: "semaphore", Mode: Blocking,
+			Doc: "golang.org/x/sync/semaphore of conc guarding `go f()`",
+			New: func(_ context.Context, p Params) (Executor, error) {
+				return Emulate(newSemaphorePool(p.Conc)), nil
+			},
+		},
+		{
+			Name: "chanpool", Mode: Blocking,
+			Doc: "hand-written pool: conc workers ranging over a channel of queue funcs; a full channel blocks",
+			New: func(_ context.Context, p Params) (Executor, error) {
+				return Emulate(newChanPool(p.Conc, p.Queue, false)), nil
+			},
+		},
+		{
+			Name: "chanpool-nb", Mode: NonBlocking,
+			Doc: "chanpool refusing a task when its channel is full (select with default)",
+			New: func(_ context.Context, p Params) (Executor, error) {
+				return Emulate(newChanPool(p.Conc, p.Queue, true)), nil
+			},
+		},
+	}
+}

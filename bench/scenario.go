@@ -1,0 +1,78 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+)
+
+// Scenario is one workload. Run measures one executor once, in the calling
+// process; [Run] (the package function) repeats it in fresh processes.
+type Scenario struct {
+	// Name is the scenario's name on the command line and in reports.
+	Name string
+	// Doc is a one-line description for axbench -list.
+	Doc string
+	// Defaults are the scenario's parameters where [Params] leaves a zero.
+	Defaults Params
+	// Accepts reports whether the scenario can run on f. If nil, it runs on all.
+	Accepts func(f Factory) bool
+	// Run measures f once with resolved params p.
+	Run func(ctx context.Context, f Factory, p Params) (*Sample, error)
+}
+
+// Scenarios returns the scenarios in the order `-scenario all` runs them.
+func Scenarios() []Scenario {
+	return []Scenario{
+		noopScenario(),
+		sleepScenario(),
+		latencyScenario(),
+		burstScenario(),
+		mixedScenario(),
+		slowUpstreamScenario(),
+		retryStormScenario(),
+		timersScenario(),
+	}
+}
+
+// closedLoop accepts executors that make a fast submitter wait (or never
+// refuse): a throughput run of a non-blocking one would only count refusals.
+func closedLoop(f Factory) bool { return f.Mode != NonBlocking }
+
+// build makes the executor of a run and checks it.
+func build(ctx context.Context, f Factory, p Params) (Executor, error) {
+	ex, err := f.New(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("bench: new %s: %w", f.Name, err)
+	}
+	return ex, nil
+}
+
+// noteMode adds the notes every report of an unusual executor needs.
+func noteMode(s *Sample, f Factory, p Params) {
+	if f.Mode == Unbounded {
+		s.note(fmt.Sprintf("%s is unbounded: concurrency %d does not limit it", f.Name, p.Conc))
+	}
+}
+
+// checkLost sets lost = accepted - executed and explains a non-zero figure.
+func checkLost(s *Sample, accepted, executed int64) {
+	lost := accepted - executed
+	s.Metrics["accepted"] = float64(accepted)
+	s.Metrics["executed"] = float64(executed)
+	s.Metrics["lost"] = float64(lost)
+	if lost != 0 {
+		s.note(fmt.Sprintf("lost %d: accepted %d tasks but ran %d", lost, accepted, executed))
+	}
+}
+
+// memStats reads the allocation counters after a collection, so that the
+// counts of a measured section start from a quiet heap.
+func memStats(gc bool) runtime.MemStats {
+	if gc {
+		runtime.GC()
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms
+}

@@ -1,0 +1,72 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+func latencyScenario() Scenario {
+	return Scenario{
+		Name: "latency",
+		Doc:  "open-loop arrivals at 100,000/s, concurrency 500: submit→start percentiles, from the call and from the intended arrival",
+		Defaults: Params{
+			N: 200_000, Conc: 500, Rate: 100_000,
+		},
+		Run: runLatency,
+	}
+}
+
+func runLatency(ctx context.Context, f Factory, p Params) (*Sample, error) {
+	if p.Rate <= 0 {
+		return nil, fmt.Errorf("bench: latency needs a rate > 0")
+	}
+	ex, err := build(ctx, f, p)
+	if err != nil {
+		return nil, err
+	}
+	defer ex.Close()
+	out := newSample()
+	noteMode(out, f, p)
+
+	// Every time is in ns since t0. submitted[i] is written by the generator
+	// before the task is handed over, started[i] by the task: the hand-over
+	// orders them, and both are read after Wait.
+	submitted := make([]int64, p.N)
+	started := make([]int64, p.N)
+	t0 := time.Now()
+	smp := startSampler(ex, t0)
+	var rejected int64
+	err = OpenLoop(ctx, t0, p.N, p.Rate, func(i int, _ time.Duration) {
+		submitted[i] = int64(time.Since(t0))
+		if ex.Go(func() { started[i] = int64(time.Since(t0)) }) != nil {
+			started[i] = -1
+			rejected++
+		}
+	})
+	genEnd := time.Since(t0)
+	ex.Wait()
+	smp.finish(out)
+	if err != nil {
+		return nil, err
+	}
+
+	interval := 1e9 / p.Rate
+	fromCall := make([]int64, 0, p.N)
+	fromDue := make([]int64, 0, p.N)
+	var executed int64
+	for i, st := range started {
+		if st <= 0 { // refused, or never run (counted as lost)
+			continue
+		}
+		executed++
+		fromCall = append(fromCall, st-submitted[i])
+		fromDue = append(fromDue, st-int64(float64(i)*interval))
+	}
+	QuantilesOf(fromCall).put(out.Metrics, "wait", "")
+	QuantilesOf(fromDue).put(out.Metrics, "wait_intended", "")
+	out.Metrics["rate_achieved_per_sec"] = float64(p.N-1) / genEnd.Seconds()
+	out.Metrics["rejected"] = float64(rejected)
+	checkLost(out, int64(p.N)-rejected, executed)
+	return out, nil
+}
