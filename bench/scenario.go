@@ -51,7 +51,7 @@ func build(ctx context.Context, f Factory, p Params) (Executor, error) {
 // noteMode adds the notes every report of an unusual executor needs.
 func noteMode(s *Sample, f Factory, p Params) {
 	if f.Mode == Unbounded {
-		s.note(fmt.Sprintf("%s is unbounded: concurrency %d does not limit it", f.Name, p.Conc))
+		s.note(fmt.Sprintf("never waits nor refuses: past concurrency %d it queues (or spawns goroutines) without bound", p.Conc))
 	}
 }
 

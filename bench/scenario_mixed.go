@@ -37,7 +37,7 @@ func runMixed(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	out := newSample()
 	noteMode(out, f, p)
 	if !f.Priorities {
-		out.note(f.Name + " has no priorities: every class waits in one FIFO")
+		out.note("no priorities: every class waits in one FIFO")
 	}
 
 	// Times in ns since t0; started[i] is written by task i, read after Wait.

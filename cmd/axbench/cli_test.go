@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/axsched/ax/bench"
+)
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no scenario", nil, "-scenario is required"},
+		{"unknown flag", []string{"-nope"}, "flag provided but not defined: -nope"},
+		{"stray argument", []string{"-scenario", "noop", "extra"}, `unexpected argument "extra"`},
+		{"bad number", []string{"-scenario", "noop", "-n", "many"}, `invalid value "many" for flag -n`},
+		{"negative conc", []string{"-scenario", "noop", "-conc", "-3"}, "Params.Conc = -3: must be >= 0"},
+		{"zero reps", []string{"-scenario", "noop", "-reps", "0"}, "-reps 0: must be >= 1"},
+		{"unknown scenario", []string{"-scenario", "nope"}, `unknown scenario "nope"`},
+		{"unknown executor", []string{"-scenario", "noop", "-exec", "chanpool,nope"}, `unknown executor "nope"`},
+		{"empty list", []string{"-scenario", ","}, "need at least one name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), tt.args, strings.NewReader(""), &stdout, &stderr)
+			if code != exitUsage {
+				t.Errorf("run(%q) = %d, want %d", tt.args, code, exitUsage)
+			}
+			if !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("run(%q) stderr = %q, want it to contain %q", tt.args, stderr.String(), tt.want)
+			}
+			if stdout.Len() != 0 {
+				t.Errorf("run(%q) stdout = %q, want nothing", tt.args, stdout.String())
+			}
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"-h"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Errorf("run(-h) = %d, want %d", code, exitOK)
+	}
+	if !strings.Contains(stderr.String(), "usage: axbench -scenario") {
+		t.Errorf("run(-h) stderr = %q, want the usage", stderr.String())
+	}
+}
+
+func TestList(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), []string{"-list"}, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("run(-list) = %d, want %d; stderr %q", code, exitOK, stderr.String())
+	}
+	reg, err := registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range reg.Scenarios() {
+		if !strings.Contains(stdout.String(), sc.Name) {
+			t.Errorf("-list does not name scenario %q", sc.Name)
+		}
+	}
+	for _, f := range reg.Executors() {
+		if !strings.Contains(stdout.String(), f.Name) {
+			t.Errorf("-list does not name executor %q", f.Name)
+		}
+	}
+}
+
+// TestRunWritesTableJSONAndHTML runs two tiny scenarios in fresh processes
+// (the test binary re-run as a child) and checks all three outputs.
+func TestRunWritesTableJSONAndHTML(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath, htmlPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
+	args := []string{
+		"-scenario", "noop,mixed", "-exec", "chanpool,pond-nb,go", "-scale", "0.004", "-conc", "8",
+		"-reps", "2", "-quiet", "-json", jsonPath, "-html", htmlPath,
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("run = %d, want %d; stderr %q", code, exitOK, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"machine: ", "== noop", "== mixed", "tasks/s", "High p99 µs", "chanpool", "pond-nb", "÷ "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table output lacks %q:\n%s", want, out)
+		}
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("stderr = %q, want nothing with -quiet", stderr.String())
+	}
+
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []bench.Report
+	if err := json.Unmarshal(b, &reports); err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	if len(reports) != 2 || reports[1].Scenario != "mixed" {
+		t.Fatalf("JSON has %d reports, want noop and mixed", len(reports))
+	}
+	for _, r := range reports[1].Results {
+		if _, ok := r.Metrics["share_low"]; !ok {
+			t.Errorf("mixed on %s: no share_low in %v", r.Executor, r.Metrics)
+		}
+		if lost := r.Metrics["lost"]; lost.Max != 0 {
+			t.Errorf("mixed on %s: lost = %+v, want 0", r.Executor, lost)
+		}
+	}
+
+	h, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(h)
+	if n := strings.Count(page, "<svg"); n < 4 {
+		t.Errorf("HTML has %d charts, want at least 4", n)
+	}
+	for _, bad := range []string{"<script", `src="http`, `href="http`, "@import"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("HTML contains %q: it must load nothing", bad)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package main
+
+// column is one metric shown in a scenario's table.
+type column struct {
+	metric string // the metric's name in the report
+	title  string // the column's heading
+}
+
+// view is how the table and the charts show one scenario: its columns, the
+// headline metric compared with the best peer, and the metrics charted as bars.
+type view struct {
+	columns  []column
+	headline string
+	higher   bool     // a higher headline is better
+	bars     []string // metrics drawn as one bar chart each
+}
+
+// views maps each scenario to its view. A scenario missing here is shown with
+// all its metrics.
+var views = map[string]view{
+	"noop": {
+		columns: []column{
+			{"tasks_per_sec", "tasks/s"},
+			{"ns_per_task", "ns/task"},
+			{"allocs_per_task", "allocs/task"},
+			{"bytes_per_task", "B/task"},
+			{"peak_heap_mb", "peak heap MB"},
+			{"peak_goroutines", "peak goroutines"},
+		},
+		headline: "tasks_per_sec", higher: true,
+		bars: []string{"tasks_per_sec", "allocs_per_task"},
+	},
+	"sleep": {
+		columns: []column{
+			{"tasks_per_sec", "tasks/s"},
+			{"efficiency", "efficiency"},
+			{"allocs_per_task", "allocs/task"},
+			{"peak_heap_mb", "peak heap MB"},
+			{"peak_goroutines", "peak goroutines"},
+		},
+		headline: "efficiency", higher: true,
+		bars: []string{"efficiency"},
+	},
+	"latency": {
+		columns: []column{
+			{"wait_p50_us", "p50 µs"},
+			{"wait_p90_us", "p90 µs"},
+			{"wait_p99_us", "p99 µs"},
+			{"wait_p999_us", "p99.9 µs"},
+			{"wait_max_us", "max µs"},
+			{"wait_intended_p99_us", "p99 from due µs"},
+			{"wait_intended_p999_us", "p99.9 from due µs"},
+			{"rejected", "rejected"},
+			{"lost", "lost"},
+		},
+		headline: "wait_p99_us",
+		bars:     []string{"wait_p50_us", "wait_p99_us", "wait_p999_us", "wait_intended_p99_us"},
+	},
+	"burst": {
+		columns: []column{
+			{"submit_ms", "submit ms"},
+			{"submit_ns_per_task", "ns/submit"},
+			{"reject_ns_per_op", "ns/refusal"},
+			{"accepted", "accepted"},
+			{"rejected", "rejected"},
+			{"executed", "executed"},
+			{"lost", "lost"},
+		},
+		headline: "submit_ns_per_task",
+		bars:     []string{"submit_ns_per_task", "reject_ns_per_op"},
+	},
+	"mixed": {
+		columns: []column{
+			{"wait_p99_us_high", "High p99 µs"},
+			{"wait_p99_us_normal", "Normal p99 µs"},
+			{"wait_p99_us_low", "Low p99 µs"},
+			{"wait_max_us_low", "Low max µs"},
+			{"share_high", "High share"},
+			{"share_normal", "Normal share"},
+			{"share_low", "Low share"},
+			{"rejected", "rejected"},
+			{"lost", "lost"},
+		},
+		headline: "wait_p99_us_high",
+		bars:     []string{"wait_p99_us_high", "wait_p99_us_low", "share_low"},
+	},
+	"slow-upstream": {
+		columns: []column{
+			{"goodput_per_sec", "goodput/s"},
+			{"wait_p99_us_high", "High p99 µs"},
+			{"wait_p99_us_low", "Low p99 µs"},
+			{"timed_out", "timed out"},
+			{"timeout_overrun_p99_ms", "overrun p99 ms"},
+			{"zombies_peak", "zombies"},
+			{"rejected", "rejected"},
+			{"peak_goroutines", "peak goroutines"},
+			{"peak_heap_mb", "peak heap MB"},
+			{"lost", "lost"},
+		},
+		headline: "goodput_per_sec", higher: true,
+		bars: []string{"goodput_per_sec", "wait_p99_us_high", "timeout_overrun_p99_ms"},
+	},
+	"retry-storm": {
+		columns: []column{
+			{"amplification", "amplification"},
+			{"attempts_per_sec_outage", "attempts/s outage"},
+			{"attempts_per_sec_after", "attempts/s after"},
+			{"drain_ms", "drain ms"},
+			{"succeeded", "succeeded"},
+			{"failed", "failed"},
+			{"rejected", "rejected"},
+			{"lost", "lost"},
+		},
+		headline: "drain_ms",
+		bars:     []string{"amplification", "drain_ms"},
+	},
+	"timers": {
+		columns: []column{
+			{"schedule_ns_per_op", "schedule ns/op"},
+			{"schedule_ns_per_op_near", "near ns/op"},
+			{"bytes_per_timer", "B/timer"},
+			{"lateness_p50_us", "late p50 µs"},
+			{"lateness_p99_us", "late p99 µs"},
+			{"idle_cpu_pct", "idle CPU %"},
+		},
+		headline: "schedule_ns_per_op",
+		bars:     []string{"schedule_ns_per_op", "bytes_per_timer", "idle_cpu_pct"},
+	},
+}
