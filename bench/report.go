@@ -77,6 +77,16 @@ type Report struct {
 	Results  []Result `json:"results"`
 }
 
+// Result returns the result of the executor called name.
+func (r *Report) Result(name string) (Result, bool) {
+	for _, res := range r.Results {
+		if res.Executor == name {
+			return res, true
+		}
+	}
+	return Result{}, false
+}
+
 // Result is one executor's figures in a [Report].
 type Result struct {
 	Executor string          `json:"executor"`

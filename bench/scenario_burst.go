@@ -92,8 +92,12 @@ func probeRejections(ctx context.Context, ex Executor, p Params, out *Sample, ac
 		executed.Add(1)
 		wg.Done()
 	}
+	// Full means refusing fillRefusals submissions in a row: workers still
+	// picking up their first gated task free a slot or two at the start.
+	const fillRefusals = 1000
 	limit := p.Conc + 4*p.Queue + rejectProbes // room enough for any queue we configure
 	full := false
+	inRow := 0
 	for range limit {
 		wg.Add(1)
 		if err := ex.Go(gated); err != nil {
@@ -102,9 +106,13 @@ func probeRejections(ctx context.Context, ex Executor, p Params, out *Sample, ac
 				close(gate)
 				return fmt.Errorf("bench: %w", err)
 			}
-			full = true
-			break
+			if inRow++; inRow == fillRefusals {
+				full = true
+				break
+			}
+			continue
 		}
+		inRow = 0
 		accepted.Add(1)
 	}
 	if !full {

@@ -128,11 +128,17 @@ func runRetryStorm(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	if drain > 0 {
 		out.Metrics["attempts_per_sec_after"] = float64(attemptsAfter) / time.Duration(drain).Seconds()
 	}
+	// Amplification is the outage's attempt rate over its arrival rate: above 1,
+	// retries add load while the upstream is down; a pool that is already
+	// full cannot amplify, it queues (and drains later).
 	if arrivalsDown > 0 {
 		out.Metrics["amplification"] = float64(attemptsDown) / float64(arrivalsDown)
 	}
 	out.Metrics["drain_ms"] = float64(drain) / 1e6
 	out.Metrics["attempts"] = float64(len(all))
+	if accepted := int64(p.N) - rejected; accepted > 0 {
+		out.Metrics["attempts_per_task"] = float64(len(all)) / float64(accepted)
+	}
 	out.Metrics["succeeded"] = float64(ok)
 	out.Metrics["failed"] = float64(failed)
 	out.Metrics["rejected"] = float64(rejected)

@@ -30,6 +30,9 @@ func timersScenario() Scenario {
 func noopTimer() {}
 
 func runTimers(ctx context.Context, f Factory, p Params) (*Sample, error) {
+	// Executors that bound what waits (ax counts delayed tasks against its
+	// capacity) must hold every timer of the run.
+	p.Queue = max(p.Queue, p.N+p.N/timersNearShare+1)
 	ex, err := build(ctx, f, p)
 	if err != nil {
 		return nil, err

@@ -211,7 +211,12 @@ func checkOutcome(k kind, attempts int32, err error, mode bench.Mode) error {
 
 func exerciseAfter(t *testing.T, f bench.Factory) {
 	const n = 200
-	ex := newExecutor(t, f)
+	p := Params
+	p.Queue = 2 * n // room for every pending timer, as the timers scenario gives
+	ex, err := f.New(t.Context(), p)
+	if err != nil {
+		t.Fatalf("%s: New() error = %v", f.Name, err)
+	}
 	d, ok := ex.(bench.Delayer)
 	if !ok {
 		t.Fatalf("%s says Delays but its executor is no bench.Delayer", f.Name)

@@ -141,6 +141,7 @@ func barChart(rp bench.Report, metric string, v view) (template.HTML, error) {
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.X.Tick.Label.YAlign = draw.YCenter
 	p.Y.Min = 0
+	p.Y.Tick.Marker = humanTicks{}
 	p.Add(plotter.NewGrid())
 	return render(p, barW, barH)
 }
@@ -193,7 +194,7 @@ func lineChart(rp bench.Report, name string) (template.HTML, error) {
 			lines = append(lines, r.Executor, l)
 		}
 	}
-	p.Title.Text = rp.Scenario + ": " + strings.ReplaceAll(name, "_", " ") + " over time"
+	p.Title.Text = rp.Scenario + ": " + seriesTitle(name) + " over time"
 	p.X.Label.Text = "seconds since start"
 	p.Y.Label.Text = unit
 	for k := 0; k+1 < len(lines); k += 2 {
@@ -202,8 +203,30 @@ func lineChart(rp bench.Report, name string) (template.HTML, error) {
 	}
 	p.Legend.Top = true
 	p.Y.Min = 0
+	p.Y.Tick.Marker = humanTicks{}
 	p.Add(plotter.NewGrid())
 	return render(p, lineW, lineH)
+}
+
+// seriesTitle names a series for a chart's title.
+func seriesTitle(name string) string {
+	if pr, ok := strings.CutPrefix(name, "wait_p99_us_"); ok {
+		return pr + "-priority p99 wait"
+	}
+	return strings.ReplaceAll(strings.TrimSuffix(name, "_per_sec")+map[bool]string{true: " per second"}[strings.HasSuffix(name, "_per_sec")], "_", " ")
+}
+
+// humanTicks are the default ticks labelled like the tables (12.5k, 1.20M).
+type humanTicks struct{}
+
+func (humanTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = num(ts[i].Value)
+		}
+	}
+	return ts
 }
 
 // render draws p to an SVG fragment (without the XML prolog) for inlining.
@@ -228,7 +251,8 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 body { font-family: "Liberation Sans", Arial, sans-serif; margin: 2em auto; max-width: 80em; color: #222; }
 pre { font-size: 12px; line-height: 1.25; overflow-x: auto; background: #f6f6f6; padding: .8em; }
 section { margin-bottom: 3em; }
-.charts svg { display: block; margin: 1em 0; max-width: 100%; height: auto; }
+.charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(36em, 1fr)); gap: 1em; }
+.charts svg { display: block; max-width: 100%; height: auto; }
 .meta { color: #555; }
 </style></head>
 <body>

@@ -47,7 +47,12 @@ func writeTable(w io.Writer, rp bench.Report) error {
 	}
 	best, bestName := bestPeer(rp, v)
 	if bestName != "" {
-		head = append(head, v.headlineTitle()+" ÷ "+bestName)
+		head = append(head, v.headlineTitle()+" ÷ best peer ("+bestName+")")
+	}
+	pool, hasPool := rp.Result("chanpool")
+	poolStat, hasPool := pool.Metrics[v.headline], hasPool && v.headline != ""
+	if hasPool {
+		head = append(head, "÷ chanpool")
 	}
 	t.AppendHeader(head)
 	align := []table.ColumnConfig{}
@@ -63,6 +68,13 @@ func writeTable(w io.Writer, rp bench.Report) error {
 		if bestName != "" {
 			if s, ok := r.Metrics[v.headline]; ok && best != 0 {
 				row = append(row, fmt.Sprintf("×%.2f", s.Median/best))
+			} else {
+				row = append(row, "–")
+			}
+		}
+		if hasPool {
+			if s, ok := r.Metrics[v.headline]; ok && poolStat.Median != 0 {
+				row = append(row, fmt.Sprintf("×%.2f", s.Median/poolStat.Median))
 			} else {
 				row = append(row, "–")
 			}
@@ -126,9 +138,12 @@ func viewOf(rp bench.Report) view {
 	return v
 }
 
-// isPeer reports whether an executor is something ax is compared with: not ax
-// itself, and not `go`, the reference that bounds nothing.
-func isPeer(name string) bool { return !strings.HasPrefix(name, "ax") && name != "go" }
+// isPeer reports whether an executor is a peer of ax: a pool people use instead
+// (ants, pond, conc, workerpool, errgroup, semaphore), not ax itself nor the
+// references: `go`, which bounds nothing, and the hand-written chanpool.
+func isPeer(name string) bool {
+	return !strings.HasPrefix(name, "ax") && name != "go" && !strings.HasPrefix(name, "chanpool")
+}
 
 // bestPeer returns the best headline median among the peers and its executor.
 func bestPeer(rp bench.Report, v view) (float64, string) {
