@@ -1,0 +1,376 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+)
+
+// Store keeps durable tasks for the kernel. It is a journal, not a work queue: the kernel
+// runs durable tasks from memory, records their lifecycle with [Store.Commit] in group
+// commits (many changes per transaction), and reads the store back only at start, with
+// [Store.Recover]. Nothing polls it for work.
+//
+// # Fences
+//
+// Every task has a fence, a number that changes with every attempt start ([OpStart] sets
+// it to a new, larger value). Every non-insert [Change] carries the fence the writer expects
+// the task to have ([Change.Fence]); a store applies it only when the stored fence matches
+// and the task is live (not terminal). Otherwise the change is refused with [ErrStaleFence]
+// and the stored task is left untouched, so a writer that lost a task (a stale attempt, a
+// zombie, a second process) can never overwrite a newer attempt. A SQL store checks the
+// fence in the UPDATE's WHERE clause and verifies the rows it affected.
+//
+// # Unique keys
+//
+// A task may carry a [StoredTask.UniqueKey]. At most one live task (Delayed, Queued,
+// Running or Retrying) holds a given key: an [OpInsert] of a second live task with that key
+// is refused with [ErrDuplicateKey]. Once the holder is terminal the key is free again. The
+// empty key is no key.
+//
+// # Idempotence and lost answers
+//
+// Task IDs are made by the client (the kernel), never by the store. An [OpInsert] whose ID
+// the store already holds reports nil and changes nothing: it is the retry of a commit whose
+// answer was lost. Every other change is idempotent too: a change that finds the task
+// exactly where the change, or a later change of the same batch, would leave it (same fence
+// and state) reports nil without writing. (For that, a change that comes before its task's
+// OpInsert in the same batch is refused with [ErrInvalidChange].) So a batch whose Commit returned an error can be
+// committed again as it is: whether or not the first attempt landed, the second returns
+// the results the first would have returned and never duplicates a task. This holds as long
+// as the batch's tasks were not changed in between and completed rows are kept longer than
+// the caller keeps retrying (see [Store.PurgeCompleted]).
+//
+// # Dead letters and completed tasks
+//
+// Terminal tasks stay in the store. Dead letters (states Failed, TimedOut, Evicted and
+// Abandoned: work that was not done) are kept until [Store.Purge] deletes them or
+// [Store.Requeue] gives them another life. Completed tasks (Succeeded, Canceled) are kept
+// until [Store.PurgeCompleted] deletes them; a store may do that by itself after a
+// retention period.
+//
+// # Times
+//
+// Times are kept with millisecond precision: a store truncates them to the millisecond
+// and may return them in another location (compare them with [time.Time.Equal]). A store
+// never reads a clock for task fields: the caller supplies every time it records, so a
+// kernel on a mock clock sees its own times.
+//
+// Implementations must be safe for concurrent use. kernel/storetest holds the conformance
+// suite every implementation must pass; [NewMemoryStore] is the in-memory reference.
+type Store interface {
+	// Commit applies changes, in order, in one transaction (a group commit) and returns
+	// once that transaction is durable. It blocks; it does not retain changes, their
+	// tasks or payloads after it returns, and never modifies them.
+	//
+	// When err is nil, len(results) == len(changes) and results[i] is the outcome of
+	// changes[i]: nil when it was applied (or had already been, see "Idempotence" in
+	// [Store]), or an error wrapping [ErrDuplicateKey], [ErrStaleFence], [ErrUnknownTask],
+	// [ErrInvalidChange] or [ErrPayloadTooLarge]. A refused change changes nothing, and the
+	// other changes of the batch are applied all the same.
+	//
+	// When err is not nil, nothing may be assumed about the batch: it may or may not have
+	// been applied (a connection lost while committing). Committing the same batch again is
+	// safe and returns what the first attempt would have. err wraps [ErrStoreUnavailable]
+	// when the store could not be reached or the outcome is unknown, ctx.Err() when ctx
+	// ended first, and [ErrStoreClosed] after Close. Commit of no changes returns (nil, nil)
+	// at once.
+	Commit(ctx context.Context, changes []Change) (results []error, err error)
+
+	// Recover returns every live task (Delayed, Queued, Running and Retrying) ordered by
+	// priority (High first), then RunAt, then ID. It changes nothing: a task that was
+	// Running when its process died comes back Running, with the Attempt and Fence of that
+	// attempt; the caller decides to run it again (an [OpStart] with a new fence, which
+	// counts a new attempt) or, if it used up MaxAttempts, to dead-letter it ([OpFail]).
+	// Delayed and Retrying tasks come back with their RunAt, which may have passed.
+	Recover(ctx context.Context) ([]StoredTask, error)
+
+	// Get returns the task with the given ID in whatever state it is, or an error wrapping
+	// [ErrUnknownTask] when the store does not hold it (never inserted, or purged).
+	Get(ctx context.Context, id string) (StoredTask, error)
+
+	// DeadLetters returns up to limit dead letters (Failed, TimedOut, Evicted or Abandoned
+	// tasks) with an ID greater than afterID, ordered by ID: pass the last ID of a page to
+	// get the next one, "" for the first. A limit <= 0 means [DeadLettersLimitDefault].
+	DeadLetters(ctx context.Context, limit int, afterID string) ([]StoredTask, error)
+
+	// CountDeadLetters returns how many dead letters the store holds.
+	CountDeadLetters(ctx context.Context) (int, error)
+
+	// Requeue gives the named dead letters another life: each becomes Queued with RunAt and
+	// UpdatedAt set to now, Attempt 0, a new (larger) fence and its LastError kept. IDs that
+	// are unknown, not dead letters, or whose unique key is now held by another live task
+	// are skipped. It returns the requeued tasks, so a running kernel can schedule them;
+	// a store never runs anything by itself.
+	Requeue(ctx context.Context, now time.Time, ids ...string) ([]StoredTask, error)
+
+	// Purge deletes the named dead letters and returns how many it deleted. IDs that are
+	// unknown or not dead letters are skipped.
+	Purge(ctx context.Context, ids ...string) (int, error)
+
+	// PurgeCompleted deletes completed tasks (Succeeded and Canceled) whose UpdatedAt is
+	// before olderThan and returns how many it deleted. Dead letters and live tasks are
+	// never deleted by it. A batch retried after its tasks were purged may insert them
+	// again: purge only what no caller may still retry.
+	PurgeCompleted(ctx context.Context, olderThan time.Time) (int, error)
+
+	// Close releases the store's resources. Calls after Close return an error wrapping
+	// [ErrStoreClosed]. Close is idempotent.
+	Close() error
+}
+
+// StoredTask is one durable task as a [Store] keeps it.
+type StoredTask struct {
+	// ID identifies the task. The kernel makes it; it is unique, at most [StoredIDMax]
+	// bytes and never empty. Inserts are idempotent on it.
+	ID string
+	// Kind is the registered task kind that runs the payload; 1 to [KindMax] bytes.
+	Kind string
+	// Payload is the kind's input, opaque to the store. Nil and empty are the same: a
+	// store may return either for a task inserted with either.
+	Payload []byte
+	// Priority is the task's bucket. The zero value is stored as [Normal].
+	Priority Priority
+	// RunAt is when the task is due: its delay on insert, its backoff after [OpRetry].
+	// The zero time means at once.
+	RunAt time.Time
+	// Timeout bounds each attempt; zero means the kernel's default.
+	Timeout time.Duration
+	// MaxAttempts bounds the attempts; zero means the kernel's default.
+	MaxAttempts int
+	// Attempt counts the attempts started so far (an [OpStart] sets it).
+	Attempt int
+	// Fence identifies the current attempt; see "Fences" in [Store].
+	Fence uint64
+	// UniqueKey, when not empty, is held by at most one live task; at most
+	// [UniqueKeyMax] bytes. See "Unique keys" in [Store].
+	UniqueKey string
+	// State is where the task is; see [State]. Live states are Delayed, Queued, Running
+	// and Retrying.
+	State State
+	// LastError is the message of the last failure, at most [LastErrorMax] bytes (a store
+	// truncates longer ones at a UTF-8 boundary).
+	LastError string
+	// CreatedAt is when the task was accepted, as given by its [OpInsert].
+	CreatedAt time.Time
+	// UpdatedAt is the time of the last change applied to the task (Task.UpdatedAt of
+	// that [Change]); [Store.PurgeCompleted] compares it.
+	UpdatedAt time.Time
+}
+
+// ChangeOp says what a [Change] does to a stored task.
+type ChangeOp uint8
+
+// The changes a [Store] records. Every op records Change.Task.UpdatedAt as the task's
+// UpdatedAt (it must not be zero). Except for [OpInsert], every op needs the task to exist
+// ([ErrUnknownTask] otherwise), to be live and to have the fence Change.Fence
+// ([ErrStaleFence] otherwise), and touches only the fields it names.
+const (
+	// OpInsert creates the task Change.Task with all its fields (Change.Fence is unused).
+	// Task.State may be any state, usually Queued or Delayed (Running for a task inserted
+	// and started in one batch). Refused with [ErrDuplicateKey] when Task.UniqueKey is held
+	// by another live task. When the ID exists already, it reports nil and changes nothing.
+	OpInsert ChangeOp = iota + 1
+	// OpStart records the start of an attempt: State becomes Running, Attempt becomes
+	// Task.Attempt and Fence becomes Task.Fence, which must be greater than Change.Fence
+	// ([ErrInvalidChange] otherwise). Writes for the new attempt carry Task.Fence.
+	OpStart
+	// OpRetry records an attempt that failed and will be tried again: State becomes
+	// Retrying, RunAt becomes Task.RunAt (when the next attempt is due) and LastError
+	// becomes Task.LastError. The fence does not change.
+	OpRetry
+	// OpSucceed records success: State becomes Succeeded, terminal; a unique key is
+	// freed. LastError is kept.
+	OpSucceed
+	// OpFail dead-letters the task: State becomes Task.State, which must be Failed,
+	// TimedOut, Evicted or Abandoned (zero means Failed), and LastError becomes
+	// Task.LastError. Terminal; a unique key is freed.
+	OpFail
+	// OpCancel records a cancellation: State becomes Canceled, LastError becomes
+	// Task.LastError when it is not empty. Terminal; a unique key is freed.
+	OpCancel
+)
+
+var opNames = [...]string{
+	OpInsert:  "insert",
+	OpStart:   "start",
+	OpRetry:   "retry",
+	OpSucceed: "succeed",
+	OpFail:    "fail",
+	OpCancel:  "cancel",
+}
+
+// String returns the op's lowercase name.
+func (op ChangeOp) String() string {
+	if int(op) < len(opNames) && opNames[op] != "" {
+		return opNames[op]
+	}
+	return "op(" + itoa(int(op)) + ")"
+}
+
+// Change is one entry of a group commit; see [ChangeOp] for what each op reads.
+type Change struct {
+	// Op is what the change does.
+	Op ChangeOp
+	// Fence is the fence the writer expects the task to have now. Unused by [OpInsert].
+	Fence uint64
+	// Task holds the task's ID and the fields the op sets: all of them for [OpInsert].
+	Task StoredTask
+}
+
+// Limits every [Store] enforces; a change beyond them is refused with [ErrInvalidChange].
+const (
+	// StoredIDMax is the longest task ID, in bytes.
+	StoredIDMax = 128
+	// KindMax is the longest task kind, in bytes.
+	KindMax = 255
+	// UniqueKeyMax is the longest unique key, in bytes.
+	UniqueKeyMax = 255
+	// LastErrorMax is the longest LastError kept, in bytes; longer ones are truncated.
+	LastErrorMax = 4096
+	// DeadLettersLimitDefault is the page size of [Store.DeadLetters] for a limit <= 0.
+	DeadLettersLimitDefault = 100
+)
+
+// Errors of a [Store]. Per-change results of [Store.Commit] wrap the first five; the
+// error of a call wraps the last two. Branch on them with [errors.Is].
+var (
+	// ErrDuplicateKey: an [OpInsert] named a UniqueKey held by another live task.
+	ErrDuplicateKey = errors.New("kernel: unique key held by a live task")
+	// ErrStaleFence: the task's fence differs from [Change.Fence] or the task is terminal,
+	// and the task is not already where the change would leave it. The change belongs to an
+	// attempt that no longer owns the task; nothing was written.
+	ErrStaleFence = errors.New("kernel: stale fence")
+	// ErrUnknownTask: no task with that ID is stored (never inserted, refused, or purged).
+	// Returned by Commit (per change) and [Store.Get].
+	ErrUnknownTask = errors.New("kernel: unknown task")
+	// ErrInvalidChange: the change breaks a rule of [ChangeOp], [StoredTask] or the
+	// limits (an empty ID, an unknown op or state, a Start fence not increasing, a zero
+	// UpdatedAt...). The wrapping error says which.
+	ErrInvalidChange = errors.New("kernel: invalid change")
+	// ErrPayloadTooLarge: the payload exceeds the store's limit; nothing was written.
+	ErrPayloadTooLarge = errors.New("kernel: payload too large")
+	// ErrStoreUnavailable: the store could not be reached, or a commit's outcome is
+	// unknown. Returned (wrapped) by every [Store] method.
+	ErrStoreUnavailable = errors.New("kernel: store unavailable")
+	// ErrStoreClosed: the store was closed. Returned (wrapped) by every [Store] method
+	// but Close.
+	ErrStoreClosed = errors.New("kernel: store closed")
+)
+
+// Live reports whether s is a live state, one that [Store.Recover] returns: Delayed,
+// Queued, Running or Retrying.
+func (s State) Live() bool { return s >= Delayed && s <= Retrying }
+
+// DeadLetter reports whether s is a dead-letter state: Failed, TimedOut, Evicted or
+// Abandoned (work that was not done).
+func (s State) DeadLetter() bool {
+	return s == Failed || s == TimedOut || s == Evicted || s == Abandoned
+}
+
+// Completed reports whether s is a completed state: Succeeded or Canceled.
+func (s State) Completed() bool { return s == Succeeded || s == Canceled }
+
+// Validate checks c against the rules of its op and the limits above, without looking at
+// any store. It returns nil or an error wrapping [ErrInvalidChange] that names the field.
+// [Store.Commit] reports the same error for the change; the kernel may call Validate first
+// to refuse a durable submit at once.
+func (c *Change) Validate() error {
+	t := &c.Task
+	switch {
+	case c.Op < OpInsert || c.Op > OpCancel:
+		return invalidChange(c, "Op", "unknown op")
+	case t.ID == "":
+		return invalidChange(c, "Task.ID", "must not be empty")
+	case len(t.ID) > StoredIDMax:
+		return invalidChange(c, "Task.ID", "longer than StoredIDMax bytes")
+	case t.UpdatedAt.IsZero():
+		return invalidChange(c, "Task.UpdatedAt", "must not be zero")
+	}
+	switch c.Op {
+	case OpInsert:
+		switch {
+		case t.Kind == "":
+			return invalidChange(c, "Task.Kind", "must not be empty")
+		case len(t.Kind) > KindMax:
+			return invalidChange(c, "Task.Kind", "longer than KindMax bytes")
+		case len(t.UniqueKey) > UniqueKeyMax:
+			return invalidChange(c, "Task.UniqueKey", "longer than UniqueKeyMax bytes")
+		case !t.Priority.Valid():
+			return invalidChange(c, "Task.Priority", "unknown priority")
+		case t.State < Delayed || t.State > Abandoned:
+			return invalidChange(c, "Task.State", "unknown state")
+		case t.Attempt < 0:
+			return invalidChange(c, "Task.Attempt", "must be >= 0")
+		case t.MaxAttempts < 0:
+			return invalidChange(c, "Task.MaxAttempts", "must be >= 0")
+		case t.Timeout < 0:
+			return invalidChange(c, "Task.Timeout", "must be >= 0")
+		}
+	case OpStart:
+		switch {
+		case t.Fence <= c.Fence:
+			return invalidChange(c, "Task.Fence", "must be greater than Change.Fence")
+		case t.Attempt < 1:
+			return invalidChange(c, "Task.Attempt", "must be >= 1")
+		}
+	case OpFail:
+		if t.State != 0 && !t.State.DeadLetter() {
+			return invalidChange(c, "Task.State", "must be Failed, TimedOut, Evicted or Abandoned")
+		}
+	}
+	return nil
+}
+
+// ResultState returns the state c leaves its task in when it applies.
+func (c *Change) ResultState() State {
+	switch c.Op {
+	case OpInsert:
+		return c.Task.State
+	case OpStart:
+		return Running
+	case OpRetry:
+		return Retrying
+	case OpSucceed:
+		return Succeeded
+	case OpFail:
+		if c.Task.State == 0 {
+			return Failed
+		}
+		return c.Task.State
+	case OpCancel:
+		return Canceled
+	}
+	return 0
+}
+
+// ResultFence returns the fence c leaves its task with when it applies: Task.Fence for
+// [OpInsert] and [OpStart], Change.Fence otherwise.
+func (c *Change) ResultFence() uint64 {
+	if c.Op == OpInsert || c.Op == OpStart {
+		return c.Task.Fence
+	}
+	return c.Fence
+}
+
+func invalidChange(c *Change, field, reason string) error {
+	return &invalidChangeError{op: c.Op, id: c.Task.ID, field: field, reason: reason}
+}
+
+type invalidChangeError struct {
+	op     ChangeOp
+	id     string
+	field  string
+	reason string
+}
+
+func (e *invalidChangeError) Error() string {
+	id := e.id
+	if len(id) > StoredIDMax {
+		id = id[:StoredIDMax] + "..."
+	}
+	return "kernel: invalid change: " + e.op.String() + " " + strconv.Quote(id) + ": " + e.field + " " + e.reason
+}
+
+func (e *invalidChangeError) Unwrap() error { return ErrInvalidChange }
