@@ -93,6 +93,14 @@ type Stater interface {
 	Zombies() int
 }
 
+// Quoter is implemented by executors with priorities that promise each one a
+// share of the dispatches while every priority has work waiting; the mixed
+// scenario checks the promise.
+type Quoter interface {
+	// QuotaShares returns the promised shares of High, Normal and Low (summing to 1).
+	QuotaShares() [3]float64
+}
+
 // Mode is how an executor answers a submission when it is full.
 type Mode uint8
 

@@ -102,6 +102,9 @@ func NewPlan(reg *Registry, opts Options) ([]Plan, error) {
 	plans := make([]Plan, 0, len(scs))
 	for _, sc := range scs {
 		pl := Plan{Scenario: sc, Params: opts.Params.resolve(sc.Defaults)}
+		if sc.Fix != nil {
+			pl.Params = sc.Fix(pl.Params)
+		}
 		for _, f := range fs {
 			if sc.Accepts == nil || sc.Accepts(f) {
 				pl.Executors = append(pl.Executors, f)

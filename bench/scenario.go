@@ -15,6 +15,9 @@ type Scenario struct {
 	Doc string
 	// Defaults are the scenario's parameters where [Params] leaves a zero.
 	Defaults Params
+	// Fix, if not nil, adjusts the resolved params (a size that follows from
+	// another); reports show the adjusted ones.
+	Fix func(p Params) Params
 	// Accepts reports whether the scenario can run on f. If nil, it runs on all.
 	Accepts func(f Factory) bool
 	// Run measures f once with resolved params p.

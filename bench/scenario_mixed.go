@@ -84,7 +84,9 @@ func runMixed(ctx context.Context, f Factory, p Params) (*Sample, error) {
 		}
 		executed++
 		waits[pr] = append(waits[pr], st-due(i))
-		if st <= window {
+		// Shares count the starts of the saturated stretch: after the first
+		// tenth of the arrivals (when the buckets fill), before the last arrival.
+		if st >= window/10 && st <= window {
 			inWindow[pr]++
 			total++
 		}
@@ -95,6 +97,14 @@ func runMixed(ctx context.Context, f Factory, p Params) (*Sample, error) {
 		out.Metrics["rejected"+name] = float64(rej[pr])
 		if total > 0 {
 			out.Metrics["share"+name] = float64(inWindow[pr]) / float64(total)
+		}
+	}
+	if q, ok := ex.(Quoter); ok && total > 0 {
+		want := q.QuotaShares()
+		for pr := range numPriorities {
+			name := "_" + pr.String()
+			out.Metrics["share_quota"+name] = want[pr]
+			out.Metrics["share_error_pp"+name] = 100 * (out.Metrics["share"+name] - want[pr])
 		}
 	}
 	out.Metrics["rejected"] = float64(rejected)

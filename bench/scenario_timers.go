@@ -22,17 +22,20 @@ func timersScenario() Scenario {
 		Doc: "100,000 delayed tasks due within 1 s, then 1,000,000 far-future ones: schedule ns/op, bytes per pending task, " +
 			"lateness p50/p99, idle CPU with the far ones pending; ax against time.AfterFunc",
 		Defaults: Params{N: 1_000_000},
-		Accepts:  func(f Factory) bool { return f.Delays },
-		Run:      runTimers,
+		// Executors that bound what waits (ax counts delayed tasks against its
+		// capacity) must hold every timer of the run.
+		Fix: func(p Params) Params {
+			p.Queue = max(p.Queue, p.N+p.N/timersNearShare+1)
+			return p
+		},
+		Accepts: func(f Factory) bool { return f.Delays },
+		Run:     runTimers,
 	}
 }
 
 func noopTimer() {}
 
 func runTimers(ctx context.Context, f Factory, p Params) (*Sample, error) {
-	// Executors that bound what waits (ax counts delayed tasks against its
-	// capacity) must hold every timer of the run.
-	p.Queue = max(p.Queue, p.N+p.N/timersNearShare+1)
 	ex, err := build(ctx, f, p)
 	if err != nil {
 		return nil, err

@@ -78,6 +78,7 @@ var views = map[string]view{
 			{"share_high", "High share"},
 			{"share_normal", "Normal share"},
 			{"share_low", "Low share"},
+			{"share_error_pp_low", "Low share − quota pp"},
 			{"rejected", "rejected"},
 			{"lost", "lost"},
 		},
@@ -103,6 +104,7 @@ var views = map[string]view{
 	"retry-storm": {
 		columns: []column{
 			{"amplification", "amplification"},
+			{"attempts_per_task", "attempts/task"},
 			{"attempts_per_sec_outage", "attempts/s outage"},
 			{"attempts_per_sec_after", "attempts/s after"},
 			{"drain_ms", "drain ms"},
