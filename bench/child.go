@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 )
 
 // ChildArg is the hidden first argument with which [Run] re-runs the
@@ -17,6 +19,9 @@ type childJob struct {
 	Scenario string `json:"scenario"`
 	Executor string `json:"executor"`
 	Params   Params `json:"params"`
+	// Profile, if not empty, is the file the child writes its CPU profile of
+	// the run to.
+	Profile string `json:"profile,omitempty"`
 }
 
 // childResult is what a child writes to its standard output.
@@ -57,10 +62,33 @@ func runJob(ctx context.Context, reg *Registry, job childJob) (*Sample, error) {
 	if err := job.Params.Validate(); err != nil {
 		return nil, err
 	}
+	if job.Profile != "" {
+		stop, err := startProfile(job.Profile)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 	s, err := sc.Run(ctx, f, job.Params)
 	if err != nil {
 		return nil, err
 	}
 	s.clean()
 	return s, nil
+}
+
+// startProfile starts a CPU profile to path and returns the func that ends it.
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("bench: profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -40,6 +41,10 @@ type Options struct {
 	Executable string
 	// RunTimeout bounds one repetition. If zero, RunTimeoutDefault.
 	RunTimeout time.Duration
+	// ProfileDir, if not empty, is a directory where each repetition in a fresh
+	// process writes its CPU profile, as SCENARIO-EXECUTOR-REP.pprof (for
+	// `go tool pprof`). It is ignored with InProcess.
+	ProfileDir string
 	// Stderr receives the children's standard error. If nil, os.Stderr.
 	Stderr io.Writer
 	// Progress, if not nil, is called after each repetition, from Run's goroutine.
@@ -136,6 +141,11 @@ func Run(ctx context.Context, reg *Registry, opts Options) ([]Report, error) {
 		return nil, err
 	}
 	reps := cmp.Or(opts.Reps, RepsDefault)
+	if opts.ProfileDir != "" && !opts.InProcess {
+		if err := os.MkdirAll(opts.ProfileDir, 0o755); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+	}
 	if !opts.InProcess && opts.Executable == "" {
 		if opts.Executable, err = os.Executable(); err != nil {
 			return nil, fmt.Errorf("bench: %w", err)
@@ -155,7 +165,7 @@ func Run(ctx context.Context, reg *Registry, opts Options) ([]Report, error) {
 			for k := range pl.Executors {
 				i := (k + rep) % len(pl.Executors)
 				f := pl.Executors[i]
-				s, err := runOne(ctx, opts, pl.Scenario, f, pl.Params)
+				s, err := runOne(ctx, opts, pl.Scenario, f, pl.Params, rep+1)
 				if ctx.Err() != nil {
 					return reports, ctx.Err()
 				}
@@ -180,7 +190,7 @@ func Run(ctx context.Context, reg *Registry, opts Options) ([]Report, error) {
 }
 
 // runOne runs one repetition, in this process or a child.
-func runOne(ctx context.Context, opts Options, sc Scenario, f Factory, p Params) (*Sample, error) {
+func runOne(ctx context.Context, opts Options, sc Scenario, f Factory, p Params, rep int) (*Sample, error) {
 	ctx, cancel := context.WithTimeout(ctx, cmp.Or(opts.RunTimeout, RunTimeoutDefault))
 	defer cancel()
 	if opts.InProcess {
@@ -191,7 +201,11 @@ func runOne(ctx context.Context, opts Options, sc Scenario, f Factory, p Params)
 		s.clean()
 		return s, nil
 	}
-	job, err := json.Marshal(childJob{Scenario: sc.Name, Executor: f.Name, Params: p})
+	cj := childJob{Scenario: sc.Name, Executor: f.Name, Params: p}
+	if opts.ProfileDir != "" {
+		cj.Profile = filepath.Join(opts.ProfileDir, fmt.Sprintf("%s-%s-%d.pprof", sc.Name, f.Name, rep))
+	}
+	job, err := json.Marshal(cj)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}

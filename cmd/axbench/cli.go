@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -42,6 +43,7 @@ type config struct {
 	jsonPath         string
 	htmlPath         string
 	quiet, list      bool
+	profileDir       string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -63,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.timeout, "timeout", bench.RunTimeoutDefault, "limit of one repetition")
 	fs.StringVar(&c.jsonPath, "json", "", "write the results as JSON to `FILE`")
 	fs.StringVar(&c.htmlPath, "html", "", "write a self-contained HTML report with charts to `FILE`")
+	fs.StringVar(&c.profileDir, "cpuprofile", "", "write a CPU profile of each repetition into `DIR` (SCENARIO-EXECUTOR-REP.pprof)")
 	fs.BoolVar(&c.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&c.list, "list", false, "list the scenarios and executors, then exit")
 	fs.Usage = func() {
@@ -144,7 +147,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	opts := bench.Options{
 		Scenarios: c.scenarios, Executors: c.execs, Params: c.params,
-		Reps: c.reps, RunTimeout: c.timeout, Stderr: stderr,
+		Reps: c.reps, RunTimeout: c.timeout, Stderr: stderr, ProfileDir: c.profileDir,
 	}
 	if _, err := bench.NewPlan(reg, opts); err != nil {
 		_, _ = fmt.Fprintf(stderr, "axbench: %s\nrun 'axbench -list' for the names\n", strings.TrimPrefix(err.Error(), "bench: "))
@@ -211,6 +214,9 @@ func writeJSON(w io.Writer, reports []bench.Report) error {
 // writeFile writes path through a temporary file, so that a failed run leaves
 // the previous file in place.
 func writeFile(path string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {

@@ -79,10 +79,11 @@ func TestList(t *testing.T) {
 // (the test binary re-run as a child) and checks all three outputs.
 func TestRunWritesTableJSONAndHTML(t *testing.T) {
 	dir := t.TempDir()
-	jsonPath, htmlPath := filepath.Join(dir, "r.json"), filepath.Join(dir, "r.html")
+	jsonPath, htmlPath := filepath.Join(dir, "new", "r.json"), filepath.Join(dir, "r.html")
+	profDir := filepath.Join(dir, "prof")
 	args := []string{
 		"-scenario", "noop,mixed", "-exec", "chanpool,pond-nb,go", "-scale", "0.004", "-conc", "8",
-		"-reps", "2", "-quiet", "-json", jsonPath, "-html", htmlPath,
+		"-reps", "2", "-quiet", "-json", jsonPath, "-html", htmlPath, "-cpuprofile", profDir,
 	}
 	var stdout, stderr bytes.Buffer
 	if code := run(t.Context(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
@@ -96,6 +97,12 @@ func TestRunWritesTableJSONAndHTML(t *testing.T) {
 	}
 	if stderr.Len() != 0 {
 		t.Errorf("stderr = %q, want nothing with -quiet", stderr.String())
+	}
+
+	// noop runs on chanpool and go (pond-nb refuses), mixed on all three: 2 reps each.
+	profs, err := filepath.Glob(filepath.Join(profDir, "*.pprof"))
+	if err != nil || len(profs) != 10 {
+		t.Errorf("-cpuprofile wrote %d profiles (%v), want 10", len(profs), err)
 	}
 
 	b, err := os.ReadFile(jsonPath)
