@@ -24,14 +24,19 @@ type sampler struct {
 	depth, zombies  Series
 }
 
-// startSampler starts sampling; call stop to end it and read the figures.
-func startSampler(ex Executor, t0 time.Time) *sampler {
+// startSampler starts sampling; call finish to end it and read the figures.
+// With state, it also samples the executor's own state when it is a [Stater]
+// (not in throughput scenarios, where even a cheap call every few
+// milliseconds would be measured with the executor).
+func startSampler(ex Executor, t0 time.Time, state bool) *sampler {
 	s := &sampler{
 		stop: make(chan struct{}), done: make(chan struct{}), t0: t0,
 		depth:   Series{Name: "queue_depth", Unit: "tasks"},
 		zombies: Series{Name: "zombies", Unit: "tasks"},
 	}
-	s.st, _ = ex.(Stater)
+	if state {
+		s.st, _ = ex.(Stater)
+	}
 	go s.loop()
 	return s
 }

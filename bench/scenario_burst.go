@@ -35,7 +35,7 @@ func runBurst(ctx context.Context, f Factory, p Params) (*Sample, error) {
 
 	var accepted, executed atomic.Int64
 	t0 := time.Now()
-	smp := startSampler(ex, t0)
+	smp := startSampler(ex, t0, false)
 
 	// A non-blocking executor first: fill it with tasks held at a gate, then
 	// time submissions that can only be refused.

@@ -35,7 +35,7 @@ func runLatency(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	submitted := make([]int64, p.N)
 	started := make([]int64, p.N)
 	t0 := time.Now()
-	smp := startSampler(ex, t0)
+	smp := startSampler(ex, t0, false)
 	var rejected int64
 	err = OpenLoop(ctx, t0, p.N, p.Rate, func(i int, _ time.Duration) {
 		submitted[i] = int64(time.Since(t0))

@@ -45,7 +45,7 @@ func runMixed(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	refused := make([]bool, p.N)
 	work := p.Work
 	t0 := time.Now()
-	smp := startSampler(ex, t0)
+	smp := startSampler(ex, t0, true)
 	err = OpenLoop(ctx, t0, p.N, p.Rate, func(i int, _ time.Duration) {
 		t := Task{
 			Priority: Priority(i % int(numPriorities)),

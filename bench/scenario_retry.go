@@ -53,7 +53,7 @@ func runRetryStorm(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	work := p.Work
 	policy := retryStormPolicy
 	t0 := time.Now()
-	smp := startSampler(ex, t0)
+	smp := startSampler(ex, t0, true)
 	err = OpenLoop(ctx, t0, p.N, p.Rate, func(i int, _ time.Duration) {
 		t := Task{
 			Priority: Normal,

@@ -51,7 +51,7 @@ func closedRun(ctx context.Context, f Factory, p Params, task func()) (*Sample, 
 
 	ms0 := memStats(true)
 	t0 := time.Now()
-	smp := startSampler(ex, t0)
+	smp := startSampler(ex, t0, false)
 	var rejected int64
 	for i := range p.N {
 		if i&4095 == 0 && ctx.Err() != nil {

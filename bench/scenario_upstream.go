@@ -83,7 +83,7 @@ func runSlowUpstream(ctx context.Context, f Factory, p Params) (*Sample, error) 
 	refused := make([]bool, p.N)
 	var done atomic.Int64
 	t0 := time.Now()
-	smp := startSampler(ex, t0)
+	smp := startSampler(ex, t0, true)
 	err = OpenLoop(ctx, t0, p.N, p.Rate, func(i int, _ time.Duration) {
 		c := calls[i]
 		pr := Low
