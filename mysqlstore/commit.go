@@ -1,0 +1,604 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/axsched/ax/kernel"
+)
+
+// Statement sizes, in rows; statementBudget bounds them in bytes too.
+const (
+	insertRowsMax = 1000
+	updateRowsMax = 250 // CASE id costs each row a scan of the WHENs: keep them short
+	selectIDsMax  = 1000
+)
+
+// Commit implements [kernel.Store.Commit]. It blocks until the transaction is durable (as
+// durable as the server's innodb_flush_log_at_trx_commit makes it) and is safe for
+// concurrent use. A batch runs optimistically first (no reads, fences checked by the
+// UPDATE itself); when that does not hold, it is rolled back and planned again from rows
+// locked with SELECT … FOR UPDATE.
+func (s *Store) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+	if len(changes) == 0 {
+		return nil, nil
+	}
+	if err := s.checkOpen("commit"); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, s.wrap("commit", err)
+	}
+	if s.packet.Load() == 0 {
+		if err := s.checkPacket(ctx); err != nil {
+			return nil, err
+		}
+	}
+	b := s.newBatch(changes)
+	if len(b.ids) == 0 { // every change refused before reaching the server
+		return b.pre, nil
+	}
+	optimistic := b.optimistic
+	var results []error
+	err := s.retry(ctx, "commit", func() error {
+		if optimistic {
+			optimistic = false // whatever happens, a retry plans from locked rows
+			res, err := s.commitOnce(ctx, b, true)
+			if err == nil {
+				results = res
+				return nil
+			}
+			if !errors.Is(err, errReplan) {
+				return err
+			}
+		}
+		res, err := s.commitOnce(ctx, b, false)
+		if err == nil {
+			results = res
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// batch is a validated group commit.
+type batch struct {
+	changes []kernel.Change
+	pre     []error  // refusals found without the server (invalid, payload too large)
+	ids     []string // distinct IDs of the changes not refused, in order of appearance
+	first   []int    // first[k]: index of the first change not refused of ids[k]
+	keys    []string // distinct unique keys of the live inserts not refused
+	next    []int    // next change of the same task, or -1
+	// optimistic: no row needs reading first. False when a live insert with a unique key
+	// comes before a change to a task not inserted by the batch: that change may free the
+	// key, and only the stored rows tell whether the insert came before it.
+	optimistic bool
+}
+
+func (s *Store) newBatch(changes []kernel.Change) *batch {
+	b := &batch{changes: changes, pre: make([]error, len(changes)), optimistic: true}
+	for i := range changes {
+		c := &changes[i]
+		if err := c.Validate(); err != nil {
+			b.pre[i] = fmt.Errorf("mysqlstore: %w", err)
+		} else if c.Op == kernel.OpInsert && len(c.Task.Payload) > s.opts.MaxPayload {
+			b.pre[i] = fmt.Errorf("mysqlstore: insert %q: payload of %d bytes, Options.MaxPayload is %d: %w",
+				c.Task.ID, len(c.Task.Payload), s.opts.MaxPayload, kernel.ErrPayloadTooLarge)
+		}
+	}
+	refuseBeforeInsert(changes, b.pre)
+	seenID := make(map[string]bool, len(changes))
+	inserted := make(map[string]bool)
+	seenKey := make(map[string]bool)
+	keyedInsert := false
+	for i := range changes {
+		if b.pre[i] != nil {
+			continue
+		}
+		t := &changes[i].Task
+		if !seenID[t.ID] {
+			seenID[t.ID] = true
+			b.ids = append(b.ids, t.ID)
+			b.first = append(b.first, i)
+		}
+		if changes[i].Op == kernel.OpInsert {
+			inserted[t.ID] = true
+			if t.UniqueKey != "" && t.State.Live() {
+				keyedInsert = true
+				if !seenKey[t.UniqueKey] {
+					seenKey[t.UniqueKey] = true
+					b.keys = append(b.keys, t.UniqueKey)
+				}
+			}
+		} else if keyedInsert && !inserted[t.ID] {
+			b.optimistic = false
+		}
+	}
+	b.next = nextOfTask(changes)
+	return b
+}
+
+// row is one task of a batch, as the plan simulates it.
+type row struct {
+	id       string
+	exists   bool   // stored before the batch (read, or assumed when optimistic)
+	preFence uint64 // its fence then: the UPDATE checks it
+
+	present  bool // stored, or inserted by the batch so far
+	fence    uint64
+	state    kernel.State
+	attempt  int    // -1: unknown (optimistic)
+	key      string // unique key, when keyKnown
+	keyKnown bool
+
+	ins *kernel.StoredTask // the row to insert, when the batch creates it
+
+	dirty                bool // an existing row the batch changes
+	setAttempt, setRunAt bool
+	setLastError         bool
+	runAt                time.Time
+	lastError            string
+	updatedAt            time.Time
+}
+
+// commitOnce runs the batch in one transaction. Optimistic: rows are assumed as the batch
+// expects them (inserted IDs new, others live at the first change's fence), and errReplan
+// says they were not. Otherwise the rows are read and locked first.
+func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool) ([]error, error) {
+	var opts *sql.TxOptions
+	if !optimistic {
+		// No gap locks on the IDs and keys read but absent: fewer deadlocks between
+		// concurrent commits; a racing insert shows up as a duplicate entry instead.
+		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+	}
+	tx, err := s.db.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit; otherwise err is what matters
+
+	rows := make(map[string]*row, len(b.ids))
+	holders := make(map[string]string) // unique key → ID of the live task holding it
+	if optimistic {
+		for k, id := range b.ids {
+			r := &row{id: id, attempt: -1}
+			if c := &b.changes[b.first[k]]; c.Op != kernel.OpInsert {
+				// Assumed stored and live at the fence the batch expects; the UPDATE checks it.
+				r.exists, r.present, r.preFence, r.fence, r.state = true, true, c.Fence, c.Fence, kernel.Queued
+			}
+			rows[id] = r
+		}
+	} else if err := s.lockRows(ctx, tx, b, rows, holders); err != nil {
+		return nil, err
+	}
+
+	results := plan(b, rows, holders)
+	if optimistic {
+		for i, r := range results {
+			if r != nil && b.pre[i] == nil {
+				return nil, errReplan // let the locked rows decide the refusals
+			}
+		}
+	}
+	if err := s.writeUpdates(ctx, tx, rows, b.ids, optimistic); err != nil {
+		return nil, err
+	}
+	if err := s.writeInserts(ctx, tx, rows, b.ids); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// lockRows reads and locks the batch's rows and the holders of its inserts' unique keys.
+func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[string]*row, holders map[string]string) error {
+	ids := slices.Sorted(slices.Values(b.ids)) // one lock order for every committer
+	for chunk := range slices.Chunk(ids, selectIDsMax) {
+		q := newQuery(64 + len(chunk)*(2*kernel.StoredIDMax+4))
+		q.raw("SELECT id, fence, state, attempt, unique_key FROM ").raw(s.table).raw(" WHERE id IN (")
+		for i, id := range chunk {
+			if i > 0 {
+				q.raw(",")
+			}
+			q.hexString(id)
+		}
+		q.raw(") FOR UPDATE")
+		err := scanAll(ctx, tx, q.String(), func(sc scanner) error {
+			r := &row{exists: true, present: true, keyKnown: true}
+			var code uint8
+			if err := sc.Scan(&r.id, &r.fence, &code, &r.attempt, &r.key); err != nil {
+				return err
+			}
+			st, err := decodeState(code)
+			if err != nil {
+				return err
+			}
+			r.state, r.preFence = st, r.fence
+			rows[r.id] = r
+			if r.key != "" && st.Live() {
+				holders[r.key] = r.id
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	for _, id := range b.ids {
+		if rows[id] == nil {
+			rows[id] = &row{id: id, attempt: -1}
+		}
+	}
+	keys := slices.Sorted(slices.Values(b.keys))
+	for chunk := range slices.Chunk(keys, selectIDsMax) {
+		q := newQuery(64 + len(chunk)*(2*kernel.UniqueKeyMax+4))
+		q.raw("SELECT id, live_key FROM ").raw(s.table).raw(" WHERE live_key IN (")
+		for i, k := range chunk {
+			if i > 0 {
+				q.raw(",")
+			}
+			q.hexString(k)
+		}
+		q.raw(") FOR UPDATE")
+		err := scanAll(ctx, tx, q.String(), func(sc scanner) error {
+			var id, key string
+			if err := sc.Scan(&id, &key); err != nil {
+				return err
+			}
+			holders[key] = id
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// plan applies the batch to the rows as the kernel.Store contract says, in order, and
+// returns each change's outcome. It mirrors kernel.MemoryStore.
+func plan(b *batch, rows map[string]*row, holders map[string]string) []error {
+	results := slices.Clone(b.pre)
+	for i := range b.changes {
+		if results[i] != nil {
+			continue
+		}
+		c := &b.changes[i]
+		r := rows[c.Task.ID]
+		if c.Op == kernel.OpInsert {
+			results[i] = r.insert(c, holders)
+			continue
+		}
+		switch {
+		case !r.present:
+			results[i] = fmt.Errorf("mysqlstore: %s %q: %w", c.Op, c.Task.ID, kernel.ErrUnknownTask)
+		case r.state.Live() && r.fence == c.Fence:
+			r.apply(c, holders)
+		case alreadyApplied(b.changes, results, b.next, i, r.fence, r.state, r.attempt):
+			// The batch is a retry of one that landed: report what it reported then.
+		default:
+			results[i] = fmt.Errorf("mysqlstore: %s %q: fence %d, stored %d (%s): %w",
+				c.Op, c.Task.ID, c.Fence, r.fence, r.state, kernel.ErrStaleFence)
+		}
+	}
+	return results
+}
+
+func (r *row) insert(c *kernel.Change, holders map[string]string) error {
+	if r.present {
+		return nil // our own row: the retry of a commit whose answer was lost
+	}
+	t := c.Task // Payload is borrowed: Commit does not return before it is written
+	if t.UniqueKey != "" && t.State.Live() {
+		if h, ok := holders[t.UniqueKey]; ok && h != t.ID {
+			return fmt.Errorf("mysqlstore: insert %q: key %q held by %q: %w", t.ID, t.UniqueKey, h, kernel.ErrDuplicateKey)
+		}
+		holders[t.UniqueKey] = t.ID
+	}
+	if t.Priority == kernel.PriorityDefault {
+		t.Priority = kernel.Normal
+	}
+	t.LastError = truncateLastError(t.LastError)
+	r.ins = &t
+	r.present, r.fence, r.state, r.attempt, r.key, r.keyKnown = true, t.Fence, t.State, t.Attempt, t.UniqueKey, true
+	return nil
+}
+
+func (r *row) apply(c *kernel.Change, holders map[string]string) {
+	switch c.Op {
+	case kernel.OpStart:
+		r.attempt, r.fence, r.setAttempt = c.Task.Attempt, c.Task.Fence, true
+	case kernel.OpRetry:
+		r.runAt, r.setRunAt = c.Task.RunAt, true
+		r.lastError, r.setLastError = truncateLastError(c.Task.LastError), true
+	case kernel.OpFail:
+		r.lastError, r.setLastError = truncateLastError(c.Task.LastError), true
+	case kernel.OpCancel:
+		if c.Task.LastError != "" {
+			r.lastError, r.setLastError = truncateLastError(c.Task.LastError), true
+		}
+	}
+	r.state, r.updatedAt = c.ResultState(), c.Task.UpdatedAt
+	if t := r.ins; t != nil { // a row of this batch: change the row to insert
+		t.Attempt, t.Fence, t.State, t.UpdatedAt = r.attempt, r.fence, r.state, r.updatedAt
+		if r.setRunAt {
+			t.RunAt = r.runAt
+		}
+		if r.setLastError {
+			t.LastError = r.lastError
+		}
+	} else {
+		r.dirty = true
+	}
+	if !r.state.Live() && r.keyKnown && r.key != "" && holders[r.key] == r.id {
+		delete(holders, r.key)
+	}
+}
+
+// updateGroup is the key of rows that one UPDATE statement can change together: the
+// same final state, the same fence increment and the same fields set. Values that differ
+// between the rows (attempt, run_at, last_error, updated_at) are set with CASE id.
+type updateGroup struct {
+	state                              kernel.State
+	delta                              uint64
+	setAttempt, setRunAt, setLastError bool
+}
+
+// writeUpdates writes the stored rows the batch changed with single-table UPDATEs that
+// find each row by (id, fence) IN (…) AND state <= live: a row whose fence moved or which
+// ended is not touched. Each statement must change every row it names (version is bumped
+// so that an identical rewrite counts too); otherwise the plan was wrong.
+func (s *Store) writeUpdates(ctx context.Context, tx *sql.Tx, rows map[string]*row, ids []string, optimistic bool) error {
+	groups := map[updateGroup][]*row{}
+	var order []updateGroup
+	for _, id := range ids {
+		r := rows[id]
+		if !r.exists || !r.dirty {
+			continue
+		}
+		g := updateGroup{r.state, r.fence - r.preFence, r.setAttempt, r.setRunAt, r.setLastError}
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], r)
+	}
+	budget := s.statementBudget()
+	for _, g := range order {
+		upd := groups[g]
+		slices.SortFunc(upd, func(a, b *row) int { return compareStrings(a.id, b.id) })
+		for len(upd) > 0 {
+			n := 1
+			for size := 0; n < len(upd) && n < updateRowsMax; n++ {
+				size += 4*len(upd[n].id) + 2*len(upd[n].lastError) + 96
+				if size > budget {
+					break
+				}
+			}
+			chunk := upd[:n]
+			q := newQuery(256 + n*(4*kernel.StoredIDMax/4+96))
+			q.raw("UPDATE ").raw(s.table).raw(" SET fence = fence + ").uint(g.delta).
+				raw(", state = ").uint(uint64(stateCode(g.state)))
+			if g.setAttempt {
+				q.raw(", attempt = ")
+				setColumn(q, chunk, func(r *row) int64 { return int64(r.attempt) })
+			}
+			if g.setRunAt {
+				q.raw(", run_at = ")
+				setColumn(q, chunk, func(r *row) int64 { return millis(r.runAt) })
+			}
+			if g.setLastError {
+				q.raw(", last_error = ")
+				setBytesColumn(q, chunk)
+			}
+			q.raw(", updated_at = ")
+			setColumn(q, chunk, func(r *row) int64 { return millis(r.updatedAt) })
+			if !g.state.Live() {
+				q.raw(", live_key = NULL")
+			}
+			q.raw(", version = version + 1 WHERE (id, fence) IN (")
+			for i, r := range chunk {
+				if i > 0 {
+					q.raw(",")
+				}
+				q.raw("(").hexString(r.id).raw(",").uint(r.preFence).raw(")")
+			}
+			q.raw(") AND state <= " + liveMaxCode)
+			res, err := tx.ExecContext(ctx, q.String())
+			if err != nil {
+				return err
+			}
+			got, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			if got != int64(n) {
+				if optimistic {
+					return errReplan // a fence moved, a task ended or is unknown
+				}
+				// The rows are locked: only a writer ignoring the locks could do this.
+				return fmt.Errorf("%w: UPDATE changed %d rows of %d locked ones", errReplan, got, n)
+			}
+			upd = upd[n:]
+		}
+	}
+	return nil
+}
+
+// setColumn writes the value of f for the rows: a literal when they all share it,
+// CASE id WHEN … THEN … END otherwise.
+func setColumn(q *query, rows []*row, f func(*row) int64) {
+	v := f(rows[0])
+	same := true
+	for _, r := range rows[1:] {
+		if f(r) != v {
+			same = false
+			break
+		}
+	}
+	if same {
+		q.int(v)
+		return
+	}
+	q.raw("CASE id")
+	for _, r := range rows {
+		q.raw(" WHEN ").hexString(r.id).raw(" THEN ").int(f(r))
+	}
+	q.raw(" END")
+}
+
+// setBytesColumn is setColumn for last_error.
+func setBytesColumn(q *query, rows []*row) {
+	v := rows[0].lastError
+	same := true
+	for _, r := range rows[1:] {
+		if r.lastError != v {
+			same = false
+			break
+		}
+	}
+	if same {
+		q.hexString(v)
+		return
+	}
+	q.raw("CASE id")
+	for _, r := range rows {
+		q.raw(" WHEN ").hexString(r.id).raw(" THEN ").hexString(r.lastError)
+	}
+	q.raw(" END")
+}
+
+// writeInserts writes the batch's new rows with multi-row INSERTs. A duplicate entry (an
+// ID stored already, a unique key held) means the plan was wrong: errReplan.
+func (s *Store) writeInserts(ctx context.Context, tx *sql.Tx, rows map[string]*row, ids []string) error {
+	var ins []*kernel.StoredTask
+	for _, id := range ids {
+		if t := rows[id].ins; t != nil {
+			ins = append(ins, t)
+		}
+	}
+	slices.SortFunc(ins, func(a, b *kernel.StoredTask) int { return compareStrings(a.ID, b.ID) })
+	budget := s.statementBudget()
+	for len(ins) > 0 {
+		size := 0
+		for _, t := range ins[:min(len(ins), insertRowsMax)] {
+			size += 2*len(t.Payload) + 256
+		}
+		q := newQuery(min(size, budget) + 512)
+		q.raw("INSERT INTO ").raw(s.table).raw(" (" + columns + ", live_key) VALUES ")
+		n := 0
+		for n < len(ins) && n < insertRowsMax && (n == 0 || q.Len()+2*len(ins[n].Payload)+2048 < budget) {
+			t := ins[n]
+			if n > 0 {
+				q.raw(",")
+			}
+			q.raw("(").hexString(t.ID).raw(",").hexString(t.Kind).raw(",").hexBytes(t.Payload).raw(",").
+				uint(uint64(priorityCode(t.Priority))).raw(",").int(millis(t.RunAt)).raw(",").
+				int(int64(t.Timeout)).raw(",").int(int64(t.MaxAttempts)).raw(",").int(int64(t.Attempt)).raw(",").
+				uint(t.Fence).raw(",").hexString(t.UniqueKey).raw(",").uint(uint64(stateCode(t.State))).raw(",").
+				hexString(t.LastError).raw(",").int(millis(t.CreatedAt)).raw(",").int(millis(t.UpdatedAt)).raw(",")
+			if t.UniqueKey != "" && t.State.Live() {
+				q.hexString(t.UniqueKey)
+			} else {
+				q.raw("NULL")
+			}
+			q.raw(")")
+			n++
+		}
+		if _, err := tx.ExecContext(ctx, q.String()); err != nil {
+			var me *mysql.MySQLError
+			if errors.As(err, &me) && me.Number == erDupEntry {
+				return fmt.Errorf("%w: %w", errReplan, err)
+			}
+			return err
+		}
+		ins = ins[n:]
+	}
+	return nil
+}
+
+// alreadyApplied reports whether changes[i], which cannot apply to a task now at fence,
+// state and attempt (-1: unknown), is done nonetheless: the task is where changes[i]
+// leaves it, or where the changes after it leave it when changes[i] applied. It mirrors
+// the kernel's MemoryStore; see "Idempotence and lost answers" in [kernel.Store].
+func alreadyApplied(changes []kernel.Change, results []error, next []int, i int, fence uint64, state kernel.State, attempt int) bool {
+	c := &changes[i]
+	simFence, simState, simAttempt := c.ResultFence(), c.ResultState(), -1
+	if c.Op == kernel.OpStart {
+		simAttempt = c.Task.Attempt
+	}
+	for {
+		if fence == simFence && state == simState && (simAttempt < 0 || attempt == simAttempt) {
+			return true
+		}
+		if !simState.Live() {
+			return false
+		}
+		j := next[i]
+		for ; j >= 0; j = next[j] {
+			if results[j] == nil && changes[j].Op != kernel.OpInsert && changes[j].Fence == simFence {
+				break
+			}
+		}
+		if j < 0 {
+			return false
+		}
+		c, i = &changes[j], j
+		simFence, simState = c.ResultFence(), c.ResultState()
+		if c.Op == kernel.OpStart {
+			simAttempt = c.Task.Attempt
+		}
+	}
+}
+
+// refuseBeforeInsert refuses every change that comes before the first insert of its task
+// in the batch, as the kernel.Store contract says.
+func refuseBeforeInsert(changes []kernel.Change, results []error) {
+	var pending map[string][]int
+	seen := make(map[string]bool, len(changes))
+	for i := range changes {
+		c := &changes[i]
+		if results[i] != nil || seen[c.Task.ID] {
+			continue
+		}
+		if c.Op == kernel.OpInsert {
+			seen[c.Task.ID] = true
+			for _, j := range pending[c.Task.ID] {
+				results[j] = fmt.Errorf("mysqlstore: %s %q: comes before the task's insert in the batch: %w",
+					changes[j].Op, changes[j].Task.ID, kernel.ErrInvalidChange)
+			}
+			delete(pending, c.Task.ID)
+			continue
+		}
+		if pending == nil {
+			pending = make(map[string][]int)
+		}
+		pending[c.Task.ID] = append(pending[c.Task.ID], i)
+	}
+}
+
+// nextOfTask returns, for each change, the index of the next change of the same task, or -1.
+func nextOfTask(changes []kernel.Change) []int {
+	next := make([]int, len(changes))
+	last := make(map[string]int, len(changes))
+	for i := len(changes) - 1; i >= 0; i-- {
+		id := changes[i].Task.ID
+		if j, ok := last[id]; ok {
+			next[i] = j
+		} else {
+			next[i] = -1
+		}
+		last[id] = i
+	}
+	return next
+}

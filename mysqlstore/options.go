@@ -1,0 +1,123 @@
+package mysqlstore
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Defaults and limits of [Options].
+const (
+	// TableDefault is the table used when Options.Table is empty.
+	TableDefault = "ax_tasks"
+	// TableMax is the longest table name, in bytes.
+	TableMax = 64
+	// MaxPayloadDefault is the payload cap when Options.MaxPayload is zero: 1 MiB.
+	MaxPayloadDefault = 1 << 20
+	// MaxPayloadMax is the largest payload cap: 64 MiB (the server's max_allowed_packet
+	// must hold twice the cap; see [Store.Migrate]).
+	MaxPayloadMax = 64 << 20
+	// RetentionDefault is how long completed tasks are kept when Options.Retention is zero.
+	RetentionDefault = 24 * time.Hour
+	// PurgeIntervalDefault is how often completed tasks are purged when
+	// Options.PurgeInterval is zero.
+	PurgeIntervalDefault = time.Minute
+	// RetriesDefault is how many times a call is retried when Options.Retries is zero.
+	RetriesDefault = 4
+)
+
+// Options configure a [Store]. The zero value is valid.
+type Options struct {
+	// Table names the table. It must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$; it is checked
+	// before any SQL runs and used as is (in backquotes), never escaped. If empty,
+	// TableDefault.
+	Table string
+
+	// MaxPayload caps the payload of a task, in bytes: an insert above it is refused with
+	// [kernel.ErrPayloadTooLarge] and writes nothing. At most MaxPayloadMax. If zero,
+	// MaxPayloadDefault.
+	MaxPayload int
+
+	// Retention is how long completed tasks (succeeded, canceled) are kept after their
+	// last change before the store deletes them, checked every PurgeInterval against the
+	// wall clock. Dead letters and live tasks are never deleted by it. A batch retried
+	// after its tasks were deleted could insert them again, so keep it well above the
+	// time a caller retries a commit. If zero, RetentionDefault; if negative, completed
+	// tasks are kept until [Store.PurgeCompleted] deletes them.
+	Retention time.Duration
+
+	// PurgeInterval is how often the store deletes completed tasks older than Retention,
+	// from a goroutine that [Store.Close] stops. If zero, PurgeIntervalDefault.
+	PurgeInterval time.Duration
+
+	// Retries is how many times a call is retried, with exponential backoff from 2 ms,
+	// after a deadlock, a lock wait timeout or a lost connection, before it returns an
+	// error wrapping [kernel.ErrStoreUnavailable]. If zero, RetriesDefault; if negative,
+	// never.
+	Retries int
+
+	// Logger receives the store's warnings (retries, purge errors) and the driver's
+	// messages, passwords removed. If nil, nothing is logged.
+	Logger *slog.Logger
+}
+
+// OptionError is one invalid field of [Options], as returned by [Options.Validate],
+// [New] and [Open].
+type OptionError struct {
+	Field  string // "Options.Table"
+	Value  any    // the rejected value
+	Reason string // what is wrong with it
+}
+
+// Error implements error: `mysqlstore: Options.Table = "a-b": must match …`.
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("mysqlstore: %s = %#v: %s", e.Field, e.Value, e.Reason)
+}
+
+// Validate reports every invalid field of o as an [*OptionError], joined with
+// [errors.Join]. It returns nil for the zero Options. It runs no SQL.
+func (o Options) Validate() error {
+	var errs []error
+	if o.Table != "" && !validTable(o.Table) {
+		errs = append(errs, &OptionError{"Options.Table", o.Table, "must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$"})
+	}
+	if o.MaxPayload < 0 || o.MaxPayload > MaxPayloadMax {
+		errs = append(errs, &OptionError{"Options.MaxPayload", o.MaxPayload, "must be between 0 and MaxPayloadMax (64 MiB)"})
+	}
+	if o.PurgeInterval < 0 {
+		errs = append(errs, &OptionError{"Options.PurgeInterval", o.PurgeInterval, "must be >= 0"})
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults returns o with every zero field set to its default.
+func (o Options) withDefaults() Options {
+	o.Table = cmp.Or(o.Table, TableDefault)
+	o.MaxPayload = cmp.Or(o.MaxPayload, MaxPayloadDefault)
+	o.Retention = cmp.Or(o.Retention, RetentionDefault)
+	o.PurgeInterval = cmp.Or(o.PurgeInterval, PurgeIntervalDefault)
+	o.Retries = cmp.Or(o.Retries, RetriesDefault)
+	if o.Retries < 0 {
+		o.Retries = 0
+	}
+	return o
+}
+
+// validTable reports whether name matches ^[A-Za-z_][A-Za-z0-9_]{0,63}$.
+func validTable(name string) bool {
+	if name == "" || len(name) > TableMax {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_', c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

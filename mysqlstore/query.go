@@ -1,0 +1,216 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/axsched/ax/kernel"
+)
+
+// Recover implements [kernel.Store.Recover]: one SELECT of the live rows, ordered by
+// priority, run_at and id.
+func (s *Store) Recover(ctx context.Context) ([]kernel.StoredTask, error) {
+	if err := s.checkOpen("recover"); err != nil {
+		return nil, err
+	}
+	var out []kernel.StoredTask
+	err := s.retry(ctx, "recover", func() error {
+		out = out[:0]
+		return scanAll(ctx, s.db, "SELECT "+columns+" FROM "+s.table+" WHERE state <= "+liveMaxCode+
+			" ORDER BY priority, run_at, id", func(sc scanner) error {
+			t, err := scanTask(sc)
+			out = append(out, t)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Get implements [kernel.Store.Get].
+func (s *Store) Get(ctx context.Context, id string) (kernel.StoredTask, error) {
+	if err := s.checkOpen("get"); err != nil {
+		return kernel.StoredTask{}, err
+	}
+	var (
+		t     kernel.StoredTask
+		found bool
+	)
+	q := newQuery(128).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE id = ").hexString(id)
+	err := s.retry(ctx, "get", func() error {
+		found = false
+		return scanAll(ctx, s.db, q.String(), func(sc scanner) error {
+			var err error
+			t, err = scanTask(sc)
+			found = true
+			return err
+		})
+	})
+	if err != nil {
+		return kernel.StoredTask{}, err
+	}
+	if !found {
+		return kernel.StoredTask{}, fmt.Errorf("mysqlstore: get %q: %w", id, kernel.ErrUnknownTask)
+	}
+	return t, nil
+}
+
+// DeadLetters implements [kernel.Store.DeadLetters].
+func (s *Store) DeadLetters(ctx context.Context, limit int, afterID string) ([]kernel.StoredTask, error) {
+	if err := s.checkOpen("dead letters"); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		limit = kernel.DeadLettersLimitDefault
+	}
+	q := newQuery(256).raw("SELECT " + columns + " FROM ").raw(s.table).
+		raw(" WHERE state IN " + deadLetterCodes + " AND id > ").hexString(afterID).
+		raw(" ORDER BY id LIMIT ").int(int64(limit))
+	var out []kernel.StoredTask
+	err := s.retry(ctx, "dead letters", func() error {
+		out = out[:0]
+		return scanAll(ctx, s.db, q.String(), func(sc scanner) error {
+			t, err := scanTask(sc)
+			out = append(out, t)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CountDeadLetters implements [kernel.Store.CountDeadLetters].
+func (s *Store) CountDeadLetters(ctx context.Context) (int, error) {
+	if err := s.checkOpen("count dead letters"); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.retry(ctx, "count dead letters", func() error {
+		return s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+s.table+" WHERE state IN "+deadLetterCodes).Scan(&n)
+	})
+	return n, err
+}
+
+// Requeue implements [kernel.Store.Requeue] in one transaction: the dead letters among ids
+// are locked, updated (UPDATE IGNORE skips those whose unique key is held again) and read
+// back. Of several requeued dead letters with the same unique key, at most one is requeued.
+func (s *Store) Requeue(ctx context.Context, now time.Time, ids ...string) ([]kernel.StoredTask, error) {
+	if err := s.checkOpen("requeue"); err != nil {
+		return nil, err
+	}
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	var out []kernel.StoredTask
+	for chunk := range slices.Chunk(ids, selectIDsMax) {
+		err := s.retry(ctx, "requeue", func() error {
+			got, err := s.requeue(ctx, now, chunk)
+			if err == nil {
+				out = append(out, got...)
+			}
+			return err
+		})
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) requeue(ctx context.Context, now time.Time, ids []string) (out []kernel.StoredTask, err error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit; otherwise err is what matters
+	var dead []string
+	q := newQuery(64).raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").hexList(ids).
+		raw(" AND state IN " + deadLetterCodes + " FOR UPDATE")
+	err = scanAll(ctx, tx, q.String(), func(sc scanner) error {
+		var id string
+		err := sc.Scan(&id)
+		dead = append(dead, id)
+		return err
+	})
+	if err != nil || len(dead) == 0 {
+		return nil, err
+	}
+	q = newQuery(256).raw("UPDATE IGNORE ").raw(s.table).raw(" SET state = ").uint(uint64(stateCode(kernel.Queued))).
+		raw(", attempt = 0, fence = fence + 1, run_at = ").int(millis(now)).raw(", updated_at = ").int(millis(now)).
+		raw(", live_key = IF(unique_key = '', NULL, unique_key), version = version + 1 WHERE id IN ").hexList(dead).
+		raw(" AND state IN " + deadLetterCodes)
+	if _, err = tx.ExecContext(ctx, q.String()); err != nil {
+		return nil, err
+	}
+	q = newQuery(64).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE id IN ").hexList(dead).
+		raw(" AND state = ").uint(uint64(stateCode(kernel.Queued))).raw(" ORDER BY id")
+	err = scanAll(ctx, tx, q.String(), func(sc scanner) error {
+		t, err := scanTask(sc)
+		out = append(out, t)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, tx.Commit()
+}
+
+// Purge implements [kernel.Store.Purge].
+func (s *Store) Purge(ctx context.Context, ids ...string) (int, error) {
+	if err := s.checkOpen("purge"); err != nil {
+		return 0, err
+	}
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	total := 0
+	for chunk := range slices.Chunk(ids, selectIDsMax) {
+		q := newQuery(64).raw("DELETE FROM ").raw(s.table).raw(" WHERE id IN ").hexList(chunk).
+			raw(" AND state IN " + deadLetterCodes)
+		n, err := s.exec(ctx, "purge", q.String())
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// purgeRowsMax bounds the rows one DELETE of PurgeCompleted removes, so that a large purge
+// never holds many locks or a long transaction.
+const purgeRowsMax = 5000
+
+// PurgeCompleted implements [kernel.Store.PurgeCompleted], deleting at most 5,000 rows a
+// statement until none is left.
+func (s *Store) PurgeCompleted(ctx context.Context, olderThan time.Time) (int, error) {
+	if err := s.checkOpen("purge completed"); err != nil {
+		return 0, err
+	}
+	q := newQuery(128).raw("DELETE FROM ").raw(s.table).raw(" WHERE state IN " + completedCodes + " AND updated_at < ").
+		int(millis(olderThan)).raw(" LIMIT ").int(purgeRowsMax).String()
+	total := 0
+	for {
+		n, err := s.exec(ctx, "purge completed", q)
+		total += n
+		if err != nil || n < purgeRowsMax {
+			return total, err
+		}
+	}
+}
+
+// exec runs one statement with retries and returns the rows it affected.
+func (s *Store) exec(ctx context.Context, what, q string) (int, error) {
+	var n int64
+	err := s.retry(ctx, what, func() error {
+		res, err := s.db.ExecContext(ctx, q)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}

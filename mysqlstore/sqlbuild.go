@@ -1,0 +1,206 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/axsched/ax/kernel"
+)
+
+// query builds a statement with literal values: integers in decimal, strings and bytes
+// as hex literals (X'…'), which are exact for any bytes and in any sql_mode. Nothing
+// else is ever written into a statement, so there is nothing to escape.
+type query struct{ b []byte }
+
+func newQuery(size int) *query { return &query{b: make([]byte, 0, size)} }
+
+func (q *query) raw(s string) *query { q.b = append(q.b, s...); return q }
+
+func (q *query) int(n int64) *query { q.b = strconv.AppendInt(q.b, n, 10); return q }
+
+func (q *query) uint(n uint64) *query { q.b = strconv.AppendUint(q.b, n, 10); return q }
+
+const hexDigits = "0123456789ABCDEF"
+
+func (q *query) hexString(s string) *query {
+	q.b = append(q.b, "X'"...)
+	for i := 0; i < len(s); i++ {
+		q.b = append(q.b, hexDigits[s[i]>>4], hexDigits[s[i]&15])
+	}
+	q.b = append(q.b, '\'')
+	return q
+}
+
+func (q *query) hexBytes(p []byte) *query {
+	q.b = append(q.b, "X'"...)
+	for _, c := range p {
+		q.b = append(q.b, hexDigits[c>>4], hexDigits[c&15])
+	}
+	q.b = append(q.b, '\'')
+	return q
+}
+
+func (q *query) Len() int { return len(q.b) }
+
+func (q *query) String() string { return string(q.b) }
+
+// hexList writes "(X'…',X'…')" for strs.
+func (q *query) hexList(strs []string) *query {
+	q.raw("(")
+	for i, s := range strs {
+		if i > 0 {
+			q.raw(",")
+		}
+		q.hexString(s)
+	}
+	return q.raw(")")
+}
+
+// Stored codes of kernel.State and kernel.Priority: this package's own, so that the
+// table does not depend on the kernel's numbering. Never renumber them. Live states are
+// the codes 1 to 4, so "state <= 4" selects them.
+func stateCode(s kernel.State) uint8 {
+	switch s {
+	case kernel.Delayed:
+		return 1
+	case kernel.Queued:
+		return 2
+	case kernel.Running:
+		return 3
+	case kernel.Retrying:
+		return 4
+	case kernel.Succeeded:
+		return 5
+	case kernel.Failed:
+		return 6
+	case kernel.TimedOut:
+		return 7
+	case kernel.Canceled:
+		return 8
+	case kernel.Evicted:
+		return 9
+	case kernel.Abandoned:
+		return 10
+	}
+	panic("mysqlstore: no code for state " + s.String()) // Validate let it through: a bug
+}
+
+var codeStates = [...]kernel.State{
+	0, kernel.Delayed, kernel.Queued, kernel.Running, kernel.Retrying,
+	kernel.Succeeded, kernel.Failed, kernel.TimedOut, kernel.Canceled, kernel.Evicted, kernel.Abandoned,
+}
+
+func decodeState(code uint8) (kernel.State, error) {
+	if code == 0 || int(code) >= len(codeStates) {
+		return 0, fmt.Errorf("mysqlstore: unknown state code %d in the table", code)
+	}
+	return codeStates[code], nil
+}
+
+// Dead letters and completed tasks, as SQL lists of codes.
+var (
+	deadLetterCodes = codeList(kernel.Failed, kernel.TimedOut, kernel.Evicted, kernel.Abandoned)
+	completedCodes  = codeList(kernel.Succeeded, kernel.Canceled)
+	liveMaxCode     = strconv.Itoa(int(stateCode(kernel.Retrying)))
+)
+
+func codeList(states ...kernel.State) string {
+	parts := make([]string, len(states))
+	for i, s := range states {
+		parts[i] = strconv.Itoa(int(stateCode(s)))
+	}
+	return "(" + strings.Join(parts, ",") + ")"
+}
+
+// priorityCode orders priorities: High 1, Normal 2, Low 3.
+func priorityCode(p kernel.Priority) uint8 {
+	switch p {
+	case kernel.High:
+		return 1
+	case kernel.Low:
+		return 3
+	default:
+		return 2
+	}
+}
+
+func decodePriority(code uint8) (kernel.Priority, error) {
+	switch code {
+	case 1:
+		return kernel.High, nil
+	case 2:
+		return kernel.Normal, nil
+	case 3:
+		return kernel.Low, nil
+	}
+	return 0, fmt.Errorf("mysqlstore: unknown priority code %d in the table", code)
+}
+
+// millis is t in milliseconds since the Unix epoch; the zero time is stored as the zero
+// time's milliseconds, and comes back as the zero time.
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// truncateLastError cuts s to at most kernel.LastErrorMax bytes at a UTF-8 boundary.
+func truncateLastError(s string) string {
+	if len(s) <= kernel.LastErrorMax {
+		return s
+	}
+	n := kernel.LastErrorMax
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func compareStrings(a, b string) int { return strings.Compare(a, b) }
+
+// scanner is what a row callback scans from.
+type scanner interface{ Scan(dest ...any) error }
+
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// scanAll runs query on db and calls f for each row.
+func scanAll(ctx context.Context, db queryer, query string, f func(scanner) error) error {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close() //nolint:errcheck // rows.Err reports what matters
+	for rows.Next() {
+		if err := f(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// scanTask reads the columns of columns into a task.
+func scanTask(sc scanner) (kernel.StoredTask, error) {
+	var (
+		t                          kernel.StoredTask
+		prio, state                uint8
+		runAt, timeout, created, u int64
+	)
+	err := sc.Scan(&t.ID, &t.Kind, &t.Payload, &prio, &runAt, &timeout, &t.MaxAttempts, &t.Attempt,
+		&t.Fence, &t.UniqueKey, &state, &t.LastError, &created, &u)
+	if err != nil {
+		return t, err
+	}
+	if t.Priority, err = decodePriority(prio); err != nil {
+		return t, err
+	}
+	if t.State, err = decodeState(state); err != nil {
+		return t, err
+	}
+	t.RunAt, t.Timeout, t.CreatedAt, t.UpdatedAt = fromMillis(runAt), time.Duration(timeout), fromMillis(created), fromMillis(u)
+	return t, nil
+}

@@ -1,0 +1,420 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/axsched/ax/kernel"
+)
+
+// Store is a [kernel.Store] on a MySQL or MariaDB table. Make one with [New] or [Open],
+// create its table with [Store.Migrate], and Close it when done. It is safe for concurrent
+// use.
+type Store struct {
+	db      *sql.DB  // immutable
+	ownDB   bool     // immutable; Close closes db (made by Open)
+	opts    Options  // immutable; defaults resolved
+	table   string   // immutable; `name`, quoted for SQL
+	secrets []string // immutable; strings removed from every error and log line
+	log     *slog.Logger
+
+	closed    atomic.Bool
+	base      context.Context    // canceled by Close; bounds the purger's calls
+	stop      context.CancelFunc // cancels base
+	purgeDone sync.WaitGroup     // the purger
+
+	packetMu sync.Mutex   // serializes reading max_allowed_packet
+	packet   atomic.Int64 // max_allowed_packet; 0 until read
+}
+
+var _ kernel.Store = (*Store)(nil)
+
+// New returns a store on db, which the caller keeps owning: Close does not close it. It
+// validates opts before anything else and runs no SQL; call [Store.Migrate] before use.
+// Unless Options.Retention is negative, it starts a goroutine that purges completed
+// tasks every Options.PurgeInterval; Close stops it.
+//
+// Statements are built with literal values (hex for strings and bytes), so they cost
+// one round trip each whatever the DSN's interpolateParams.
+func New(db *sql.DB, opts Options) (*Store, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if db == nil {
+		return nil, errors.New("mysqlstore: New: nil *sql.DB")
+	}
+	return newStore(db, false, opts, nil), nil
+}
+
+// Open opens dsn (a go-sql-driver/mysql DSN, e.g. "user:pass@tcp(127.0.0.1:3306)/db")
+// and returns a store that owns the connection pool: Close closes it. It validates opts
+// before parsing dsn, and connects lazily: the first call that needs the server (usually
+// Migrate) reports an unreachable one. When the DSN sets no dial timeout, Open sets 5 s.
+// The password never appears in an error or a log line of the store.
+func Open(dsn string, opts Options) (*Store, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	secrets := dsnSecrets(dsn)
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, redact(fmt.Errorf("mysqlstore: Open: %w", err), secrets)
+	}
+	if cfg.Passwd != "" {
+		secrets = append(secrets, cfg.Passwd)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	o := opts.withDefaults()
+	cfg.Logger = driverLogger{log: o.Logger, secrets: secrets}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, redact(fmt.Errorf("mysqlstore: Open: %w", err), secrets)
+	}
+	return newStore(sql.OpenDB(conn), true, opts, secrets), nil
+}
+
+func newStore(db *sql.DB, own bool, opts Options, secrets []string) *Store {
+	o := opts.withDefaults()
+	base, stop := context.WithCancel(context.Background())
+	s := &Store{
+		db:      db,
+		ownDB:   own,
+		opts:    o,
+		table:   "`" + o.Table + "`",
+		secrets: secrets,
+		log:     o.Logger,
+		base:    base,
+		stop:    stop,
+	}
+	if o.Retention > 0 {
+		s.purgeDone.Go(s.purger)
+	}
+	return s
+}
+
+// DB returns the connection pool the store uses.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Table returns the name of the store's table.
+func (s *Store) Table() string { return s.opts.Table }
+
+// Close stops the purger and, for a store made by [Open], closes its connection pool.
+// Calls after Close fail with [kernel.ErrStoreClosed]. It is idempotent; calls running
+// when it is called finish or fail on their own.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.stop()
+	s.purgeDone.Wait()
+	if s.ownDB {
+		return s.wrap("close", s.db.Close())
+	}
+	return nil
+}
+
+// schema is the table definition; %s is the quoted table name. Do not renumber the state
+// and priority codes (stateCode, priorityCode): they are stored.
+const schema = `CREATE TABLE IF NOT EXISTS %s (
+	id           VARBINARY(128)  NOT NULL,
+	kind         VARBINARY(255)  NOT NULL,
+	payload      LONGBLOB        NOT NULL,
+	priority     TINYINT UNSIGNED NOT NULL,
+	run_at       BIGINT          NOT NULL COMMENT 'unix ms',
+	timeout_ns   BIGINT          NOT NULL,
+	max_attempts INT             NOT NULL,
+	attempt      INT             NOT NULL,
+	fence        BIGINT UNSIGNED NOT NULL,
+	unique_key   VARBINARY(255)  NOT NULL,
+	live_key     VARBINARY(255)  NULL COMMENT 'unique_key while live, NULL once terminal',
+	state        TINYINT UNSIGNED NOT NULL,
+	last_error   BLOB            NOT NULL,
+	created_at   BIGINT          NOT NULL COMMENT 'unix ms',
+	updated_at   BIGINT          NOT NULL COMMENT 'unix ms',
+	version      BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'bumped by every write',
+	PRIMARY KEY (id),
+	UNIQUE KEY live_key (live_key),
+	KEY state_priority_run_at (state, priority, run_at),
+	KEY state_updated_at (state, updated_at)
+) ENGINE=InnoDB`
+
+// columns are the task columns in the order scanTask reads them.
+const columns = "id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at"
+
+// Migrate creates the store's table when it does not exist (CREATE TABLE IF NOT EXISTS),
+// checks that an existing one has the columns the store needs, and checks that the
+// server's max_allowed_packet holds a statement with the largest payload. It is
+// idempotent and safe to call from several processes at once.
+func (s *Store) Migrate(ctx context.Context) error {
+	if err := s.checkOpen("migrate"); err != nil {
+		return err
+	}
+	err := s.retry(ctx, "migrate", func() error {
+		if _, err := s.db.ExecContext(ctx, fmt.Sprintf(schema, s.table)); err != nil {
+			return err
+		}
+		rows, err := s.db.QueryContext(ctx, "SELECT "+columns+", live_key, version FROM "+s.table+" LIMIT 0")
+		if err != nil {
+			return fmt.Errorf("table %s exists with another schema: %w", s.opts.Table, err)
+		}
+		return rows.Close()
+	})
+	if err != nil {
+		return err
+	}
+	return s.checkPacket(ctx)
+}
+
+// checkPacket reads max_allowed_packet once and checks that it holds an insert of the
+// largest payload (hex-encoded, so twice its size).
+func (s *Store) checkPacket(ctx context.Context) error {
+	s.packetMu.Lock()
+	defer s.packetMu.Unlock()
+	if s.packet.Load() == 0 {
+		var p int64
+		err := s.retry(ctx, "read max_allowed_packet", func() error {
+			return s.db.QueryRowContext(ctx, "SELECT @@max_allowed_packet").Scan(&p)
+		})
+		if err != nil {
+			return err
+		}
+		s.packet.Store(max(p, 1))
+	}
+	if need := int64(2*s.opts.MaxPayload + 64<<10); s.packet.Load() < need {
+		return fmt.Errorf("mysqlstore: Options.MaxPayload = %d needs max_allowed_packet >= %d, the server has %d",
+			s.opts.MaxPayload, need, s.packet.Load())
+	}
+	return nil
+}
+
+// statementBudget is the size above which a statement is split: half of
+// max_allowed_packet, at most 8 MiB.
+func (s *Store) statementBudget() int {
+	return int(min(8<<20, s.packet.Load()/2))
+}
+
+func (s *Store) purger() {
+	t := time.NewTicker(s.opts.PurgeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.base.Done():
+			return
+		case now := <-t.C:
+			ctx, cancel := context.WithTimeout(s.base, s.opts.PurgeInterval)
+			n, err := s.PurgeCompleted(ctx, now.Add(-s.opts.Retention))
+			cancel()
+			switch {
+			case err != nil && !s.closed.Load():
+				s.warn("purge of completed tasks", "err", err)
+			case n > 0 && s.log != nil:
+				s.log.Debug("mysqlstore: purged completed tasks", "table", s.opts.Table, "rows", n)
+			}
+		}
+	}
+}
+
+func (s *Store) warn(msg string, args ...any) {
+	if s.log != nil {
+		s.log.Warn("mysqlstore: "+msg, append([]any{"table", s.opts.Table}, args...)...)
+	}
+}
+
+func (s *Store) checkOpen(what string) error {
+	if s.closed.Load() {
+		return fmt.Errorf("mysqlstore: %s: %w", what, kernel.ErrStoreClosed)
+	}
+	return nil
+}
+
+// retry runs f until it succeeds, fails for good, or Options.Retries retries of a
+// transient failure (deadlock, lock wait timeout, lost connection) are spent. The error
+// it returns is wrapped for the caller (see wrap).
+func (s *Store) retry(ctx context.Context, what string, f func() error) error {
+	for try := 0; ; try++ {
+		err := f()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || !transient(err) || try >= s.opts.Retries || s.closed.Load() {
+			return s.wrap(what, err)
+		}
+		s.warn(what+": retrying", "try", try+1, "err", redact(err, s.secrets))
+		if err := sleep(ctx, backoff(try)); err != nil {
+			return s.wrap(what, err)
+		}
+	}
+}
+
+func backoff(try int) time.Duration {
+	d := 2 * time.Millisecond << min(try, 6) // 2 ms … 128 ms
+	return d/2 + rand.N(d/2+1)               // half fixed, half jitter
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// MySQL and MariaDB error numbers the store handles.
+const (
+	erDupEntry         = 1062
+	erLockWaitTimeout  = 1205
+	erLockDeadlock     = 1213
+	erNoSuchTable      = 1146
+	erServerShutdown   = 1053
+	erQueryInterrupted = 1317
+	erConnectionKilled = 1927 // MariaDB
+	erClientInterrupt  = 3169 // MySQL: ER_CLIENT_INTERACTION_TIMEOUT and kin
+)
+
+// transient reports whether err is worth a retry: a deadlock, a lock wait timeout, a
+// killed or lost connection, or a plan made stale by a concurrent writer.
+func transient(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.Is(err, errReplan) {
+		return true
+	}
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		switch me.Number {
+		case erLockWaitTimeout, erLockDeadlock, erServerShutdown, erQueryInterrupted, erConnectionKilled, erClientInterrupt:
+			return true
+		}
+		return false
+	}
+	return unavailable(err)
+}
+
+// unavailable reports whether err means the server could not be reached or the
+// connection was lost, so that the outcome of the call is unknown.
+func unavailable(err error) bool {
+	var (
+		me *mysql.MySQLError
+		ne net.Error
+	)
+	switch {
+	case errors.As(err, &me):
+		return me.Number == erServerShutdown || me.Number == erConnectionKilled
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	default:
+		return errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) ||
+			errors.Is(err, sql.ErrConnDone) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+			errors.As(err, &ne)
+	}
+}
+
+// errReplan: the optimistic plan did not hold (or a concurrent writer raced the
+// pessimistic one); roll back and plan again from locked rows.
+var errReplan = errors.New("mysqlstore: plan raced, planning again")
+
+// wrap turns err into the error a method returns: prefixed with the package and the
+// operation, wrapping kernel.ErrStoreUnavailable when the server was not reached or
+// the outcome is unknown, with a hint for a missing table, and with secrets removed.
+func (s *Store) wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &me) && me.Number == erNoSuchTable:
+		err = fmt.Errorf("mysqlstore: %s: %w (call Migrate first)", what, err)
+	case unavailable(err) || transient(err):
+		err = &unavailableError{what: what, err: err}
+	default:
+		err = fmt.Errorf("mysqlstore: %s: %w", what, err)
+	}
+	return redact(err, s.secrets)
+}
+
+// unavailableError wraps both kernel.ErrStoreUnavailable and the cause.
+type unavailableError struct {
+	what string
+	err  error
+}
+
+func (e *unavailableError) Error() string {
+	return "mysqlstore: " + e.what + ": " + kernel.ErrStoreUnavailable.Error() + ": " + e.err.Error()
+}
+
+func (e *unavailableError) Unwrap() []error { return []error{kernel.ErrStoreUnavailable, e.err} }
+
+// dsnSecrets returns what may be a password in a DSN that does not parse: the text
+// between the first ':' and the last '@' before the address.
+func dsnSecrets(dsn string) []string {
+	at := strings.LastIndexByte(dsn, '@')
+	if at < 0 {
+		return nil
+	}
+	colon := strings.IndexByte(dsn[:at], ':')
+	if colon < 0 || colon+1 >= at {
+		return nil
+	}
+	return []string{dsn[colon+1 : at]}
+}
+
+// redact returns err with every secret replaced by "xxxxx" in its message; errors.Is and
+// errors.As still see what err wraps.
+func redact(err error, secrets []string) error {
+	if err == nil || len(secrets) == 0 {
+		return err
+	}
+	msg := redactString(err.Error(), secrets)
+	if msg == err.Error() {
+		return err
+	}
+	return &redactedError{msg: msg, err: err}
+}
+
+func redactString(msg string, secrets []string) string {
+	for _, sec := range secrets {
+		if sec != "" {
+			msg = strings.ReplaceAll(msg, sec, "xxxxx")
+		}
+	}
+	return msg
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// driverLogger routes the driver's messages to the store's logger, secrets removed.
+type driverLogger struct {
+	log     *slog.Logger
+	secrets []string
+}
+
+func (l driverLogger) Print(v ...any) {
+	if l.log != nil {
+		l.log.Warn("mysqlstore: driver: " + redactString(fmt.Sprint(v...), l.secrets))
+	}
+}

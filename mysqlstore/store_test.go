@@ -1,0 +1,256 @@
+package mysqlstore_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/mysqlstore"
+)
+
+func countRows(t *testing.T, db *sql.DB, table string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow("SELECT COUNT(*) FROM `" + table + "`").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestPayloadTooLarge(t *testing.T) {
+	s, db := setup(t, mysqlstore.Options{MaxPayload: 1000})
+	ctx := context.Background()
+	ch := []kernel.Change{
+		insertChange("big", make([]byte, 1001)),
+		insertChange("fits", make([]byte, 1000)),
+		insertChange("huge", make([]byte, 3<<20)),
+	}
+	res, err := s.Commit(ctx, ch)
+	if err != nil {
+		t.Fatalf("Commit() error = %v", err)
+	}
+	if !errors.Is(res[0], kernel.ErrPayloadTooLarge) || res[1] != nil || !errors.Is(res[2], kernel.ErrPayloadTooLarge) {
+		t.Fatalf("Commit() = %v, want [ErrPayloadTooLarge nil ErrPayloadTooLarge]", res)
+	}
+	if n := countRows(t, db, s.Table()); n != 1 {
+		t.Errorf("rows = %d, want 1 (only the one that fits)", n)
+	}
+	if _, err := s.Get(ctx, "big"); !errors.Is(err, kernel.ErrUnknownTask) {
+		t.Errorf("Get(big) = %v, want ErrUnknownTask", err)
+	}
+	// A batch of nothing but oversized payloads writes nothing and needs no server round trip.
+	res, err = s.Commit(ctx, ch[:1])
+	if err != nil || !errors.Is(res[0], kernel.ErrPayloadTooLarge) {
+		t.Fatalf("Commit(oversized) = %v, %v", res, err)
+	}
+	if n := countRows(t, db, s.Table()); n != 1 {
+		t.Errorf("rows = %d, want 1", n)
+	}
+}
+
+func TestDefaultMaxPayload(t *testing.T) {
+	s, db := setup(t, mysqlstore.Options{})
+	res, err := s.Commit(context.Background(), []kernel.Change{
+		insertChange("at-cap", bytes.Repeat([]byte{0xAB}, mysqlstore.MaxPayloadDefault)),
+		insertChange("over", make([]byte, mysqlstore.MaxPayloadDefault+1)),
+	})
+	if err != nil || res[0] != nil || !errors.Is(res[1], kernel.ErrPayloadTooLarge) {
+		t.Fatalf("Commit() = %v, %v; want [nil ErrPayloadTooLarge]", res, err)
+	}
+	got, err := s.Get(context.Background(), "at-cap")
+	if err != nil || !bytes.Equal(got.Payload, bytes.Repeat([]byte{0xAB}, mysqlstore.MaxPayloadDefault)) {
+		t.Fatalf("Get(at-cap) = %d bytes, %v", len(got.Payload), err)
+	}
+	if n := countRows(t, db, s.Table()); n != 1 {
+		t.Errorf("rows = %d, want 1", n)
+	}
+}
+
+func TestMaxPayloadNeedsPacket(t *testing.T) {
+	db := openDB(t)
+	var packet int
+	if err := db.QueryRow("SELECT @@max_allowed_packet").Scan(&packet); err != nil {
+		t.Fatal(err)
+	}
+	capped := packet/2 > mysqlstore.MaxPayloadMax // a server whose packet holds any cap
+	s, err := mysqlstore.New(db, mysqlstore.Options{Table: tableName(t), MaxPayload: min(packet/2, mysqlstore.MaxPayloadMax), Retention: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	defer db.Exec("DROP TABLE IF EXISTS `" + s.Table() + "`") //nolint:errcheck // best effort
+	err = s.Migrate(context.Background())
+	if capped && err != nil {
+		t.Fatalf("Migrate() = %v with max_allowed_packet %d", err, packet)
+	}
+	if !capped && (err == nil || !strings.Contains(err.Error(), "max_allowed_packet")) {
+		t.Fatalf("Migrate() = %v, want an error about max_allowed_packet", err)
+	}
+}
+
+func TestUniqueKeyRefused(t *testing.T) {
+	s, db := setup(t, mysqlstore.Options{})
+	ctx := context.Background()
+	res, err := s.Commit(ctx, []kernel.Change{keyedInsert("a", "order-1")})
+	if err != nil || res[0] != nil {
+		t.Fatalf("Commit(a) = %v, %v", res, err)
+	}
+	res, err = s.Commit(ctx, []kernel.Change{keyedInsert("b", "order-1")})
+	if err != nil || !errors.Is(res[0], kernel.ErrDuplicateKey) {
+		t.Fatalf("Commit(b, same key) = %v, %v; want ErrDuplicateKey", res, err)
+	}
+	if n := countRows(t, db, s.Table()); n != 1 {
+		t.Errorf("rows = %d, want 1", n)
+	}
+	// Even a writer that goes around the store cannot add a second live row: the unique
+	// index holds.
+	_, err = db.Exec("UPDATE `" + s.Table() + "` SET live_key = X'00' WHERE id = 'nope'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.Exec("INSERT INTO `" + s.Table() + "` (id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, live_key, state, last_error, created_at, updated_at) " +
+		"VALUES ('c', 'k', '', 2, 0, 0, 0, 0, 1, 'order-1', 'order-1', 2, '', 0, 0)")
+	var me *mysql.MySQLError
+	if !errors.As(err, &me) || me.Number != 1062 {
+		t.Fatalf("raw INSERT of a second live key = %v, want error 1062", err)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	// Nothing listens on port 1: calls fail fast with ErrStoreUnavailable.
+	s, err := mysqlstore.Open("root@tcp(127.0.0.1:1)/test", mysqlstore.Options{Retries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	ctx := context.Background()
+	start := time.Now()
+	_, err = s.Commit(ctx, []kernel.Change{insertChange("a", nil)})
+	if !errors.Is(err, kernel.ErrStoreUnavailable) {
+		t.Fatalf("Commit() = %v, want ErrStoreUnavailable", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Commit() took %v to fail, want fast", d)
+	}
+	if err := s.Migrate(ctx); !errors.Is(err, kernel.ErrStoreUnavailable) {
+		t.Errorf("Migrate() = %v, want ErrStoreUnavailable", err)
+	}
+	if _, err := s.Recover(ctx); !errors.Is(err, kernel.ErrStoreUnavailable) {
+		t.Errorf("Recover() = %v, want ErrStoreUnavailable", err)
+	}
+}
+
+// syncBuffer is a log sink safe for the driver's and the store's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func TestDSNPasswordNeverShown(t *testing.T) {
+	const secret = "s3cr3t-Pa55w0rd"
+	ctx := context.Background()
+	// A user with a password, so that a login with the right one works and a wrong one fails.
+	admin := openDB(t)
+	user := "axpw_" + strings.ToLower(tableName(t))[4:12]
+	_, _ = admin.Exec("DROP USER IF EXISTS '" + user + "'@'%'")
+	if _, err := admin.Exec("CREATE USER '" + user + "'@'%' IDENTIFIED BY '" + secret + "'"); err != nil {
+		t.Fatalf("CREATE USER: %v", err)
+	}
+	t.Cleanup(func() { _, _ = admin.Exec("DROP USER IF EXISTS '" + user + "'@'%'") })
+	if _, err := admin.Exec("GRANT SELECT ON test.* TO '" + user + "'@'%'"); err != nil {
+		t.Fatalf("GRANT: %v", err)
+	}
+	dsns := map[string]string{
+		"closed port":    "root:" + secret + "@tcp(127.0.0.1:1)/test",
+		"wrong password": user + ":" + secret + "x@tcp(127.0.0.1:3306)/test",
+		"no such db":     user + ":" + secret + "@tcp(127.0.0.1:3306)/no_such_db_" + secret,
+		"no privilege":   user + ":" + secret + "@tcp(127.0.0.1:3306)/test", // may SELECT, not CREATE
+		"bad param":      user + ":" + secret + "@tcp(127.0.0.1:3306)/test?parseTime=" + secret,
+		"bad address":    user + ":" + secret + "@tcp(127.0.0.1:3306/test",
+		"unescaped":      user + ":" + secret + "@tcp(127.0.0.1:3306)/test?x=%zz" + secret,
+	}
+	for name, dsn := range dsns {
+		t.Run(name, func(t *testing.T) {
+			var logs syncBuffer
+			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			var errs []error
+			s, err := mysqlstore.Open(dsn, mysqlstore.Options{Table: tableName(t), Logger: logger, Retries: 1})
+			errs = append(errs, err)
+			if err == nil {
+				errs = append(errs, s.Migrate(ctx))
+				_, err = s.Commit(ctx, []kernel.Change{insertChange("a", nil)})
+				errs = append(errs, err)
+				_, err = s.Recover(ctx)
+				errs = append(errs, err)
+				errs = append(errs, s.Close())
+			}
+			t.Logf("errors: %v", errs)
+			failed := false
+			for _, err := range errs {
+				if err == nil {
+					continue
+				}
+				failed = true
+				if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), dsn) {
+					t.Errorf("error shows the password: %v", err)
+				}
+			}
+			if !failed {
+				t.Errorf("no call failed with DSN %q", name)
+			}
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("log shows the password:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+func TestRetentionPurger(t *testing.T) {
+	s, db := setup(t, mysqlstore.Options{Retention: time.Hour, PurgeInterval: 20 * time.Millisecond})
+	ctx := context.Background()
+	old := time.Now().Add(-2 * time.Hour)
+	ch := []kernel.Change{insertChange("old", nil), insertChange("new", nil), insertChange("dead", nil)}
+	for i := range ch {
+		ch[i].Task.UpdatedAt = old
+	}
+	ch = append(ch,
+		kernel.Change{Op: kernel.OpSucceed, Fence: 1, Task: kernel.StoredTask{ID: "old", UpdatedAt: old}},
+		kernel.Change{Op: kernel.OpSucceed, Fence: 1, Task: kernel.StoredTask{ID: "new", UpdatedAt: time.Now()}},
+		kernel.Change{Op: kernel.OpFail, Fence: 1, Task: kernel.StoredTask{ID: "dead", UpdatedAt: old}})
+	if res, err := s.Commit(ctx, ch); err != nil || errors.Join(res...) != nil {
+		t.Fatalf("Commit() = %v, %v", res, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for countRows(t, db, s.Table()) != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the purger did not delete the old completed task: %d rows", countRows(t, db, s.Table()))
+		}
+		time.Sleep(10 * time.Millisecond) // polling the table for the purger's effect
+	}
+	for _, id := range []string{"new", "dead"} {
+		if _, err := s.Get(ctx, id); err != nil {
+			t.Errorf("Get(%q) = %v; it must survive the purge", id, err)
+		}
+	}
+}
