@@ -154,18 +154,6 @@ type row struct {
 // expects them (inserted IDs new, others live at the first change's fence), and errReplan
 // says they were not. Otherwise the rows are read and locked first.
 func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool) ([]error, error) {
-	var opts *sql.TxOptions
-	if !optimistic {
-		// No gap locks on the IDs and keys read but absent: fewer deadlocks between
-		// concurrent commits; a racing insert shows up as a duplicate entry instead.
-		opts = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
-	}
-	tx, err := s.db.BeginTx(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit; otherwise err is what matters
-
 	rows := make(map[string]*row, len(b.ids))
 	holders := make(map[string]string) // unique key → ID of the live task holding it
 	if optimistic {
@@ -177,28 +165,102 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool) ([]er
 			}
 			rows[id] = r
 		}
-	} else if err := s.lockRows(ctx, tx, b, rows, holders); err != nil {
-		return nil, err
-	}
-
-	results := plan(b, rows, holders)
-	if optimistic {
+		results := plan(b, rows, holders)
 		for i, r := range results {
 			if r != nil && b.pre[i] == nil {
 				return nil, errReplan // let the locked rows decide the refusals
 			}
 		}
+		stmts := s.statements(rows, b.ids)
+		if len(stmts) == 1 && stmts[0].want <= 1 {
+			// One INSERT, or one UPDATE of one row, applies all or nothing by itself: no
+			// BEGIN and COMMIT round trips.
+			return results, s.run(ctx, s.db, stmts[0], true)
+		}
+		return results, s.inTx(ctx, nil, func(tx *sql.Tx) error {
+			for _, st := range stmts {
+				if err := s.run(ctx, tx, st, true); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	}
-	if err := s.writeUpdates(ctx, tx, rows, b.ids, optimistic); err != nil {
-		return nil, err
+	var results []error
+	// Read committed: no gap locks on the IDs and keys read but absent, so fewer deadlocks
+	// between concurrent commits; a racing insert shows up as a duplicate entry instead.
+	err := s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
+		if err := s.lockRows(ctx, tx, b, rows, holders); err != nil {
+			return err
+		}
+		results = plan(b, rows, holders)
+		for _, st := range s.statements(rows, b.ids) {
+			if err := s.run(ctx, tx, st, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return results, err
+}
+
+// inTx runs f in a transaction and commits it, or rolls it back when f fails.
+func (s *Store) inTx(ctx context.Context, opts *sql.TxOptions, f func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, opts)
+	if err != nil {
+		return err
 	}
-	if err := s.writeInserts(ctx, tx, rows, b.ids); err != nil {
-		return nil, err
+	if err := f(tx); err != nil {
+		_ = tx.Rollback() // err is what matters; a broken connection is dropped anyway
+		return err
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, err
+	return tx.Commit()
+}
+
+// statement is one write of a batch.
+type statement struct {
+	sql  string
+	want int64 // rows an UPDATE must change; -1 for an INSERT
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// run executes st. An UPDATE that changes fewer rows than it names, or an INSERT that
+// meets a duplicate entry (an ID stored already, a unique key held), means the plan was
+// wrong: errReplan.
+func (s *Store) run(ctx context.Context, db execer, st statement, optimistic bool) error {
+	res, err := db.ExecContext(ctx, st.sql)
+	if err != nil {
+		var me *mysql.MySQLError
+		if st.want < 0 && errors.As(err, &me) && me.Number == erDupEntry {
+			return fmt.Errorf("%w: %w", errReplan, err)
+		}
+		return err
 	}
-	return results, nil
+	if st.want < 0 {
+		return nil
+	}
+	got, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if got != st.want {
+		if optimistic {
+			return errReplan // a fence moved, a task ended or is unknown
+		}
+		// The rows are locked: only a writer ignoring the locks could do this.
+		return fmt.Errorf("%w: UPDATE changed %d rows of %d locked ones", errReplan, got, st.want)
+	}
+	return nil
+}
+
+// statements returns the writes of the planned rows: UPDATEs of stored rows first (they
+// may free unique keys that the inserts take), then INSERTs.
+func (s *Store) statements(rows map[string]*row, ids []string) []statement {
+	stmts := s.updates(rows, ids)
+	return append(stmts, s.inserts(rows, ids)...)
 }
 
 // lockRows reads and locks the batch's rows and the holders of its inserts' unique keys.
@@ -355,11 +417,12 @@ type updateGroup struct {
 	setAttempt, setRunAt, setLastError bool
 }
 
-// writeUpdates writes the stored rows the batch changed with single-table UPDATEs that
-// find each row by (id, fence) IN (…) AND state <= live: a row whose fence moved or which
-// ended is not touched. Each statement must change every row it names (version is bumped
-// so that an identical rewrite counts too); otherwise the plan was wrong.
-func (s *Store) writeUpdates(ctx context.Context, tx *sql.Tx, rows map[string]*row, ids []string, optimistic bool) error {
+// updates returns the UPDATEs of the stored rows the batch changed: single-table
+// statements that find each row by (id, fence) IN (…) AND state <= live, so that a row
+// whose fence moved or which ended is not touched. Each must change every row it names
+// (version is bumped so that an identical rewrite counts too).
+func (s *Store) updates(rows map[string]*row, ids []string) []statement {
+	var stmts []statement
 	groups := map[updateGroup][]*row{}
 	var order []updateGroup
 	for _, id := range ids {
@@ -414,25 +477,11 @@ func (s *Store) writeUpdates(ctx context.Context, tx *sql.Tx, rows map[string]*r
 				q.raw("(").hexString(r.id).raw(",").uint(r.preFence).raw(")")
 			}
 			q.raw(") AND state <= " + liveMaxCode)
-			res, err := tx.ExecContext(ctx, q.String())
-			if err != nil {
-				return err
-			}
-			got, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			if got != int64(n) {
-				if optimistic {
-					return errReplan // a fence moved, a task ended or is unknown
-				}
-				// The rows are locked: only a writer ignoring the locks could do this.
-				return fmt.Errorf("%w: UPDATE changed %d rows of %d locked ones", errReplan, got, n)
-			}
+			stmts = append(stmts, statement{sql: q.String(), want: int64(n)})
 			upd = upd[n:]
 		}
 	}
-	return nil
+	return stmts
 }
 
 // setColumn writes the value of f for the rows: a literal when they all share it,
@@ -478,9 +527,9 @@ func setBytesColumn(q *query, rows []*row) {
 	q.raw(" END")
 }
 
-// writeInserts writes the batch's new rows with multi-row INSERTs. A duplicate entry (an
-// ID stored already, a unique key held) means the plan was wrong: errReplan.
-func (s *Store) writeInserts(ctx context.Context, tx *sql.Tx, rows map[string]*row, ids []string) error {
+// inserts returns the multi-row INSERTs of the batch's new rows.
+func (s *Store) inserts(rows map[string]*row, ids []string) []statement {
+	var stmts []statement
 	var ins []*kernel.StoredTask
 	for _, id := range ids {
 		if t := rows[id].ins; t != nil {
@@ -515,16 +564,10 @@ func (s *Store) writeInserts(ctx context.Context, tx *sql.Tx, rows map[string]*r
 			q.raw(")")
 			n++
 		}
-		if _, err := tx.ExecContext(ctx, q.String()); err != nil {
-			var me *mysql.MySQLError
-			if errors.As(err, &me) && me.Number == erDupEntry {
-				return fmt.Errorf("%w: %w", errReplan, err)
-			}
-			return err
-		}
+		stmts = append(stmts, statement{sql: q.String(), want: -1})
 		ins = ins[n:]
 	}
-	return nil
+	return stmts
 }
 
 // alreadyApplied reports whether changes[i], which cannot apply to a task now at fence,
