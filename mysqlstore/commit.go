@@ -418,9 +418,9 @@ type updateGroup struct {
 }
 
 // updates returns the UPDATEs of the stored rows the batch changed: single-table
-// statements that find each row by (id, fence) IN (…) AND state <= live, so that a row
-// whose fence moved or which ended is not touched. Each must change every row it names
-// (version is bumped so that an identical rewrite counts too).
+// statements that find each row by id IN (…) AND (id, fence) IN (…) AND state <= live,
+// so that a row whose fence moved or which ended is not touched. Each must change every
+// row it names (version is bumped so that an identical rewrite counts too).
 func (s *Store) updates(rows map[string]*row, ids []string) []statement {
 	var stmts []statement
 	groups := map[updateGroup][]*row{}
@@ -449,7 +449,7 @@ func (s *Store) updates(rows map[string]*row, ids []string) []statement {
 				}
 			}
 			chunk := upd[:n]
-			q := newQuery(256 + n*(4*kernel.StoredIDMax/4+96))
+			q := newQuery(256 + n*192)
 			q.raw("UPDATE ").raw(s.table).raw(" SET fence = fence + ").uint(g.delta).
 				raw(", state = ").uint(uint64(stateCode(g.state)))
 			if g.setAttempt {
@@ -469,7 +469,16 @@ func (s *Store) updates(rows map[string]*row, ids []string) []statement {
 			if !g.state.Live() {
 				q.raw(", live_key = NULL")
 			}
-			q.raw(", version = version + 1 WHERE (id, fence) IN (")
+			// id IN (…) first: the optimizer turns a row constructor IN of one element into
+			// a scan of the whole table, while id IN always reads the primary key's range.
+			q.raw(", version = version + 1 WHERE id IN (")
+			for i, r := range chunk {
+				if i > 0 {
+					q.raw(",")
+				}
+				q.hexString(r.id)
+			}
+			q.raw(") AND (id, fence) IN (")
 			for i, r := range chunk {
 				if i > 0 {
 					q.raw(",")
