@@ -16,7 +16,8 @@ import (
 // Statement sizes, in rows; statementBudget bounds them in bytes too.
 const (
 	insertRowsMax = 1000
-	updateRowsMax = 250 // CASE id costs each row a scan of the WHENs: keep them short
+	updateRowsMax = 1000
+	caseRowsMax   = 250 // CASE id costs each row a scan of the WHENs: keep them short
 	selectIDsMax  = 1000
 )
 
@@ -440,9 +441,13 @@ func (s *Store) updates(rows map[string]*row, ids []string) []statement {
 	for _, g := range order {
 		upd := groups[g]
 		slices.SortFunc(upd, func(a, b *row) int { return compareStrings(a.id, b.id) })
+		most := updateRowsMax
+		if varies(g, upd) {
+			most = caseRowsMax
+		}
 		for len(upd) > 0 {
 			n := 1
-			for size := 0; n < len(upd) && n < updateRowsMax; n++ {
+			for size := 0; n < len(upd) && n < most; n++ {
 				size += 4*len(upd[n].id) + 2*len(upd[n].lastError) + 96
 				if size > budget {
 					break
@@ -491,6 +496,19 @@ func (s *Store) updates(rows map[string]*row, ids []string) []statement {
 		}
 	}
 	return stmts
+}
+
+// varies reports whether the rows differ in a value that UPDATE sets, so that it needs a
+// CASE.
+func varies(g updateGroup, rows []*row) bool {
+	r0 := rows[0]
+	for _, r := range rows[1:] {
+		if g.setAttempt && r.attempt != r0.attempt || g.setRunAt && millis(r.runAt) != millis(r0.runAt) ||
+			g.setLastError && r.lastError != r0.lastError || millis(r.updatedAt) != millis(r0.updatedAt) {
+			return true
+		}
+	}
+	return false
 }
 
 // setColumn writes the value of f for the rows: a literal when they all share it,
