@@ -1,0 +1,253 @@
+package kernel
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/axsched/ax/queue"
+)
+
+// BatchFlushSize is how many tasks [Batch.Go] buffers before it submits them.
+const BatchFlushSize = 256
+
+// BatchOptions configures a [Batch] or a [Map] call. A nil *BatchOptions means the
+// zero value: Normal priority, the kernel's default timeout and retry policy,
+// waiting for room when the kernel is full.
+type BatchOptions struct {
+	// Priority of every member. The zero value is Normal.
+	Priority Priority
+	// Timeout of each member's attempts; zero means Config.DefaultTimeout.
+	Timeout time.Duration
+	// Retry replaces the kernel's retry policy for the members.
+	Retry *RetryPolicy
+	// CancelOnError cancels the batch's context, and so every member not yet
+	// finished, when a member fails (errgroup.WithContext's behaviour). [Map]
+	// always does.
+	CancelOnError bool
+	// NoWait fails the submission with ErrQueueFull or ErrDegraded instead of
+	// waiting for room while the kernel is full.
+	NoWait bool
+}
+
+// Batch is an errgroup-shaped group of tasks run under a kernel's limits and
+// priorities. Tasks added with [Batch.Go] are handed to the kernel in batches (one
+// intake operation per batch, not per task): every BatchFlushSize tasks, at
+// [Batch.Flush] and at [Batch.Wait]. The batch's context, derived from the one
+// given to [Kernel.NewBatch], is the parent of every member's context; when it
+// ends, members not yet finished are cancelled. A Batch must not be reused after
+// Wait. Its methods are safe for concurrent use.
+type Batch struct {
+	k      *Kernel
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   func() bool
+	opts   BatchOptions
+
+	mu      sync.Mutex
+	pending []func(context.Context) error // guarded by mu
+	members []*Handle                     // guarded by mu
+	err     error                         // first error; guarded by mu
+	wg      sync.WaitGroup                // one per submitted member; Done by the loop
+
+	// For Map: members run runI(ctx, idx) instead of a closure each.
+	runI func(context.Context, int) error
+}
+
+// NewBatch returns an empty batch whose members run under ctx.
+func (k *Kernel) NewBatch(ctx context.Context, opts *BatchOptions) *Batch {
+	b := &Batch{k: k}
+	if opts != nil {
+		b.opts = *opts
+	}
+	b.ctx, b.cancel = context.WithCancelCause(ctx)
+	b.stop = context.AfterFunc(b.ctx, func() { k.control(ctrlMsg{kind: ctrlCancelBatch, b: b}) })
+	return b
+}
+
+// Context returns the batch's context, the parent of its members' contexts.
+func (b *Batch) Context() context.Context { return b.ctx }
+
+// Go adds fn to the batch. It does not block unless it fills a flush (see
+// [Batch.Flush]). Errors of submission surface in [Batch.Wait].
+func (b *Batch) Go(fn func(ctx context.Context) error) {
+	b.mu.Lock()
+	b.pending = append(b.pending, fn)
+	full := len(b.pending) >= BatchFlushSize
+	b.mu.Unlock()
+	if full {
+		_ = b.Flush()
+	}
+}
+
+// Flush submits the tasks added since the last flush, waiting for room while the
+// kernel is full (unless NoWait) and the batch's context allows. It returns the
+// submission error, which Wait also reports.
+func (b *Batch) Flush() error {
+	b.mu.Lock()
+	fns := b.pending
+	b.pending = nil
+	b.mu.Unlock()
+	if len(fns) == 0 {
+		return nil
+	}
+	err := b.submit(len(fns), func(h *Handle, i int) { h.run = fns[i] }, nil)
+	if err != nil {
+		b.setErr(err)
+	}
+	return err
+}
+
+// Wait flushes, blocks until every member ended, cancels the batch's context and
+// returns the first error: of a member (its final error) or of a submission.
+func (b *Batch) Wait() error {
+	_ = b.Flush()
+	b.wg.Wait()
+	b.stop()
+	b.cancel(context.Canceled)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+func (b *Batch) setErr(err error) {
+	b.mu.Lock()
+	first := b.err == nil
+	if first {
+		b.err = err
+	}
+	b.mu.Unlock()
+	if first && b.opts.CancelOnError {
+		b.cancel(err)
+	}
+}
+
+// canceled reports whether the batch's context ended.
+func (b *Batch) canceled() bool { return b.ctx.Err() != nil }
+
+// cause is the error of members cancelled by the batch's context.
+func (b *Batch) cause() error {
+	return fmt.Errorf("%w: %w", ErrCanceled, context.Cause(b.ctx))
+}
+
+// submit admits and enqueues n members, as many at a time as the kernel has room
+// for. init sets each member's function; slab, if given, holds the records.
+func (b *Batch) submit(n int, init func(h *Handle, i int), slab []Handle) error {
+	k := b.k
+	t := Task{Priority: b.opts.Priority, Timeout: b.opts.Timeout, Retry: b.opts.Retry, Run: func(context.Context) error { return nil }}
+	if err := t.validate(); err != nil {
+		return err
+	}
+	prio := t.Priority.normalize()
+	lvl := levelOf(prio)
+	var wait context.Context
+	if !b.opts.NoWait {
+		wait = b.ctx
+	}
+	hs := make([]*Handle, 0, min(n, 4096))
+	for i := 0; i < n; {
+		rc := k.rc.Load()
+		got, err := k.acquireSome(wait, lvl, int64(n-i), rc)
+		if err != nil {
+			return err
+		}
+		hs = hs[:0]
+		for j := range int(got) {
+			var h *Handle
+			if slab != nil {
+				h = &slab[i+j]
+			} else {
+				h = &Handle{}
+			}
+			k.initHandle(h, &t, prio, rc, b)
+			h.run = nil
+			init(h, i+j)
+			hs = append(hs, h)
+		}
+		b.mu.Lock()
+		b.members = append(b.members, hs...)
+		b.mu.Unlock()
+		b.wg.Add(len(hs))
+		if !k.enqueueMany(hs) {
+			k.release(lvl, got)
+			b.wg.Add(-len(hs))
+			return ErrClosed
+		}
+		i += int(got)
+	}
+	return nil
+}
+
+// acquireSome takes between 1 and want tickets of level lvl, waiting for room
+// while ctx allows (nil: no wait).
+func (k *Kernel) acquireSome(ctx context.Context, lvl queue.Level, want int64, rc *resolved) (int64, error) {
+	for {
+		if k.isClosed() {
+			return 0, ErrClosed
+		}
+		w := &k.waiting[lvl]
+		cur := w.Load()
+		free := rc.capacity[lvl] - cur
+		refusal := ErrQueueFull
+		if lvl != queue.High && rc.degrade > 0 {
+			total := k.waiting[0].Load() + k.waiting[1].Load() + k.waiting[2].Load()
+			if d := rc.degrade - total; d < free {
+				free = d
+				refusal = ErrDegraded
+			}
+		}
+		if free > 0 {
+			n := min(free, want)
+			if w.CompareAndSwap(cur, cur+n) {
+				return n, nil
+			}
+			continue
+		}
+		if ctx == nil {
+			k.m.rejected[lvl].Add(int(want))
+			return 0, refusal
+		}
+		if err := k.waitRoom(ctx, lvl, rc); err != nil {
+			return 0, err
+		}
+		rc = k.rc.Load()
+	}
+}
+
+// batchMemberDone accounts for a member's end. Loop only.
+func (k *Kernel) batchMemberDone(h *Handle, err error) {
+	b := h.batch
+	if err != nil {
+		b.setErr(err)
+	}
+	b.wg.Done()
+}
+
+// Map runs fn on every item as one batch of tasks under k's limits and priorities
+// and returns the results in the order of items. The first error cancels the
+// members not yet finished and is returned with the results gathered so far
+// (members that did not succeed leave the zero R). Map blocks until every member
+// ended. It allocates one task record per item in a single slab.
+func Map[T, R any](ctx context.Context, k *Kernel, items []T, fn func(ctx context.Context, item T) (R, error), opts *BatchOptions) ([]R, error) {
+	o := BatchOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	o.CancelOnError = true
+	b := k.NewBatch(ctx, &o)
+	out := make([]R, len(items))
+	b.runI = func(ctx context.Context, i int) error {
+		r, err := fn(ctx, items[i])
+		if err == nil {
+			out[i] = r
+		}
+		return err
+	}
+	slab := make([]Handle, len(items))
+	if err := b.submit(len(items), func(h *Handle, i int) { h.idx = i }, slab); err != nil {
+		b.setErr(err)
+	}
+	err := b.Wait()
+	return out, err
+}

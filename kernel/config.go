@@ -1,0 +1,367 @@
+package kernel
+
+import (
+	"cmp"
+	"errors"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/benbjohnson/clock"
+)
+
+// Defaults and limits of [Config].
+const (
+	MaxConcurrencyDefault = 500
+	CapacityHighDefault   = 10_000
+	CapacityNormalDefault = 30_000
+	CapacityLowDefault    = 10_000
+	CapacityMax           = 1 << 24
+	DegradeAtDefault      = 0.8
+	TickDefault           = time.Millisecond
+	TickMin               = 100 * time.Microsecond
+	MaxZombiesDefault     = 100
+	ZombieGraceDefault    = 3 * time.Second
+	OnTimeoutWorkersDef   = 4
+	EventBufferDefault    = 1 << 16
+
+	RetryMaxAttemptsDefault = 3
+	RetryBaseDefault        = time.Second
+	RetryMultiplierDefault  = 2.0
+	RetryMaxDefault         = 30 * time.Second
+
+	RetryBudgetRatioDefault        = 0.2
+	RetryBudgetMinPerSecondDefault = 10
+	RetryBudgetWindowDefault       = 10 * time.Second
+)
+
+// ByPriority holds one value per priority.
+type ByPriority[T any] struct {
+	High, Normal, Low T
+}
+
+// Get returns the value for p (the zero Priority reads Normal).
+func (b *ByPriority[T]) Get(p Priority) T {
+	switch p {
+	case High:
+		return b.High
+	case Low:
+		return b.Low
+	default:
+		return b.Normal
+	}
+}
+
+// Quotas is the share of dispatches per priority in one picking cycle: High gets at
+// most High picks, Normal at most Normal picks and Low at least LowGuaranteed picks
+// whenever it has work. Unused picks pass to the other priorities.
+type Quotas struct {
+	High, Normal, LowGuaranteed int
+}
+
+// Reserve holds running slots back for High tasks.
+type Reserve struct {
+	// High slots of MaxConcurrency only High tasks may occupy, so that long Normal
+	// and Low tasks can never hold every slot while High work waits. If zero, none.
+	High int
+}
+
+// Jitter is how a retry delay is randomised.
+type Jitter uint8
+
+// The jitter modes.
+const (
+	// JitterFull draws the delay uniformly from [0, d] ("full jitter"), the default.
+	JitterFull Jitter = iota
+	// JitterEqual draws it from [d/2, d].
+	JitterEqual
+	// JitterNone uses d itself.
+	JitterNone
+)
+
+// BackoffFunc returns the delay before retry number attempt (1 for the first retry)
+// after err. A nil BackoffFunc means [RetryPolicy.Backoff]'s exponential rule.
+type BackoffFunc func(attempt int, err error) time.Duration
+
+// RetryPolicy says whether and when a failed attempt is tried again. A task is
+// retried when its attempt returned an error that is not [Permanent], panicked, or
+// timed out, while it has attempts left and the kernel's retry budget allows.
+// Canceled and evicted tasks are never retried.
+type RetryPolicy struct {
+	// MaxAttempts is the number of attempts in all, the first included; 1 means no
+	// retry. If zero, RetryMaxAttemptsDefault (3).
+	MaxAttempts int
+	// Base is the delay before the first retry. If zero, RetryBaseDefault (1 s).
+	Base time.Duration
+	// Multiplier grows the delay with each retry: Base × Multiplier^(n-1). If zero,
+	// RetryMultiplierDefault (2). Must be >= 1 otherwise.
+	Multiplier float64
+	// Max caps the delay. If zero, RetryMaxDefault (30 s).
+	Max time.Duration
+	// Jitter randomises the delay. The zero value is JitterFull.
+	Jitter Jitter
+	// BackoffFunc, when set, replaces the rule above (Jitter is not applied to it).
+	BackoffFunc BackoffFunc
+}
+
+// RetryBudget stops retry storms: over a sliding Window, retries may be at most
+// Ratio of first attempts plus MinPerSecond × Window. A retry refused by the budget
+// ends the task with the error of its last attempt.
+type RetryBudget struct {
+	// Ratio of retries to first attempts. If zero, RetryBudgetRatioDefault (0.2).
+	Ratio float64
+	// MinPerSecond retries are always allowed. If zero, 10.
+	MinPerSecond int
+	// Window of the accounting. If zero, 10 s.
+	Window time.Duration
+	// Disabled turns the budget off: every retry the policy allows happens.
+	Disabled bool
+}
+
+// Event is one state change of a task, given to Config.OnEvent.
+type Event struct {
+	TaskID   string
+	Priority Priority
+	From, To State
+	Time     time.Time
+	Attempt  int   // the attempt the change belongs to (1 for the first)
+	Err      error // the error that ended an attempt or the task, if any
+}
+
+// Config configures a [Kernel]. The zero value is valid: every field has a default,
+// documented with the field. [New] validates it with [Config.Validate].
+type Config struct {
+	// MaxConcurrency is the number of tasks that run at once (executor slots).
+	// If zero, MaxConcurrencyDefault (500). Changeable with [Kernel.Update].
+	MaxConcurrency int
+
+	// Quotas is the picking cycle. If a field is zero: High = MaxConcurrency/2,
+	// Normal = MaxConcurrency/3, LowGuaranteed = 1 (each at least 1). Changeable.
+	Quotas Quotas
+
+	// Reserve holds slots for High tasks. Must leave at least one slot for the others.
+	// If zero, no reservation. Changeable.
+	Reserve Reserve
+
+	// AgeAfter promotes a task that waited longer in its bucket: it is picked as if
+	// one level higher (Low as Normal, Normal as High). If zero, no aging. Changeable.
+	AgeAfter time.Duration
+
+	// Capacity bounds the tasks of each priority that wait in the kernel — queued,
+	// delayed or waiting for a retry. Running tasks are bounded by MaxConcurrency.
+	// If a field is zero: 10,000 / 30,000 / 10,000. Changeable.
+	Capacity ByPriority[int]
+
+	// DegradeAt is the fraction of the total capacity above which only High tasks are
+	// admitted. If zero, DegradeAtDefault (0.8); 1 turns degradation off. Changeable.
+	DegradeAt float64
+
+	// EvictLow lets a High arrival that finds the kernel full take the place of the
+	// newest queued Low task, which ends Evicted with ErrEvicted. Changeable.
+	EvictLow bool
+
+	// Tick is the resolution of the timing wheel: delays, retry backoff and timeouts
+	// fire at most one tick late. If zero, TickDefault (1 ms). Not changeable.
+	Tick time.Duration
+
+	// DefaultTimeout applies to tasks whose Timeout is zero. If a field is zero, such
+	// tasks have no timeout. Changeable (applies to tasks submitted afterwards).
+	DefaultTimeout ByPriority[time.Duration]
+
+	// Retry is the retry policy per priority, for tasks without their own. A zero
+	// policy means the defaults (3 attempts, 1 s base, ×2, 30 s max, full jitter); a
+	// common choice is Retry.Low = RetryPolicy{MaxAttempts: 1}. Changeable.
+	Retry ByPriority[RetryPolicy]
+
+	// RetryBudget limits retries kernel-wide. Changeable.
+	RetryBudget RetryBudget
+
+	// MaxZombies caps the goroutines left running by tasks that ignored their
+	// context past their timeout, whose slots were given to other tasks. Past the
+	// cap a timed-out task keeps its slot until it returns. If zero,
+	// MaxZombiesDefault (100); -1 means none (a timed-out task always keeps its slot).
+	// Changeable.
+	MaxZombies int
+
+	// ZombieGrace is how long a zombie may run before it is logged with its stack.
+	// If zero, ZombieGraceDefault (3 s). Changeable.
+	ZombieGrace time.Duration
+
+	// OnTimeoutWorkers is the number of goroutines that run Task.OnTimeout callbacks.
+	// If zero, 4. Not changeable.
+	OnTimeoutWorkers int
+
+	// EventBuffer is how many events may wait for OnEvent; past it events are dropped
+	// and counted (Stats.EventsDropped), never blocking the kernel. If zero, 65,536.
+	// Not changeable.
+	EventBuffer int
+
+	// Clock is the time source. If nil, the real clock. Not changeable.
+	Clock clock.Clock
+
+	// Metrics receives the kernel's metrics. If nil, the kernel makes its own set
+	// ([Kernel.Metrics]). Never the global set. Not changeable.
+	Metrics *metrics.Set
+
+	// Logger logs what matters: zombies, dropped events, shutdown reports. If nil,
+	// nothing is logged. Not changeable.
+	Logger *slog.Logger
+
+	// OnEvent, if set, receives every state change of every task, in order, on one
+	// goroutine of its own (never the scheduler's). It must not block for long: when
+	// EventBuffer events are waiting, further events are dropped. Not changeable.
+	OnEvent func(Event)
+}
+
+// Validate reports every invalid field as a [*ConfigError], joined with
+// [errors.Join]. The zero Config is valid.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field string, v any, reason string) {
+		errs = append(errs, &ConfigError{Field: "Config." + field, Value: v, Reason: reason})
+	}
+	if c.MaxConcurrency < 0 {
+		bad("MaxConcurrency", c.MaxConcurrency, "must be >= 0")
+	}
+	if c.Quotas.High < 0 {
+		bad("Quotas.High", c.Quotas.High, "must be >= 0")
+	}
+	if c.Quotas.Normal < 0 {
+		bad("Quotas.Normal", c.Quotas.Normal, "must be >= 0")
+	}
+	if c.Quotas.LowGuaranteed < 0 {
+		bad("Quotas.LowGuaranteed", c.Quotas.LowGuaranteed, "must be >= 0")
+	}
+	conc := cmp.Or(c.MaxConcurrency, MaxConcurrencyDefault)
+	switch {
+	case c.Reserve.High < 0:
+		bad("Reserve.High", c.Reserve.High, "must be >= 0")
+	case c.MaxConcurrency >= 0 && c.Reserve.High >= conc:
+		bad("Reserve.High", c.Reserve.High, "must be < MaxConcurrency ("+itoa(conc)+")")
+	}
+	if c.AgeAfter < 0 {
+		bad("AgeAfter", c.AgeAfter, "must be >= 0")
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"Capacity.High", c.Capacity.High}, {"Capacity.Normal", c.Capacity.Normal}, {"Capacity.Low", c.Capacity.Low}} {
+		if f.v < 0 || f.v > CapacityMax {
+			bad(f.name, f.v, "must be in [0, "+itoa(CapacityMax)+"]")
+		}
+	}
+	if math.IsNaN(c.DegradeAt) || c.DegradeAt < 0 || c.DegradeAt > 1 {
+		bad("DegradeAt", c.DegradeAt, "must be in [0, 1]")
+	}
+	if c.Tick < 0 || (c.Tick > 0 && c.Tick < TickMin) {
+		bad("Tick", c.Tick, "must be 0 or >= "+TickMin.String())
+	}
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+	}{{"DefaultTimeout.High", c.DefaultTimeout.High}, {"DefaultTimeout.Normal", c.DefaultTimeout.Normal}, {"DefaultTimeout.Low", c.DefaultTimeout.Low}} {
+		if f.v < 0 {
+			bad(f.name, f.v, "must be >= 0")
+		}
+	}
+	for _, f := range []struct {
+		name string
+		p    *RetryPolicy
+	}{{"Retry.High", &c.Retry.High}, {"Retry.Normal", &c.Retry.Normal}, {"Retry.Low", &c.Retry.Low}} {
+		errs = append(errs, f.p.validate("Config."+f.name)...)
+	}
+	if c.RetryBudget.Ratio < 0 || math.IsNaN(c.RetryBudget.Ratio) {
+		bad("RetryBudget.Ratio", c.RetryBudget.Ratio, "must be >= 0")
+	}
+	if c.RetryBudget.MinPerSecond < 0 {
+		bad("RetryBudget.MinPerSecond", c.RetryBudget.MinPerSecond, "must be >= 0")
+	}
+	if c.RetryBudget.Window < 0 {
+		bad("RetryBudget.Window", c.RetryBudget.Window, "must be >= 0")
+	}
+	if c.MaxZombies < -1 {
+		bad("MaxZombies", c.MaxZombies, "must be >= -1")
+	}
+	if c.ZombieGrace < 0 {
+		bad("ZombieGrace", c.ZombieGrace, "must be >= 0")
+	}
+	if c.OnTimeoutWorkers < 0 {
+		bad("OnTimeoutWorkers", c.OnTimeoutWorkers, "must be >= 0")
+	}
+	if c.EventBuffer < 0 {
+		bad("EventBuffer", c.EventBuffer, "must be >= 0")
+	}
+	return errors.Join(errs...)
+}
+
+// validate checks a retry policy; prefix names it ("Config.Retry.Low", "Task.Retry").
+func (p *RetryPolicy) validate(prefix string) []error {
+	var errs []error
+	bad := func(field string, v any, reason string) {
+		errs = append(errs, &ConfigError{Field: prefix + "." + field, Value: v, Reason: reason})
+	}
+	if p.MaxAttempts < 0 {
+		bad("MaxAttempts", p.MaxAttempts, "must be >= 0")
+	}
+	if p.Base < 0 {
+		bad("Base", p.Base, "must be >= 0")
+	}
+	if p.Multiplier != 0 && (p.Multiplier < 1 || math.IsNaN(p.Multiplier) || math.IsInf(p.Multiplier, 0)) {
+		bad("Multiplier", p.Multiplier, "must be 0 or a finite number >= 1")
+	}
+	if p.Max < 0 {
+		bad("Max", p.Max, "must be >= 0")
+	}
+	if p.Jitter > JitterNone {
+		bad("Jitter", p.Jitter, "must be JitterFull, JitterEqual or JitterNone")
+	}
+	return errs
+}
+
+// withDefaults returns the policy with its zero fields filled.
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	p.MaxAttempts = cmp.Or(p.MaxAttempts, RetryMaxAttemptsDefault)
+	p.Base = cmp.Or(p.Base, RetryBaseDefault)
+	p.Multiplier = cmp.Or(p.Multiplier, RetryMultiplierDefault)
+	p.Max = cmp.Or(p.Max, RetryMaxDefault)
+	return p
+}
+
+// withDefaults returns a copy of c with every zero field resolved. c must be valid.
+func (c Config) withDefaults() Config {
+	c.MaxConcurrency = cmp.Or(c.MaxConcurrency, MaxConcurrencyDefault)
+	c.Quotas.High = cmp.Or(c.Quotas.High, max(1, c.MaxConcurrency/2))
+	c.Quotas.Normal = cmp.Or(c.Quotas.Normal, max(1, c.MaxConcurrency/3))
+	c.Quotas.LowGuaranteed = cmp.Or(c.Quotas.LowGuaranteed, 1)
+	c.Capacity.High = cmp.Or(c.Capacity.High, CapacityHighDefault)
+	c.Capacity.Normal = cmp.Or(c.Capacity.Normal, CapacityNormalDefault)
+	c.Capacity.Low = cmp.Or(c.Capacity.Low, CapacityLowDefault)
+	c.DegradeAt = cmp.Or(c.DegradeAt, DegradeAtDefault)
+	c.Tick = cmp.Or(c.Tick, TickDefault)
+	c.Retry.High = c.Retry.High.withDefaults()
+	c.Retry.Normal = c.Retry.Normal.withDefaults()
+	c.Retry.Low = c.Retry.Low.withDefaults()
+	c.RetryBudget.Ratio = cmp.Or(c.RetryBudget.Ratio, RetryBudgetRatioDefault)
+	c.RetryBudget.MinPerSecond = cmp.Or(c.RetryBudget.MinPerSecond, RetryBudgetMinPerSecondDefault)
+	c.RetryBudget.Window = cmp.Or(c.RetryBudget.Window, RetryBudgetWindowDefault)
+	switch c.MaxZombies {
+	case 0:
+		c.MaxZombies = MaxZombiesDefault
+	case -1:
+		c.MaxZombies = 0
+	}
+	c.ZombieGrace = cmp.Or(c.ZombieGrace, ZombieGraceDefault)
+	c.OnTimeoutWorkers = cmp.Or(c.OnTimeoutWorkers, OnTimeoutWorkersDef)
+	c.EventBuffer = cmp.Or(c.EventBuffer, EventBufferDefault)
+	if c.Clock == nil {
+		c.Clock = clock.New()
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.NewSet()
+	}
+	return c
+}
+
+// totalCapacity is the sum of the per-priority capacities of a resolved config.
+func (c *Config) totalCapacity() int { return c.Capacity.High + c.Capacity.Normal + c.Capacity.Low }

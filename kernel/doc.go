@@ -1,0 +1,91 @@
+// Package kernel is ax's scheduler: it runs tasks on a bounded pool of executor
+// goroutines, picks them from three priority buckets by quota so that Low work is
+// never starved, bounds every attempt with a timeout, retries failures with
+// backoff, refuses or waits when full, and reports what it does through metrics,
+// stats and events.
+//
+//	k, err := kernel.New(kernel.Config{MaxConcurrency: 300}) // zero Config = defaults
+//	if err != nil { ... }
+//	defer k.Close()
+//
+//	h, err := k.TrySubmit(kernel.Task{
+//		Priority: kernel.High,
+//		Timeout:  2 * time.Second,
+//		Run:      func(ctx context.Context) error { return call(ctx) },
+//	})
+//	err = h.Wait(ctx)
+//
+//	out, err := kernel.Map(ctx, k, urls, fetch, &kernel.BatchOptions{Priority: kernel.Low})
+//	err = k.Shutdown(ctx) // stop intake, drain
+//
+// # The loop
+//
+// One goroutine per kernel, the loop, owns every scheduling decision: which task
+// runs next, and how many run. Submitters append to an intake buffer and wake the
+// loop only when it asked; executors count their starts and completions under the
+// lock they take to pop their next task, and hand finished attempts back in
+// batches. The loop moves picked tasks into a small run queue ahead of the free
+// slots so that an executor that finishes takes the next chosen task without
+// waiting for the loop. An idle kernel, or one holding only far-future timers,
+// does not wake up: a single timer is armed for the timing wheel's next expiry.
+//
+// # Priorities and admission
+//
+// Tasks wait in three bounded FIFO buckets (High, Normal, Low), picked in cycles by
+// Config.Quotas: High at most Quotas.High picks per cycle, Normal at most
+// Quotas.Normal, Low at least Quotas.LowGuaranteed while it has work; unused picks
+// pass on. Config.Reserve.High slots run only High tasks. Config.AgeAfter promotes
+// tasks that waited too long by one level.
+//
+// Each priority may hold Config.Capacity tasks waiting (queued, delayed or
+// retrying). [Kernel.TrySubmit] refuses at once with [ErrQueueFull] when the
+// bucket is full, and with [ErrDegraded] for Normal and Low once the kernel holds
+// more than Config.DegradeAt of its total capacity; [Kernel.Submit] waits for room
+// until its context ends. With Config.EvictLow a High arrival that finds no room
+// replaces the newest queued Low task, which ends with [ErrEvicted].
+//
+// # Guarantees
+//
+// Every accepted task ends in exactly one terminal state — Succeeded, Failed,
+// TimedOut, Canceled, Evicted or Abandoned — observable through [Handle.Done],
+// [Handle.Wait] and [Handle.State], and counted once in [Kernel.Stats]. A task
+// refused at submission is not a task: its caller gets the error and nothing runs.
+//
+// Without a store the kernel keeps tasks in memory only: a process crash loses
+// queued, delayed and running tasks, so each task runs at most once per attempt
+// across a crash, never twice.
+//
+// A timeout cancels the attempt's context (whose Deadline is the attempt's start
+// plus its timeout) at most one tick late, ends the attempt TimedOut for its
+// caller at once, and may retry it. Go cannot stop a goroutine: a function that
+// ignores its context keeps running. Up to Config.MaxZombies such functions
+// ("zombies") give their slot to other tasks and are logged with their stack after
+// Config.ZombieGrace ([Kernel.Zombies]); past that cap a timed-out function keeps
+// its slot until it returns. Executor goroutines never exceed MaxConcurrency +
+// MaxZombies (plus a constant for Goexit replacement).
+//
+// Panics and runtime.Goexit in a task function are recovered into a [*PanicError]
+// with the stack; the executor survives (or is replaced) and the task ends Failed.
+// Panics are not retried.
+//
+// # Retries
+//
+// A failed attempt is retried while the task has attempts left (Config.Retry per
+// priority, or Task.Retry), its error is not [Permanent], and the kernel-wide
+// Config.RetryBudget allows — retries are at most a fraction of recent first
+// attempts, so an outage does not turn into a retry storm. The delay is
+// exponential with full jitter by default and waits in the timing wheel.
+//
+// # Stopping
+//
+// [Kernel.Shutdown] stops intake and drains queued and running tasks; delayed
+// tasks not yet due end Abandoned. [Kernel.Close] ends everything at once. Both are
+// idempotent; after either, submissions return [ErrClosed].
+//
+// # Observability
+//
+// Each kernel owns a metrics set ([Kernel.Metrics], [Kernel.WritePrometheus]) with
+// ax_-prefixed counters by priority, depth and running gauges and wait and
+// execution histograms; [Kernel.Stats] returns the same figures with percentiles;
+// Config.OnEvent receives every state change on a goroutine of its own.
+package kernel

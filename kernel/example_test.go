@@ -1,0 +1,132 @@
+package kernel_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/axsched/ax/kernel"
+)
+
+// Fan out over a slice with Map: results come back in order, under the kernel's
+// concurrency limit and at the priority chosen.
+func ExampleMap() {
+	k, err := kernel.New(kernel.Config{MaxConcurrency: 4})
+	if err != nil {
+		panic(err)
+	}
+	defer k.Close()
+
+	words := []string{"alpha", "beta", "gamma"}
+	upper, err := kernel.Map(context.Background(), k, words,
+		func(_ context.Context, w string) (string, error) { return strings.ToUpper(w), nil },
+		&kernel.BatchOptions{Priority: kernel.Low})
+	fmt.Println(upper, err)
+	// Output: [ALPHA BETA GAMMA] <nil>
+}
+
+// Tasks are picked by quota in cycles: here one slot and, per cycle, 2 High picks,
+// 1 Normal and 1 Low. Low's guaranteed pick comes first in a cycle, so it never
+// waits more than one cycle; the picks are interleaved, not run in blocks. The
+// task holding the slot was the first cycle's Normal pick.
+func Example_priorities() {
+	k, err := kernel.New(kernel.Config{MaxConcurrency: 1, Quotas: kernel.Quotas{High: 2, Normal: 1, LowGuaranteed: 1}})
+	if err != nil {
+		panic(err)
+	}
+	defer k.Close()
+
+	hold := make(chan struct{})
+	first, _ := k.TrySubmit(kernel.Task{Run: func(context.Context) error { <-hold; return nil }})
+	for k.Stats().Running != 1 {
+		runtime.Gosched()
+	}
+
+	order := make(chan string, 8)
+	var hs []*kernel.Handle
+	for _, p := range []kernel.Priority{kernel.Low, kernel.Low, kernel.Normal, kernel.Normal, kernel.High, kernel.High, kernel.High} {
+		h, _ := k.TrySubmit(kernel.Task{Priority: p, Run: func(context.Context) error { order <- p.String(); return nil }})
+		hs = append(hs, h)
+	}
+	// Let the loop queue them all before the slot frees.
+	for st := k.Stats(); st.Queued.High+st.Queued.Normal+st.Queued.Low != 7; st = k.Stats() {
+		runtime.Gosched()
+	}
+	close(hold)
+	_ = first.Wait(context.Background())
+	for _, h := range hs {
+		_ = h.Wait(context.Background())
+	}
+	close(order)
+	var got []string
+	for s := range order {
+		got = append(got, s)
+	}
+	fmt.Println(strings.Join(got, " "))
+	// Output: low high high low high normal normal
+}
+
+// A task that fails is retried with backoff; Permanent stops retries.
+func Example_retry() {
+	k, err := kernel.New(kernel.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer k.Close()
+
+	var calls atomic.Int32
+	h, _ := k.TrySubmit(kernel.Task{
+		Retry: &kernel.RetryPolicy{MaxAttempts: 3, Base: time.Millisecond},
+		Run: func(context.Context) error {
+			if calls.Add(1) < 3 {
+				return errors.New("upstream busy")
+			}
+			return nil
+		},
+	})
+	fmt.Println(h.Wait(context.Background()), h.Attempts(), h.State())
+	// Output: <nil> 3 succeeded
+}
+
+// A task that outlives its timeout ends TimedOut; its context reports the deadline.
+func Example_timeout() {
+	k, err := kernel.New(kernel.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer k.Close()
+
+	h, _ := k.TrySubmit(kernel.Task{
+		Timeout: 20 * time.Millisecond,
+		Retry:   &kernel.RetryPolicy{MaxAttempts: 1},
+		Run: func(ctx context.Context) error {
+			<-ctx.Done()
+			return ctx.Err()
+		},
+	})
+	err = h.Wait(context.Background())
+	fmt.Println(errors.Is(err, kernel.ErrTimeout), h.State())
+	// Output: true timed_out
+}
+
+// Shutdown stops intake and drains what was accepted.
+func ExampleKernel_Shutdown() {
+	k, err := kernel.New(kernel.Config{MaxConcurrency: 2})
+	if err != nil {
+		panic(err)
+	}
+	var done atomic.Int32
+	for range 10 {
+		_ = k.TryGo(kernel.Task{Run: func(context.Context) error { done.Add(1); return nil }})
+	}
+	fmt.Println(k.Shutdown(context.Background()), done.Load())
+	_, err = k.TrySubmit(kernel.Task{Run: func(context.Context) error { return nil }})
+	fmt.Println(err)
+	// Output:
+	// <nil> 10
+	// kernel: closed
+}

@@ -1,0 +1,204 @@
+package kernel
+
+import (
+	"runtime/debug"
+	"sync"
+
+	"github.com/axsched/ax/queue"
+)
+
+// runq is the hand-off between the loop and the executors. The loop alone decides
+// what goes in, in which order and how many may run (limit, otherLimit); executors
+// take the head when they free a slot, without waiting for a loop pass, and hand
+// finished attempts back in done. Every field is guarded by mu.
+//
+// Executors count their own starts and completions under mu, the lock they take
+// anyway to pop the next attempt: no channel operation per task.
+type runq struct {
+	mu sync.Mutex
+
+	high  *queue.Ring[*attempt] // chosen High attempts, taken first
+	other *queue.Ring[*attempt] // chosen Normal and Low attempts
+	done  []*attempt            // finished attempts, swapped out by the loop
+
+	idle    []*executor // parked executors, most recent last
+	coming  int         // executors woken and not yet back under mu
+	workers int         // live executors, zombies excluded
+
+	running      int // attempts executing, zombies excluded
+	runningOther int // of which not High
+	zombies      int
+
+	limit      int // MaxConcurrency
+	otherLimit int // MaxConcurrency - Reserve.High
+	maxZombies int
+
+	loopWaiting    bool // the loop parked and wants a poke on the next completion
+	stopping       bool // executors exit once nothing is left to run
+	workDoneClosed bool
+}
+
+// queued returns the number of attempts waiting in the run queue.
+func (q *runq) queued() int { return q.high.Len() + q.other.Len() }
+
+// pop takes the next attempt an executor may start, honouring the reserve.
+func (q *runq) pop() *attempt {
+	if a, ok := q.high.Pop(); ok {
+		return a
+	}
+	if q.runningOther < q.otherLimit || q.stopping {
+		if a, ok := q.other.Pop(); ok {
+			q.runningOther++
+			return a
+		}
+	}
+	return nil
+}
+
+// checkWorkDone closes workDone once the kernel stops and no executor goroutine,
+// zombie or not, is left. Called with rq.mu held.
+func (k *Kernel) checkWorkDone() {
+	q := &k.rq
+	if q.stopping && q.workers == 0 && q.zombies == 0 && !q.workDoneClosed {
+		q.workDoneClosed = true
+		close(k.workDone)
+	}
+}
+
+// executor is one pooled goroutine that runs attempts.
+type executor struct {
+	wake  chan struct{} // size 1: a wake-up is never lost and never blocks the waker
+	fresh bool          // started by the loop and counted in runq.coming; guarded by runq.mu
+	gid   uint64        // goroutine id, for zombie stack dumps; set by the executor
+}
+
+// runExecutor is the body of an executor goroutine. It pops attempts from the run
+// queue until the kernel stops or the concurrency limit shrinks below the number of
+// executors. prev is an attempt to hand back first (see the Goexit case below).
+func (k *Kernel) runExecutor(e *executor, prev *attempt) {
+	e.gid = goroutineID()
+	var cur *attempt
+	defer func() {
+		if cur != nil {
+			// The function called runtime.Goexit: deferred calls run and the goroutine
+			// ends, whatever we do. Record it as a *PanicError and let a fresh goroutine
+			// take this executor's place, handing the attempt back first.
+			cur.err = &PanicError{Goexit: true, Stack: debug.Stack()}
+			k.execWG.Add(1)
+			go k.runExecutor(e, cur)
+		}
+		k.execWG.Done()
+	}()
+	for {
+		a := k.next(e, prev)
+		if a == nil {
+			return
+		}
+		cur = a
+		k.execute(a)
+		cur = nil
+		prev = a
+	}
+}
+
+// next hands prev (the attempt this executor just ran, or nil) back to the loop
+// and returns the next attempt to run, parking while there is none. It returns nil
+// when the executor must exit.
+func (k *Kernel) next(e *executor, prev *attempt) *attempt {
+	q := &k.rq
+	now := k.clk.Now()
+	poke := false
+	q.mu.Lock()
+	if e.fresh {
+		e.fresh = false
+		q.coming--
+	}
+	if prev != nil {
+		prev.endAt = now
+		prev.finished = true
+		q.done = append(q.done, prev)
+		if q.loopWaiting {
+			q.loopWaiting = false
+			poke = true
+		}
+		if prev.detached {
+			// A zombie came back. It rejoins the pool only if the pool is short.
+			q.zombies--
+			if q.workers >= q.limit || q.stopping {
+				k.checkWorkDone()
+				q.mu.Unlock()
+				if poke {
+					k.poke()
+				}
+				return nil
+			}
+			q.workers++
+		} else {
+			q.running--
+			if prev.h.prio != High {
+				q.runningOther--
+			}
+		}
+	}
+	for {
+		if q.workers > q.limit || (q.stopping && q.queued() == 0) {
+			q.workers--
+			k.checkWorkDone()
+			q.mu.Unlock()
+			if poke {
+				k.poke()
+			}
+			return nil
+		}
+		if a := q.pop(); a != nil {
+			q.running++
+			a.started = true
+			a.startAt = now
+			a.exec = e
+			var wake *executor
+			if q.queued() > q.coming && len(q.idle) > 0 {
+				wake = q.idle[len(q.idle)-1]
+				q.idle = q.idle[:len(q.idle)-1]
+				q.coming++
+			}
+			q.mu.Unlock()
+			if poke {
+				k.poke()
+			}
+			if wake != nil {
+				wake.wake <- struct{}{}
+			}
+			return a
+		}
+		q.idle = append(q.idle, e)
+		q.mu.Unlock()
+		if poke {
+			k.poke()
+			poke = false
+		}
+		<-e.wake
+		now = k.clk.Now()
+		q.mu.Lock()
+		q.coming--
+	}
+}
+
+// execute runs one attempt's function, recovering a panic into *PanicError. A
+// context already cancelled (the task was cancelled while it waited in the run
+// queue) skips the function.
+func (k *Kernel) execute(a *attempt) {
+	if a.ctx.canceled.Load() {
+		a.err = a.ctx.Err()
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			a.err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	if h := a.h; h.run != nil {
+		a.err = h.run(&a.ctx)
+	} else {
+		a.err = h.batch.runI(&a.ctx, h.idx)
+	}
+}

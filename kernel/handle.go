@@ -1,0 +1,162 @@
+package kernel
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/axsched/ax/queue"
+	"github.com/axsched/ax/timewheel"
+)
+
+// Handle follows one submitted task. Its methods are safe for concurrent use. A
+// Handle stays valid after the task ended; holding it keeps the task's record alive.
+type Handle struct {
+	// Immutable after submission.
+	k         *Kernel
+	id        string // "" until ID() makes one from seq
+	seq       uint64
+	prio      Priority // normalized: never PriorityDefault
+	run       func(context.Context) error
+	onTimeout func(int)
+	timeout   time.Duration // 0: none
+	retry     *RetryPolicy  // resolved
+	submitAt  time.Time
+	dueAt     time.Time // zero: due at once
+	batch     *Batch
+	idx       int  // member index, for a Map batch (run is nil then)
+	evicts    bool // a High arrival that claimed the eviction of a Low task
+
+	state    atomic.Uint32 // State; written by the loop only
+	attempts atomic.Int32  // attempts started; written by the loop only
+
+	bucket queue.Level // immutable: the bucket of prio
+
+	// Loop-owned.
+	cur       *attempt  // the current (or next, while Retrying) attempt
+	queuedAt  time.Time // when it entered its bucket (aging)
+	cancelErr error     // why a running task was cancelled
+
+	first attempt // the first attempt, embedded to save an allocation
+
+	// Guarded by mu.
+	mu    sync.Mutex
+	done  chan struct{} // made on first use
+	err   error         // the task's final error
+	ended bool          // finish ran
+}
+
+// ID returns the task's ID: Task.ID, or one the kernel made.
+func (h *Handle) ID() string {
+	if h.id != "" {
+		return h.id
+	}
+	return "ax-" + itoa(int(h.seq))
+}
+
+// State returns the task's current state.
+func (h *Handle) State() State { return State(h.state.Load()) }
+
+// Attempts returns the number of attempts started so far.
+func (h *Handle) Attempts() int { return int(h.attempts.Load()) }
+
+// Priority returns the task's priority (never PriorityDefault).
+func (h *Handle) Priority() Priority { return h.prio }
+
+// Done returns a channel closed when the task reaches its terminal state.
+func (h *Handle) Done() <-chan struct{} {
+	h.mu.Lock()
+	if h.done == nil {
+		h.done = make(chan struct{})
+		if h.ended {
+			close(h.done)
+		}
+	}
+	d := h.done
+	h.mu.Unlock()
+	return d
+}
+
+// Err returns the task's final error: nil while it is not terminal and when it
+// succeeded; otherwise the error of its last attempt, [ErrTimeout], [ErrCanceled],
+// [ErrEvicted], [ErrAbandoned] or [ErrClosed] (wrapped; test with errors.Is).
+func (h *Handle) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
+}
+
+// Wait blocks until the task reaches its terminal state and returns [Handle.Err],
+// or returns ctx.Err() if ctx ends first (the task goes on).
+func (h *Handle) Wait(ctx context.Context) error {
+	select {
+	case <-h.Done():
+		return h.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Cancel asks the kernel to cancel the task and returns at once. A queued, delayed
+// or retrying task is removed and ends Canceled with [ErrCanceled]; a running one has
+// its context cancelled and ends Canceled unless its function still returns nil
+// (then Succeeded). Cancel of a terminal task does nothing. Watch [Handle.Done].
+func (h *Handle) Cancel() {
+	if State(h.state.Load()).Terminal() {
+		return
+	}
+	h.k.control(ctrlMsg{kind: ctrlCancel, h: h})
+}
+
+// finish records the terminal error and wakes waiters. Called by the loop once the
+// state is stored.
+func (h *Handle) finish(err error) {
+	h.mu.Lock()
+	h.err = err
+	h.ended = true
+	if h.done != nil {
+		close(h.done)
+	}
+	h.mu.Unlock()
+}
+
+// timerKind says what a wheel entry of an attempt is for.
+type timerKind uint8
+
+const (
+	timerNone    timerKind = iota
+	timerDue               // a delayed task or a retry is due
+	timerTimeout           // the running attempt's timeout
+	timerGrace             // a zombie outlived ZombieGrace
+)
+
+// attempt is one run of a task's function.
+type attempt struct {
+	h   *Handle
+	n   int32 // 1 for the first attempt
+	ctx attemptCtx
+
+	// Written by the executor under runq.mu (startAt) or before it hands the attempt
+	// back under runq.mu (endAt, err); read by the loop after that.
+	startAt time.Time
+	endAt   time.Time
+	err     error
+
+	// Guarded by runq.mu.
+	started  bool
+	finished bool // the executor returned from Run
+	detached bool // timed out and its slot given away: a zombie
+	timedOut bool // the loop settled it as timed out
+
+	exec *executor // the executor running it (zombie stack dumps)
+
+	// Loop-owned.
+	timer        timewheel.Handle[*attempt]
+	timerAt      time.Time
+	tkind        timerKind
+	settled      bool     // the loop ended it (timeout, Close) before it returned
+	zombie       *zombie  // set while it is a zombie
+	lnext, lprev *attempt // attemptList links
+	listed       bool
+}

@@ -1,0 +1,130 @@
+package kernel
+
+import (
+	"fmt"
+	"io"
+	"math/bits"
+	"sync/atomic"
+	"time"
+)
+
+// histSub is the number of sub-buckets per power of two: values are kept within
+// 1/histSub (12.5 %) of their true size.
+const (
+	histSubBits = 3
+	histSub     = 1 << histSubBits
+	histBuckets = 64 * histSub
+)
+
+// hist is a log-linear histogram of durations in nanoseconds. The loop is its only
+// writer; readers (Stats, Prometheus) read concurrently through atomics. Recording
+// costs a few nanoseconds and never allocates.
+type hist struct {
+	counts [histBuckets]atomic.Uint64
+	n      atomic.Uint64
+	sum    atomic.Int64 // ns
+	max    atomic.Int64 // ns
+}
+
+func histIndex(v uint64) int {
+	if v < histSub {
+		return int(v)
+	}
+	e := bits.Len64(v) - 1 // >= histSubBits
+	sub := (v >> (e - histSubBits)) & (histSub - 1)
+	return (e-histSubBits+1)*histSub + int(sub)
+}
+
+// histLower returns the smallest value of bucket i.
+func histLower(i int) uint64 {
+	if i < histSub {
+		return uint64(i)
+	}
+	e := i/histSub + histSubBits - 1
+	sub := uint64(i % histSub)
+	return (1 << e) | sub<<(e-histSubBits)
+}
+
+// observe records d (negative values count as 0). Single writer.
+func (h *hist) observe(d time.Duration) {
+	v := max(int64(d), 0)
+	h.counts[histIndex(uint64(v))].Add(1)
+	h.n.Add(1)
+	h.sum.Add(v)
+	if v > h.max.Load() {
+		h.max.Store(v)
+	}
+}
+
+// Percentiles summarises a distribution of durations.
+type Percentiles struct {
+	Count               uint64
+	Mean                time.Duration
+	P50, P90, P99, P999 time.Duration
+	Max                 time.Duration
+}
+
+// percentiles reads a consistent-enough summary (each bucket read once).
+func (h *hist) percentiles() Percentiles {
+	var counts [histBuckets]uint64
+	var n uint64
+	for i := range counts {
+		counts[i] = h.counts[i].Load()
+		n += counts[i]
+	}
+	p := Percentiles{Count: n, Max: time.Duration(h.max.Load())}
+	if n == 0 {
+		return p
+	}
+	p.Mean = time.Duration(h.sum.Load() / int64(n))
+	q := func(f float64) time.Duration {
+		rank := uint64(f*float64(n-1)) + 1
+		var c uint64
+		for i, x := range counts {
+			c += x
+			if c >= rank {
+				// The upper edge of the bucket, capped by the maximum seen.
+				up := histLower(i + 1)
+				if i+1 >= histBuckets {
+					up = 1<<63 - 1
+				}
+				v := time.Duration(up - 1)
+				if i < histSub {
+					v = time.Duration(i)
+				}
+				return min(v, p.Max)
+			}
+		}
+		return p.Max
+	}
+	p.P50, p.P90, p.P99, p.P999 = q(0.5), q(0.9), q(0.99), q(0.999)
+	return p
+}
+
+// writePrometheus writes h as a Prometheus histogram in seconds, with buckets at
+// the powers of two from about 1 µs to 68 s.
+func (h *hist) writePrometheus(w io.Writer, name, labels string) {
+	var cum uint64
+	i := 0
+	for e := 10; e <= 36; e++ {
+		bound := uint64(1) << e
+		for i < histBuckets && histLower(i+1) <= bound {
+			cum += h.counts[i].Load()
+			i++
+		}
+		fmt.Fprintf(w, "%s_bucket{%sle=\"%g\"} %d\n", name, labels, float64(bound)/1e9, cum)
+	}
+	for ; i < histBuckets; i++ {
+		cum += h.counts[i].Load()
+	}
+	fmt.Fprintf(w, "%s_bucket{%sle=\"+Inf\"} %d\n", name, labels, cum)
+	fmt.Fprintf(w, "%s_sum{%s} %g\n", name, trimComma(labels), float64(h.sum.Load())/1e9)
+	fmt.Fprintf(w, "%s_count{%s} %d\n", name, trimComma(labels), cum)
+}
+
+func trimComma(s string) string {
+	if len(s) > 0 && s[len(s)-1] == ',' {
+		return s[:len(s)-1]
+	}
+	return s
+}

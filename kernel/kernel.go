@@ -1,0 +1,529 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/benbjohnson/clock"
+
+	"github.com/axsched/ax/queue"
+)
+
+// Kernel schedules tasks over a bounded pool of executors. Create it with [New];
+// its methods are safe for concurrent use. Stop it with [Kernel.Shutdown] or
+// [Kernel.Close].
+type Kernel struct {
+	clk clock.Clock // immutable
+
+	// cfgMu serialises Update, Shutdown and Close.
+	cfgMu sync.Mutex
+	cfg   Config // the user's config as last accepted (unresolved); guarded by cfgMu
+
+	rc atomic.Pointer[resolved] // the resolved config; swapped by Update
+
+	// Intake: submitters append under in.mu; only the loop drains.
+	in struct {
+		mu          sync.Mutex
+		tasks       []*Handle
+		ctrl        []ctrlMsg
+		loopWaiting bool // the loop parked and asked for a poke
+		closed      bool // Shutdown or Close began: refuse submissions
+		_           [40]byte
+	}
+	pokeCh chan struct{} // size 1: wakes the parked loop; a poke is never lost
+
+	// Admission tickets per bucket level: tasks waiting (queued, delayed, retrying).
+	// Submitters take one with a CAS; the loop gives it back when the task leaves
+	// its bucket for an executor or ends.
+	waiting   [queue.NumLevels]atomic.Int64
+	evictable atomic.Int64 // queued Low tasks not yet claimed for eviction
+
+	// Room notification for blocking submitters.
+	roomMu      sync.Mutex
+	roomCh      chan struct{} // closed and replaced by the loop when room frees up
+	roomWaiters atomic.Int32
+
+	rq     runq
+	execWG sync.WaitGroup // every executor goroutine, zombies included
+
+	seq      atomic.Uint64
+	closedCh chan struct{} // closed when Shutdown or Close begins
+	loopDone chan struct{} // closed when the loop returns
+	workDone chan struct{} // closed when the last executor goroutine (zombies too) exits
+
+	events   *eventQueue // nil without Config.OnEvent
+	sidePool *sidePool   // OnTimeout callbacks and zombie stack dumps
+	sideOnce sync.Once
+
+	zmu  sync.Mutex
+	zset map[*zombie]struct{} // zombies now; guarded by zmu
+	m    *kernelMetrics
+
+	loopState // loop-owned
+}
+
+// resolved is an immutable snapshot of the config with defaults applied, plus what
+// submitters read on the hot path.
+type resolved struct {
+	cfg      Config
+	capacity [queue.NumLevels]int64
+	degrade  int64 // total waiting above which only High is admitted; 0 = never
+	retry    [queue.NumLevels]*RetryPolicy
+}
+
+func newResolved(c Config) *resolved {
+	r := &resolved{cfg: c}
+	r.capacity[queue.High] = int64(c.Capacity.High)
+	r.capacity[queue.Normal] = int64(c.Capacity.Normal)
+	r.capacity[queue.Low] = int64(c.Capacity.Low)
+	if c.DegradeAt < 1 {
+		r.degrade = int64(c.DegradeAt * float64(c.totalCapacity()))
+	}
+	r.retry[queue.High] = &r.cfg.Retry.High
+	r.retry[queue.Normal] = &r.cfg.Retry.Normal
+	r.retry[queue.Low] = &r.cfg.Retry.Low
+	return r
+}
+
+// levelOf maps a (normalized) priority to its bucket.
+func levelOf(p Priority) queue.Level {
+	switch p {
+	case High:
+		return queue.High
+	case Low:
+		return queue.Low
+	default:
+		return queue.Normal
+	}
+}
+
+// New validates cfg, starts the kernel's loop and returns the kernel, ready for
+// submissions. Executors start on demand, up to Config.MaxConcurrency.
+func New(cfg Config) (*Kernel, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rc := newResolved(cfg.withDefaults())
+	c := &rc.cfg
+	k := &Kernel{
+		clk:      c.Clock,
+		cfg:      cfg,
+		pokeCh:   make(chan struct{}, 1),
+		closedCh: make(chan struct{}),
+		loopDone: make(chan struct{}),
+		workDone: make(chan struct{}),
+		roomCh:   make(chan struct{}),
+	}
+	k.rc.Store(rc)
+	if err := k.initLoop(rc); err != nil {
+		return nil, err
+	}
+	k.m = newKernelMetrics(k, c.Metrics)
+	k.sidePool = newSidePool(c.OnTimeoutWorkers, 1024)
+	if c.OnEvent != nil {
+		k.events = newEventQueue(c.OnEvent, c.EventBuffer)
+	}
+	go k.loop()
+	return k, nil
+}
+
+// Metrics returns the kernel's metric set (Config.Metrics or the kernel's own).
+func (k *Kernel) Metrics() *metrics.Set { return k.rc.Load().cfg.Metrics }
+
+// poke wakes the loop if it is parked. It never blocks.
+func (k *Kernel) poke() {
+	select {
+	case k.pokeCh <- struct{}{}:
+	default:
+	}
+}
+
+// control hands a control message to the loop.
+func (k *Kernel) control(m ctrlMsg) {
+	k.in.mu.Lock()
+	k.in.ctrl = append(k.in.ctrl, m)
+	wake := k.in.loopWaiting
+	k.in.loopWaiting = false
+	k.in.mu.Unlock()
+	if wake {
+		k.poke()
+	}
+}
+
+// TrySubmit validates t and queues it without blocking. It returns [ErrQueueFull]
+// or [ErrDegraded] when the kernel has no room for t's priority, [ErrClosed] after
+// Shutdown or Close began, and a *ConfigError (joined) naming each bad field of t.
+// Nothing is queued when it returns an error.
+func (k *Kernel) TrySubmit(t Task) (*Handle, error) {
+	return k.submit(nil, &t, nil)
+}
+
+// Submit is [Kernel.TrySubmit] that waits for room while the kernel is full. It
+// returns ctx.Err() if ctx ends first, and ErrClosed if the kernel stops.
+func (k *Kernel) Submit(ctx context.Context, t Task) (*Handle, error) {
+	return k.submit(ctx, &t, nil)
+}
+
+// TryGo is [Kernel.TrySubmit] for fire-and-forget work: no Handle is returned. The
+// task's outcome still shows in Stats, metrics and events.
+func (k *Kernel) TryGo(t Task) error {
+	_, err := k.submit(nil, &t, nil)
+	return err
+}
+
+// Go is [Kernel.Submit] for fire-and-forget work.
+func (k *Kernel) Go(ctx context.Context, t Task) error {
+	_, err := k.submit(ctx, &t, nil)
+	return err
+}
+
+// submit validates, admits and hands one task to the loop. ctx nil means do not
+// wait for room.
+func (k *Kernel) submit(ctx context.Context, t *Task, b *Batch) (*Handle, error) {
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
+	prio := t.Priority.normalize()
+	lvl := levelOf(prio)
+	rc := k.rc.Load()
+	evicts, err := k.admit(ctx, lvl, 1, rc)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handle{}
+	k.initHandle(h, t, prio, rc, b)
+	h.evicts = evicts
+	if !k.enqueue(h) {
+		k.release(lvl, 1)
+		return nil, ErrClosed
+	}
+	return h, nil
+}
+
+// initHandle fills a task record from t. It reads the clock once.
+func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *Batch) {
+	h.k = k
+	h.id = t.ID
+	h.seq = k.seq.Add(1)
+	h.prio = prio
+	h.bucket = levelOf(prio)
+	h.run = t.Run
+	h.onTimeout = t.OnTimeout
+	h.timeout = t.Timeout
+	if h.timeout == 0 {
+		h.timeout = rc.cfg.DefaultTimeout.Get(prio)
+	}
+	if h.timeout == NoTimeout {
+		h.timeout = 0
+	}
+	if t.Retry != nil {
+		p := t.Retry.withDefaults()
+		h.retry = &p
+	} else {
+		h.retry = rc.retry[h.bucket]
+	}
+	now := k.clk.Now()
+	h.submitAt = now
+	switch {
+	case t.Delay > 0:
+		h.dueAt = now.Add(t.Delay)
+	case !t.At.IsZero():
+		h.dueAt = t.At
+	}
+	h.batch = b
+	h.state.Store(uint32(Queued))
+	a := &h.first
+	a.h = h
+	a.n = 1
+	a.ctx.a = a
+	a.ctx.parent = context.Background()
+	if b != nil {
+		a.ctx.parent = b.ctx
+	}
+	h.cur = a
+}
+
+// enqueue appends h to the intake. It reports false when the kernel is closed.
+func (k *Kernel) enqueue(h *Handle) bool {
+	k.in.mu.Lock()
+	if k.in.closed {
+		k.in.mu.Unlock()
+		return false
+	}
+	k.in.tasks = append(k.in.tasks, h)
+	wake := k.in.loopWaiting
+	k.in.loopWaiting = false
+	k.in.mu.Unlock()
+	if wake {
+		k.poke()
+	}
+	return true
+}
+
+// enqueueMany appends a whole batch in one intake operation.
+func (k *Kernel) enqueueMany(hs []*Handle) bool {
+	k.in.mu.Lock()
+	if k.in.closed {
+		k.in.mu.Unlock()
+		return false
+	}
+	k.in.tasks = append(k.in.tasks, hs...)
+	wake := k.in.loopWaiting
+	k.in.loopWaiting = false
+	k.in.mu.Unlock()
+	if wake {
+		k.poke()
+	}
+	return true
+}
+
+// tryAcquire takes n tickets of level lvl if they fit. It returns ErrQueueFull or
+// ErrDegraded otherwise.
+func (k *Kernel) tryAcquire(lvl queue.Level, n int64, rc *resolved) error {
+	w := &k.waiting[lvl]
+	for {
+		cur := w.Load()
+		if cur+n > rc.capacity[lvl] {
+			return ErrQueueFull
+		}
+		if lvl != queue.High && rc.degrade > 0 {
+			total := k.waiting[0].Load() + k.waiting[1].Load() + k.waiting[2].Load()
+			if total+n > rc.degrade {
+				return ErrDegraded
+			}
+		}
+		if w.CompareAndSwap(cur, cur+n) {
+			return nil
+		}
+	}
+}
+
+// release gives back n tickets of level lvl.
+func (k *Kernel) release(lvl queue.Level, n int64) { k.waiting[lvl].Add(-n) }
+
+// admit takes n tickets for level lvl, waiting for room while ctx allows (ctx nil:
+// no wait). A High task refused for room may claim the eviction of a queued Low
+// task (Config.EvictLow): it is admitted and evicts reports true.
+func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolved) (evicts bool, err error) {
+	for {
+		if k.isClosed() {
+			return false, ErrClosed
+		}
+		err = k.tryAcquire(lvl, n, rc)
+		if err == nil {
+			return false, nil
+		}
+		if lvl == queue.High && n == 1 && rc.cfg.EvictLow && k.claimEviction() {
+			k.waiting[lvl].Add(1)
+			return true, nil
+		}
+		if ctx == nil {
+			k.m.rejected[lvl].Inc()
+			return false, err
+		}
+		if err := k.waitRoom(ctx, lvl, rc); err != nil {
+			if !errors.Is(err, ErrClosed) {
+				k.m.rejected[lvl].Inc()
+			}
+			return false, err
+		}
+		rc = k.rc.Load()
+	}
+}
+
+// waitRoom blocks until the loop frees room, the kernel closes or ctx ends. It
+// re-checks once after registering so a wake-up between check and wait is lost.
+func (k *Kernel) waitRoom(ctx context.Context, lvl queue.Level, rc *resolved) error {
+	k.roomWaiters.Add(1)
+	defer k.roomWaiters.Add(-1)
+	k.roomMu.Lock()
+	ch := k.roomCh
+	k.roomMu.Unlock()
+	if k.hasRoom(lvl, rc) {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-k.closedCh:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// hasRoom reports whether one ticket of lvl would fit now.
+func (k *Kernel) hasRoom(lvl queue.Level, rc *resolved) bool {
+	if k.waiting[lvl].Load() >= rc.capacity[lvl] {
+		return false
+	}
+	if lvl != queue.High && rc.degrade > 0 {
+		return k.waiting[0].Load()+k.waiting[1].Load()+k.waiting[2].Load() < rc.degrade
+	}
+	return true
+}
+
+// claimEviction claims one queued Low task for eviction.
+func (k *Kernel) claimEviction() bool {
+	for {
+		n := k.evictable.Load()
+		if n <= 0 {
+			return false
+		}
+		if k.evictable.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+func (k *Kernel) isClosed() bool {
+	select {
+	case <-k.closedCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// Update changes the configuration while the kernel runs. fn edits a copy of the
+// config last accepted; the result is validated and, if valid, applied by the loop
+// before Update returns. A bad update returns the errors and changes nothing.
+// MaxConcurrency, Quotas, Reserve, AgeAfter, Capacity, DegradeAt, EvictLow,
+// DefaultTimeout, Retry, RetryBudget, MaxZombies and ZombieGrace may change; Tick,
+// OnTimeoutWorkers, EventBuffer, Clock, Metrics, Logger and OnEvent may not (an
+// update that changes them is refused). Lowering MaxConcurrency lets running tasks
+// finish; no new one starts until the running count is below the new limit.
+func (k *Kernel) Update(fn func(*Config)) error {
+	k.cfgMu.Lock()
+	defer k.cfgMu.Unlock()
+	if k.isClosed() {
+		return ErrClosed
+	}
+	next := k.cfg
+	fn(&next)
+	if err := next.Validate(); err != nil {
+		return err
+	}
+	var errs []error
+	fixed := func(field string, changed bool) {
+		if changed {
+			errs = append(errs, &ConfigError{Field: "Config." + field, Reason: "cannot change while the kernel runs"})
+		}
+	}
+	old := k.cfg
+	fixed("Tick", next.Tick != old.Tick)
+	fixed("OnTimeoutWorkers", next.OnTimeoutWorkers != old.OnTimeoutWorkers)
+	fixed("EventBuffer", next.EventBuffer != old.EventBuffer)
+	fixed("Clock", next.Clock != old.Clock)
+	fixed("Metrics", next.Metrics != old.Metrics)
+	fixed("Logger", next.Logger != old.Logger)
+	fixed("OnEvent", funcPtr(next.OnEvent) != funcPtr(old.OnEvent))
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	cur := k.rc.Load()
+	n := next.withDefaults()
+	n.Clock, n.Metrics = cur.cfg.Clock, cur.cfg.Metrics
+	rc := newResolved(n)
+	ack := make(chan error, 1)
+	k.control(ctrlMsg{kind: ctrlUpdate, rc: rc, ack: ack})
+	select {
+	case err := <-ack:
+		if err != nil {
+			return err
+		}
+	case <-k.loopDone:
+		return ErrClosed
+	}
+	k.cfg = next
+	return nil
+}
+
+func funcPtr(f func(Event)) uintptr {
+	if f == nil {
+		return 0
+	}
+	return reflect.ValueOf(f).Pointer()
+}
+
+// Shutdown stops admitting tasks and drains: queued and running tasks run to their
+// end; delayed tasks and retries not yet due end Abandoned with [ErrAbandoned], and
+// attempts that fail while draining are not retried. It blocks until every task is
+// terminal and every executor goroutine has exited — zombies of timed-out tasks
+// included — and returns nil. If ctx ends first it
+// returns a [*ShutdownError] wrapping ctx.Err() that counts what had not finished;
+// the drain goes on, and [Kernel.Close] ends it. Shutdown is idempotent and safe
+// to call concurrently with Close.
+func (k *Kernel) Shutdown(ctx context.Context) error {
+	k.beginStop(ctrlShutdown)
+	select {
+	case <-k.loopDone:
+	case <-ctx.Done():
+		st := k.Stats()
+		return &ShutdownError{Err: ctx.Err(), Queued: st.Queued.High + st.Queued.Normal + st.Queued.Low + st.Dispatched + st.Delayed, Running: st.Running}
+	}
+	select {
+	case <-k.workDone:
+	case <-ctx.Done():
+		st := k.Stats()
+		return &ShutdownError{Err: ctx.Err(), Running: st.Running}
+	}
+	k.stopSide()
+	return nil
+}
+
+// Close stops the kernel now: it refuses new tasks, ends queued, delayed and
+// retrying tasks Canceled with [ErrClosed], and cancels the contexts of running
+// tasks, which end Canceled with ErrClosed at once. It then waits up to
+// Config.ZombieGrace (on Config.Clock) for the running functions, zombies
+// included, to return, logs those that did not, and returns nil. Close is
+// idempotent; after Shutdown it ends what the drain left.
+func (k *Kernel) Close() error {
+	k.beginStop(ctrlClose)
+	<-k.loopDone
+	grace := k.rc.Load().cfg.ZombieGrace
+	t := k.clk.Timer(grace)
+	defer t.Stop()
+	select {
+	case <-k.workDone:
+	case <-t.C:
+		if l := k.rc.Load().cfg.Logger; l != nil {
+			l.Warn("kernel: close returned with task functions still running", "running", k.Stats().Running)
+		}
+	}
+	k.stopSide()
+	return nil
+}
+
+// beginStop refuses further submissions and tells the loop to drain or close.
+func (k *Kernel) beginStop(kind ctrlKind) {
+	k.cfgMu.Lock()
+	k.in.mu.Lock()
+	first := !k.in.closed
+	k.in.closed = true
+	k.in.mu.Unlock()
+	if first {
+		close(k.closedCh)
+	}
+	k.cfgMu.Unlock()
+	select {
+	case <-k.loopDone:
+		return
+	default:
+	}
+	k.control(ctrlMsg{kind: kind})
+}
+
+// stopSide stops the OnTimeout pool and the event goroutine, once.
+func (k *Kernel) stopSide() {
+	k.sideOnce.Do(func() {
+		k.sidePool.stop()
+		if k.events != nil {
+			k.events.stop()
+		}
+	})
+}

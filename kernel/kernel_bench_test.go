@@ -1,0 +1,163 @@
+package kernel
+
+import (
+	"context"
+	"sync"
+	"testing"
+)
+
+// The benchmarks compare the kernel with a hand-written channel worker pool, the
+// in-run baseline: same concurrency (500), same no-op task.
+
+const benchConc = 500
+
+// pool is what the benchmarks drive.
+type pool interface {
+	submit(fn func(context.Context) error)
+	wait() // until everything submitted has run
+	close()
+}
+
+type chanPool struct {
+	ch chan func(context.Context) error
+	wg sync.WaitGroup // tasks
+	ws sync.WaitGroup // workers
+}
+
+func newChanPool(n int) *chanPool {
+	p := &chanPool{ch: make(chan func(context.Context) error, n)}
+	p.ws.Add(n)
+	for range n {
+		go func() {
+			defer p.ws.Done()
+			for f := range p.ch {
+				_ = f(context.Background())
+				p.wg.Done()
+			}
+		}()
+	}
+	return p
+}
+
+func (p *chanPool) submit(fn func(context.Context) error) { p.wg.Add(1); p.ch <- fn }
+func (p *chanPool) wait()                                 { p.wg.Wait() }
+func (p *chanPool) close()                                { close(p.ch); p.ws.Wait() }
+
+type kernelPool struct {
+	k      *Kernel
+	handle bool
+	hs     []*Handle
+}
+
+func (p *kernelPool) submit(fn func(context.Context) error) {
+	if p.handle {
+		h, err := p.k.Submit(context.Background(), Task{Run: fn})
+		if err != nil {
+			panic(err)
+		}
+		p.hs = append(p.hs, h)
+		if len(p.hs) == cap(p.hs) {
+			p.drain()
+		}
+		return
+	}
+	if err := p.k.Go(context.Background(), Task{Run: fn}); err != nil {
+		panic(err)
+	}
+}
+
+func (p *kernelPool) drain() {
+	for _, h := range p.hs {
+		<-h.Done()
+	}
+	p.hs = p.hs[:0]
+}
+
+func (p *kernelPool) wait() {
+	p.drain()
+	for {
+		st := p.k.Stats()
+		var ended uint64
+		for _, ps := range []PriorityStats{st.ByPriority.High, st.ByPriority.Normal, st.ByPriority.Low} {
+			ended += ps.Succeeded + ps.Failed
+		}
+		var sub uint64
+		for _, ps := range []PriorityStats{st.ByPriority.High, st.ByPriority.Normal, st.ByPriority.Low} {
+			sub += ps.Submitted
+		}
+		if ended == sub && st.Queued.Normal == 0 {
+			return
+		}
+		runtimeGosched()
+	}
+}
+
+func (p *kernelPool) close() { _ = p.k.Close() }
+
+func benchPool(b *testing.B, p pool) {
+	b.ReportAllocs()
+	for b.Loop() {
+		p.submit(noop)
+	}
+	p.wait()
+	b.StopTimer()
+	p.close()
+}
+
+func BenchmarkNoop(b *testing.B) {
+	b.Run("impl=chanpool", func(b *testing.B) { benchPool(b, newChanPool(benchConc)) })
+	b.Run("impl=kernel-go", func(b *testing.B) {
+		k, _ := New(Config{MaxConcurrency: benchConc})
+		benchPool(b, &kernelPool{k: k})
+	})
+	b.Run("impl=kernel-handle", func(b *testing.B) {
+		k, _ := New(Config{MaxConcurrency: benchConc})
+		benchPool(b, &kernelPool{k: k, handle: true, hs: make([]*Handle, 0, 4096)})
+	})
+}
+
+func BenchmarkTrySubmitRejected(b *testing.B) {
+	k, _ := New(Config{MaxConcurrency: 1, Capacity: ByPriority[int]{High: 1, Normal: 1, Low: 1}})
+	defer k.Close()
+	g := make(gate)
+	defer g.open()
+	_, _ = k.TrySubmit(Task{Run: g.run})
+	_, _ = k.TrySubmit(Task{Run: g.run})
+	for k.Stats().Queued.Normal != 1 {
+		runtimeGosched()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := k.TryGo(Task{Run: noop}); err == nil {
+			b.Fatal("TryGo() = nil, want ErrQueueFull")
+		}
+	}
+}
+
+func BenchmarkMap1000(b *testing.B) {
+	items := make([]int, 1000)
+	b.Run("impl=chanpool", func(b *testing.B) {
+		p := newChanPool(benchConc)
+		defer p.close()
+		b.ReportAllocs()
+		for b.Loop() {
+			out := make([]int, len(items))
+			for i := range items {
+				p.submit(func(context.Context) error { out[i] = items[i] + 1; return nil })
+			}
+			p.wait()
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(items)), "ns/task")
+	})
+	b.Run("impl=kernel", func(b *testing.B) {
+		k, _ := New(Config{MaxConcurrency: benchConc})
+		defer k.Close()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Map(context.Background(), k, items, func(_ context.Context, v int) (int, error) { return v + 1, nil }, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(items)), "ns/task")
+	})
+}

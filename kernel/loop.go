@@ -1,0 +1,693 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/axsched/ax/queue"
+	"github.com/axsched/ax/timewheel"
+)
+
+// ctrlKind is the kind of a control message.
+type ctrlKind uint8
+
+const (
+	ctrlCancel      ctrlKind = iota + 1 // cancel one task (h)
+	ctrlCancelBatch                     // cancel a batch's members (b)
+	ctrlUpdate                          // apply a new resolved config (rc), answer on ack
+	ctrlShutdown                        // drain and stop
+	ctrlClose                           // stop now
+)
+
+// ctrlMsg is a message from the API to the loop.
+type ctrlMsg struct {
+	kind ctrlKind
+	h    *Handle
+	b    *Batch
+	rc   *resolved
+	ack  chan error // size 1
+}
+
+// loopState is everything only the loop goroutine touches: the buckets, the wheel,
+// the running list, the per-task loop fields. Nothing here is read elsewhere; what
+// others need (depths, counts) is published through atomics in kernelMetrics.
+type loopState struct {
+	rcl     *resolved // the config the loop applies
+	now     time.Time // the clock, read once per pass
+	buckets *queue.Buckets[*Handle]
+	wheel   *timewheel.Wheel[*attempt]
+	timer   *clock.Timer
+	timerAt time.Time // when the armed timer fires; zero when not armed
+	fireFn  func(*attempt)
+	// lookahead is how many picked attempts the run queue may hold beyond the free
+	// slots, so an executor that finishes takes its next task without waiting for a
+	// loop pass. It trades a little ordering (a pick is final once made; High still
+	// overtakes, taken first from its own run queue) for throughput: MaxConcurrency/4,
+	// at most 256, so a kernel with few slots keeps exact picking order.
+	lookahead int
+
+	live     int // accepted tasks not yet terminal
+	delayed  int // tasks waiting in the wheel to be due (delayed or retrying)
+	running  attemptList
+	draining bool // Shutdown began
+	closing  bool // Close began
+	freed    bool // tickets were given back this pass
+	budget   retryBudget
+	zombieN  int
+	evBuf    []Event
+
+	spareTasks []*Handle
+	spareCtrl  []ctrlMsg
+	spareDone  []*attempt
+}
+
+// attemptList is an intrusive list of the attempts handed to executors and not yet
+// settled, so Close can find them. Loop-owned.
+type attemptList struct{ head *attempt }
+
+func (l *attemptList) add(a *attempt) {
+	a.lnext = l.head
+	a.lprev = nil
+	if l.head != nil {
+		l.head.lprev = a
+	}
+	l.head = a
+	a.listed = true
+}
+
+func (l *attemptList) remove(a *attempt) {
+	if !a.listed {
+		return
+	}
+	if a.lprev != nil {
+		a.lprev.lnext = a.lnext
+	} else {
+		l.head = a.lnext
+	}
+	if a.lnext != nil {
+		a.lnext.lprev = a.lprev
+	}
+	a.lnext, a.lprev, a.listed = nil, nil, false
+}
+
+// initLoop builds the loop's structures for the first config.
+func (k *Kernel) initLoop(rc *resolved) error {
+	c := &rc.cfg
+	caps := ringCaps(c)
+	b, err := queue.NewBuckets[*Handle](caps, queue.Quotas{High: c.Quotas.High, Normal: c.Quotas.Normal, LowGuaranteed: c.Quotas.LowGuaranteed})
+	if err != nil {
+		return err
+	}
+	w, err := timewheel.New[*attempt](c.Tick, c.Clock.Now())
+	if err != nil {
+		return err
+	}
+	k.buckets = b
+	k.wheel = w
+	k.fireFn = k.onTimer
+	k.rq.high, _ = queue.NewRing[*attempt](c.MaxConcurrency + 256)
+	k.rq.other, _ = queue.NewRing[*attempt](c.MaxConcurrency + 256)
+	k.budget.init(c.RetryBudget)
+	k.apply(rc)
+	return nil
+}
+
+// ringCaps sizes the buckets: the capacity plus room for retries, which re-enter
+// their bucket without a ticket check (at most MaxConcurrency of them at a time).
+func ringCaps(c *Config) [queue.NumLevels]int {
+	return [queue.NumLevels]int{
+		queue.High:   c.Capacity.High + c.MaxConcurrency + c.MaxZombies + 1,
+		queue.Normal: c.Capacity.Normal + c.MaxConcurrency + c.MaxZombies + 1,
+		queue.Low:    c.Capacity.Low + c.MaxConcurrency + c.MaxZombies + 1,
+	}
+}
+
+// apply installs a resolved config in the loop (and the run queue's limits).
+func (k *Kernel) apply(rc *resolved) {
+	c := &rc.cfg
+	k.rcl = rc
+	k.lookahead = min(c.MaxConcurrency/4, 256)
+	caps := ringCaps(c)
+	for l := range queue.NumLevels {
+		r := k.buckets.Bucket(queue.Level(l))
+		if caps[l] > r.Cap() {
+			_ = r.Resize(caps[l]) // growing never fails
+		} else if caps[l] >= r.Len() {
+			_ = r.Resize(caps[l])
+		}
+	}
+	if c.AgeAfter > 0 {
+		age := c.AgeAfter
+		k.buckets.SetAged(func(_ queue.Level, h *Handle) bool { return k.now.Sub(h.queuedAt) >= age })
+	} else {
+		k.buckets.SetAged(nil)
+	}
+	k.budget.setConfig(c.RetryBudget)
+	q := &k.rq
+	q.mu.Lock()
+	q.limit = c.MaxConcurrency
+	q.otherLimit = c.MaxConcurrency - c.Reserve.High
+	q.maxZombies = c.MaxZombies
+	need := c.MaxConcurrency + k.lookahead
+	if q.high.Cap() < need {
+		_ = q.high.Resize(need)
+	}
+	if q.other.Cap() < need {
+		_ = q.other.Resize(need)
+	}
+	q.mu.Unlock()
+}
+
+// loop is the scheduler: the only goroutine that decides what runs next and how
+// many run. It parks when it has nothing to do, on its poke channel and on one
+// timer armed for the wheel's next expiry.
+func (k *Kernel) loop() {
+	defer close(k.loopDone)
+	for {
+		k.pass()
+		if (k.draining || k.closing) && k.live == 0 {
+			k.stopExecutors()
+			return
+		}
+		k.park()
+	}
+}
+
+// pass handles everything that arrived since the last pass, then dispatches.
+func (k *Kernel) pass() {
+	k.now = k.clk.Now()
+
+	k.in.mu.Lock()
+	tasks, ctrl := k.in.tasks, k.in.ctrl
+	k.in.tasks, k.in.ctrl = k.spareTasks, k.spareCtrl
+	k.in.mu.Unlock()
+	for _, h := range tasks {
+		k.accept(h)
+	}
+	clear(tasks)
+	k.spareTasks = tasks[:0]
+
+	k.rq.mu.Lock()
+	done := k.rq.done
+	k.rq.done = k.spareDone
+	k.rq.mu.Unlock()
+	for _, a := range done {
+		k.settleAttempt(a)
+	}
+	clear(done)
+	k.spareDone = done[:0]
+
+	for _, m := range ctrl {
+		k.handleCtrl(m)
+	}
+	clear(ctrl)
+	k.spareCtrl = ctrl[:0]
+
+	k.wheel.Advance(k.now, k.fireFn)
+	k.dispatch()
+	k.publish()
+}
+
+// park arms the timer for the wheel's next expiry and blocks until a submitter,
+// an executor or the timer wakes the loop. It returns at once if work is pending.
+func (k *Kernel) park() {
+	if next, ok := k.wheel.Next(); ok {
+		if !next.Equal(k.timerAt) {
+			d := next.Sub(k.clk.Now())
+			if d <= 0 {
+				return
+			}
+			if k.timer == nil {
+				k.timer = k.clk.Timer(d)
+			} else {
+				k.timer.Stop()
+				k.timer.Reset(d)
+			}
+			k.timerAt = next
+		}
+	} else if !k.timerAt.IsZero() {
+		k.timer.Stop()
+		k.timerAt = time.Time{}
+	}
+
+	k.in.mu.Lock()
+	if len(k.in.tasks) > 0 || len(k.in.ctrl) > 0 {
+		k.in.mu.Unlock()
+		return
+	}
+	k.in.loopWaiting = true
+	k.in.mu.Unlock()
+	k.rq.mu.Lock()
+	if len(k.rq.done) > 0 {
+		k.rq.mu.Unlock()
+		return
+	}
+	k.rq.loopWaiting = true
+	k.rq.mu.Unlock()
+
+	var timerC <-chan time.Time
+	if k.timer != nil && !k.timerAt.IsZero() {
+		timerC = k.timer.C
+	}
+	select {
+	case <-k.pokeCh:
+	case <-timerC:
+		k.timerAt = time.Time{}
+	}
+}
+
+// accept takes in a newly submitted task.
+func (k *Kernel) accept(h *Handle) {
+	k.live++
+	k.m.submitted[h.bucket].Inc()
+	if h.evicts {
+		k.evictNewestLow()
+	}
+	if h.batch != nil && h.batch.canceled() {
+		k.release(h.bucket, 1)
+		k.m.canceled[h.bucket].Inc()
+		k.end(h, Canceled, h.batch.cause())
+		return
+	}
+	if !h.dueAt.IsZero() && h.dueAt.After(k.now) {
+		k.toWheel(h, h.cur, Delayed, h.dueAt, nil)
+		return
+	}
+	k.toBucket(h, 0)
+}
+
+// toWheel parks a task's attempt in the wheel until at (delay or retry backoff).
+// err is the error of the attempt that failed, for a retry.
+func (k *Kernel) toWheel(h *Handle, a *attempt, to State, at time.Time, err error) {
+	from := State(h.state.Load())
+	h.state.Store(uint32(to))
+	k.emit(h, from, to, a, err)
+	k.schedule(a, timerDue, at)
+	k.delayed++
+}
+
+// schedule puts an attempt's one wheel entry at at.
+func (k *Kernel) schedule(a *attempt, kind timerKind, at time.Time) {
+	a.tkind = kind
+	a.timerAt = at
+	a.timer = k.wheel.Schedule(at, a)
+}
+
+// toBucket queues a task in its bucket. from is its previous state (0 when new).
+func (k *Kernel) toBucket(h *Handle, from State) {
+	h.queuedAt = k.now
+	if err := k.buckets.Push(h.bucket, h); err != nil {
+		// Cannot happen: tickets bound the waiting tasks and the rings are larger.
+		k.release(h.bucket, 1)
+		k.end(h, Failed, ErrQueueFull)
+		return
+	}
+	h.state.Store(uint32(Queued))
+	if from != 0 || k.events != nil {
+		k.emit(h, from, Queued, h.cur, nil)
+	}
+}
+
+// evictNewestLow ends the newest queued Low task with ErrEvicted.
+func (k *Kernel) evictNewestLow() {
+	v, ok := k.buckets.Bucket(queue.Low).PopBack()
+	if !ok {
+		return
+	}
+	k.release(queue.Low, 1)
+	k.freed = true
+	k.m.evicted[queue.Low].Inc()
+	k.end(v, Evicted, ErrEvicted)
+}
+
+// onTimer handles a wheel entry that came due.
+func (k *Kernel) onTimer(a *attempt) {
+	kind := a.tkind
+	a.tkind = timerNone
+	a.timer = timewheel.Handle[*attempt]{}
+	switch kind {
+	case timerDue:
+		k.delayed--
+		k.toBucket(a.h, State(a.h.state.Load()))
+	case timerTimeout:
+		k.onTimeout(a)
+	case timerGrace:
+		k.onGrace(a)
+	}
+}
+
+// dispatch moves picked tasks into the run queue while executors have or will
+// soon have a free slot, then wakes or starts executors for them.
+func (k *Kernel) dispatch() {
+	if k.buckets.Len() == 0 {
+		return
+	}
+	q := &k.rq
+	var wake [8]*executor
+	nwake, spawn := 0, 0
+	q.mu.Lock()
+	space := q.limit - q.running + k.lookahead - q.queued()
+	otherSpace := q.otherLimit - q.runningOther + k.lookahead - q.other.Len()
+	for space > 0 {
+		mask := queue.AllLevels
+		if otherSpace <= 0 {
+			mask = highOnly
+		}
+		h, _, ok := k.buckets.Pop(mask)
+		if !ok {
+			break
+		}
+
+		space--
+		a := h.cur
+		if h.prio == High {
+			_ = q.high.Push(a)
+		} else {
+			_ = q.other.Push(a)
+			otherSpace--
+		}
+		k.start(h, a)
+	}
+	need := q.queued() - q.coming
+	for need > 0 && len(q.idle) > 0 && nwake < len(wake) {
+		wake[nwake] = q.idle[len(q.idle)-1]
+		q.idle = q.idle[:len(q.idle)-1]
+		q.coming++
+		nwake++
+		need--
+	}
+	if need > 0 && len(q.idle) == 0 && q.workers < q.limit && !q.stopping {
+		spawn = min(need, q.limit-q.workers)
+		q.workers += spawn
+		q.coming += spawn
+	}
+	q.mu.Unlock()
+	for i := range nwake {
+		wake[i].wake <- struct{}{}
+	}
+	for range spawn {
+		k.execWG.Add(1)
+		go k.runExecutor(&executor{wake: make(chan struct{}, 1), fresh: true}, nil)
+	}
+}
+
+// start accounts for an attempt handed to the run queue. Called with rq.mu held.
+func (k *Kernel) start(h *Handle, a *attempt) {
+	k.release(h.bucket, 1)
+	k.freed = true
+	from := State(h.state.Load())
+	h.state.Store(uint32(Running))
+	h.attempts.Store(a.n)
+	k.running.add(a)
+	k.m.started[h.bucket].Inc()
+	if a.n == 1 {
+		k.budget.first(k.now)
+	}
+	if h.timeout > 0 {
+		k.schedule(a, timerTimeout, k.now.Add(h.timeout))
+	}
+	if k.events != nil {
+		k.emit(h, from, Running, a, nil)
+	}
+}
+
+// settleAttempt handles an attempt an executor handed back.
+func (k *Kernel) settleAttempt(a *attempt) {
+	h := a.h
+	if a.zombie != nil {
+		k.zombieReturned(a)
+	}
+	if a.settled {
+		return // timed out or closed earlier; the caller already knows
+	}
+	k.running.remove(a)
+	if a.tkind == timerTimeout {
+		k.wheel.Cancel(a.timer)
+		a.tkind = timerNone
+	}
+	k.m.observe(h.bucket, a.startAt.Sub(h.submitAt), a.endAt.Sub(a.startAt))
+	err := a.err
+	var pe *PanicError
+	switch {
+	case err == nil:
+		k.m.succeeded[h.bucket].Inc()
+		k.end(h, Succeeded, nil)
+	case h.cancelErr != nil:
+		k.m.canceled[h.bucket].Inc()
+		k.end(h, Canceled, h.cancelErr)
+	case errors.As(err, &pe):
+		// A panic is a bug; retrying it rarely helps. It ends the task Failed.
+		k.m.panics[h.bucket].Inc()
+		k.m.failed[h.bucket].Inc()
+		k.end(h, Failed, err)
+	default:
+		k.retryOrEnd(h, a, err, Failed)
+	}
+}
+
+// retryOrEnd schedules the next attempt if the policy and the budget allow, and
+// otherwise ends the task in state final with err.
+func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
+	p := h.retry
+	if !IsPermanent(err) && int(a.n) < p.MaxAttempts && !k.draining && !k.closing &&
+		(h.batch == nil || !h.batch.canceled()) && k.budget.allow(k.now) {
+		na := &attempt{h: h, n: a.n + 1}
+		na.ctx.a = na
+		na.ctx.parent = a.ctx.parent
+		h.cur = na
+		k.waiting[h.bucket].Add(1) // a retry re-enters without a ticket check
+		k.m.retried[h.bucket].Inc()
+		k.toWheel(h, na, Retrying, k.now.Add(backoff(p, int(a.n), err)), err)
+		return
+	}
+	if final == TimedOut {
+		k.m.timedOut[h.bucket].Inc()
+	} else {
+		k.m.failed[h.bucket].Inc()
+	}
+	k.end(h, final, err)
+}
+
+// end moves a task to a terminal state, once.
+func (k *Kernel) end(h *Handle, to State, err error) {
+	from := State(h.state.Load())
+	if from.Terminal() {
+		panic("kernel: task " + h.ID() + " ended twice (" + from.String() + ", " + to.String() + ")")
+	}
+	h.state.Store(uint32(to))
+	k.live--
+	if k.events != nil {
+		k.emit(h, from, to, h.cur, err)
+	}
+	h.finish(err)
+	if h.batch != nil {
+		k.batchMemberDone(h, err)
+	}
+}
+
+// onTimeout handles the timeout entry of a running attempt.
+func (k *Kernel) onTimeout(a *attempt) {
+	h := a.h
+	q := &k.rq
+	q.mu.Lock()
+	if a.finished {
+		q.mu.Unlock() // its completion is on its way
+		return
+	}
+	if !a.started {
+		q.mu.Unlock() // still in the run queue: the timeout counts from the start
+		k.schedule(a, timerTimeout, k.now.Add(h.timeout))
+		return
+	}
+	if dl := a.startAt.Add(h.timeout); dl.After(k.now) {
+		q.mu.Unlock()
+		k.schedule(a, timerTimeout, dl)
+		return
+	}
+	detach := q.zombies < q.maxZombies
+	if detach {
+		a.detached = true
+		q.zombies++
+		q.running--
+		if h.prio != High {
+			q.runningOther--
+		}
+		q.workers--
+	}
+	startAt := a.startAt
+	q.mu.Unlock()
+	a.settled = true
+	k.running.remove(a)
+	a.ctx.cancel(context.DeadlineExceeded)
+	k.m.observe(h.bucket, startAt.Sub(h.submitAt), k.now.Sub(startAt))
+	if h.onTimeout != nil {
+		f, n := h.onTimeout, int(a.n)
+		if !k.sidePool.submit(func() { f(n) }) {
+			k.m.onTimeoutDropped.Inc()
+		}
+	}
+	if detach {
+		k.zombieStarted(a)
+	}
+	k.retryOrEnd(h, a, ErrTimeout, TimedOut)
+}
+
+// handleCtrl applies one control message.
+func (k *Kernel) handleCtrl(m ctrlMsg) {
+	switch m.kind {
+	case ctrlCancel:
+		k.cancel(m.h, ErrCanceled)
+	case ctrlCancelBatch:
+		for _, h := range m.b.members {
+			k.cancel(h, m.b.cause())
+		}
+	case ctrlUpdate:
+		k.apply(m.rc)
+		k.rc.Store(m.rc)
+		m.ack <- nil
+	case ctrlShutdown:
+		k.beginDrain()
+	case ctrlClose:
+		k.closeAll()
+	}
+}
+
+// cancel ends or cancels one task, whatever its state.
+func (k *Kernel) cancel(h *Handle, err error) {
+	switch State(h.state.Load()) {
+	case Delayed, Retrying:
+		a := h.cur
+		k.wheel.Cancel(a.timer)
+		a.tkind = timerNone
+		k.delayed--
+		k.release(h.bucket, 1)
+		k.freed = true
+		k.m.canceled[h.bucket].Inc()
+		k.end(h, Canceled, err)
+	case Queued:
+		if _, ok := k.buckets.Bucket(h.bucket).Remove(func(x *Handle) bool { return x == h }); !ok {
+			return // still in the intake: impossible, the intake is drained first
+		}
+		k.release(h.bucket, 1)
+		k.freed = true
+		k.m.canceled[h.bucket].Inc()
+		k.end(h, Canceled, err)
+	case Running:
+		if h.cancelErr == nil {
+			h.cancelErr = err
+		}
+		h.cur.ctx.cancel(context.Canceled)
+	}
+}
+
+// beginDrain starts Shutdown: delayed tasks and retries not yet due end Abandoned.
+func (k *Kernel) beginDrain() {
+	if k.draining || k.closing {
+		return
+	}
+	k.draining = true
+	var keep []*attempt
+	k.wheel.Clear(func(a *attempt) {
+		if a.tkind == timerDue {
+			h := a.h
+			a.tkind = timerNone
+			k.delayed--
+			k.release(h.bucket, 1)
+			k.m.abandoned[h.bucket].Inc()
+			k.end(h, Abandoned, ErrAbandoned)
+			return
+		}
+		keep = append(keep, a)
+	})
+	for _, a := range keep {
+		k.schedule(a, a.tkind, a.timerAt)
+	}
+}
+
+// closeAll is Close: every task ends now.
+func (k *Kernel) closeAll() {
+	if k.closing {
+		return
+	}
+	k.closing = true
+	k.draining = false
+	for l := range queue.NumLevels {
+		k.buckets.Bucket(queue.Level(l)).Clear(func(h *Handle) {
+			k.release(h.bucket, 1)
+			k.m.canceled[h.bucket].Inc()
+			k.end(h, Canceled, ErrClosed)
+		})
+	}
+	k.wheel.Clear(func(a *attempt) {
+		if a.tkind == timerDue {
+			h := a.h
+			k.delayed--
+			k.release(h.bucket, 1)
+			k.m.canceled[h.bucket].Inc()
+			k.end(h, Canceled, ErrClosed)
+		}
+		a.tkind = timerNone
+	})
+	for a := k.running.head; a != nil; {
+		next := a.lnext
+		k.rq.mu.Lock()
+		finished := a.finished
+		k.rq.mu.Unlock()
+		if !finished {
+			a.settled = true
+			k.running.remove(a)
+			a.ctx.cancel(context.Canceled)
+			k.m.canceled[a.h.bucket].Inc()
+			k.end(a.h, Canceled, ErrClosed)
+		}
+		a = next
+	}
+	k.freed = true
+}
+
+// stopExecutors tells idle executors to exit; busy ones exit when they finish.
+func (k *Kernel) stopExecutors() {
+	q := &k.rq
+	q.mu.Lock()
+	q.stopping = true
+	idle := q.idle
+	q.idle = nil
+	q.coming += len(idle)
+	k.checkWorkDone()
+	q.mu.Unlock()
+	for _, e := range idle {
+		e.wake <- struct{}{}
+	}
+	k.publish()
+}
+
+// publish makes loop state visible to Stats, gauges and blocked submitters.
+func (k *Kernel) publish() {
+	m := k.m
+	for l := range queue.NumLevels {
+		m.depth[l].Store(int64(k.buckets.Bucket(queue.Level(l)).Len()))
+	}
+	k.evictable.Store(int64(k.buckets.Bucket(queue.Low).Len()))
+	m.delayed.Store(int64(k.delayed))
+	m.zombies.Store(int64(k.zombieN))
+	k.rq.mu.Lock()
+	m.running.Store(int64(k.rq.running))
+	m.workers.Store(int64(k.rq.workers))
+	k.rq.mu.Unlock()
+	if k.freed {
+		k.freed = false
+		if k.roomWaiters.Load() > 0 {
+			k.roomMu.Lock()
+			close(k.roomCh)
+			k.roomCh = make(chan struct{})
+			k.roomMu.Unlock()
+		}
+	}
+	k.flushEvents()
+}
+
+// highOnly is the pick mask while the non-High slots (and their lookahead) are full.
+const highOnly = queue.Mask(1 << queue.High)

@@ -1,0 +1,158 @@
+package kernel
+
+import (
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/axsched/ax/queue"
+)
+
+// kernelMetrics holds the kernel's counters, gauges and histograms. Counters are
+// written by the loop (and rejections by submitters); gauges read atomics the loop
+// publishes after each pass, so they are safe for concurrent use.
+type kernelMetrics struct {
+	submitted, started, succeeded, failed, timedOut, retried, rejected,
+	evicted, canceled, panics, abandoned [queue.NumLevels]*metrics.Counter
+	onTimeoutDropped, eventsDropped *metrics.Counter
+
+	wait, exec [queue.NumLevels]hist
+
+	depth                              [queue.NumLevels]atomic.Int64
+	delayed, running, zombies, workers atomic.Int64
+}
+
+var levelNames = [queue.NumLevels]string{queue.High: "high", queue.Normal: "normal", queue.Low: "low"}
+
+func newKernelMetrics(k *Kernel, s *metrics.Set) *kernelMetrics {
+	m := &kernelMetrics{}
+	counters := []struct {
+		name string
+		c    *[queue.NumLevels]*metrics.Counter
+	}{
+		{"ax_tasks_submitted_total", &m.submitted},
+		{"ax_tasks_started_total", &m.started},
+		{"ax_tasks_succeeded_total", &m.succeeded},
+		{"ax_tasks_failed_total", &m.failed},
+		{"ax_tasks_timed_out_total", &m.timedOut},
+		{"ax_tasks_retried_total", &m.retried},
+		{"ax_tasks_rejected_total", &m.rejected},
+		{"ax_tasks_evicted_total", &m.evicted},
+		{"ax_tasks_canceled_total", &m.canceled},
+		{"ax_tasks_panics_total", &m.panics},
+		{"ax_tasks_abandoned_total", &m.abandoned},
+	}
+	for _, c := range counters {
+		for l := range queue.NumLevels {
+			c.c[l] = s.NewCounter(fmt.Sprintf(`%s{priority=%q}`, c.name, levelNames[l]))
+		}
+	}
+	m.onTimeoutDropped = s.NewCounter("ax_ontimeout_dropped_total")
+	m.eventsDropped = s.NewCounter("ax_events_dropped_total")
+	for l := range queue.NumLevels {
+		d := &m.depth[l]
+		s.NewGauge(fmt.Sprintf(`ax_queue_depth{priority=%q}`, levelNames[l]), func() float64 { return float64(d.Load()) })
+	}
+	s.NewGauge("ax_tasks_delayed", func() float64 { return float64(m.delayed.Load()) })
+	s.NewGauge("ax_tasks_running", func() float64 { return float64(m.running.Load()) })
+	s.NewGauge("ax_zombies", func() float64 { return float64(m.zombies.Load()) })
+	s.NewGauge("ax_executors", func() float64 { return float64(m.workers.Load()) })
+	s.RegisterMetricsWriter(func(w io.Writer) {
+		fmt.Fprintf(w, "# TYPE ax_task_wait_seconds histogram\n")
+		for l := range queue.NumLevels {
+			m.wait[l].writePrometheus(w, "ax_task_wait_seconds", fmt.Sprintf("priority=%q,", levelNames[l]))
+		}
+		fmt.Fprintf(w, "# TYPE ax_task_exec_seconds histogram\n")
+		for l := range queue.NumLevels {
+			m.exec[l].writePrometheus(w, "ax_task_exec_seconds", fmt.Sprintf("priority=%q,", levelNames[l]))
+		}
+	})
+	return m
+}
+
+// observe records one attempt's wait (submit to start) and execution time.
+func (m *kernelMetrics) observe(l queue.Level, wait, exec time.Duration) {
+	m.wait[l].observe(wait)
+	m.exec[l].observe(exec)
+}
+
+// WritePrometheus writes the kernel's metrics in the Prometheus text format:
+// counters by priority (ax_tasks_*_total), gauges (ax_queue_depth, ax_tasks_running,
+// ax_tasks_delayed, ax_zombies, ax_executors) and the wait and execution histograms
+// (ax_task_wait_seconds, ax_task_exec_seconds). Safe for concurrent use.
+func (k *Kernel) WritePrometheus(w io.Writer) {
+	k.Metrics().WritePrometheus(w)
+}
+
+// PriorityStats are the counts of one priority.
+type PriorityStats struct {
+	Submitted, Started, Succeeded, Failed, TimedOut, Retried, Rejected,
+	Evicted, Canceled, Panics, Abandoned uint64
+	// Queued is the number of tasks in the bucket now.
+	Queued int
+	// Wait is submit-to-start time of attempts; Exec their execution time.
+	Wait, Exec Percentiles
+}
+
+// Stats is a snapshot of a kernel's figures.
+type Stats struct {
+	ByPriority ByPriority[PriorityStats]
+	Queued     ByPriority[int] // tasks in each bucket
+	Delayed    int             // tasks waiting in the wheel (delayed or retrying)
+	Dispatched int             // picked and handed to the run queue, not yet started
+	Running    int             // attempts executing, zombies excluded
+	Zombies    int             // timed-out functions still running on their own goroutine
+	Executors  int             // executor goroutines, zombies excluded
+
+	EventsDropped    uint64
+	OnTimeoutDropped uint64
+}
+
+// Terminal returns the number of tasks that ended, all priorities together.
+func (s *Stats) Terminal() uint64 {
+	var n uint64
+	for _, p := range []*PriorityStats{&s.ByPriority.High, &s.ByPriority.Normal, &s.ByPriority.Low} {
+		n += p.Succeeded + p.Failed + p.TimedOut + p.Evicted + p.Canceled + p.Abandoned
+	}
+	return n
+}
+
+// Stats returns the kernel's figures. It never waits for the loop: bucket depths
+// and Delayed are published after each loop pass (they may lag one pass behind);
+// Running, Dispatched, Zombies and Executors are read live. Safe for concurrent use.
+func (k *Kernel) Stats() Stats {
+	m := k.m
+	var s Stats
+	for l := range queue.NumLevels {
+		p := PriorityStats{
+			Submitted: m.submitted[l].Get(), Started: m.started[l].Get(), Succeeded: m.succeeded[l].Get(),
+			Failed: m.failed[l].Get(), TimedOut: m.timedOut[l].Get(), Retried: m.retried[l].Get(),
+			Rejected: m.rejected[l].Get(), Evicted: m.evicted[l].Get(), Canceled: m.canceled[l].Get(),
+			Panics: m.panics[l].Get(), Abandoned: m.abandoned[l].Get(),
+			Queued: int(m.depth[l].Load()),
+			Wait:   m.wait[l].percentiles(), Exec: m.exec[l].percentiles(),
+		}
+		switch queue.Level(l) {
+		case queue.High:
+			s.ByPriority.High, s.Queued.High = p, p.Queued
+		case queue.Normal:
+			s.ByPriority.Normal, s.Queued.Normal = p, p.Queued
+		case queue.Low:
+			s.ByPriority.Low, s.Queued.Low = p, p.Queued
+		}
+	}
+	s.Delayed = int(m.delayed.Load())
+	q := &k.rq
+	q.mu.Lock()
+	s.Running = q.running
+	s.Dispatched = q.queued()
+	s.Zombies = q.zombies
+	s.Executors = q.workers
+	q.mu.Unlock()
+	s.EventsDropped = m.eventsDropped.Get()
+	s.OnTimeoutDropped = m.onTimeoutDropped.Get()
+	return s
+}

@@ -1,0 +1,78 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// NoTimeout as a Task.Timeout runs the task without a timeout even when
+// Config.DefaultTimeout sets one for its priority.
+const NoTimeout = time.Duration(1<<63 - 1)
+
+// Task is one unit of work to submit. Only Run is required.
+type Task struct {
+	// ID names the task in events, logs and [Handle.ID]. If empty, the kernel makes
+	// one ("ax-" and a sequence number). IDs need not be unique.
+	ID string
+
+	// Priority chooses the bucket. The zero value is Normal.
+	Priority Priority
+
+	// Delay holds the task back for this long after submission. Must be >= 0; at
+	// most one of Delay and At may be set.
+	Delay time.Duration
+
+	// At holds the task back until this time (read on Config.Clock). A time in the
+	// past runs at once.
+	At time.Time
+
+	// Timeout bounds each attempt, from its start. If zero, Config.DefaultTimeout of
+	// the priority applies; [NoTimeout] means none. Must be >= 0.
+	Timeout time.Duration
+
+	// Retry, if set, replaces Config.Retry for this task (zero fields take the
+	// defaults of [RetryPolicy]).
+	Retry *RetryPolicy
+
+	// Run is the work. Its context is cancelled when the attempt times out, when the
+	// task is cancelled, when its batch's context ends and when the kernel closes; its
+	// Deadline is the attempt's timeout. Required.
+	Run func(ctx context.Context) error
+
+	// OnTimeout, if set, is called after an attempt timed out, with the attempt's
+	// number (1 for the first), on a small pool of goroutines of its own — never the
+	// scheduler's — so it may log or clean up. Calls that find the pool's queue full
+	// are dropped and counted (Stats.OnTimeoutDropped).
+	OnTimeout func(attempt int)
+}
+
+// validate checks the task's fields, naming the bad ones.
+func (t *Task) validate() error {
+	var errs []error
+	bad := func(field string, v any, reason string) {
+		errs = append(errs, &ConfigError{Field: "Task." + field, Value: v, Reason: reason})
+	}
+	if t.Run == nil {
+		errs = append(errs, &ConfigError{Field: "Task.Run", Reason: "must not be nil"})
+	}
+	if !t.Priority.Valid() {
+		bad("Priority", t.Priority, "must be High, Normal or Low")
+	}
+	if t.Delay < 0 {
+		bad("Delay", t.Delay, "must be >= 0")
+	}
+	if t.Delay > 0 && !t.At.IsZero() {
+		bad("At", t.At, "must be zero when Delay is set")
+	}
+	if t.Timeout < 0 {
+		bad("Timeout", t.Timeout, "must be >= 0")
+	}
+	if t.Retry != nil {
+		errs = append(errs, t.Retry.validate("Task.Retry")...)
+	}
+	if errs == nil {
+		return nil
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,135 @@
+package kernel
+
+import (
+	"bytes"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// zombie is a timed-out attempt whose function still runs after its slot was
+// given to another task.
+type zombie struct {
+	taskID  string
+	attempt int
+	since   time.Time // when it timed out
+	gid     uint64
+
+	mu    sync.Mutex
+	stack []byte // captured after ZombieGrace; guarded by mu
+}
+
+// ZombieInfo describes one zombie: a task function that ignored its context past
+// its timeout and still runs. Stack is filled once it outlived Config.ZombieGrace.
+type ZombieInfo struct {
+	TaskID  string
+	Attempt int
+	Since   time.Time
+	Stack   []byte
+}
+
+// Zombies lists the zombies running now. Safe for concurrent use.
+func (k *Kernel) Zombies() []ZombieInfo {
+	k.zmu.Lock()
+	defer k.zmu.Unlock()
+	out := make([]ZombieInfo, 0, len(k.zset))
+	for z := range k.zset {
+		z.mu.Lock()
+		out = append(out, ZombieInfo{TaskID: z.taskID, Attempt: z.attempt, Since: z.since, Stack: z.stack})
+		z.mu.Unlock()
+	}
+	return out
+}
+
+// zombieStarted registers a detached attempt. Loop only.
+func (k *Kernel) zombieStarted(a *attempt) {
+	z := &zombie{taskID: a.h.ID(), attempt: int(a.n), since: k.now}
+	if a.exec != nil {
+		z.gid = a.exec.gid
+	}
+	a.zombie = z
+	k.zombieN++
+	k.zmu.Lock()
+	if k.zset == nil {
+		k.zset = make(map[*zombie]struct{})
+	}
+	k.zset[z] = struct{}{}
+	k.zmu.Unlock()
+	k.schedule(a, timerGrace, k.now.Add(k.rcl.cfg.ZombieGrace))
+}
+
+// zombieReturned forgets a zombie whose function returned. Loop only.
+func (k *Kernel) zombieReturned(a *attempt) {
+	z := a.zombie
+	a.zombie = nil
+	if a.tkind == timerGrace {
+		k.wheel.Cancel(a.timer)
+		a.tkind = timerNone
+	}
+	k.zombieN--
+	k.zmu.Lock()
+	delete(k.zset, z)
+	k.zmu.Unlock()
+	if l := k.rcl.cfg.Logger; l != nil {
+		l.Info("kernel: zombie task returned", "task", z.taskID, "attempt", z.attempt, "after", k.now.Sub(z.since))
+	}
+}
+
+// onGrace logs a zombie that outlived ZombieGrace, with its stack, off the loop.
+func (k *Kernel) onGrace(a *attempt) {
+	z := a.zombie
+	if z == nil {
+		return
+	}
+	logger := k.rcl.cfg.Logger
+	k.sidePool.submit(func() {
+		st := goroutineStack(z.gid)
+		z.mu.Lock()
+		z.stack = st
+		z.mu.Unlock()
+		if logger != nil {
+			logger.Warn("kernel: zombie task still running past its timeout", "task", z.taskID,
+				"attempt", z.attempt, "since", z.since, "stack", string(st))
+		}
+	})
+}
+
+// goroutineID returns the current goroutine's id, parsed from its stack header.
+// Executors call it once when they start.
+func goroutineID() uint64 {
+	var buf [64]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = bytes.TrimPrefix(b, []byte("goroutine "))
+	if i := bytes.IndexByte(b, ' '); i > 0 {
+		id, _ := strconv.ParseUint(string(b[:i]), 10, 64)
+		return id
+	}
+	return 0
+}
+
+// goroutineStack returns the stack of goroutine gid, or nil if it is gone.
+func goroutineStack(gid uint64) []byte {
+	if gid == 0 {
+		return nil
+	}
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	head := []byte("goroutine " + strconv.FormatUint(gid, 10) + " [")
+	i := bytes.Index(buf, head)
+	if i < 0 {
+		return nil
+	}
+	rest := buf[i:]
+	if j := bytes.Index(rest, []byte("\n\n")); j >= 0 {
+		rest = rest[:j]
+	}
+	return bytes.Clone(rest)
+}
