@@ -63,6 +63,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 		{"Purge", testPurge},
 		{"PurgeCompleted", testPurgeCompleted},
 		{"ReplayBatches", testReplayBatches},
+		{"RetryAsPrefix", testRetryAsPrefix},
 		{"BigBatch", testBigBatch},
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"ConcurrentUniqueKeys", testConcurrentUniqueKeys},
@@ -1049,6 +1050,47 @@ func testReplayBatches(t *testing.T, s kernel.Store) {
 		if again := snapshot(t, s, tasks); !mapsEqual(snap, again) {
 			t.Fatalf("batch %d replayed changed the store:\nbefore %v\nafter  %v", bi, snap, again)
 		}
+	}
+}
+
+func testRetryAsPrefix(t *testing.T, s kernel.Store) {
+	// A caller may retry a failed batch as the start of its next one, with new changes
+	// after it. Whether the failed batch had landed or not, its changes report nil and the
+	// new ones apply as if the two had been committed one after the other.
+	mustCommit(t, s, ins(task("a")), ins(keyed("b", "kb")))
+	failed := []kernel.Change{ins(keyed("c", "kc")), start("a", 1, 2, 1), start("b", 1, 2, 1)}
+	next := []kernel.Change{succeed("a", 2), retry("b", 2, at(900), "e"), start("c", 1, 2, 1), ins(keyed("d", "kc"))}
+	for _, landed := range []bool{true, false} {
+		t.Run(fmt.Sprintf("landed=%v", landed), func(t *testing.T) {
+			prefix := make([]kernel.Change, len(failed))
+			copy(prefix, failed)
+			for i := range prefix { // other IDs per run
+				prefix[i].Task.ID += fmt.Sprint(landed)
+				if prefix[i].Op == kernel.OpInsert {
+					prefix[i].Task.UniqueKey += fmt.Sprint(landed)
+				}
+			}
+			rest := make([]kernel.Change, len(next))
+			copy(rest, next)
+			for i := range rest {
+				rest[i].Task.ID += fmt.Sprint(landed)
+				if rest[i].Op == kernel.OpInsert {
+					rest[i].Task.UniqueKey += fmt.Sprint(landed)
+				}
+			}
+			setup := []kernel.Change{ins(task("a" + fmt.Sprint(landed))), ins(keyed("b"+fmt.Sprint(landed), "kb"+fmt.Sprint(landed)))}
+			mustCommit(t, s, setup...)
+			if landed {
+				mustCommit(t, s, prefix...) // its answer was lost
+			}
+			all := append(append([]kernel.Change(nil), prefix...), rest...)
+			wantResults(t, all, commit(t, s, all...), nil, nil, nil, nil, nil, nil, kernel.ErrDuplicateKey)
+			for id, st := range map[string]kernel.State{"a": kernel.Succeeded, "b": kernel.Retrying, "c": kernel.Running} {
+				if got := get(t, s, id+fmt.Sprint(landed)); got.State != st || got.Fence != 2 || got.Attempt != 1 {
+					t.Errorf("%s: %v fence %d attempt %d, want %v fence 2 attempt 1", id, got.State, got.Fence, got.Attempt, st)
+				}
+			}
+		})
 	}
 }
 
