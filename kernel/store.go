@@ -72,7 +72,8 @@ type Store interface {
 	//
 	// When err is not nil, nothing may be assumed about the batch: it may or may not have
 	// been applied (a connection lost while committing). Committing the same batch again is
-	// safe and returns what the first attempt would have. err wraps [ErrStoreUnavailable]
+	// safe and returns what the first attempt would have; so is committing it as the start
+	// of a longer batch, whose further changes then apply as if committed after it. err wraps [ErrStoreUnavailable]
 	// when the store could not be reached or the outcome is unknown, ctx.Err() when ctx
 	// ended first, and [ErrStoreClosed] after Close. Commit of no changes returns (nil, nil)
 	// at once.
