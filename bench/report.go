@@ -92,7 +92,8 @@ type Result struct {
 	Executor string          `json:"executor"`
 	Mode     string          `json:"mode"`
 	Metrics  map[string]Stat `json:"metrics"`
-	// Series come from the repetition whose first metric is the median one.
+	// Series come from the repetition whose key metric ([Scenario.Key]) is the
+	// (lower) median one.
 	Series []Series `json:"series,omitempty"`
 	Notes  []string `json:"notes,omitempty"`
 	// Errors lists repetitions that failed; their figures are left out.
@@ -100,7 +101,7 @@ type Result struct {
 }
 
 // fold turns the samples of one executor's repetitions into a Result.
-func fold(exec string, mode Mode, samples []*Sample, errs []string) Result {
+func fold(exec string, mode Mode, key string, samples []*Sample, errs []string) Result {
 	r := Result{Executor: exec, Mode: mode.String(), Metrics: map[string]Stat{}, Errors: errs}
 	var names []string
 	for _, s := range samples {
@@ -127,20 +128,14 @@ func fold(exec string, mode Mode, samples []*Sample, errs []string) Result {
 		r.Metrics[name] = StatOf(vs)
 	}
 	if len(samples) > 0 {
-		r.Series = medianSample(samples).Series
+		r.Series = medianSample(samples, key).Series
 	}
 	return r
 }
 
-// medianSample returns the sample whose value of the first metric (by name) is
-// the lower median, so that charts show a typical repetition.
-func medianSample(samples []*Sample) *Sample {
-	var key string
-	for name := range samples[0].Metrics {
-		if key == "" || name < key {
-			key = name
-		}
-	}
+// medianSample returns the sample whose value of metric key is the lower
+// median, so that charts show a typical repetition.
+func medianSample(samples []*Sample, key string) *Sample {
 	sorted := slices.Clone(samples)
 	slices.SortStableFunc(sorted, func(a, b *Sample) int {
 		av, bv := a.Metrics[key], b.Metrics[key]

@@ -182,7 +182,7 @@ func Run(ctx context.Context, reg *Registry, opts Options) ([]Report, error) {
 		}
 		rp := Report{Scenario: pl.Scenario.Name, Doc: pl.Scenario.Doc, Params: pl.Params, Machine: machine, Reps: reps}
 		for i, f := range pl.Executors {
-			rp.Results = append(rp.Results, fold(f.Name, f.Mode, samples[i], errs[i]))
+			rp.Results = append(rp.Results, fold(f.Name, f.Mode, pl.Scenario.Key, samples[i], errs[i]))
 		}
 		reports = append(reports, rp)
 	}

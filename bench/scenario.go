@@ -13,6 +13,9 @@ type Scenario struct {
 	Name string
 	// Doc is a one-line description for axbench -list.
 	Doc string
+	// Key is the scenario's headline metric; the charts of a result show the
+	// repetition where it is the median.
+	Key string
 	// Defaults are the scenario's parameters where [Params] leaves a zero.
 	Defaults Params
 	// Fix, if not nil, adjusts the resolved params (a size that follows from

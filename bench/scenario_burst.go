@@ -16,6 +16,7 @@ const rejectProbes = 100_000
 func burstScenario() Scenario {
 	return Scenario{
 		Name: "burst",
+		Key:  "submit_ns_per_task",
 		Doc:  "100,000 tasks of 1 ms submitted as fast as possible: submit time, accepted / rejected / executed, lost; ns per refusal when full",
 		Defaults: Params{
 			N: 100_000, Conc: 500, Work: time.Millisecond,

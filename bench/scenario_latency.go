@@ -9,6 +9,7 @@ import (
 func latencyScenario() Scenario {
 	return Scenario{
 		Name: "latency",
+		Key:  "wait_p99_us",
 		Doc:  "open-loop arrivals at 100,000/s, concurrency 500: submit→start percentiles, from the call and from the intended arrival",
 		Defaults: Params{
 			N: 200_000, Conc: 500, Rate: 100_000,

@@ -14,6 +14,7 @@ const mixedWindows = 40
 func mixedScenario() Scenario {
 	return Scenario{
 		Name: "mixed",
+		Key:  "wait_p99_us_high",
 		Doc:  "High, Normal and Low arrivals (a third each) at 2× capacity, tasks of 2 ms at concurrency 50: wait per priority, dispatch shares, longest Low wait",
 		Defaults: Params{
 			N: 25_000, Conc: 50, Work: 2 * time.Millisecond,

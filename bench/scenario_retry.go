@@ -20,6 +20,7 @@ const attemptBucket = 20 * time.Millisecond
 func retryStormScenario() Scenario {
 	return Scenario{
 		Name: "retry-storm",
+		Key:  "drain_ms",
 		Doc: "10,000/s arrivals of 1 ms calls at concurrency 20; the upstream fails everything from 25 % to 50 % of the run, " +
 			"tasks retry (4 attempts, 10 ms ×2 up to 100 ms, full jitter): amplification, attempts/s, time to drain",
 		Defaults: Params{N: 20_000, Conc: 20, Rate: 10_000, Work: time.Millisecond},

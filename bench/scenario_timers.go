@@ -19,6 +19,7 @@ const (
 func timersScenario() Scenario {
 	return Scenario{
 		Name: "timers",
+		Key:  "schedule_ns_per_op",
 		Doc: "100,000 delayed tasks due within 1 s, then 1,000,000 far-future ones: schedule ns/op, bytes per pending task, " +
 			"lateness p50/p99, idle CPU with the far ones pending; ax against time.AfterFunc",
 		Defaults: Params{N: 1_000_000},

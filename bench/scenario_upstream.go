@@ -25,6 +25,7 @@ const (
 func slowUpstreamScenario() Scenario {
 	return Scenario{
 		Name: "slow-upstream",
+		Key:  "goodput_per_sec",
 		Doc: "HTTP calls to 127.0.0.1 answering after 50 ms … 30 s (Pareto, shrunk 100×), 2 % never; " +
 			"10 % High among a Low flood at concurrency 8: goodput, High p99, timeouts honoured, zombies",
 		Defaults: Params{N: 8000, Conc: 8, Rate: 4000},
