@@ -141,7 +141,7 @@ func (b *Batch) submit(n int, init func(h *Handle, i int), slab []Handle) error 
 	}
 	prio := t.Priority.normalize()
 	lvl := levelOf(prio)
-	var wait context.Context
+	wait := noWait
 	if !b.opts.NoWait {
 		wait = b.ctx
 	}

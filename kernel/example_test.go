@@ -19,7 +19,7 @@ func ExampleMap() {
 	if err != nil {
 		panic(err)
 	}
-	defer k.Close()
+	defer func() { _ = k.Close() }()
 
 	words := []string{"alpha", "beta", "gamma"}
 	upper, err := kernel.Map(context.Background(), k, words,
@@ -38,7 +38,7 @@ func Example_priorities() {
 	if err != nil {
 		panic(err)
 	}
-	defer k.Close()
+	defer func() { _ = k.Close() }()
 
 	hold := make(chan struct{})
 	first, _ := k.TrySubmit(kernel.Task{Run: func(context.Context) error { <-hold; return nil }})
@@ -76,7 +76,7 @@ func Example_retry() {
 	if err != nil {
 		panic(err)
 	}
-	defer k.Close()
+	defer func() { _ = k.Close() }()
 
 	var calls atomic.Int32
 	h, _ := k.TrySubmit(kernel.Task{
@@ -98,7 +98,7 @@ func Example_timeout() {
 	if err != nil {
 		panic(err)
 	}
-	defer k.Close()
+	defer func() { _ = k.Close() }()
 
 	h, _ := k.TrySubmit(kernel.Task{
 		Timeout: 20 * time.Millisecond,

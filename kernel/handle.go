@@ -37,6 +37,7 @@ type Handle struct {
 	cur       *attempt  // the current (or next, while Retrying) attempt
 	queuedAt  time.Time // when it entered its bucket (aging)
 	cancelErr error     // why a running task was cancelled
+	placed    bool      // the loop took it in (first state set)
 
 	first attempt // the first attempt, embedded to save an allocation
 
@@ -147,7 +148,6 @@ type attempt struct {
 	started  bool
 	finished bool // the executor returned from Run
 	detached bool // timed out and its slot given away: a zombie
-	timedOut bool // the loop settled it as timed out
 
 	exec *executor // the executor running it (zombie stack dumps)
 

@@ -112,14 +112,14 @@ func (h *hist) writePrometheus(w io.Writer, name, labels string) {
 			cum += h.counts[i].Load()
 			i++
 		}
-		fmt.Fprintf(w, "%s_bucket{%sle=\"%g\"} %d\n", name, labels, float64(bound)/1e9, cum)
+		_, _ = fmt.Fprintf(w, "%s_bucket{%sle=\"%g\"} %d\n", name, labels, float64(bound)/1e9, cum)
 	}
 	for ; i < histBuckets; i++ {
 		cum += h.counts[i].Load()
 	}
-	fmt.Fprintf(w, "%s_bucket{%sle=\"+Inf\"} %d\n", name, labels, cum)
-	fmt.Fprintf(w, "%s_sum{%s} %g\n", name, trimComma(labels), float64(h.sum.Load())/1e9)
-	fmt.Fprintf(w, "%s_count{%s} %d\n", name, trimComma(labels), cum)
+	_, _ = fmt.Fprintf(w, "%s_bucket{%sle=\"+Inf\"} %d\n", name, labels, cum)
+	_, _ = fmt.Fprintf(w, "%s_sum{%s} %g\n", name, trimComma(labels), float64(h.sum.Load())/1e9)
+	_, _ = fmt.Fprintf(w, "%s_count{%s} %d\n", name, trimComma(labels), cum)
 }
 
 func trimComma(s string) string {

@@ -159,7 +159,7 @@ func (k *Kernel) control(m ctrlMsg) {
 // Shutdown or Close began, and a *ConfigError (joined) naming each bad field of t.
 // Nothing is queued when it returns an error.
 func (k *Kernel) TrySubmit(t Task) (*Handle, error) {
-	return k.submit(nil, &t, nil)
+	return k.submit(noWait, &t, nil)
 }
 
 // Submit is [Kernel.TrySubmit] that waits for room while the kernel is full. It
@@ -171,7 +171,7 @@ func (k *Kernel) Submit(ctx context.Context, t Task) (*Handle, error) {
 // TryGo is [Kernel.TrySubmit] for fire-and-forget work: no Handle is returned. The
 // task's outcome still shows in Stats, metrics and events.
 func (k *Kernel) TryGo(t Task) error {
-	_, err := k.submit(nil, &t, nil)
+	_, err := k.submit(noWait, &t, nil)
 	return err
 }
 
@@ -181,8 +181,12 @@ func (k *Kernel) Go(ctx context.Context, t Task) error {
 	return err
 }
 
-// submit validates, admits and hands one task to the loop. ctx nil means do not
-// wait for room.
+// noWait, passed as the context of submit, admit and acquireSome, means: do not
+// wait for room, refuse at once.
+var noWait context.Context
+
+// submit validates, admits and hands one task to the loop. ctx noWait means do
+// not wait for room.
 func (k *Kernel) submit(ctx context.Context, t *Task, b *Batch) (*Handle, error) {
 	if err := t.validate(); err != nil {
 		return nil, err

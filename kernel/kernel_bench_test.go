@@ -118,7 +118,7 @@ func BenchmarkNoop(b *testing.B) {
 
 func BenchmarkTrySubmitRejected(b *testing.B) {
 	k, _ := New(Config{MaxConcurrency: 1, Capacity: ByPriority[int]{High: 1, Normal: 1, Low: 1}})
-	defer k.Close()
+	defer func() { _ = k.Close() }()
 	g := make(gate)
 	defer g.open()
 	_, _ = k.TrySubmit(Task{Run: g.run})
@@ -151,7 +151,7 @@ func BenchmarkMap1000(b *testing.B) {
 	})
 	b.Run("impl=kernel", func(b *testing.B) {
 		k, _ := New(Config{MaxConcurrency: benchConc})
-		defer k.Close()
+		defer func() { _ = k.Close() }()
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := Map(context.Background(), k, items, func(_ context.Context, v int) (int, error) { return v + 1, nil }, nil); err != nil {

@@ -360,8 +360,10 @@ func TestFairnessShares(t *testing.T) {
 		if raceEnabled {
 			n = 30_000
 		}
-		k := newTestKernel(t, Config{MaxConcurrency: 1, Quotas: q, DegradeAt: 1,
-			Capacity: ByPriority[int]{High: n, Normal: n, Low: n}})
+		k := newTestKernel(t, Config{
+			MaxConcurrency: 1, Quotas: q, DegradeAt: 1,
+			Capacity: ByPriority[int]{High: n, Normal: n, Low: n},
+		})
 		g := make(gate)
 		mustSubmit(t, k, Task{Priority: High, Run: g.run})
 		synctest.Wait()
@@ -372,7 +374,9 @@ func TestFairnessShares(t *testing.T) {
 		}
 		for _, p := range []Priority{High, Normal, Low} {
 			for range n * 6 / 10 {
-				k.TryGo(Task{Priority: p, Run: rec(p)})
+				if err := k.TryGo(Task{Priority: p, Run: rec(p)}); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
 		synctest.Wait()

@@ -282,8 +282,7 @@ func (k *Kernel) accept(h *Handle) {
 // toWheel parks a task's attempt in the wheel until at (delay or retry backoff).
 // err is the error of the attempt that failed, for a retry.
 func (k *Kernel) toWheel(h *Handle, a *attempt, to State, at time.Time, err error) {
-	from := State(h.state.Load())
-	h.state.Store(uint32(to))
+	from := k.setState(h, to)
 	k.emit(h, from, to, a, err)
 	k.schedule(a, timerDue, at)
 	k.delayed++
@@ -305,7 +304,7 @@ func (k *Kernel) toBucket(h *Handle, from State) {
 		k.end(h, Failed, ErrQueueFull)
 		return
 	}
-	h.state.Store(uint32(Queued))
+	k.setState(h, Queued)
 	if from != 0 || k.events != nil {
 		k.emit(h, from, Queued, h.cur, nil)
 	}
@@ -398,8 +397,7 @@ func (k *Kernel) dispatch() {
 func (k *Kernel) start(h *Handle, a *attempt) {
 	k.release(h.bucket, 1)
 	k.freed = true
-	from := State(h.state.Load())
-	h.state.Store(uint32(Running))
+	from := k.setState(h, Running)
 	h.attempts.Store(a.n)
 	k.running.add(a)
 	k.m.started[h.bucket].Inc()
@@ -471,13 +469,24 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	k.end(h, final, err)
 }
 
-// end moves a task to a terminal state, once.
-func (k *Kernel) end(h *Handle, to State, err error) {
+// setState moves h to state to and returns the state it left. A change missing
+// from the transition table is a kernel bug: it panics rather than let a task end
+// twice or skip a state. A new task (accepted as Queued, not yet in a bucket) may
+// enter any first state.
+func (k *Kernel) setState(h *Handle, to State) State {
 	from := State(h.state.Load())
-	if from.Terminal() {
-		panic("kernel: task " + h.ID() + " ended twice (" + from.String() + ", " + to.String() + ")")
+	if !h.placed {
+		h.placed = true
+	} else if !canTransition(from, to) {
+		panic("kernel: task " + h.ID() + ": illegal state change " + from.String() + " -> " + to.String())
 	}
 	h.state.Store(uint32(to))
+	return from
+}
+
+// end moves a task to a terminal state, once.
+func (k *Kernel) end(h *Handle, to State, err error) {
+	from := k.setState(h, to)
 	k.live--
 	if k.events != nil {
 		k.emit(h, from, to, h.cur, err)

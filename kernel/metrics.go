@@ -61,11 +61,11 @@ func newKernelMetrics(k *Kernel, s *metrics.Set) *kernelMetrics {
 	s.NewGauge("ax_zombies", func() float64 { return float64(m.zombies.Load()) })
 	s.NewGauge("ax_executors", func() float64 { return float64(m.workers.Load()) })
 	s.RegisterMetricsWriter(func(w io.Writer) {
-		fmt.Fprintf(w, "# TYPE ax_task_wait_seconds histogram\n")
+		_, _ = fmt.Fprintf(w, "# TYPE ax_task_wait_seconds histogram\n")
 		for l := range queue.NumLevels {
 			m.wait[l].writePrometheus(w, "ax_task_wait_seconds", fmt.Sprintf("priority=%q,", levelNames[l]))
 		}
-		fmt.Fprintf(w, "# TYPE ax_task_exec_seconds histogram\n")
+		_, _ = fmt.Fprintf(w, "# TYPE ax_task_exec_seconds histogram\n")
 		for l := range queue.NumLevels {
 			m.exec[l].writePrometheus(w, "ax_task_exec_seconds", fmt.Sprintf("priority=%q,", levelNames[l]))
 		}
