@@ -1,5 +1,232 @@
 package bench
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/axsched/ax/kernel"
+)
+
 // AxFactories returns the ax executors: ax (blocking Submit and Go) and ax-nb
-// (TrySubmit and TryGo). It is empty until the kernel's submission API lands.
-func AxFactories() []Factory { return nil }
+// (TrySubmit and TryGo, refusing with [ErrRejected] when a bucket is full).
+// Both run a kernel with MaxConcurrency Conc, a Capacity of Queue per priority,
+// one attempt per task unless the task has a retry policy, and every other
+// setting at its default (quotas, retry budget, zombies).
+func AxFactories() []Factory {
+	return []Factory{
+		{
+			Name: "ax", Mode: Blocking, Priorities: true, Delays: true,
+			Doc: "the ax kernel: Submit and Go wait for room (priorities, timeouts, delays and retries native)",
+			New: func(ctx context.Context, p Params) (Executor, error) { return newAx(ctx, p, false) },
+		},
+		{
+			Name: "ax-nb", Mode: NonBlocking, Priorities: true, Delays: true,
+			Doc: "the ax kernel: TrySubmit and TryGo refuse with ErrQueueFull or ErrDegraded when full",
+			New: func(ctx context.Context, p Params) (Executor, error) { return newAx(ctx, p, true) },
+		},
+	}
+}
+
+// axExecutor adapts a *kernel.Kernel.
+type axExecutor struct {
+	k           *kernel.Kernel  // immutable
+	ctx         context.Context // immutable: the run's; ends blocking submissions
+	nonBlocking bool            // immutable
+
+	quotas [3]float64 // immutable: the shares the kernel's quotas promise
+
+	accepted atomic.Int64 // tasks the kernel took, for Wait
+	watchers sync.WaitGroup
+	wrap     funcCache
+}
+
+var (
+	_ Executor = (*axExecutor)(nil)
+	_ Stater   = (*axExecutor)(nil)
+	_ Delayer  = (*axExecutor)(nil)
+	_ Quoter   = (*axExecutor)(nil)
+)
+
+func newAx(ctx context.Context, p Params, nonBlocking bool) (*axExecutor, error) {
+	once := kernel.RetryPolicy{MaxAttempts: 1}
+	k, err := kernel.New(kernel.Config{
+		MaxConcurrency: p.Conc,
+		Capacity:       kernel.ByPriority[int]{High: p.Queue, Normal: p.Queue, Low: p.Queue},
+		Retry:          kernel.ByPriority[kernel.RetryPolicy]{High: once, Normal: once, Low: once},
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The default quotas (kernel.Config.Quotas): High MaxConcurrency/2, Normal
+	// MaxConcurrency/3, Low 1 per cycle, each at least 1.
+	h, n, l := float64(max(1, p.Conc/2)), float64(max(1, p.Conc/3)), 1.0
+	sum := h + n + l
+	return &axExecutor{k: k, ctx: ctx, nonBlocking: nonBlocking, quotas: [3]float64{h / sum, n / sum, l / sum}}, nil
+}
+
+// QuotaShares returns the shares the kernel's default quotas promise.
+func (a *axExecutor) QuotaShares() [3]float64 { return a.quotas }
+
+// refusal maps the kernel's refusals to ErrRejected.
+func refusal(err error) error {
+	if errors.Is(err, kernel.ErrQueueFull) || errors.Is(err, kernel.ErrDegraded) {
+		return fmt.Errorf("%w: %w", ErrRejected, err)
+	}
+	return err
+}
+
+func (a *axExecutor) Go(f func()) error {
+	t := kernel.Task{Run: a.wrap.get(f)}
+	var err error
+	if a.nonBlocking {
+		err = a.k.TryGo(t)
+	} else {
+		err = a.k.Go(a.ctx, t)
+	}
+	if err != nil {
+		return refusal(err)
+	}
+	a.accepted.Add(1)
+	return nil
+}
+
+func (a *axExecutor) Submit(t Task) error {
+	kt := kernel.Task{
+		Priority: kernelPriority(t.Priority),
+		Timeout:  t.Timeout,
+		Delay:    t.Delay,
+		Run:      t.Run,
+	}
+	if r := t.Retry; r != nil {
+		kt.Retry = &kernel.RetryPolicy{
+			MaxAttempts: r.MaxAttempts, Base: r.Base, Multiplier: r.Multiplier, Max: r.Max,
+			Jitter: kernel.JitterFull,
+		}
+	}
+	if t.Done == nil {
+		var err error
+		if a.nonBlocking {
+			err = a.k.TryGo(kt)
+		} else {
+			err = a.k.Go(a.ctx, kt)
+		}
+		if err != nil {
+			return refusal(err)
+		}
+		a.accepted.Add(1)
+		return nil
+	}
+	var h *kernel.Handle
+	var err error
+	if a.nonBlocking {
+		h, err = a.k.TrySubmit(kt)
+	} else {
+		h, err = a.k.Submit(a.ctx, kt)
+	}
+	if err != nil {
+		return refusal(err)
+	}
+	a.accepted.Add(1)
+	done := t.Done
+	a.watchers.Go(func() {
+		<-h.Done()
+		done(outcome(h.Err()))
+	})
+	return nil
+}
+
+// outcome makes a kernel timeout match context.DeadlineExceeded, as [Task.Done] says.
+func outcome(err error) error {
+	if errors.Is(err, kernel.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", err, context.DeadlineExceeded)
+	}
+	return err
+}
+
+func kernelPriority(p Priority) kernel.Priority {
+	switch p {
+	case High:
+		return kernel.High
+	case Low:
+		return kernel.Low
+	default:
+		return kernel.Normal
+	}
+}
+
+// Wait polls the kernel's count of ended tasks until it reaches the accepted
+// count (the kernel's Shutdown would drain too, but abandons pending retries),
+// then waits for the goroutines that deliver Done.
+func (a *axExecutor) Wait() {
+	want := uint64(a.accepted.Load())
+	pause := 20 * time.Microsecond
+	for {
+		st := a.k.Stats()
+		if st.Terminal() >= want {
+			break
+		}
+		if pause < 50*time.Microsecond {
+			runtime.Gosched()
+		} else {
+			time.Sleep(pause)
+		}
+		pause = min(2*pause, time.Millisecond)
+	}
+	a.watchers.Wait()
+}
+
+func (a *axExecutor) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = a.k.Shutdown(ctx)
+	_ = a.k.Close()
+}
+
+func (a *axExecutor) QueueDepth() int {
+	st := a.k.Stats()
+	return st.Queued.High + st.Queued.Normal + st.Queued.Low + st.Dispatched
+}
+
+func (a *axExecutor) Zombies() int { return a.k.Stats().Zombies }
+
+// After schedules f on the kernel's timing wheel: a delayed fire-and-forget task.
+func (a *axExecutor) After(d time.Duration, f func()) error {
+	if err := a.k.TryGo(kernel.Task{Delay: d, Run: a.wrap.get(f)}); err != nil {
+		return refusal(err)
+	}
+	a.accepted.Add(1)
+	return nil
+}
+
+// funcCache turns a func() into the func(context.Context) error the kernel runs,
+// reusing the last wrapper while the same func value comes again (the noop,
+// sleep and burst scenarios submit one func many times). Without it each
+// submission would allocate a closure that no pool taking a func() pays, and
+// the allocation figures would measure this adapter instead of the kernel.
+type funcCache struct {
+	last atomic.Pointer[wrapped]
+}
+
+type wrapped struct {
+	key unsafe.Pointer // the func value's closure pointer: its identity
+	run func(context.Context) error
+}
+
+func (c *funcCache) get(f func()) func(context.Context) error {
+	key := *(*unsafe.Pointer)(unsafe.Pointer(&f))
+	if w := c.last.Load(); w != nil && w.key == key {
+		return w.run
+	}
+	w := &wrapped{key: key, run: func(context.Context) error {
+		f()
+		return nil
+	}}
+	c.last.Store(w)
+	return w.run
+}
