@@ -31,10 +31,8 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // Deadline returns the attempt's start plus its timeout, once it started.
 func (c *attemptCtx) Deadline() (time.Time, bool) {
 	h := c.a.h
-	if h.timeout > 0 && h.timeout != NoTimeout {
-		if st := c.a.startAt; !st.IsZero() {
-			return st.Add(h.timeout), true
-		}
+	if h.timeout > 0 && c.a.started {
+		return h.k.at(c.a.startAt).Add(h.timeout), true
 	}
 	return c.parent.Deadline()
 }

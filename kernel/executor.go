@@ -106,7 +106,7 @@ func (k *Kernel) runExecutor(e *executor, prev *attempt) {
 // when the executor must exit.
 func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 	q := &k.rq
-	now := k.clk.Now()
+	now := k.mono()
 	poke := false
 	q.mu.Lock()
 	if e.fresh {
@@ -177,7 +177,7 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 			poke = false
 		}
 		<-e.wake
-		now = k.clk.Now()
+		now = k.mono()
 		q.mu.Lock()
 		q.coming--
 	}

@@ -22,8 +22,10 @@ type Handle struct {
 	onTimeout func(int)
 	timeout   time.Duration // 0: none
 	retry     *RetryPolicy  // resolved
-	submitAt  time.Time
-	dueAt     time.Time // zero: due at once
+	submitAt  int64         // mono
+	dueAt     int64         // mono; meaningful when due
+	due       bool          // Delay or At was set
+	pooled    bool          // fire-and-forget: recycled once it ended normally
 	batch     *Batch
 	idx       int  // member index, for a Map batch (run is nil then)
 	evicts    bool // a High arrival that claimed the eviction of a Low task
@@ -34,10 +36,10 @@ type Handle struct {
 	bucket queue.Level // immutable: the bucket of prio
 
 	// Loop-owned.
-	cur       *attempt  // the current (or next, while Retrying) attempt
-	queuedAt  time.Time // when it entered its bucket (aging)
-	cancelErr error     // why a running task was cancelled
-	placed    bool      // the loop took it in (first state set)
+	cur       *attempt // the current (or next, while Retrying) attempt
+	queuedAt  int64    // mono: when it entered its bucket (aging)
+	cancelErr error    // why a running task was cancelled
+	placed    bool     // the loop took it in (first state set)
 
 	first attempt // the first attempt, embedded to save an allocation
 
@@ -46,6 +48,20 @@ type Handle struct {
 	done  chan struct{} // made on first use
 	err   error         // the task's final error
 	ended bool          // finish ran
+}
+
+// handlePool recycles the records of fire-and-forget tasks (TryGo, Go).
+var handlePool = sync.Pool{New: func() any { return new(Handle) }}
+
+// recycle returns a fire-and-forget task's record to the pool once it ended on
+// its first attempt through the normal path: no executor, wheel entry or list
+// refers to it any more. Other records are left to the garbage collector. Loop only.
+func recycle(h *Handle, a *attempt) {
+	if !h.pooled || a != &h.first {
+		return
+	}
+	*h = Handle{}
+	handlePool.Put(h)
 }
 
 // ID returns the task's ID: Task.ID, or one the kernel made.
@@ -140,8 +156,8 @@ type attempt struct {
 
 	// Written by the executor under runq.mu (startAt) or before it hands the attempt
 	// back under runq.mu (endAt, err); read by the loop after that.
-	startAt time.Time
-	endAt   time.Time
+	startAt int64 // mono
+	endAt   int64 // mono
 	err     error
 
 	// Guarded by runq.mu.
@@ -153,7 +169,7 @@ type attempt struct {
 
 	// Loop-owned.
 	timer        timewheel.Handle[*attempt]
-	timerAt      time.Time
+	timerAt      time.Time // when its wheel entry is due
 	tkind        timerKind
 	settled      bool     // the loop ended it (timeout, Close) before it returned
 	zombie       *zombie  // set while it is a zombie

@@ -16,12 +16,11 @@ const (
 	histBuckets = 64 * histSub
 )
 
-// hist is a log-linear histogram of durations in nanoseconds. The loop is its only
-// writer; readers (Stats, Prometheus) read concurrently through atomics. Recording
-// costs a few nanoseconds and never allocates.
+// hist is a log-linear histogram of durations in nanoseconds. The loop and the
+// executors record into it and readers (Stats, Prometheus) read it concurrently,
+// all through atomics. Recording costs a few nanoseconds and never allocates.
 type hist struct {
 	counts [histBuckets]atomic.Uint64
-	n      atomic.Uint64
 	sum    atomic.Int64 // ns
 	max    atomic.Int64 // ns
 }
@@ -45,14 +44,12 @@ func histLower(i int) uint64 {
 	return (1 << e) | sub<<(e-histSubBits)
 }
 
-// observe records d (negative values count as 0). Single writer.
+// observe records d (negative values count as 0).
 func (h *hist) observe(d time.Duration) {
 	v := max(int64(d), 0)
 	h.counts[histIndex(uint64(v))].Add(1)
-	h.n.Add(1)
 	h.sum.Add(v)
-	if v > h.max.Load() {
-		h.max.Store(v)
+	for m := h.max.Load(); v > m && !h.max.CompareAndSwap(m, v); m = h.max.Load() {
 	}
 }
 

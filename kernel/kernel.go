@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/benbjohnson/clock"
@@ -17,7 +18,8 @@ import (
 // its methods are safe for concurrent use. Stop it with [Kernel.Shutdown] or
 // [Kernel.Close].
 type Kernel struct {
-	clk clock.Clock // immutable
+	clk   clock.Clock // immutable
+	epoch time.Time   // immutable: the origin of mono times
 
 	// cfgMu serialises Update, Shutdown and Close.
 	cfgMu sync.Mutex
@@ -111,6 +113,7 @@ func New(cfg Config) (*Kernel, error) {
 	c := &rc.cfg
 	k := &Kernel{
 		clk:      c.Clock,
+		epoch:    c.Clock.Now(),
 		cfg:      cfg,
 		pokeCh:   make(chan struct{}, 1),
 		closedCh: make(chan struct{}),
@@ -133,6 +136,14 @@ func New(cfg Config) (*Kernel, error) {
 
 // Metrics returns the kernel's metric set (Config.Metrics or the kernel's own).
 func (k *Kernel) Metrics() *metrics.Set { return k.rc.Load().cfg.Metrics }
+
+// mono returns the time on the kernel's clock as nanoseconds since the kernel
+// started. On the real clock it reads only the monotonic clock, which is much
+// cheaper than time.Now on many machines.
+func (k *Kernel) mono() int64 { return int64(k.clk.Since(k.epoch)) }
+
+// at converts a mono time back to a time.Time.
+func (k *Kernel) at(m int64) time.Time { return k.epoch.Add(time.Duration(m)) }
 
 // poke wakes the loop if it is parked. It never blocks.
 func (k *Kernel) poke() {
@@ -159,25 +170,27 @@ func (k *Kernel) control(m ctrlMsg) {
 // Shutdown or Close began, and a *ConfigError (joined) naming each bad field of t.
 // Nothing is queued when it returns an error.
 func (k *Kernel) TrySubmit(t Task) (*Handle, error) {
-	return k.submit(noWait, &t, nil)
+	return k.submit(noWait, &t, false)
 }
 
 // Submit is [Kernel.TrySubmit] that waits for room while the kernel is full. It
 // returns ctx.Err() if ctx ends first, and ErrClosed if the kernel stops.
 func (k *Kernel) Submit(ctx context.Context, t Task) (*Handle, error) {
-	return k.submit(ctx, &t, nil)
+	return k.submit(ctx, &t, false)
 }
 
 // TryGo is [Kernel.TrySubmit] for fire-and-forget work: no Handle is returned. The
-// task's outcome still shows in Stats, metrics and events.
+// task's outcome still shows in Stats, metrics and events. Its record is recycled
+// once it ended, so TryGo does not allocate: the function must not use its context
+// after it returned.
 func (k *Kernel) TryGo(t Task) error {
-	_, err := k.submit(noWait, &t, nil)
+	_, err := k.submit(noWait, &t, true)
 	return err
 }
 
 // Go is [Kernel.Submit] for fire-and-forget work.
 func (k *Kernel) Go(ctx context.Context, t Task) error {
-	_, err := k.submit(ctx, &t, nil)
+	_, err := k.submit(ctx, &t, true)
 	return err
 }
 
@@ -187,7 +200,7 @@ var noWait context.Context
 
 // submit validates, admits and hands one task to the loop. ctx noWait means do
 // not wait for room.
-func (k *Kernel) submit(ctx context.Context, t *Task, b *Batch) (*Handle, error) {
+func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
@@ -198,12 +211,21 @@ func (k *Kernel) submit(ctx context.Context, t *Task, b *Batch) (*Handle, error)
 	if err != nil {
 		return nil, err
 	}
-	h := &Handle{}
-	k.initHandle(h, t, prio, rc, b)
+	var h *Handle
+	if pooled {
+		h = handlePool.Get().(*Handle)
+		h.pooled = true
+	} else {
+		h = &Handle{}
+	}
+	k.initHandle(h, t, prio, rc, nil)
 	h.evicts = evicts
 	if !k.enqueue(h) {
 		k.release(lvl, 1)
 		return nil, ErrClosed
+	}
+	if pooled {
+		return nil, nil
 	}
 	return h, nil
 }
@@ -230,13 +252,13 @@ func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *
 	} else {
 		h.retry = rc.retry[h.bucket]
 	}
-	now := k.clk.Now()
+	now := k.mono()
 	h.submitAt = now
 	switch {
 	case t.Delay > 0:
-		h.dueAt = now.Add(t.Delay)
+		h.dueAt, h.due = now+int64(t.Delay), true
 	case !t.At.IsZero():
-		h.dueAt = t.At
+		h.dueAt, h.due = int64(t.At.Sub(k.epoch)), true
 	}
 	h.batch = b
 	h.state.Store(uint32(Queued))

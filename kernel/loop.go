@@ -37,6 +37,7 @@ type ctrlMsg struct {
 type loopState struct {
 	rcl     *resolved // the config the loop applies
 	now     time.Time // the clock, read once per pass
+	nowMono int64     // now as a mono time
 	buckets *queue.Buckets[*Handle]
 	wheel   *timewheel.Wheel[*attempt]
 	timer   *clock.Timer
@@ -62,6 +63,7 @@ type loopState struct {
 	spareTasks []*Handle
 	spareCtrl  []ctrlMsg
 	spareDone  []*attempt
+	picked     []*attempt
 }
 
 // attemptList is an intrusive list of the attempts handed to executors and not yet
@@ -141,7 +143,7 @@ func (k *Kernel) apply(rc *resolved) {
 	}
 	if c.AgeAfter > 0 {
 		age := c.AgeAfter
-		k.buckets.SetAged(func(_ queue.Level, h *Handle) bool { return k.now.Sub(h.queuedAt) >= age })
+		k.buckets.SetAged(func(_ queue.Level, h *Handle) bool { return time.Duration(k.nowMono-h.queuedAt) >= age })
 	} else {
 		k.buckets.SetAged(nil)
 	}
@@ -178,7 +180,8 @@ func (k *Kernel) loop() {
 
 // pass handles everything that arrived since the last pass, then dispatches.
 func (k *Kernel) pass() {
-	k.now = k.clk.Now()
+	k.nowMono = k.mono()
+	k.now = k.at(k.nowMono)
 
 	k.in.mu.Lock()
 	tasks, ctrl := k.in.tasks, k.in.ctrl
@@ -272,8 +275,8 @@ func (k *Kernel) accept(h *Handle) {
 		k.end(h, Canceled, h.batch.cause())
 		return
 	}
-	if !h.dueAt.IsZero() && h.dueAt.After(k.now) {
-		k.toWheel(h, h.cur, Delayed, h.dueAt, nil)
+	if h.due && h.dueAt > k.nowMono {
+		k.toWheel(h, h.cur, Delayed, k.at(h.dueAt), nil)
 		return
 	}
 	k.toBucket(h, 0)
@@ -297,7 +300,7 @@ func (k *Kernel) schedule(a *attempt, kind timerKind, at time.Time) {
 
 // toBucket queues a task in its bucket. from is its previous state (0 when new).
 func (k *Kernel) toBucket(h *Handle, from State) {
-	h.queuedAt = k.now
+	h.queuedAt = k.nowMono
 	if err := k.buckets.Push(h.bucket, h); err != nil {
 		// Cannot happen: tickets bound the waiting tasks and the rings are larger.
 		k.release(h.bucket, 1)
@@ -345,11 +348,14 @@ func (k *Kernel) dispatch() {
 		return
 	}
 	q := &k.rq
-	var wake [8]*executor
-	nwake, spawn := 0, 0
+	// Read the room under the lock, pick and account without it (executors keep
+	// running meanwhile: room only grows), then hand the picks over in one short
+	// critical section.
 	q.mu.Lock()
 	space := q.limit - q.running + k.lookahead - q.queued()
 	otherSpace := q.otherLimit - q.runningOther + k.lookahead - q.other.Len()
+	q.mu.Unlock()
+	picked := k.picked[:0]
 	for space > 0 {
 		mask := queue.AllLevels
 		if otherSpace <= 0 {
@@ -359,16 +365,25 @@ func (k *Kernel) dispatch() {
 		if !ok {
 			break
 		}
-
 		space--
-		a := h.cur
-		if h.prio == High {
+		if h.prio != High {
+			otherSpace--
+		}
+		k.start(h, h.cur)
+		picked = append(picked, h.cur)
+	}
+	if len(picked) == 0 {
+		return
+	}
+	var wake [8]*executor
+	nwake, spawn := 0, 0
+	q.mu.Lock()
+	for _, a := range picked {
+		if a.h.prio == High {
 			_ = q.high.Push(a)
 		} else {
 			_ = q.other.Push(a)
-			otherSpace--
 		}
-		k.start(h, a)
 	}
 	need := q.queued() - q.coming
 	for need > 0 && len(q.idle) > 0 && nwake < len(wake) {
@@ -384,6 +399,8 @@ func (k *Kernel) dispatch() {
 		q.coming += spawn
 	}
 	q.mu.Unlock()
+	clear(picked)
+	k.picked = picked[:0]
 	for i := range nwake {
 		wake[i].wake <- struct{}{}
 	}
@@ -393,7 +410,7 @@ func (k *Kernel) dispatch() {
 	}
 }
 
-// start accounts for an attempt handed to the run queue. Called with rq.mu held.
+// start accounts for an attempt about to be handed to the run queue.
 func (k *Kernel) start(h *Handle, a *attempt) {
 	k.release(h.bucket, 1)
 	k.freed = true
@@ -426,13 +443,14 @@ func (k *Kernel) settleAttempt(a *attempt) {
 		k.wheel.Cancel(a.timer)
 		a.tkind = timerNone
 	}
-	k.m.observe(h.bucket, a.startAt.Sub(h.submitAt), a.endAt.Sub(a.startAt))
+	k.m.observe(h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
 	err := a.err
 	var pe *PanicError
 	switch {
 	case err == nil:
 		k.m.succeeded[h.bucket].Inc()
 		k.end(h, Succeeded, nil)
+		recycle(h, a)
 	case h.cancelErr != nil:
 		k.m.canceled[h.bucket].Inc()
 		k.end(h, Canceled, h.cancelErr)
@@ -441,6 +459,7 @@ func (k *Kernel) settleAttempt(a *attempt) {
 		k.m.panics[h.bucket].Inc()
 		k.m.failed[h.bucket].Inc()
 		k.end(h, Failed, err)
+		recycle(h, a)
 	default:
 		k.retryOrEnd(h, a, err, Failed)
 	}
@@ -491,7 +510,9 @@ func (k *Kernel) end(h *Handle, to State, err error) {
 	if k.events != nil {
 		k.emit(h, from, to, h.cur, err)
 	}
-	h.finish(err)
+	if !h.pooled {
+		h.finish(err)
+	}
 	if h.batch != nil {
 		k.batchMemberDone(h, err)
 	}
@@ -511,7 +532,7 @@ func (k *Kernel) onTimeout(a *attempt) {
 		k.schedule(a, timerTimeout, k.now.Add(h.timeout))
 		return
 	}
-	if dl := a.startAt.Add(h.timeout); dl.After(k.now) {
+	if dl := k.at(a.startAt).Add(h.timeout); dl.After(k.now) {
 		q.mu.Unlock()
 		k.schedule(a, timerTimeout, dl)
 		return
@@ -531,7 +552,7 @@ func (k *Kernel) onTimeout(a *attempt) {
 	a.settled = true
 	k.running.remove(a)
 	a.ctx.cancel(context.DeadlineExceeded)
-	k.m.observe(h.bucket, startAt.Sub(h.submitAt), k.now.Sub(startAt))
+	k.m.observe(h.bucket, time.Duration(startAt-h.submitAt), time.Duration(k.nowMono-startAt))
 	if h.onTimeout != nil {
 		f, n := h.onTimeout, int(a.n)
 		if !k.sidePool.submit(func() { f(n) }) {
