@@ -155,11 +155,22 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 			a.started = true
 			a.startAt = now
 			a.exec = e
+			// Wake (or start) the next executor only if work is left and nobody is
+			// already on the way: executors that keep finishing tasks keep taking them,
+			// so CPU-bound work runs on few goroutines, while blocking work ramps up
+			// one wake at a time, each woken executor waking the next.
 			var wake *executor
-			if q.queued() > q.coming && len(q.idle) > 0 {
-				wake = q.idle[len(q.idle)-1]
-				q.idle = q.idle[:len(q.idle)-1]
-				q.coming++
+			var spawn bool
+			if q.queued() > 0 && q.coming == 0 {
+				if len(q.idle) > 0 {
+					wake = q.idle[len(q.idle)-1]
+					q.idle = q.idle[:len(q.idle)-1]
+					q.coming++
+				} else if q.workers < q.limit && !q.stopping {
+					q.workers++
+					q.coming++
+					spawn = true
+				}
 			}
 			q.mu.Unlock()
 			if poke {
@@ -167,6 +178,10 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 			}
 			if wake != nil {
 				wake.wake <- struct{}{}
+			}
+			if spawn {
+				k.execWG.Add(1)
+				go k.runExecutor(&executor{wake: make(chan struct{}, 1), fresh: true}, nil)
 			}
 			return a
 		}

@@ -386,6 +386,10 @@ func (k *Kernel) dispatch() {
 		}
 	}
 	need := q.queued() - q.coming
+	if q.coming > 0 {
+		need = 0 // someone is on the way; each woken executor wakes the next
+	}
+	need = min(need, 1)
 	for need > 0 && len(q.idle) > 0 && nwake < len(wake) {
 		wake[nwake] = q.idle[len(q.idle)-1]
 		q.idle = q.idle[:len(q.idle)-1]
