@@ -43,6 +43,7 @@ type axExecutor struct {
 
 	accepted atomic.Int64 // tasks the kernel took, for Wait
 	watchers sync.WaitGroup
+	watching atomic.Int64 // watcher goroutines alive, left out of peak_goroutines
 	wrap     funcCache
 }
 
@@ -133,13 +134,21 @@ func (a *axExecutor) Submit(t Task) error {
 		return refusal(err)
 	}
 	a.accepted.Add(1)
+	// One goroutine per task waits for its end: the kernel tells a task's end
+	// through its Handle only. It is this adapter's cost, not the kernel's, so
+	// the sampler leaves it out of peak_goroutines (adapterGoroutines).
 	done := t.Done
+	a.watching.Add(1)
 	a.watchers.Go(func() {
+		defer a.watching.Add(-1)
 		<-h.Done()
 		done(outcome(h.Err()))
 	})
 	return nil
 }
+
+// adapterGoroutines returns the goroutines the adapter runs beside the kernel's.
+func (a *axExecutor) adapterGoroutines() int { return int(a.watching.Load()) }
 
 // outcome makes a kernel timeout match context.DeadlineExceeded, as [Task.Done] says.
 func outcome(err error) error {

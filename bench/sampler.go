@@ -15,13 +15,21 @@ const samplePeriod = 5 * time.Millisecond
 type sampler struct {
 	stop chan struct{}
 	done chan struct{}
-	st   Stater    // immutable; may be nil
-	t0   time.Time // immutable
+	st   Stater            // immutable; may be nil
+	ag   adapterGoroutiner // immutable; may be nil
+	t0   time.Time         // immutable
 
 	// Written by the sampling goroutine only; read after done is closed.
 	peakHeap, peakG uint64
 	peakZombies     int
 	depth, zombies  Series
+}
+
+// adapterGoroutiner is implemented by adapters that run goroutines of their
+// own beside the executor's (ax's per-handle watchers); the sampler leaves
+// them out of peak_goroutines.
+type adapterGoroutiner interface {
+	adapterGoroutines() int
 }
 
 // startSampler starts sampling; call finish to end it and read the figures.
@@ -37,6 +45,7 @@ func startSampler(ex Executor, t0 time.Time, state bool) *sampler {
 	if state {
 		s.st, _ = ex.(Stater)
 	}
+	s.ag, _ = ex.(adapterGoroutiner)
 	go s.loop()
 	return s
 }
@@ -55,7 +64,11 @@ func (s *sampler) loop() {
 			s.peakHeap = max(s.peakHeap, samples[0].Value.Uint64())
 		}
 		if samples[1].Value.Kind() == metrics.KindUint64 {
-			s.peakG = max(s.peakG, samples[1].Value.Uint64())
+			g := samples[1].Value.Uint64()
+			if s.ag != nil {
+				g -= min(g, uint64(s.ag.adapterGoroutines()))
+			}
+			s.peakG = max(s.peakG, g)
 		}
 		if s.st != nil {
 			z := s.st.Zombies()

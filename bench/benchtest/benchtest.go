@@ -202,8 +202,10 @@ func checkOutcome(k kind, attempts int32, err error, mode bench.Mode) error {
 			return fmt.Errorf("ran %d times ending with %s, want twice with nil", attempts, describe(err))
 		}
 	case timed:
-		if attempts != 1 || !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("ran %d times ending with %s, want once with context.DeadlineExceeded", attempts, describe(err))
+		// A kernel may time an attempt out from its dispatch: on a busy machine
+		// the deadline can pass before the function is even called.
+		if attempts > 1 || !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("ran %d times ending with %s, want at most once with context.DeadlineExceeded", attempts, describe(err))
 		}
 	}
 	return nil

@@ -47,7 +47,7 @@ func writeTable(w io.Writer, rp bench.Report) error {
 	}
 	best, bestName := bestPeer(rp, v)
 	if bestName != "" {
-		head = append(head, v.headlineTitle()+" ÷ best peer ("+bestName+")")
+		head = append(head, "÷ "+bestName)
 	}
 	pool, hasPool := rp.Result("chanpool")
 	poolStat, hasPool := pool.Metrics[v.headline], hasPool && v.headline != ""
@@ -82,6 +82,13 @@ func writeTable(w io.Writer, rp bench.Report) error {
 		t.AppendRow(row)
 	}
 	t.Render()
+	if bestName != "" {
+		_, _ = fmt.Fprintf(w, "  ratios: %s ÷ that of the best peer (%s)", v.headlineTitle(), bestName)
+		if hasPool {
+			_, _ = fmt.Fprint(w, " and of chanpool")
+		}
+		_, _ = fmt.Fprintln(w)
+	}
 	writeNotes(w, rp)
 	for _, r := range rp.Results {
 		for _, e := range r.Errors {
