@@ -60,9 +60,9 @@ type Task struct {
 	Run func(ctx context.Context) error
 	// Done, if not nil, is called once when the task has ended as its submitter
 	// sees it: with nil after a success, else the last error ([ErrRejected]
-	// when a retry was refused, context.DeadlineExceeded or the executor's own
-	// timeout error after a timeout). It is not called for a task that Submit
-	// refused. It must not block.
+	// when a retry was refused; after a timeout, an error for which
+	// errors.Is(err, context.DeadlineExceeded) holds). It is not called for a
+	// task that Submit refused. It must not block.
 	Done func(err error)
 }
 
