@@ -117,12 +117,18 @@ func BenchmarkNoop(b *testing.B) {
 }
 
 func BenchmarkTrySubmitRejected(b *testing.B) {
-	k, _ := New(Config{MaxConcurrency: 1, Capacity: ByPriority[int]{High: 1, Normal: 1, Low: 1}})
+	k, _ := New(Config{MaxConcurrency: 1, DegradeAt: 1, Capacity: ByPriority[int]{High: 1, Normal: 1, Low: 1}})
 	defer func() { _ = k.Close() }()
 	g := make(gate)
 	defer g.open()
-	_, _ = k.TrySubmit(Task{Run: g.run})
-	_, _ = k.TrySubmit(Task{Run: g.run})
+	for i := range 2 {
+		if _, err := k.TrySubmit(Task{Run: g.run}); err != nil {
+			b.Fatal(err)
+		}
+		for i == 0 && k.Stats().Running != 1 {
+			runtimeGosched()
+		}
+	}
 	for k.Stats().Queued.Normal != 1 {
 		runtimeGosched()
 	}
