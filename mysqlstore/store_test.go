@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/axsched/ax/internal/axtest"
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
 )
@@ -241,13 +242,8 @@ func TestRetentionPurger(t *testing.T) {
 	if res, err := s.Commit(ctx, ch); err != nil || errors.Join(res...) != nil {
 		t.Fatalf("Commit() = %v, %v", res, err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for countRows(t, db, s.Table()) != 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the purger did not delete the old completed task: %d rows", countRows(t, db, s.Table()))
-		}
-		time.Sleep(10 * time.Millisecond) // polling the table for the purger's effect
-	}
+	axtest.Eventually(t, func() bool { return countRows(t, db, s.Table()) == 2 },
+		"the purger to delete the old completed task")
 	for _, id := range []string{"new", "dead"} {
 		if _, err := s.Get(ctx, id); err != nil {
 			t.Errorf("Get(%q) = %v; it must survive the purge", id, err)
