@@ -3,6 +3,7 @@ package kernel
 import (
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/axsched/ax/queue"
 )
@@ -28,12 +29,15 @@ type runq struct {
 	running      int // attempts executing, zombies excluded
 	runningOther int // of which not High
 	zombies      int
+	fastDone     int         // attempts executors settled themselves since the loop's last pass
+	inflight     attemptList // attempts handed over and not handed back (Close ends them)
 
 	limit      int // MaxConcurrency
 	otherLimit int // MaxConcurrency - Reserve.High
 	maxZombies int
 
 	loopWaiting    bool // the loop parked and wants a poke on the next completion
+	loopWantsRoom  bool // ...even one an executor settles itself (tasks wait, or the kernel drains)
 	stopping       bool // executors exit once nothing is left to run
 	workDoneClosed bool
 }
@@ -62,6 +66,33 @@ func (k *Kernel) checkWorkDone() {
 	if q.stopping && q.workers == 0 && q.zombies == 0 && !q.workDoneClosed {
 		q.workDoneClosed = true
 		close(k.workDone)
+	}
+}
+
+// settlesItself reports whether an executor may settle a finished attempt without
+// the loop: it succeeded, the loop did not end it already (timeout, Close), it has
+// no timeout entry in the wheel to cancel, and nobody listens for events. Called
+// with runq.mu held.
+func (k *Kernel) settlesItself(a *attempt) bool {
+	return a.err == nil && !a.settled && a.h.timeout == 0 && k.events == nil
+}
+
+// finishFast settles a succeeded attempt on its executor (see settlesItself). The
+// task is Running and only the loop's Cancel could touch it, which success
+// outranks, so it ends Succeeded here; the loop takes runq.fastDone off its count
+// of live tasks at its next pass.
+func (k *Kernel) finishFast(a *attempt) {
+	h := a.h
+	h.state.Store(uint32(Succeeded))
+	k.m.succeeded[h.bucket].Inc()
+	k.m.observe(h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
+	if h.batch != nil {
+		h.batch.wg.Done()
+	}
+	if h.pooled {
+		recycle(h, a)
+	} else {
+		h.finish(nil)
 	}
 }
 
@@ -113,16 +144,17 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 		e.fresh = false
 		q.coming--
 	}
+	var fast *attempt
 	if prev != nil {
 		prev.endAt = now
 		prev.finished = true
-		q.done = append(q.done, prev)
-		if q.loopWaiting {
-			q.loopWaiting = false
-			poke = true
-		}
-		if prev.detached {
+		q.inflight.remove(prev)
+		switch {
+		case prev.detached:
 			// A zombie came back. It rejoins the pool only if the pool is short.
+			q.done = append(q.done, prev)
+			poke = q.loopWaiting
+			q.loopWaiting = false
 			q.zombies--
 			if q.workers >= q.limit || q.stopping {
 				k.checkWorkDone()
@@ -133,12 +165,33 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 				return nil
 			}
 			q.workers++
-		} else {
+		case k.settlesItself(prev):
+			// The common case needs no loop pass: count it here, finish it below. The
+			// loop hears of it only when it waits for room or for the kernel to drain.
 			q.running--
 			if prev.h.prio != High {
 				q.runningOther--
 			}
+			q.fastDone++
+			fast = prev
+			if q.loopWaiting && q.loopWantsRoom {
+				q.loopWaiting = false
+				poke = true
+			}
+		default:
+			q.running--
+			if prev.h.prio != High {
+				q.runningOther--
+			}
+			q.done = append(q.done, prev)
+			poke = q.loopWaiting
+			q.loopWaiting = false
 		}
+	}
+	if fast != nil {
+		q.mu.Unlock()
+		k.finishFast(fast)
+		q.mu.Lock()
 	}
 	for {
 		if q.workers > q.limit || (q.stopping && q.queued() == 0) {

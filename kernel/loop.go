@@ -50,9 +50,8 @@ type loopState struct {
 	// at most 256, so a kernel with few slots keeps exact picking order.
 	lookahead int
 
-	live     int // accepted tasks not yet terminal
-	delayed  int // tasks waiting in the wheel to be due (delayed or retrying)
-	running  attemptList
+	live     int  // accepted tasks not yet terminal
+	delayed  int  // tasks waiting in the wheel to be due (delayed or retrying)
 	draining bool // Shutdown began
 	closing  bool // Close began
 	freed    bool // tickets were given back this pass
@@ -67,7 +66,8 @@ type loopState struct {
 }
 
 // attemptList is an intrusive list of the attempts handed to executors and not yet
-// settled, so Close can find them. Loop-owned.
+// settled, so Close can find them. Guarded by runq.mu: the loop links an attempt
+// when it hands it to the run queue, the executor unlinks it when it hands it back.
 type attemptList struct{ head *attempt }
 
 func (l *attemptList) add(a *attempt) {
@@ -196,6 +196,8 @@ func (k *Kernel) pass() {
 	k.rq.mu.Lock()
 	done := k.rq.done
 	k.rq.done = k.spareDone
+	k.live -= k.rq.fastDone
+	k.rq.fastDone = 0
 	k.rq.mu.Unlock()
 	for _, a := range done {
 		k.settleAttempt(a)
@@ -244,11 +246,12 @@ func (k *Kernel) park() {
 	k.in.loopWaiting = true
 	k.in.mu.Unlock()
 	k.rq.mu.Lock()
-	if len(k.rq.done) > 0 {
+	if len(k.rq.done) > 0 || k.rq.fastDone > 0 {
 		k.rq.mu.Unlock()
 		return
 	}
 	k.rq.loopWaiting = true
+	k.rq.loopWantsRoom = k.buckets.Len() > 0 || k.draining || k.closing
 	k.rq.mu.Unlock()
 
 	var timerC <-chan time.Time
@@ -384,6 +387,7 @@ func (k *Kernel) dispatch() {
 		} else {
 			_ = q.other.Push(a)
 		}
+		q.inflight.add(a)
 	}
 	need := q.queued() - q.coming
 	if q.coming > 0 {
@@ -420,7 +424,6 @@ func (k *Kernel) start(h *Handle, a *attempt) {
 	k.freed = true
 	from := k.setState(h, Running)
 	h.attempts.Store(a.n)
-	k.running.add(a)
 	k.m.started[h.bucket].Inc()
 	if a.n == 1 {
 		k.budget.first(k.now)
@@ -442,7 +445,6 @@ func (k *Kernel) settleAttempt(a *attempt) {
 	if a.settled {
 		return // timed out or closed earlier; the caller already knows
 	}
-	k.running.remove(a)
 	if a.tkind == timerTimeout {
 		k.wheel.Cancel(a.timer)
 		a.tkind = timerNone
@@ -552,9 +554,9 @@ func (k *Kernel) onTimeout(a *attempt) {
 		q.workers--
 	}
 	startAt := a.startAt
-	q.mu.Unlock()
 	a.settled = true
-	k.running.remove(a)
+	q.inflight.remove(a)
+	q.mu.Unlock()
 	a.ctx.cancel(context.DeadlineExceeded)
 	k.m.observe(h.bucket, time.Duration(startAt-h.submitAt), time.Duration(k.nowMono-startAt))
 	if h.onTimeout != nil {
@@ -665,19 +667,23 @@ func (k *Kernel) closeAll() {
 		}
 		a.tkind = timerNone
 	})
-	for a := k.running.head; a != nil; {
-		next := a.lnext
-		k.rq.mu.Lock()
-		finished := a.finished
-		k.rq.mu.Unlock()
-		if !finished {
+	var ended []*attempt
+	q := &k.rq
+	q.mu.Lock()
+	for a := q.inflight.head; a != nil; a = a.lnext {
+		if !a.finished && !a.settled {
 			a.settled = true
-			k.running.remove(a)
-			a.ctx.cancel(context.Canceled)
-			k.m.canceled[a.h.bucket].Inc()
-			k.end(a.h, Canceled, ErrClosed)
+			ended = append(ended, a)
 		}
-		a = next
+	}
+	for _, a := range ended {
+		q.inflight.remove(a)
+	}
+	q.mu.Unlock()
+	for _, a := range ended {
+		a.ctx.cancel(context.Canceled)
+		k.m.canceled[a.h.bucket].Inc()
+		k.end(a.h, Canceled, ErrClosed)
 	}
 	k.freed = true
 }
