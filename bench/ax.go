@@ -74,10 +74,15 @@ func newAx(ctx context.Context, p Params, nonBlocking bool) (*axExecutor, error)
 // QuotaShares returns the shares the kernel's default quotas promise.
 func (a *axExecutor) QuotaShares() [3]float64 { return a.quotas }
 
-// refusal maps the kernel's refusals to ErrRejected.
+// refusal maps the kernel's refusals to ErrRejected, as the other non-blocking
+// adapters return it: without wrapping, which would cost an allocation per refused
+// task and be measured as the kernel's.
 func refusal(err error) error {
+	if err == kernel.ErrQueueFull || err == kernel.ErrDegraded { //nolint:errorlint // the kernel returns them unwrapped; errors.Is is the slow path below
+		return ErrRejected
+	}
 	if errors.Is(err, kernel.ErrQueueFull) || errors.Is(err, kernel.ErrDegraded) {
-		return fmt.Errorf("%w: %w", ErrRejected, err)
+		return ErrRejected
 	}
 	return err
 }
