@@ -274,21 +274,7 @@ func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *
 }
 
 // enqueue appends h to the intake. It reports false when the kernel is closed.
-func (k *Kernel) enqueue(h *Handle) bool {
-	k.in.mu.Lock()
-	if k.in.closed {
-		k.in.mu.Unlock()
-		return false
-	}
-	k.in.tasks = append(k.in.tasks, h)
-	wake := k.in.loopWaiting
-	k.in.loopWaiting = false
-	k.in.mu.Unlock()
-	if wake {
-		k.poke()
-	}
-	return true
-}
+func (k *Kernel) enqueue(h *Handle) bool { return k.enqueueMany([]*Handle{h}) }
 
 // enqueueMany appends a whole batch in one intake operation.
 func (k *Kernel) enqueueMany(hs []*Handle) bool {
