@@ -13,18 +13,18 @@ import (
 
 // Defaults and limits of [Config].
 const (
-	MaxConcurrencyDefault = 500
-	CapacityHighDefault   = 10_000
-	CapacityNormalDefault = 30_000
-	CapacityLowDefault    = 10_000
-	CapacityMax           = 1 << 24
-	DegradeAtDefault      = 0.8
-	TickDefault           = time.Millisecond
-	TickMin               = 100 * time.Microsecond
-	MaxZombiesDefault     = 100
-	ZombieGraceDefault    = 3 * time.Second
-	OnTimeoutWorkersDef   = 4
-	EventBufferDefault    = 1 << 16
+	MaxConcurrencyDefault   = 500
+	CapacityHighDefault     = 10_000
+	CapacityNormalDefault   = 30_000
+	CapacityLowDefault      = 10_000
+	CapacityMax             = 1 << 24
+	DegradeAtDefault        = 0.8
+	TickDefault             = time.Millisecond
+	TickMin                 = 100 * time.Microsecond
+	MaxZombiesDefault       = 100
+	ZombieGraceDefault      = 3 * time.Second
+	OnTimeoutWorkersDefault = 4
+	EventBufferDefault      = 1 << 16
 
 	RetryMaxAttemptsDefault = 3
 	RetryBaseDefault        = time.Second
@@ -123,7 +123,7 @@ type RetryBudget struct {
 type Event struct {
 	TaskID   string
 	Priority Priority
-	From, To State
+	From, To State // From is 0 for a task entering the kernel
 	Time     time.Time
 	Attempt  int   // the attempt the change belongs to (1 for the first)
 	Err      error // the error that ended an attempt or the task, if any
@@ -352,7 +352,7 @@ func (c Config) withDefaults() Config {
 		c.MaxZombies = 0
 	}
 	c.ZombieGrace = cmp.Or(c.ZombieGrace, ZombieGraceDefault)
-	c.OnTimeoutWorkers = cmp.Or(c.OnTimeoutWorkers, OnTimeoutWorkersDef)
+	c.OnTimeoutWorkers = cmp.Or(c.OnTimeoutWorkers, OnTimeoutWorkersDefault)
 	c.EventBuffer = cmp.Or(c.EventBuffer, EventBufferDefault)
 	if c.Clock == nil {
 		c.Clock = clock.New()
