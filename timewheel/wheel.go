@@ -386,26 +386,7 @@ func (w *Wheel[T]) moveTo(t uint64) {
 
 // expire fires every timer of list s.
 func (w *Wheel[T]) expire(s uint32, fire func(v T)) int {
-	if w.occ[s>>slotBits]&(1<<(s&slotMask)) == 0 {
-		return 0
-	}
-	scratch := w.list(scratchList)
-	w.splice(s, scratch)
-	fired := 0
-	for {
-		i := w.nodes.get(scratch).next
-		if i == scratch {
-			return fired
-		}
-		n := w.nodes.get(i)
-		w.unlink(n)
-		v := n.v
-		w.release(i, n)
-		fired++
-		if fire != nil {
-			fire(v)
-		}
-	}
+	return w.expireUntil(s, math.MaxInt64, fire)
 }
 
 // expireUntil fires the timers of list s whose deadline is at or before at and keeps the
