@@ -25,6 +25,8 @@ const (
 	ZombieGraceDefault      = 3 * time.Second
 	OnTimeoutWorkersDefault = 4
 	EventBufferDefault      = 1 << 16
+	StoreTimeoutDefault     = 5 * time.Second
+	StoreBatchDefault       = 4096
 
 	RetryMaxAttemptsDefault = 3
 	RetryBaseDefault        = time.Second
@@ -212,6 +214,31 @@ type Config struct {
 	// goroutine of its own (never the scheduler's). It must not block for long: when
 	// EventBuffer events are waiting, further events are dropped. Not changeable.
 	OnEvent func(Event)
+
+	// Store, if set, makes durable tasks possible ([Kernel.Register],
+	// [Kernel.SubmitDurable]): their lifecycle is journaled to it in group commits, and
+	// [New] reads back the tasks a previous kernel on it left live (see
+	// [Kernel.Register] for when they run). The kernel never closes the store. Not
+	// changeable.
+	Store Store
+
+	// SnapshotEvery chooses the durability mode. Zero (the default) is acknowledged
+	// mode: a durable submit returns once the group commit holding its task landed,
+	// and the journal commits as soon as the previous commit returned. A positive
+	// value is periodic snapshot mode: submits return at once and the journal commits
+	// every SnapshotEvery (real time), so a crash loses at most the tasks submitted in
+	// the last SnapshotEvery — and their completions, which then run again. Not
+	// changeable.
+	SnapshotEvery time.Duration
+
+	// StoreTimeout bounds every call to the store (a commit, the recovery at New). If
+	// zero, StoreTimeoutDefault (5 s). Not changeable.
+	StoreTimeout time.Duration
+
+	// StoreBatch is the most changes in one group commit (the inserts of one
+	// SubmitDurableMany are never split). If zero, StoreBatchDefault (4,096). Not
+	// changeable.
+	StoreBatch int
 }
 
 // Validate reports every invalid field as a [*ConfigError], joined with
@@ -292,6 +319,15 @@ func (c *Config) Validate() error {
 	if c.EventBuffer < 0 {
 		bad("EventBuffer", c.EventBuffer, "must be >= 0")
 	}
+	if c.SnapshotEvery < 0 {
+		bad("SnapshotEvery", c.SnapshotEvery, "must be >= 0")
+	}
+	if c.StoreTimeout < 0 {
+		bad("StoreTimeout", c.StoreTimeout, "must be >= 0")
+	}
+	if c.StoreBatch < 0 {
+		bad("StoreBatch", c.StoreBatch, "must be >= 0")
+	}
 	return errors.Join(errs...)
 }
 
@@ -354,6 +390,8 @@ func (c Config) withDefaults() Config {
 	c.ZombieGrace = cmp.Or(c.ZombieGrace, ZombieGraceDefault)
 	c.OnTimeoutWorkers = cmp.Or(c.OnTimeoutWorkers, OnTimeoutWorkersDefault)
 	c.EventBuffer = cmp.Or(c.EventBuffer, EventBufferDefault)
+	c.StoreTimeout = cmp.Or(c.StoreTimeout, StoreTimeoutDefault)
+	c.StoreBatch = cmp.Or(c.StoreBatch, StoreBatchDefault)
 	if c.Clock == nil {
 		c.Clock = clock.New()
 	}

@@ -110,6 +110,10 @@ type ShutdownError struct {
 	Err     error // ctx.Err()
 	Queued  int   // tasks still queued or waiting for a retry
 	Running int   // tasks still running
+	// Journal counts durable-task changes not yet written to Config.Store when
+	// Shutdown gave up waiting for the store. The store keeps those tasks' earlier
+	// states: a task it still holds as live runs again on the next start.
+	Journal int
 }
 
 // Error implements error.
@@ -117,6 +121,9 @@ func (e *ShutdownError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "kernel: shutdown: %v: %d queued and %d running not finished",
 		e.Err, e.Queued, e.Running)
+	if e.Journal > 0 {
+		fmt.Fprintf(&b, ", %d journal changes not written", e.Journal)
+	}
 	return b.String()
 }
 

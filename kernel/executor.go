@@ -71,10 +71,11 @@ func (k *Kernel) checkWorkDone() {
 
 // settlesItself reports whether an executor may settle a finished attempt without
 // the loop: it succeeded, the loop did not end it already (timeout, Close), it has
-// no timeout entry in the wheel to cancel, and nobody listens for events. Called
+// no timeout entry in the wheel to cancel, nobody listens for events, and it is not
+// durable (the loop journals its success). Called
 // with runq.mu held.
 func (k *Kernel) settlesItself(a *attempt) bool {
-	return a.err == nil && !a.settled && a.h.timeout == 0 && k.events == nil
+	return a.err == nil && !a.settled && a.h.timeout == 0 && k.events == nil && a.h.dur == nil
 }
 
 // finishFast settles a succeeded attempt on its executor (see settlesItself). The

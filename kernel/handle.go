@@ -27,8 +27,9 @@ type Handle struct {
 	due       bool          // Delay or At was set
 	pooled    bool          // fire-and-forget: recycled once it ended normally
 	batch     *Batch
-	idx       int  // member index, for a Map batch (run is nil then)
-	evicts    bool // a High arrival that claimed the eviction of a Low task
+	idx       int      // member index, for a Map batch (run is nil then)
+	evicts    bool     // a High arrival that claimed the eviction of a Low task
+	dur       *durable // a durable task: what the store needs
 
 	state    atomic.Uint32 // State; written by the loop only
 	attempts atomic.Int32  // attempts started; written by the loop only

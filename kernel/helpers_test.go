@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -65,3 +66,10 @@ func waitAll(t testing.TB, hs []*Handle) map[State]int {
 }
 
 func runtimeGosched() { runtime.Gosched() }
+
+// advance moves a synctest bubble's virtual clock by d, then waits until every
+// goroutine of the bubble is blocked. Only for use inside synctest.Test.
+func advance(d time.Duration) {
+	<-time.After(d)
+	synctest.Wait()
+}

@@ -64,6 +64,7 @@ type Kernel struct {
 	zmu  sync.Mutex
 	zset map[*zombie]struct{} // zombies now; guarded by zmu
 	m    *kernelMetrics
+	dur  *durables // nil without Config.Store
 
 	loopState // loop-owned
 }
@@ -126,6 +127,11 @@ func New(cfg Config) (*Kernel, error) {
 		return nil, err
 	}
 	k.m = newKernelMetrics(k, c.Metrics)
+	if c.Store != nil {
+		if err := k.initDurable(c); err != nil {
+			return nil, err
+		}
+	}
 	k.sidePool = newSidePool(c.OnTimeoutWorkers, 1024)
 	if c.OnEvent != nil {
 		k.events = newEventQueue(c.OnEvent, c.EventBuffer)
@@ -434,6 +440,10 @@ func (k *Kernel) Update(fn func(*Config)) error {
 	fixed("Metrics", next.Metrics != old.Metrics)
 	fixed("Logger", next.Logger != old.Logger)
 	fixed("OnEvent", funcPtr(next.OnEvent) != funcPtr(old.OnEvent))
+	fixed("Store", next.Store != old.Store)
+	fixed("SnapshotEvery", next.SnapshotEvery != old.SnapshotEvery)
+	fixed("StoreTimeout", next.StoreTimeout != old.StoreTimeout)
+	fixed("StoreBatch", next.StoreBatch != old.StoreBatch)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -484,6 +494,12 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 		st := k.Stats()
 		return &ShutdownError{Err: ctx.Err(), Running: st.Running}
 	}
+	if k.dur != nil {
+		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
+			return &ShutdownError{Err: err, Journal: int(k.dur.j.pending.Load())}
+		}
+		k.dur.j.stop()
+	}
 	k.stopSide()
 	return nil
 }
@@ -506,6 +522,16 @@ func (k *Kernel) Close() error {
 		if l := k.rc.Load().cfg.Logger; l != nil {
 			l.Warn("kernel: close returned with task functions still running", "running", k.Stats().Running)
 		}
+	}
+	if k.dur != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), k.rc.Load().cfg.StoreTimeout)
+		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
+			if l := k.rc.Load().cfg.Logger; l != nil {
+				l.Warn("kernel: close gave up writing the journal; the store keeps the tasks' earlier states", "changes", k.dur.j.pending.Load(), "err", err)
+			}
+		}
+		cancel()
+		k.dur.j.stop()
 	}
 	k.stopSide()
 	return nil

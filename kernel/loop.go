@@ -20,6 +20,7 @@ const (
 	ctrlUpdate                          // apply a new resolved config (rc), answer on ack
 	ctrlShutdown                        // drain and stop
 	ctrlClose                           // stop now
+	ctrlRecover                         // schedule durable tasks read back from the store (hs)
 )
 
 // ctrlMsg is a message from the API to the loop.
@@ -28,6 +29,7 @@ type ctrlMsg struct {
 	h    *Handle
 	b    *Batch
 	rc   *resolved
+	hs   []*Handle
 	ack  chan error // size 1
 }
 
@@ -58,6 +60,9 @@ type loopState struct {
 	budget   retryBudget
 	zombieN  int
 	evBuf    []Event
+
+	jbuf    []jentry                   // durable-task changes of this pass, for the journal
+	backlog [queue.NumLevels][]*Handle // recovered durable tasks waiting for a ticket
 
 	spareTasks []*Handle
 	spareCtrl  []ctrlMsg
@@ -211,9 +216,43 @@ func (k *Kernel) pass() {
 	clear(ctrl)
 	k.spareCtrl = ctrl[:0]
 
+	k.admitBacklog()
 	k.wheel.Advance(k.now, k.fireFn)
 	k.dispatch()
 	k.publish()
+}
+
+// admitBacklog takes in recovered durable tasks, in their order, as long as their
+// buckets have room: recovery never overfills the kernel nor refuses a stored task.
+func (k *Kernel) admitBacklog() {
+	for l := range queue.NumLevels {
+		b := k.backlog[l]
+		if len(b) == 0 {
+			continue
+		}
+		n := 0
+		for n < len(b) && k.tryAcquire(queue.Level(l), 1, k.rcl) == nil {
+			k.accept(b[n])
+			n++
+		}
+		if n == len(b) {
+			k.backlog[l] = nil
+		} else {
+			clear(b[:n])
+			k.backlog[l] = b[n:]
+		}
+	}
+}
+
+// dropBacklog forgets the recovered tasks not taken in yet: the process stops and
+// their rows stay live for the next kernel.
+func (k *Kernel) dropBacklog() {
+	for l := range queue.NumLevels {
+		for _, h := range k.backlog[l] {
+			k.abortDurable(h)
+		}
+		k.backlog[l] = nil
+	}
 }
 
 // park arms the timer for the wheel's next expiry and blocks until a submitter,
@@ -425,6 +464,9 @@ func (k *Kernel) start(h *Handle, a *attempt) {
 	from := k.setState(h, Running)
 	h.attempts.Store(a.n)
 	k.m.started[h.bucket].Inc()
+	if h.dur != nil {
+		k.journalStart(h, a)
+	}
 	if a.n == 1 {
 		k.budget.first(k.now)
 	}
@@ -475,7 +517,8 @@ func (k *Kernel) settleAttempt(a *attempt) {
 // otherwise ends the task in state final with err.
 func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	p := h.retry
-	if !IsPermanent(err) && int(a.n) < p.MaxAttempts && !k.draining && !k.closing &&
+	more := !IsPermanent(err) && int(a.n) < p.MaxAttempts
+	if more && !k.draining && !k.closing &&
 		(h.batch == nil || !h.batch.canceled()) && k.budget.allow(k.now) {
 		na := &attempt{h: h, n: a.n + 1}
 		na.ctx.a = na
@@ -483,8 +526,18 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 		h.cur = na
 		k.waiting[h.bucket].Add(1) // a retry re-enters without a ticket check
 		k.m.retried[h.bucket].Inc()
-		k.toWheel(h, na, Retrying, k.now.Add(backoff(p, int(a.n), err)), err)
+		at := k.now.Add(backoff(p, int(a.n), err))
+		if h.dur != nil {
+			k.journalRetry(h, at, err)
+		}
+		k.toWheel(h, na, Retrying, at, err)
 		return
+	}
+	if more && h.dur != nil && (k.draining || k.closing) {
+		// The process stops, not the task: the store keeps it for a retry by the next
+		// kernel, after its backoff.
+		k.journalRetry(h, k.now.Add(backoff(p, int(a.n), err)), err)
+		h.dur.keepLive = true
 	}
 	if final == TimedOut {
 		k.m.timedOut[h.bucket].Inc()
@@ -513,6 +566,9 @@ func (k *Kernel) setState(h *Handle, to State) State {
 func (k *Kernel) end(h *Handle, to State, err error) {
 	from := k.setState(h, to)
 	k.live--
+	if h.dur != nil {
+		k.journalEnd(h, to, err)
+	}
 	if k.events != nil {
 		k.emit(h, from, to, h.cur, err)
 	}
@@ -588,6 +644,16 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		k.beginDrain()
 	case ctrlClose:
 		k.closeAll()
+	case ctrlRecover:
+		if k.draining || k.closing {
+			for _, h := range m.hs {
+				k.abortDurable(h)
+			}
+			return
+		}
+		for _, h := range m.hs {
+			k.backlog[h.bucket] = append(k.backlog[h.bucket], h)
+		}
 	}
 }
 
@@ -625,6 +691,7 @@ func (k *Kernel) beginDrain() {
 		return
 	}
 	k.draining = true
+	k.dropBacklog()
 	var keep []*attempt
 	k.wheel.Clear(func(a *attempt) {
 		if a.tkind == timerDue {
@@ -650,6 +717,7 @@ func (k *Kernel) closeAll() {
 	}
 	k.closing = true
 	k.draining = false
+	k.dropBacklog()
 	for l := range queue.NumLevels {
 		k.buckets.Bucket(queue.Level(l)).Clear(func(h *Handle) {
 			k.release(h.bucket, 1)
@@ -727,6 +795,11 @@ func (k *Kernel) publish() {
 		}
 	}
 	k.flushEvents()
+	if len(k.jbuf) > 0 {
+		k.dur.j.add(k.jbuf)
+		clear(k.jbuf)
+		k.jbuf = k.jbuf[:0]
+	}
 }
 
 // highOnly is the pick mask while the non-High slots (and their lookahead) are full.

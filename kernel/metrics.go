@@ -109,6 +109,20 @@ type Stats struct {
 
 	EventsDropped    uint64
 	OnTimeoutDropped uint64
+
+	// Store is the journal of durable tasks; zero without Config.Store.
+	Store StoreStats
+}
+
+// StoreStats are the figures of the durable-task journal.
+type StoreStats struct {
+	Commits uint64 // group commits that landed
+	Changes uint64 // changes they held
+	Errors  uint64 // commits that failed (the store did not answer)
+	Refused uint64 // changes the store refused (stale fence, unknown task...), logged
+	Pending int    // changes waiting for a commit
+	Down    bool   // the store is known to be down: durable submits fail fast
+	Held    int    // recovered tasks whose kind is not registered yet
 }
 
 // Terminal returns the number of tasks that ended, all priorities together.
@@ -154,5 +168,17 @@ func (k *Kernel) Stats() Stats {
 	q.mu.Unlock()
 	s.EventsDropped = m.eventsDropped.Get()
 	s.OnTimeoutDropped = m.onTimeoutDropped.Get()
+	if d := k.dur; d != nil {
+		j := d.j
+		s.Store = StoreStats{
+			Commits: j.commits.Get(), Changes: j.changes.Get(), Errors: j.commitErrors.Get(),
+			Refused: j.refused.Get(), Pending: int(j.pending.Load()), Down: j.down.Load() != nil,
+		}
+		d.mu.Lock()
+		for _, ts := range d.held {
+			s.Store.Held += len(ts)
+		}
+		d.mu.Unlock()
+	}
 	return s
 }

@@ -1,0 +1,538 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/axsched/ax/queue"
+)
+
+// DurableTask is a task that survives the process: it names a registered kind (see
+// [Kernel.Register]) and carries its input as bytes, since a closure cannot be stored.
+// Submit it with [Kernel.SubmitDurable]; the kernel must have a Config.Store.
+type DurableTask struct {
+	// Kind names the function that runs the task, registered with [Kernel.Register].
+	// Required; at most KindMax bytes.
+	Kind string
+
+	// Payload is the function's input. The kernel copies it. The store may cap its
+	// size (mysqlstore: Options.MaxPayload); a larger payload is refused with
+	// [ErrPayloadTooLarge].
+	Payload []byte
+
+	// Priority chooses the bucket. The zero value is Normal.
+	Priority Priority
+
+	// Delay holds the task back for this long after submission; At until that time.
+	// At most one of them may be set. The due time is stored: a task recovered after
+	// it passed runs at once (the misfire policy is "run late, never skip").
+	Delay time.Duration
+	At    time.Time
+
+	// Timeout bounds each attempt. If zero, Config.DefaultTimeout of the priority at
+	// the time it runs; [NoTimeout] means none.
+	Timeout time.Duration
+
+	// MaxAttempts bounds the attempts, across restarts: an attempt interrupted by a
+	// crash counts. If zero, Config.Retry's MaxAttempts of the priority. The other
+	// fields of Config.Retry (backoff) apply.
+	MaxAttempts int
+
+	// UniqueKey, if not empty, refuses a second durable task with the same key while
+	// one is live (delayed, queued, running or waiting for a retry): its submit fails
+	// with [ErrDuplicateKey]. At most UniqueKeyMax bytes.
+	UniqueKey string
+}
+
+// DurableFunc runs one attempt of a durable task with its payload. Like Task.Run, it
+// must honour ctx; an error makes the attempt fail (retried per the task's attempts
+// and Config.Retry, unless it is [Permanent]).
+type DurableFunc func(ctx context.Context, payload []byte) error
+
+// durable is what the record of a durable task carries besides the in-memory task.
+type durable struct {
+	kind        string
+	payload     []byte
+	unique      string
+	maxAttempts int
+	timeout     time.Duration // as submitted (0: kernel default), for the store
+	fence       uint64        // loop-owned: the fence the store holds for the task
+	keepLive    bool          // loop-owned: the process stops; leave the row live
+}
+
+// durables is the kernel's durable side: the registry of kinds, the unique keys of
+// live durable tasks, the tasks recovered for kinds not registered yet, and the
+// journal.
+type durables struct {
+	mu       sync.Mutex
+	kinds    map[string]DurableFunc  // guarded by mu
+	keys     map[string]struct{}     // guarded by mu: unique keys of live durable tasks
+	held     map[string][]StoredTask // guarded by mu: recovered tasks by kind, waiting for Register
+	prefix   string                  // immutable: the ID prefix of this kernel instance
+	maxBytes int                     // immutable: the store's payload cap, 0 if unknown
+	j        *journal
+}
+
+// payloadCapper is implemented by stores that cap payload sizes; the kernel then
+// refuses an oversized payload at submit, before any write.
+type payloadCapper interface{ MaxPayload() int }
+
+// initDurable starts the journal and reads back the live tasks of the store.
+func (k *Kernel) initDurable(c *Config) error {
+	d := &durables{
+		kinds: make(map[string]DurableFunc),
+		keys:  make(map[string]struct{}),
+		held:  make(map[string][]StoredTask),
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	d.prefix = "ax" + hex.EncodeToString(b[:]) + "-"
+	if pc, ok := c.Store.(payloadCapper); ok {
+		d.maxBytes = pc.MaxPayload()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
+	tasks, err := c.Store.Recover(ctx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("kernel: recover durable tasks: %w", err)
+	}
+	for _, t := range tasks {
+		d.held[t.Kind] = append(d.held[t.Kind], t)
+		if t.UniqueKey != "" {
+			d.keys[t.UniqueKey] = struct{}{}
+		}
+	}
+	k.dur = d
+	d.j = newJournal(k, c)
+	return nil
+}
+
+// Register names the function that runs durable tasks of kind. Tasks of that kind
+// recovered from the store when the kernel started (see Config.Store) are scheduled
+// now: queued and delayed ones with their priority and due time, those that were
+// running as a new attempt — or, when that attempt was their last, dead-lettered as
+// Failed. Register a kind once, before submitting tasks of it. It returns a
+// *ConfigError for an empty or too long kind or a nil fn, and an error when the
+// kernel has no store, the kind is registered already or the kernel is closed.
+func (k *Kernel) Register(kind string, fn DurableFunc) error {
+	switch {
+	case kind == "":
+		return &ConfigError{Field: "kind", Reason: "must not be empty"}
+	case len(kind) > KindMax:
+		return &ConfigError{Field: "kind", Value: kind, Reason: "longer than KindMax bytes"}
+	case fn == nil:
+		return &ConfigError{Field: "fn", Reason: "must not be nil"}
+	}
+	d := k.dur
+	if d == nil {
+		return errors.New("kernel: Register: Config.Store is nil; durable tasks need a store")
+	}
+	if k.isClosed() {
+		return ErrClosed
+	}
+	d.mu.Lock()
+	if _, ok := d.kinds[kind]; ok {
+		d.mu.Unlock()
+		return fmt.Errorf("kernel: Register: kind %q is registered already", kind)
+	}
+	d.kinds[kind] = fn
+	held := d.held[kind]
+	delete(d.held, kind)
+	d.mu.Unlock()
+	if len(held) > 0 {
+		k.recover(held, fn)
+	}
+	return nil
+}
+
+// recover schedules tasks read back from the store.
+func (k *Kernel) recover(tasks []StoredTask, fn DurableFunc) {
+	rc := k.rc.Load()
+	now := k.clk.Now()
+	var hs []*Handle
+	var dead []jentry
+	for i := range tasks {
+		t := &tasks[i]
+		prio := t.Priority.normalize()
+		maxAttempts := t.MaxAttempts
+		if maxAttempts <= 0 {
+			maxAttempts = rc.retry[levelOf(prio)].MaxAttempts
+		}
+		if t.State == Running && t.Attempt >= maxAttempts {
+			msg := "kernel: attempt " + strconv.Itoa(t.Attempt) + " of " + strconv.Itoa(maxAttempts) + " was interrupted (the process stopped) and it was the last"
+			dead = append(dead, jentry{c: Change{Op: OpFail, Fence: t.Fence, Task: StoredTask{ID: t.ID, State: Failed, LastError: msg, UpdatedAt: now}}})
+			k.dur.dropKey(t.UniqueKey)
+			continue
+		}
+		task := Task{ID: t.ID, Priority: prio, Timeout: t.Timeout}
+		if t.RunAt.After(now) {
+			task.At = t.RunAt
+		}
+		h := k.newDurableHandle(&task, rc, fn, t.Kind, t.Payload, t.UniqueKey, maxAttempts, t.Timeout)
+		h.dur.fence = t.Fence
+		// The next attempt: after one interrupted by the stop (Running), after a failed
+		// one waiting for its retry, or the first.
+		h.first.n = int32(t.Attempt) + 1
+		hs = append(hs, h)
+	}
+	if len(dead) > 0 {
+		k.dur.j.add(dead)
+	}
+	if len(hs) > 0 {
+		k.control(ctrlMsg{kind: ctrlRecover, hs: hs})
+	}
+}
+
+// dropKey frees a unique key of a durable task that is no longer live.
+func (d *durables) dropKey(key string) {
+	if key == "" {
+		return
+	}
+	d.mu.Lock()
+	delete(d.keys, key)
+	d.mu.Unlock()
+}
+
+// newDurableHandle builds the record of a durable task.
+func (k *Kernel) newDurableHandle(t *Task, rc *resolved, fn DurableFunc, kind string, payload []byte, unique string, maxAttempts int, timeout time.Duration) *Handle {
+	h := &Handle{}
+	t.Run = func(ctx context.Context) error { return fn(ctx, payload) }
+	k.initHandle(h, t, t.Priority.normalize(), rc, nil)
+	p := *h.retry
+	p.MaxAttempts = maxAttempts
+	h.retry = &p
+	h.dur = &durable{kind: kind, payload: payload, unique: unique, maxAttempts: maxAttempts, timeout: timeout, fence: 1}
+	return h
+}
+
+// validate checks a durable task's fields, naming the bad ones.
+func (t *DurableTask) validate(prefix string, maxBytes int) error {
+	var errs []error
+	bad := func(field string, v any, reason string) {
+		errs = append(errs, &ConfigError{Field: prefix + field, Value: v, Reason: reason})
+	}
+	switch {
+	case t.Kind == "":
+		bad("Kind", t.Kind, "must not be empty")
+	case len(t.Kind) > KindMax:
+		bad("Kind", t.Kind, "longer than KindMax bytes")
+	}
+	if !t.Priority.Valid() {
+		bad("Priority", t.Priority, "must be High, Normal or Low")
+	}
+	if t.Delay < 0 {
+		bad("Delay", t.Delay, "must be >= 0")
+	}
+	if t.Delay > 0 && !t.At.IsZero() {
+		bad("At", t.At, "must be zero when Delay is set")
+	}
+	if t.Timeout < 0 {
+		bad("Timeout", t.Timeout, "must be >= 0")
+	}
+	if t.MaxAttempts < 0 {
+		bad("MaxAttempts", t.MaxAttempts, "must be >= 0")
+	}
+	if len(t.UniqueKey) > UniqueKeyMax {
+		bad("UniqueKey", len(t.UniqueKey), "longer than UniqueKeyMax bytes")
+	}
+	if maxBytes > 0 && len(t.Payload) > maxBytes {
+		errs = append(errs, fmt.Errorf("kernel: %sPayload: %d bytes, the store takes at most %d: %w", prefix, len(t.Payload), maxBytes, ErrPayloadTooLarge))
+	}
+	return errors.Join(errs...)
+}
+
+// SubmitDurable stores t and schedules it. It waits for room while the kernel is full
+// (ctx bounds that wait), then for the group commit that holds t — in acknowledged
+// mode (Config.SnapshotEvery zero, the default) it returns only once t is durable, so
+// a crash after it returned loses nothing: the next kernel on the store runs t. In
+// periodic snapshot mode it returns at once and t is durable at the next snapshot.
+//
+// It refuses, with nothing stored: a bad field (a joined *ConfigError naming it), an
+// unregistered Kind, a payload over the store's cap ([ErrPayloadTooLarge]), a live
+// UniqueKey ([ErrDuplicateKey]), no room ([ErrQueueFull], [ErrDegraded] or ctx.Err()),
+// a closed kernel ([ErrClosed]) and a store that cannot be reached
+// ([ErrStoreUnavailable], at once while the store is known to be down). The wait for
+// the commit is bounded by Config.StoreTimeout, not by ctx: once the commit began its
+// outcome is waited for. If the kernel closes between the commit and the hand-over,
+// the task stays stored and its handle ends Canceled with ErrClosed.
+func (k *Kernel) SubmitDurable(ctx context.Context, t DurableTask) (*Handle, error) {
+	hs, err := k.submitDurable(ctx, []DurableTask{t}, false)
+	if err != nil {
+		var be *batchErrors
+		if errors.As(err, &be) {
+			return nil, be.errs[0]
+		}
+		return nil, err
+	}
+	return hs[0], nil
+}
+
+// SubmitDurableMany is [Kernel.SubmitDurable] for many tasks in one group commit, the
+// fast way to enqueue a backlog. It takes room for all of them at once. A refused task
+// has a nil handle and its error in the returned error, which is an errors.Join of
+// "tasks[i]: ..." errors; the others are stored and scheduled. An error that concerns
+// them all (room, closed kernel, store down) comes with no handles.
+func (k *Kernel) SubmitDurableMany(ctx context.Context, ts []DurableTask) ([]*Handle, error) {
+	return k.submitDurable(ctx, ts, true)
+}
+
+// batchErrors holds per-task errors of a durable submit.
+type batchErrors struct{ errs []error }
+
+func (e *batchErrors) Error() string {
+	var b bytes.Buffer
+	for i, err := range e.errs {
+		if err == nil {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "tasks[%d]: %v", i, err)
+	}
+	return b.String()
+}
+
+func (e *batchErrors) Unwrap() []error {
+	var out []error
+	for _, err := range e.errs {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
+
+func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool) ([]*Handle, error) {
+	d := k.dur
+	if d == nil {
+		return nil, errors.New("kernel: durable submit: Config.Store is nil; durable tasks need a store")
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if len(ts) == 0 {
+		return nil, nil
+	}
+	errs := make([]error, len(ts))
+	failed := 0
+	fail := func(i int, err error) {
+		if errs[i] == nil {
+			failed++
+		}
+		errs[i] = err
+	}
+	fns := make([]DurableFunc, len(ts))
+	prefix := func(i int) string {
+		if many {
+			return "DurableTask[" + strconv.Itoa(i) + "]."
+		}
+		return "DurableTask."
+	}
+	d.mu.Lock()
+	for i := range ts {
+		if err := ts[i].validate(prefix(i), d.maxBytes); err != nil {
+			fail(i, err)
+			continue
+		}
+		fn, ok := d.kinds[ts[i].Kind]
+		if !ok {
+			fail(i, &ConfigError{Field: prefix(i) + "Kind", Value: ts[i].Kind, Reason: "is not registered (Kernel.Register)"})
+			continue
+		}
+		fns[i] = fn
+	}
+	// Unique keys: refuse a key held by a live task, or twice in this batch.
+	var taken []string
+	for i := range ts {
+		key := ts[i].UniqueKey
+		if errs[i] != nil || key == "" {
+			continue
+		}
+		if _, ok := d.keys[key]; ok {
+			fail(i, fmt.Errorf("kernel: %sUniqueKey %q: %w", prefix(i), key, ErrDuplicateKey))
+			continue
+		}
+		d.keys[key] = struct{}{}
+		taken = append(taken, key)
+	}
+	d.mu.Unlock()
+	dropKeys := func(keys []string) {
+		d.mu.Lock()
+		for _, key := range keys {
+			delete(d.keys, key)
+		}
+		d.mu.Unlock()
+	}
+	if failed == len(ts) {
+		return nil, &batchErrors{errs: errs}
+	}
+	if err := d.j.availableErr(); err != nil {
+		dropKeys(taken)
+		return nil, err
+	}
+
+	// Room: one ticket per task, per level, all or none.
+	rc := k.rc.Load()
+	var need [queue.NumLevels]int64
+	for i := range ts {
+		if errs[i] == nil {
+			need[levelOf(ts[i].Priority.normalize())]++
+		}
+	}
+	var got [queue.NumLevels]int64
+	releaseAll := func() {
+		for l := range queue.NumLevels {
+			if got[l] > 0 {
+				k.release(queue.Level(l), got[l])
+			}
+		}
+	}
+	for l := range queue.NumLevels {
+		if need[l] == 0 {
+			continue
+		}
+		if _, err := k.admit(ctx, queue.Level(l), need[l], rc); err != nil {
+			releaseAll()
+			dropKeys(taken)
+			return nil, err
+		}
+		got[l] = need[l]
+		rc = k.rc.Load()
+	}
+
+	now := k.clk.Now()
+	hs := make([]*Handle, len(ts))
+	entries := make([]jentry, 0, len(ts)-failed)
+	g := &ackGroup{errs: errs, done: make(chan struct{})}
+	for i := range ts {
+		if errs[i] != nil {
+			continue
+		}
+		t := &ts[i]
+		prio := t.Priority.normalize()
+		maxAttempts := t.MaxAttempts
+		if maxAttempts == 0 {
+			maxAttempts = rc.retry[levelOf(prio)].MaxAttempts
+		}
+		id := d.prefix + fmt.Sprintf("%016x", k.seq.Add(1))
+		payload := bytes.Clone(t.Payload)
+		task := Task{ID: id, Priority: prio, Delay: t.Delay, At: t.At, Timeout: t.Timeout}
+		h := k.newDurableHandle(&task, rc, fns[i], t.Kind, payload, t.UniqueKey, maxAttempts, t.Timeout)
+		hs[i] = h
+		st := StoredTask{
+			ID: id, Kind: t.Kind, Payload: payload, Priority: prio, RunAt: now,
+			Timeout: t.Timeout, MaxAttempts: maxAttempts, Fence: 1, UniqueKey: t.UniqueKey,
+			State: Queued, CreatedAt: now, UpdatedAt: now,
+		}
+		if h.due {
+			st.RunAt = k.at(h.dueAt)
+			if st.RunAt.After(now) {
+				st.State = Delayed
+			}
+		}
+		entries = append(entries, jentry{c: Change{Op: OpInsert, Task: st}, h: h, idx: i})
+	}
+	if d.j.every > 0 {
+		// Periodic snapshot: journal the inserts (before the loop can journal a start),
+		// then hand the tasks over at once.
+		d.j.add(entries)
+		live := hs[:0:0]
+		for _, h := range hs {
+			if h != nil {
+				live = append(live, h)
+			}
+		}
+		if !k.enqueueMany(live) {
+			releaseAll()
+			for _, h := range live {
+				k.abortDurable(h)
+			}
+			return nil, ErrClosed
+		}
+		if failed > 0 {
+			return hs, &batchErrors{errs: errs}
+		}
+		return hs, nil
+	}
+	g.left = len(entries)
+	for i := range entries {
+		entries[i].ack = g
+	}
+	d.j.add(entries)
+	<-g.done
+	// The journal released the tickets of refused tasks and handed the others over.
+	if g.all != nil {
+		return nil, g.all
+	}
+	anyFailed := false
+	for i := range ts {
+		if errs[i] != nil {
+			hs[i] = nil
+			anyFailed = true
+		}
+	}
+	if anyFailed {
+		return hs, &batchErrors{errs: errs}
+	}
+	return hs, nil
+}
+
+// abortDurable ends the record of a durable task that never reached the loop (the
+// kernel closed between its commit and its hand-over). Its row stays live.
+func (k *Kernel) abortDurable(h *Handle) {
+	h.state.Store(uint32(Canceled))
+	h.finish(ErrClosed)
+	k.dur.dropKey(h.dur.unique)
+}
+
+// journalStart records the start of a durable attempt. Loop only.
+func (k *Kernel) journalStart(h *Handle, a *attempt) {
+	d := h.dur
+	next := d.fence + 1
+	k.jbuf = append(k.jbuf, jentry{c: Change{Op: OpStart, Fence: d.fence, Task: StoredTask{ID: h.id, Attempt: int(a.n), Fence: next, UpdatedAt: k.now}}})
+	d.fence = next
+}
+
+// journalRetry records a failed attempt that will be tried again at at. Loop only.
+func (k *Kernel) journalRetry(h *Handle, at time.Time, err error) {
+	k.jbuf = append(k.jbuf, jentry{c: Change{Op: OpRetry, Fence: h.dur.fence, Task: StoredTask{ID: h.id, RunAt: at, LastError: errText(err), UpdatedAt: k.now}}})
+}
+
+// journalEnd records the end of a durable task, unless the end belongs to this
+// process only (Shutdown abandoned it, Close cancelled it, the process stops between
+// attempts): its row then stays live, for the next kernel on the store. Loop only.
+func (k *Kernel) journalEnd(h *Handle, to State, err error) {
+	d := h.dur
+	defer k.dur.dropKey(d.unique)
+	if d.keepLive || to == Abandoned || (to == Canceled && errors.Is(err, ErrClosed)) {
+		return
+	}
+	c := Change{Fence: d.fence, Task: StoredTask{ID: h.id, UpdatedAt: k.now}}
+	switch to {
+	case Succeeded:
+		c.Op = OpSucceed
+	case Canceled:
+		c.Op = OpCancel
+		c.Task.LastError = errText(err)
+	default: // Failed, TimedOut, Evicted
+		c.Op = OpFail
+		c.Task.State = to
+		c.Task.LastError = errText(err)
+	}
+	k.jbuf = append(k.jbuf, jentry{c: c})
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -1,0 +1,482 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// stored reads one task back from a store or fails the test.
+func stored(t *testing.T, s Store, id string) StoredTask {
+	t.Helper()
+	st, err := s.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("store.Get(%q) = %v", id, err)
+	}
+	return st
+}
+
+// recorder is a durable kind that records its payloads.
+type recorder struct {
+	mu   sync.Mutex
+	runs map[string]int
+	at   map[string]time.Time
+}
+
+func newRecorder() *recorder {
+	return &recorder{runs: map[string]int{}, at: map[string]time.Time{}}
+}
+
+func (r *recorder) run(_ context.Context, p []byte) error {
+	r.mu.Lock()
+	r.runs[string(p)]++
+	if _, ok := r.at[string(p)]; !ok {
+		r.at[string(p)] = time.Now()
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *recorder) count(p string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runs[p]
+}
+
+func TestDurableSubmitRunsAndJournals(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewMemoryStore()
+		k := newTestKernel(t, Config{MaxConcurrency: 4, Store: s})
+		rec := newRecorder()
+		if err := k.Register("rec", rec.run); err != nil {
+			t.Fatal(err)
+		}
+		h, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "rec", Payload: []byte("p1"), Priority: High})
+		if err != nil {
+			t.Fatalf("SubmitDurable() = %v", err)
+		}
+		// Acknowledged: the insert is stored when SubmitDurable returns.
+		if st := stored(t, s, h.ID()); st.Kind != "rec" || string(st.Payload) != "p1" || st.Priority != High {
+			t.Fatalf("stored after ack = %+v", st)
+		}
+		if err := h.Wait(context.Background()); err != nil {
+			t.Fatalf("Wait() = %v", err)
+		}
+		if err := k.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		st := stored(t, s, h.ID())
+		if st.State != Succeeded || st.Attempt != 1 || st.Fence != 2 || rec.count("p1") != 1 {
+			t.Fatalf("stored = state %v attempt %d fence %d, runs %d; want succeeded/1/2/1", st.State, st.Attempt, st.Fence, rec.count("p1"))
+		}
+		if got := k.Stats().Store; got.Commits == 0 || got.Changes != 3 || got.Refused != 0 || got.Pending != 0 {
+			t.Fatalf("Stats.Store = %+v, want 3 changes, none refused", got)
+		}
+	})
+}
+
+func TestDurableBadInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewMemoryStore()
+		k := newTestKernel(t, Config{Store: s})
+		if err := k.Register("ok", func(context.Context, []byte) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name  string
+			task  DurableTask
+			field string
+		}{
+			{"unregistered", DurableTask{Kind: "nope"}, "DurableTask.Kind"},
+			{"empty kind", DurableTask{}, "DurableTask.Kind"},
+			{"negative delay", DurableTask{Kind: "ok", Delay: -1}, "DurableTask.Delay"},
+			{"delay and at", DurableTask{Kind: "ok", Delay: 1, At: time.Now()}, "DurableTask.At"},
+			{"negative attempts", DurableTask{Kind: "ok", MaxAttempts: -1}, "DurableTask.MaxAttempts"},
+			{"long key", DurableTask{Kind: "ok", UniqueKey: strings.Repeat("k", UniqueKeyMax+1)}, "DurableTask.UniqueKey"},
+			{"bad priority", DurableTask{Kind: "ok", Priority: 9}, "DurableTask.Priority"},
+		} {
+			_, err := k.SubmitDurable(context.Background(), tc.task)
+			var ce *ConfigError
+			if !errors.As(err, &ce) || ce.Field != tc.field {
+				t.Errorf("%s: SubmitDurable() = %v, want a *ConfigError for %s", tc.name, err, tc.field)
+			}
+		}
+		if n := k.Stats().Store.Changes; n != 0 {
+			t.Fatalf("%d changes written for refused submits", n)
+		}
+		if err := k.Register("ok", func(context.Context, []byte) error { return nil }); err == nil {
+			t.Fatal("second Register of a kind succeeded")
+		}
+		var ce *ConfigError
+		if err := k.Register("", nil); !errors.As(err, &ce) || ce.Field != "kind" {
+			t.Fatalf("Register(\"\") = %v", err)
+		}
+		if err := k.Register("x", nil); !errors.As(err, &ce) || ce.Field != "fn" {
+			t.Fatalf("Register(nil fn) = %v", err)
+		}
+		plain := newTestKernel(t, Config{})
+		if _, err := plain.SubmitDurable(context.Background(), DurableTask{Kind: "ok"}); err == nil {
+			t.Fatal("SubmitDurable without a store succeeded")
+		}
+	})
+}
+
+// cappedStore is a MemoryStore that announces a payload cap.
+type cappedStore struct{ *MemoryStore }
+
+func (cappedStore) MaxPayload() int { return 8 }
+
+func TestDurablePayloadCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := cappedStore{NewMemoryStore()}
+		k := newTestKernel(t, Config{Store: s})
+		_ = k.Register("ok", func(context.Context, []byte) error { return nil })
+		_, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "ok", Payload: make([]byte, 9)})
+		if !errors.Is(err, ErrPayloadTooLarge) || !strings.Contains(err.Error(), "DurableTask.Payload") {
+			t.Fatalf("SubmitDurable(9 bytes) = %v, want ErrPayloadTooLarge naming the field", err)
+		}
+		if k.Stats().Store.Changes != 0 {
+			t.Fatal("rows written for an oversized payload")
+		}
+		if _, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "ok", Payload: make([]byte, 8)}); err != nil {
+			t.Fatalf("SubmitDurable(8 bytes) = %v", err)
+		}
+	})
+}
+
+func TestDurableUniqueKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewMemoryStore()
+		k := newTestKernel(t, Config{Store: s})
+		g := make(gate)
+		_ = k.Register("wait", func(ctx context.Context, _ []byte) error { return g.run(ctx) })
+		h1, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "wait", UniqueKey: "order-7"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "wait", UniqueKey: "order-7"}); !errors.Is(err, ErrDuplicateKey) {
+			t.Fatalf("second submit with a live key = %v, want ErrDuplicateKey", err)
+		}
+		hs, err := k.SubmitDurableMany(context.Background(), []DurableTask{{Kind: "wait", UniqueKey: "a"}, {Kind: "wait", UniqueKey: "a"}})
+		if !errors.Is(err, ErrDuplicateKey) || hs[0] == nil || hs[1] != nil || !strings.Contains(err.Error(), "tasks[1]") {
+			t.Fatalf("SubmitDurableMany(same key twice) = %v, %v", hs, err)
+		}
+		g.open()
+		if err := h1.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		h3, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "wait", UniqueKey: "order-7"})
+		if err != nil {
+			t.Fatalf("submit after the holder ended = %v", err)
+		}
+		if err := h3.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestDurableRetriesAndDeadLetters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewMemoryStore()
+		k := newTestKernel(t, Config{Store: s, Retry: ByPriority[RetryPolicy]{Normal: RetryPolicy{Base: 10 * time.Millisecond, Jitter: JitterNone}}})
+		var calls atomic.Int32
+		_ = k.Register("flaky", func(context.Context, []byte) error {
+			if calls.Add(1) < 3 {
+				return errors.New("flaky")
+			}
+			return nil
+		})
+		_ = k.Register("bad", func(context.Context, []byte) error { return errors.New("always bad") })
+		h1, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "flaky"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h2, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "bad", MaxAttempts: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h1.Wait(context.Background()); err != nil {
+			t.Fatalf("flaky: %v", err)
+		}
+		if err := h2.Wait(context.Background()); err == nil {
+			t.Fatal("bad succeeded")
+		}
+		if err := k.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st := stored(t, s, h1.ID()); st.State != Succeeded || st.Attempt != 3 || st.LastError != "flaky" {
+			t.Fatalf("flaky stored %+v", st)
+		}
+		st := stored(t, s, h2.ID())
+		if st.State != Failed || st.Attempt != 2 || st.LastError != "always bad" {
+			t.Fatalf("bad stored %+v", st)
+		}
+		if n, _ := s.CountDeadLetters(context.Background()); n != 1 {
+			t.Fatalf("dead letters = %d, want 1", n)
+		}
+	})
+}
+
+// seed commits tasks to a store as a previous kernel would have left them.
+func seed(t *testing.T, s Store, tasks ...StoredTask) {
+	t.Helper()
+	cs := make([]Change, len(tasks))
+	for i, st := range tasks {
+		if st.UpdatedAt.IsZero() {
+			st.UpdatedAt = time.Now()
+			st.CreatedAt = st.UpdatedAt
+		}
+		cs[i] = Change{Op: OpInsert, Task: st}
+	}
+	res, err := s.Commit(context.Background(), cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r != nil {
+			t.Fatalf("seed %d: %v", i, r)
+		}
+	}
+}
+
+func TestDurableRecovery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewMemoryStore()
+		now := time.Now()
+		seed(t, s,
+			StoredTask{ID: "queued", Kind: "rec", Payload: []byte("queued"), State: Queued, RunAt: now, Fence: 1},
+			StoredTask{ID: "late", Kind: "rec", Payload: []byte("late"), State: Delayed, RunAt: now.Add(-time.Hour), Fence: 1},
+			StoredTask{ID: "later", Kind: "rec", Payload: []byte("later"), State: Delayed, RunAt: now.Add(time.Minute), Fence: 1},
+			StoredTask{ID: "crashed", Kind: "rec", Payload: []byte("crashed"), State: Running, Attempt: 1, MaxAttempts: 3, Fence: 5},
+			StoredTask{ID: "spent", Kind: "rec", Payload: []byte("spent"), State: Running, Attempt: 2, MaxAttempts: 2, Fence: 7, UniqueKey: "u"},
+			StoredTask{ID: "other", Kind: "unknown", State: Queued, Fence: 1},
+		)
+		k := newTestKernel(t, Config{Store: s})
+		if held := k.Stats().Store.Held; held != 6 {
+			t.Fatalf("Held = %d before Register, want 6", held)
+		}
+		// A recovered live unique key is held.
+		_ = k.Register("noop", func(context.Context, []byte) error { return nil })
+		if _, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "noop", UniqueKey: "u"}); !errors.Is(err, ErrDuplicateKey) {
+			t.Fatalf("submit with a recovered key = %v", err)
+		}
+		rec := newRecorder()
+		start := time.Now()
+		if err := k.Register("rec", rec.run); err != nil {
+			t.Fatal(err)
+		}
+		advance(30 * time.Second) // "later" is not due yet
+		for _, p := range []string{"queued", "late", "crashed"} {
+			if rec.count(p) != 1 {
+				t.Fatalf("%s ran %d times, want 1", p, rec.count(p))
+			}
+		}
+		if rec.count("later") != 0 || rec.count("spent") != 0 {
+			t.Fatalf("later ran early (%d) or spent ran (%d)", rec.count("later"), rec.count("spent"))
+		}
+		advance(31 * time.Second)
+		if rec.count("later") != 1 {
+			t.Fatal("later did not run once due")
+		}
+		if at := rec.at["later"]; at.Before(start.Add(time.Minute)) {
+			t.Fatalf("later ran at +%v, before its due time", at.Sub(start))
+		}
+		if err := k.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st := stored(t, s, "crashed"); st.State != Succeeded || st.Attempt != 2 || st.Fence != 6 {
+			t.Fatalf("crashed stored %+v, want succeeded on attempt 2 with fence 6", st)
+		}
+		if st := stored(t, s, "spent"); st.State != Failed || !strings.Contains(st.LastError, "interrupted") {
+			t.Fatalf("spent stored %+v, want a dead letter", st)
+		}
+		if st := stored(t, s, "other"); st.State != Queued {
+			t.Fatalf("unregistered kind's task = %v, want left Queued", st.State)
+		}
+	})
+}
+
+func TestDurableSurvivesShutdownAndClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewMemoryStore()
+		k1, err := New(Config{Store: s, MaxConcurrency: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := make(gate)
+		_ = k1.Register("k", func(ctx context.Context, _ []byte) error { return g.run(ctx) })
+		running, _ := k1.SubmitDurable(context.Background(), DurableTask{Kind: "k", Payload: []byte("running")})
+		synctest.Wait()
+		queued, _ := k1.SubmitDurable(context.Background(), DurableTask{Kind: "k", Payload: []byte("queued")})
+		delayed, err := k1.SubmitDurable(context.Background(), DurableTask{Kind: "k", Payload: []byte("delayed"), Delay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k1.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range []*Handle{running, queued, delayed} {
+			if !errors.Is(h.Err(), ErrClosed) {
+				t.Fatalf("%s: Err() = %v, want ErrClosed in this process", h.ID(), h.Err())
+			}
+		}
+		if st := stored(t, s, running.ID()); st.State != Running {
+			t.Fatalf("running task stored %v after Close, want Running", st.State)
+		}
+		if st := stored(t, s, queued.ID()); st.State != Queued {
+			t.Fatalf("queued task stored %v after Close, want Queued", st.State)
+		}
+		if st := stored(t, s, delayed.ID()); st.State != Delayed {
+			t.Fatalf("delayed task stored %v after Close, want Delayed", st.State)
+		}
+
+		// The next kernel runs all three; the delayed one when due.
+		k2 := newTestKernel(t, Config{Store: s})
+		rec := newRecorder()
+		_ = k2.Register("k", rec.run)
+		synctest.Wait()
+		if rec.count("running") != 1 || rec.count("queued") != 1 || rec.count("delayed") != 0 {
+			t.Fatalf("after restart: %v", rec.runs)
+		}
+		advance(time.Hour)
+		if rec.count("delayed") != 1 {
+			t.Fatal("delayed task did not run after the restart")
+		}
+		if err := k2.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st := stored(t, s, running.ID()); st.State != Succeeded || st.Attempt != 2 {
+			t.Fatalf("interrupted task stored %+v, want succeeded on attempt 2", st)
+		}
+	})
+}
+
+func TestDurableStoreDown(t *testing.T) {
+	for _, applied := range []bool{false, true} {
+		t.Run(fmt.Sprintf("applied=%v", applied), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := NewMemoryStore()
+				k := newTestKernel(t, Config{Store: s})
+				rec := newRecorder()
+				_ = k.Register("rec", rec.run)
+				s.InjectFault(1, applied)
+				_, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "rec", Payload: []byte("lost"), UniqueKey: "k"})
+				if !errors.Is(err, ErrStoreUnavailable) {
+					t.Fatalf("submit while the store fails = %v, want ErrStoreUnavailable", err)
+				}
+				if !k.Stats().Store.Down {
+					t.Fatal("Stats.Store.Down false after a failed commit")
+				}
+				// Known down: fail fast, no commit attempted.
+				before := k.Stats().Store.Errors
+				if _, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "rec"}); !errors.Is(err, ErrStoreUnavailable) {
+					t.Fatalf("second submit = %v, want a fast ErrStoreUnavailable", err)
+				}
+				if k.Stats().Store.Errors != before {
+					t.Fatal("a fast-failed submit tried a commit")
+				}
+				// The journal probes the store and comes back.
+				advance(time.Second)
+				if k.Stats().Store.Down {
+					t.Fatal("store still down after the fault cleared")
+				}
+				h, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "rec", Payload: []byte("ok"), UniqueKey: "k"})
+				if err != nil {
+					t.Fatalf("submit after recovery = %v", err)
+				}
+				if err := h.Wait(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if err := k.Shutdown(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if rec.count("lost") != 0 {
+					t.Fatal("a task whose submit failed ran")
+				}
+				// The refused insert, if it landed, was cancelled: it never runs later.
+				live, _ := s.Recover(context.Background())
+				if len(live) != 0 {
+					t.Fatalf("live tasks left: %+v", live)
+				}
+			})
+		})
+	}
+}
+
+func TestDurableSnapshotMode(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewMemoryStore()
+		k := newTestKernel(t, Config{Store: s, SnapshotEvery: 50 * time.Millisecond})
+		rec := newRecorder()
+		_ = k.Register("rec", rec.run)
+		var hs []*Handle
+		for i := range 100 {
+			h, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "rec", Payload: fmt.Appendf(nil, "t%d", i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs = append(hs, h)
+		}
+		if n := k.Stats().Store.Commits; n != 0 {
+			t.Fatalf("%d commits before the first snapshot tick", n)
+		}
+		waitAll(t, hs)
+		advance(60 * time.Millisecond)
+		st := k.Stats().Store
+		if st.Commits == 0 || st.Changes != 300 || st.Refused != 0 {
+			t.Fatalf("Stats.Store = %+v, want 300 changes in snapshots", st)
+		}
+		for _, h := range hs {
+			if got := stored(t, s, h.ID()); got.State != Succeeded {
+				t.Fatalf("%s stored %v", h.ID(), got.State)
+			}
+		}
+	})
+}
+
+func TestDurableManyAndCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewMemoryStore()
+		k := newTestKernel(t, Config{Store: s, MaxConcurrency: 8})
+		rec := newRecorder()
+		_ = k.Register("rec", rec.run)
+		ts := make([]DurableTask, 1000)
+		for i := range ts {
+			ts[i] = DurableTask{Kind: "rec", Payload: fmt.Appendf(nil, "m%d", i), Priority: Priority(1 + i%3)}
+		}
+		ts[500].Kind = "missing"
+		hs, err := k.SubmitDurableMany(context.Background(), ts)
+		if err == nil || !strings.Contains(err.Error(), "tasks[500]") || hs[500] != nil {
+			t.Fatalf("SubmitDurableMany with one bad kind = %v", err)
+		}
+		live := append(append([]*Handle{}, hs[:500]...), hs[501:]...)
+		if got := waitAll(t, live); got[Succeeded] != 999 {
+			t.Fatalf("outcomes %v, want 999 succeeded", got)
+		}
+		d, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "rec", Delay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		d.Cancel()
+		if err := d.Wait(context.Background()); !errors.Is(err, ErrCanceled) {
+			t.Fatalf("cancelled durable task: %v", err)
+		}
+		if err := k.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st := stored(t, s, d.ID()); st.State != Canceled {
+			t.Fatalf("cancelled task stored %v", st.State)
+		}
+		if live, _ := s.Recover(context.Background()); len(live) != 0 {
+			t.Fatalf("%d live tasks left", len(live))
+		}
+	})
+}

@@ -1,0 +1,339 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+)
+
+// The journal's retry and probe delays while the store is down.
+const (
+	journalBackoffMin = 20 * time.Millisecond
+	journalBackoffMax = time.Second
+)
+
+// jentry is one change waiting for a group commit.
+type jentry struct {
+	c    Change
+	h    *Handle   // an insert: the task, handed to the loop once stored (acknowledged mode)
+	ack  *ackGroup // an acknowledged insert: the submit waiting for it
+	idx  int       // the task's index in that submit
+	comp bool      // a cancel that undoes an insert whose submit was told it failed
+}
+
+// ackGroup is one acknowledged durable submit waiting for its commit. The journal
+// writes errs and all, then closes done.
+type ackGroup struct {
+	errs []error // per task of the submit
+	all  error   // an error for the whole submit: the commit failed
+	left int     // entries not settled yet; journal-owned
+	done chan struct{}
+}
+
+// journal is the goroutine that writes the durable tasks' lifecycle to the store in
+// group commits, one commit at a time and in order: whatever queued up while a commit
+// was in flight goes in the next one. In periodic snapshot mode it commits every
+// Config.SnapshotEvery instead. Its delays run on the real clock: they are about the
+// database, not about task times.
+type journal struct {
+	k        *Kernel
+	store    Store
+	every    time.Duration
+	maxBatch int
+	timeout  time.Duration
+	logger   *slog.Logger
+
+	mu       sync.Mutex
+	queue    []jentry        // guarded by mu
+	flushing []chan struct{} // guarded by mu: closed once the queue is empty and committed
+	flushNow bool            // guarded by mu: commit without waiting for the snapshot tick
+	wake     chan struct{}   // size 1
+	stopCh   chan struct{}
+	doneCh   chan struct{}
+	stopOnce sync.Once
+
+	down    atomic.Pointer[error] // the last error while the store is known to be down
+	pending atomic.Int64
+
+	commits, changes, commitErrors, refused *metrics.Counter
+}
+
+func newJournal(k *Kernel, c *Config) *journal {
+	j := &journal{
+		k: k, store: c.Store, every: c.SnapshotEvery, maxBatch: c.StoreBatch, timeout: c.StoreTimeout, logger: c.Logger,
+		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), doneCh: make(chan struct{}),
+	}
+	s := c.Metrics
+	j.commits = s.NewCounter("ax_store_commits_total")
+	j.changes = s.NewCounter("ax_store_changes_total")
+	j.commitErrors = s.NewCounter("ax_store_commit_errors_total")
+	j.refused = s.NewCounter("ax_store_refused_total")
+	s.NewGauge("ax_store_pending", func() float64 { return float64(j.pending.Load()) })
+	s.NewGauge("ax_store_up", func() float64 {
+		if j.down.Load() != nil {
+			return 0
+		}
+		return 1
+	})
+	go j.run()
+	return j
+}
+
+// add queues changes, in order, after everything queued before.
+func (j *journal) add(es []jentry) {
+	j.mu.Lock()
+	j.queue = append(j.queue, es...)
+	j.pending.Store(int64(len(j.queue)))
+	j.mu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+}
+
+// availableErr returns an error wrapping ErrStoreUnavailable while the store is
+// known to be down, so that durable submits fail fast.
+func (j *journal) availableErr() error {
+	if p := j.down.Load(); p != nil {
+		return fmt.Errorf("kernel: durable submit refused while the store is down (last error: %v): %w", *p, ErrStoreUnavailable)
+	}
+	return nil
+}
+
+// flush waits until everything queued so far is committed, or ctx ends.
+func (j *journal) flush(ctx context.Context) error {
+	ch := make(chan struct{})
+	j.mu.Lock()
+	j.flushing = append(j.flushing, ch)
+	j.flushNow = true
+	j.mu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-j.doneCh:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// stop ends the journal goroutine; what was not committed stays uncommitted.
+func (j *journal) stop() {
+	j.stopOnce.Do(func() { close(j.stopCh) })
+	<-j.doneCh
+}
+
+// sleep waits d, or returns false when the journal stops first.
+func (j *journal) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-j.stopCh:
+		return false
+	}
+}
+
+func (j *journal) run() {
+	defer close(j.doneCh)
+	backoff := time.Duration(0)
+	var buf []Change
+	lastCommit := time.Now()
+	for {
+		j.mu.Lock()
+		n := len(j.queue)
+		flushNow := j.flushNow
+		if n == 0 {
+			j.flushNow = false
+			for _, ch := range j.flushing {
+				close(ch)
+			}
+			j.flushing = nil
+		}
+		j.mu.Unlock()
+
+		if n == 0 {
+			if j.down.Load() != nil {
+				// Nothing to retry: probe the store so that submits may come back.
+				if !j.sleep(backoff) {
+					return
+				}
+				backoff = j.probe(backoff)
+				continue
+			}
+			select {
+			case <-j.wake:
+				continue
+			case <-j.stopCh:
+				return
+			}
+		}
+		if j.every > 0 && !flushNow && j.down.Load() == nil {
+			if wait := j.every - time.Since(lastCommit); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-j.wake: // maybe a flush
+					t.Stop()
+					continue
+				case <-j.stopCh:
+					t.Stop()
+					return
+				}
+			}
+		}
+		batch := j.take()
+		lastCommit = time.Now()
+		buf = buf[:0]
+		for i := range batch {
+			buf = append(buf, batch[i].c)
+		}
+		if j.commit(batch, buf) {
+			backoff = 0
+			continue
+		}
+		backoff = nextBackoff(backoff)
+		if !j.sleep(backoff) {
+			return
+		}
+	}
+}
+
+func nextBackoff(d time.Duration) time.Duration {
+	if d == 0 {
+		return journalBackoffMin
+	}
+	return min(2*d, journalBackoffMax)
+}
+
+// probe checks whether a down store answers again and returns the next backoff.
+func (j *journal) probe(backoff time.Duration) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+	_, err := j.store.Get(ctx, "ax-probe")
+	cancel()
+	if err == nil || errors.Is(err, ErrUnknownTask) {
+		j.down.Store(nil)
+		if j.logger != nil {
+			j.logger.Info("kernel: the store answers again; durable submits resume")
+		}
+		return 0
+	}
+	return nextBackoff(backoff)
+}
+
+// take removes the next batch from the queue: up to maxBatch changes, never
+// splitting the inserts of one submit.
+func (j *journal) take() []jentry {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	n := min(len(j.queue), j.maxBatch)
+	for n < len(j.queue) && j.queue[n].ack != nil && j.queue[n].ack == j.queue[n-1].ack {
+		n++
+	}
+	batch := make([]jentry, n)
+	copy(batch, j.queue)
+	rest := copy(j.queue, j.queue[n:])
+	clear(j.queue[rest:])
+	j.queue = j.queue[:rest]
+	j.pending.Store(int64(rest))
+	return batch
+}
+
+// commit writes one batch and settles what waits for it. It reports false when the
+// store could not be reached: the batch's acknowledged inserts are then refused
+// (their submits fail, and a cancel that undoes each, should it have landed, goes
+// first in the next commit); its other changes go back to the front of the queue.
+func (j *journal) commit(batch []jentry, changes []Change) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+	results, err := j.store.Commit(ctx, changes)
+	cancel()
+	if err != nil {
+		j.commitErrors.Inc()
+		if !errors.Is(err, ErrStoreUnavailable) {
+			err = fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		}
+		if j.down.Swap(&err) == nil && j.logger != nil {
+			j.logger.Warn("kernel: the store is down; durable submits fail until it answers", "err", err)
+		}
+		now := j.k.clk.Now()
+		keep := make([]jentry, 0, len(batch))
+		for _, e := range batch {
+			if e.ack == nil {
+				keep = append(keep, e)
+				continue
+			}
+			keep = append(keep, jentry{comp: true, c: Change{Op: OpCancel, Fence: e.c.Task.Fence, Task: StoredTask{
+				ID: e.c.Task.ID, UpdatedAt: now, LastError: "kernel: its submit was refused: the store did not answer",
+			}}})
+			e.ack.all = fmt.Errorf("kernel: durable submit: %w", err)
+			j.refuse(e)
+		}
+		j.mu.Lock()
+		j.queue = append(keep, j.queue...)
+		j.pending.Store(int64(len(j.queue)))
+		j.mu.Unlock()
+		settleGroups(batch)
+		return false
+	}
+	j.commits.Inc()
+	j.changes.Add(len(changes))
+	var handed []*Handle
+	for i := range batch {
+		e := &batch[i]
+		r := results[i]
+		switch {
+		case e.ack != nil:
+			if r != nil {
+				e.ack.errs[e.idx] = r
+				j.refuse(*e)
+			} else {
+				handed = append(handed, e.h)
+			}
+		case e.comp:
+			// Undoing an insert that may not have landed: unknown is the expected answer.
+		case r != nil:
+			j.refused.Inc()
+			if j.logger != nil {
+				j.logger.Warn("kernel: the store refused a change", "op", e.c.Op.String(), "task", e.c.Task.ID, "err", r)
+			}
+		}
+	}
+	if len(handed) > 0 && !j.k.enqueueMany(handed) {
+		for _, h := range handed {
+			j.k.release(h.bucket, 1)
+			j.k.abortDurable(h)
+		}
+	}
+	settleGroups(batch)
+	return true
+}
+
+// settleGroups wakes the submits whose inserts were all in batch.
+func settleGroups(batch []jentry) {
+	for i := range batch {
+		if g := batch[i].ack; g != nil {
+			g.left--
+			if g.left == 0 {
+				close(g.done)
+			}
+		}
+	}
+}
+
+// refuse gives back the ticket and the unique key of an acknowledged insert whose
+// submit fails.
+func (j *journal) refuse(e jentry) {
+	j.k.release(e.h.bucket, 1)
+	j.k.dur.dropKey(e.h.dur.unique)
+}
