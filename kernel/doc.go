@@ -53,7 +53,7 @@
 //
 // Without a store the kernel keeps tasks in memory only: a process crash loses
 // queued, delayed and running tasks, so each task runs at most once per attempt
-// across a crash, never twice.
+// across a crash, never twice. Durable tasks (below) trade that for at least once.
 //
 // A timeout cancels the attempt's context (whose Deadline is the attempt's start
 // plus its timeout) at most one tick late, ends the attempt TimedOut for its
@@ -81,6 +81,34 @@
 // [Kernel.Shutdown] stops intake and drains queued and running tasks; delayed
 // tasks not yet due end Abandoned. [Kernel.Close] ends everything at once. Both are
 // idempotent; after either, submissions return [ErrClosed].
+//
+// # Durable tasks
+//
+// With Config.Store (mysqlstore.Store on MySQL/MariaDB, or [MemoryStore] in tests)
+// a task may outlive the process. It names a kind registered with
+// [Kernel.Register] and carries a []byte payload; [Kernel.SubmitDurable] (or
+// [Kernel.SubmitDurableMany] for a backlog) stores it and schedules it. The store
+// is a journal, not a queue: a durable task runs from memory like any other, and a
+// goroutine of the kernel, the journal, writes its lifecycle — inserted, started
+// (with a new fence per attempt), retried, ended — in group commits, many tasks per
+// transaction. Nothing polls the table; [New] reads it back once.
+//
+// The promise: a durable task that SubmitDurable acknowledged runs at least once,
+// whatever happens to the process. In acknowledged mode (the default) SubmitDurable
+// returns after the commit that holds the task, so a crash (kill -9 included) loses
+// no acknowledged task: the next kernel on the store runs tasks that were queued
+// or delayed with their priority and due time (a due time that passed runs at
+// once), and tasks that were running as a new attempt — they run again, which is
+// the "at least once"; an attempt interrupted on its last try dead-letters the
+// task. What a crash does lose is the record of completions not yet committed:
+// those tasks run again. In periodic snapshot mode (Config.SnapshotEvery) a submit
+// returns before its commit, and a crash loses what was submitted in the last
+// interval. Shutdown and Close leave durable tasks that did not finish live in
+// the store for the next kernel (in this process their handles end Abandoned or
+// Canceled with [ErrClosed]). Tasks that ended Failed, TimedOut, Evicted or
+// Abandoned in the store are dead letters: [Store.DeadLetters], [Store.Requeue]
+// and [Store.Purge] manage them. While the store does not answer, durable submits
+// fail fast with [ErrStoreUnavailable] and the journal retries the rest.
 //
 // # Observability
 //

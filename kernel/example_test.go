@@ -130,3 +130,34 @@ func ExampleKernel_Shutdown() {
 	// <nil> 10
 	// kernel: closed
 }
+
+// Durable tasks name a registered kind and carry their input as bytes. In the
+// default acknowledged mode SubmitDurable returns once the task is in the store, so
+// a crash after that loses nothing: the next kernel on the same store runs it.
+// (A real service passes a database store, such as mysqlstore.)
+func ExampleKernel_SubmitDurable() {
+	store := kernel.NewMemoryStore()
+	k, err := kernel.New(kernel.Config{Store: store})
+	if err != nil {
+		panic(err)
+	}
+	if err := k.Register("email.send", func(_ context.Context, payload []byte) error {
+		fmt.Printf("sending %s\n", payload)
+		return nil
+	}); err != nil {
+		panic(err)
+	}
+	h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{
+		Kind: "email.send", Payload: []byte(`{"to":"ada@example.com"}`), UniqueKey: "welcome-ada",
+	})
+	if err != nil {
+		panic(err)
+	}
+	_ = h.Wait(context.Background())
+	_ = k.Shutdown(context.Background()) // writes the last completions to the store
+	st, _ := store.Get(context.Background(), h.ID())
+	fmt.Println(st.State, st.Attempt)
+	// Output:
+	// sending {"to":"ada@example.com"}
+	// succeeded 1
+}
