@@ -536,3 +536,43 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// Requeue gives the named dead letters another life (see [Store.Requeue]: Queued,
+// attempts counted from zero, a new fence) and schedules them in this kernel — or
+// holds them until their kind is registered. It returns how many it requeued; IDs
+// that are unknown or not dead letters are skipped. List dead letters with the
+// store's [Store.DeadLetters].
+func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
+	d := k.dur
+	if d == nil {
+		return 0, errors.New("kernel: Requeue: Config.Store is nil")
+	}
+	if k.isClosed() {
+		return 0, ErrClosed
+	}
+	ts, err := d.j.store.Requeue(ctx, k.clk.Now(), ids...)
+	if err != nil {
+		return 0, fmt.Errorf("kernel: requeue: %w", err)
+	}
+	byKind := make(map[string][]StoredTask)
+	d.mu.Lock()
+	for _, t := range ts {
+		if t.UniqueKey != "" {
+			d.keys[t.UniqueKey] = struct{}{}
+		}
+		if _, ok := d.kinds[t.Kind]; ok {
+			byKind[t.Kind] = append(byKind[t.Kind], t)
+		} else {
+			d.held[t.Kind] = append(d.held[t.Kind], t)
+		}
+	}
+	fns := make(map[string]DurableFunc, len(byKind))
+	for kind := range byKind {
+		fns[kind] = d.kinds[kind]
+	}
+	d.mu.Unlock()
+	for kind, group := range byKind {
+		k.recover(group, fns[kind])
+	}
+	return len(ts), nil
+}

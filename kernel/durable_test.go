@@ -224,6 +224,48 @@ func TestDurableRetriesAndDeadLetters(t *testing.T) {
 	})
 }
 
+func TestDurableRequeueRunsDeadLetters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewMemoryStore()
+		k := newTestKernel(t, Config{Store: s})
+		var fail atomic.Bool
+		fail.Store(true)
+		var runs atomic.Int32
+		_ = k.Register("k", func(context.Context, []byte) error {
+			runs.Add(1)
+			if fail.Load() {
+				return Permanent(errors.New("down"))
+			}
+			return nil
+		})
+		h, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "k", UniqueKey: "once"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = h.Wait(context.Background())
+		advance(time.Millisecond) // the journal writes the dead letter
+		dl, err := s.DeadLetters(context.Background(), 0, "")
+		if err != nil || len(dl) != 1 || dl[0].ID != h.ID() {
+			t.Fatalf("DeadLetters() = %v, %v", dl, err)
+		}
+		fail.Store(false)
+		n, err := k.Requeue(context.Background(), h.ID(), "unknown-id")
+		if err != nil || n != 1 {
+			t.Fatalf("Requeue() = %d, %v; want 1", n, err)
+		}
+		advance(time.Millisecond)
+		if runs.Load() != 2 {
+			t.Fatalf("runs = %d after Requeue, want 2", runs.Load())
+		}
+		if err := k.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st := stored(t, s, h.ID()); st.State != Succeeded || st.Attempt != 1 {
+			t.Fatalf("requeued task stored %+v, want succeeded on its first new attempt", st)
+		}
+	})
+}
+
 // seed commits tasks to a store as a previous kernel would have left them.
 func seed(t *testing.T, s Store, tasks ...StoredTask) {
 	t.Helper()
