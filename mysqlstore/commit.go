@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -17,7 +18,6 @@ import (
 const (
 	insertRowsMax = 1000
 	updateRowsMax = 1000
-	caseRowsMax   = 250 // CASE id costs each row a scan of the WHENs: keep them short
 	selectIDsMax  = 1000
 )
 
@@ -45,7 +45,7 @@ func (s *Store) Commit(ctx context.Context, changes []kernel.Change) ([]error, e
 	if len(b.ids) == 0 { // every change refused before reaching the server
 		return b.pre, nil
 	}
-	optimistic := b.optimistic
+	optimistic := true
 	var results []error
 	err := s.retry(ctx, "commit", func() error {
 		if optimistic {
@@ -79,14 +79,17 @@ type batch struct {
 	first   []int    // first[k]: index of the first change not refused of ids[k]
 	keys    []string // distinct unique keys of the live inserts not refused
 	next    []int    // next change of the same task, or -1
-	// optimistic: no row needs reading first. False when a live insert with a unique key
-	// comes before a change to a task not inserted by the batch: that change may free the
-	// key, and only the stored rows tell whether the insert came before it.
-	optimistic bool
+	// insertsFirst: the optimistic plan runs the INSERT before the updates. True when a
+	// live insert with a unique key comes before a change that ends a task not inserted
+	// by the batch: that change may free the key, but only after the insert, which must
+	// then meet the key still held (and fail, so that the batch is planned again from the
+	// locked rows). Otherwise the updates run first, so that an insert after a change that
+	// freed its key finds it free.
+	insertsFirst bool
 }
 
 func (s *Store) newBatch(changes []kernel.Change) *batch {
-	b := &batch{changes: changes, pre: make([]error, len(changes)), optimistic: true}
+	b := &batch{changes: changes, pre: make([]error, len(changes))}
 	for i := range changes {
 		c := &changes[i]
 		if err := c.Validate(); err != nil {
@@ -120,8 +123,8 @@ func (s *Store) newBatch(changes []kernel.Change) *batch {
 					b.keys = append(b.keys, t.UniqueKey)
 				}
 			}
-		} else if keyedInsert && !inserted[t.ID] {
-			b.optimistic = false
+		} else if keyedInsert && !inserted[t.ID] && !changes[i].ResultState().Live() {
+			b.insertsFirst = true
 		}
 	}
 	b.next = nextOfTask(changes)
@@ -172,7 +175,7 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool) ([]er
 				return nil, errReplan // let the locked rows decide the refusals
 			}
 		}
-		stmts := s.statements(rows, b.ids)
+		stmts := s.statements(rows, b.ids, b.insertsFirst)
 		if len(stmts) == 1 && stmts[0].want <= 1 {
 			// One INSERT, or one UPDATE of one row, applies all or nothing by itself: no
 			// BEGIN and COMMIT round trips.
@@ -195,7 +198,7 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool) ([]er
 			return err
 		}
 		results = plan(b, rows, holders)
-		for _, st := range s.statements(rows, b.ids) {
+		for _, st := range s.statements(rows, b.ids, false) {
 			if err := s.run(ctx, tx, st, false); err != nil {
 				return err
 			}
@@ -220,15 +223,18 @@ func (s *Store) inTx(ctx context.Context, opts *sql.TxOptions, f func(*sql.Tx) e
 
 // statement is one write of a batch.
 type statement struct {
-	sql  string
-	want int64 // rows an UPDATE must change; -1 for an INSERT
+	sql string
+	// want is what RowsAffected must report: 1 for the UPDATE of one row, 2 for each row
+	// of an INSERT … ON DUPLICATE KEY UPDATE (a row changed by it counts 2), -1 for an
+	// INSERT of new rows.
+	want int64
 }
 
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// run executes st. An UPDATE that changes fewer rows than it names, or an INSERT that
+// run executes st. An update that changes fewer rows than it names, or an INSERT that
 // meets a duplicate entry (an ID stored already, a unique key held), means the plan was
 // wrong: errReplan.
 func (s *Store) run(ctx context.Context, db execer, st statement, optimistic bool) error {
@@ -252,16 +258,19 @@ func (s *Store) run(ctx context.Context, db execer, st statement, optimistic boo
 			return errReplan // a fence moved, a task ended or is unknown
 		}
 		// The rows are locked: only a writer ignoring the locks could do this.
-		return fmt.Errorf("%w: UPDATE changed %d rows of %d locked ones", errReplan, got, st.want)
+		return fmt.Errorf("%w: update reported %d rows affected, want %d for locked rows", errReplan, got, st.want)
 	}
 	return nil
 }
 
-// statements returns the writes of the planned rows: UPDATEs of stored rows first (they
-// may free unique keys that the inserts take), then INSERTs.
-func (s *Store) statements(rows map[string]*row, ids []string) []statement {
-	stmts := s.updates(rows, ids)
-	return append(stmts, s.inserts(rows, ids)...)
+// statements returns the writes of the planned rows: updates of stored rows first (they
+// may free unique keys that the inserts take), then INSERTs; or the other way round when
+// insertsFirst (see batch.insertsFirst).
+func (s *Store) statements(rows map[string]*row, ids []string, insertsFirst bool) []statement {
+	if insertsFirst {
+		return append(s.inserts(rows, ids), s.updates(rows, ids)...)
+	}
+	return append(s.updates(rows, ids), s.inserts(rows, ids)...)
 }
 
 // lockRows reads and locks the batch's rows and the holders of its inserts' unique keys.
@@ -409,150 +418,120 @@ func (r *row) apply(c *kernel.Change, holders map[string]string) {
 	}
 }
 
-// updateGroup is the key of rows that one UPDATE statement can change together: the
-// same final state, the same fence increment and the same fields set. Values that differ
-// between the rows (attempt, run_at, last_error, updated_at) are set with CASE id.
-type updateGroup struct {
-	state                              kernel.State
-	delta                              uint64
-	setAttempt, setRunAt, setLastError bool
-}
-
-// updates returns the UPDATEs of the stored rows the batch changed: single-table
-// statements that find each row by id IN (…) AND (id, fence) IN (…) AND state <= live,
-// so that a row whose fence moved or which ended is not touched. Each must change every
-// row it names (version is bumped so that an identical rewrite counts too).
+// updates returns the writes of the stored rows the batch changed, each of which checks
+// the row's fence and liveness itself, so that a row whose fence moved or which ended is
+// not touched. One row: an UPDATE … WHERE id = … AND fence = … AND state <= live. More:
+// multi-row INSERT … ON DUPLICATE KEY UPDATE statements (see upsertTail), one primary-key
+// write per row with no range to plan, whatever the values of the rows. Each statement
+// must report every row it names as changed (version is bumped so that an identical
+// rewrite counts too).
 func (s *Store) updates(rows map[string]*row, ids []string) []statement {
-	var stmts []statement
-	groups := map[updateGroup][]*row{}
-	var order []updateGroup
+	var upd []*row
 	for _, id := range ids {
-		r := rows[id]
-		if !r.exists || !r.dirty {
-			continue
+		if r := rows[id]; r.exists && r.dirty {
+			upd = append(upd, r)
 		}
-		g := updateGroup{r.state, r.fence - r.preFence, r.setAttempt, r.setRunAt, r.setLastError}
-		if _, ok := groups[g]; !ok {
-			order = append(order, g)
-		}
-		groups[g] = append(groups[g], r)
 	}
+	switch len(upd) {
+	case 0:
+		return nil
+	case 1:
+		return []statement{s.updateOne(upd[0])}
+	}
+	slices.SortFunc(upd, func(a, b *row) int { return compareStrings(a.id, b.id) }) // one lock order
+	var stmts []statement
 	budget := s.statementBudget()
-	for _, g := range order {
-		upd := groups[g]
-		slices.SortFunc(upd, func(a, b *row) int { return compareStrings(a.id, b.id) })
-		most := updateRowsMax
-		if varies(g, upd) {
-			most = caseRowsMax
+	for len(upd) > 0 {
+		n, size := 0, 0
+		for n < len(upd) && n < updateRowsMax {
+			size += 2*len(upd[n].id) + 2*len(upd[n].lastError) + 96
+			if n > 0 && size > budget {
+				break
+			}
+			n++
 		}
-		for len(upd) > 0 {
-			n := 1
-			for size := 0; n < len(upd) && n < most; n++ {
-				size += 4*len(upd[n].id) + 2*len(upd[n].lastError) + 96
-				if size > budget {
-					break
-				}
+		q := newQuery(len(upsertHead) + len(upsertTail) + size + 64)
+		q.raw("INSERT INTO ").raw(s.table).raw(upsertHead)
+		for i, r := range upd[:n] {
+			if i > 0 {
+				q.raw(",")
 			}
-			chunk := upd[:n]
-			q := newQuery(256 + n*192)
-			q.raw("UPDATE ").raw(s.table).raw(" SET fence = fence + ").uint(g.delta).
-				raw(", state = ").uint(uint64(stateCode(g.state)))
-			if g.setAttempt {
-				q.raw(", attempt = ")
-				setColumn(q, chunk, func(r *row) int64 { return int64(r.attempt) })
+			var flags uint64
+			attempt, runAt, lastError := 0, int64(0), ""
+			if r.setAttempt {
+				flags, attempt = flags|upsertAttempt, r.attempt
 			}
-			if g.setRunAt {
-				q.raw(", run_at = ")
-				setColumn(q, chunk, func(r *row) int64 { return millis(r.runAt) })
+			if r.setRunAt {
+				flags, runAt = flags|upsertRunAt, millis(r.runAt)
 			}
-			if g.setLastError {
-				q.raw(", last_error = ")
-				setBytesColumn(q, chunk)
+			if r.setLastError {
+				flags, lastError = flags|upsertLastError, r.lastError
 			}
-			q.raw(", updated_at = ")
-			setColumn(q, chunk, func(r *row) int64 { return millis(r.updatedAt) })
-			if !g.state.Live() {
-				q.raw(", live_key = NULL")
-			}
-			// id IN (…) first: the optimizer turns a row constructor IN of one element into
-			// a scan of the whole table, while id IN always reads the primary key's range.
-			q.raw(", version = version + 1 WHERE id IN (")
-			for i, r := range chunk {
-				if i > 0 {
-					q.raw(",")
-				}
-				q.hexString(r.id)
-			}
-			q.raw(") AND (id, fence) IN (")
-			for i, r := range chunk {
-				if i > 0 {
-					q.raw(",")
-				}
-				q.raw("(").hexString(r.id).raw(",").uint(r.preFence).raw(")")
-			}
-			q.raw(") AND state <= " + liveMaxCode)
-			stmts = append(stmts, statement{sql: q.String(), want: int64(n)})
-			upd = upd[n:]
+			// The columns of upsertHead: a row that is not stored would be inserted with
+			// these values, which the count of rows affected reveals (1, not 2).
+			q.raw("(").hexString(r.id).raw(",'','',0,").int(runAt).raw(",0,").uint(flags).raw(",").
+				int(int64(attempt)).raw(",").uint(r.fence).raw(",'',").uint(uint64(stateCode(r.state))).raw(",").
+				hexString(lastError).raw(",0,").int(millis(r.updatedAt)).raw(",").uint(r.preFence).raw(")")
 		}
+		q.raw(upsertTail)
+		stmts = append(stmts, statement{sql: q.String(), want: 2 * int64(n)})
+		upd = upd[n:]
 	}
 	return stmts
 }
 
-// varies reports whether the rows differ in a value that UPDATE sets, so that it needs a
-// CASE.
-func varies(g updateGroup, rows []*row) bool {
-	r0 := rows[0]
-	for _, r := range rows[1:] {
-		if g.setAttempt && r.attempt != r0.attempt || g.setRunAt && millis(r.runAt) != millis(r0.runAt) ||
-			g.setLastError && r.lastError != r0.lastError || millis(r.updatedAt) != millis(r0.updatedAt) {
-			return true
-		}
+// updateOne returns the UPDATE of one stored row.
+func (s *Store) updateOne(r *row) statement {
+	q := newQuery(256 + 2*len(r.id) + 2*len(r.lastError))
+	q.raw("UPDATE ").raw(s.table).raw(" SET fence = ").uint(r.fence).raw(", state = ").uint(uint64(stateCode(r.state)))
+	if r.setAttempt {
+		q.raw(", attempt = ").int(int64(r.attempt))
 	}
-	return false
+	if r.setRunAt {
+		q.raw(", run_at = ").int(millis(r.runAt))
+	}
+	if r.setLastError {
+		q.raw(", last_error = ").hexString(r.lastError)
+	}
+	q.raw(", updated_at = ").int(millis(r.updatedAt))
+	if !r.state.Live() {
+		q.raw(", live_key = NULL")
+	}
+	q.raw(", version = version + 1 WHERE id = ").hexString(r.id).raw(" AND fence = ").uint(r.preFence).
+		raw(" AND state <= " + liveMaxCode)
+	return statement{sql: q.String(), want: 1}
 }
 
-// setColumn writes the value of f for the rows: a literal when they all share it,
-// CASE id WHEN … THEN … END otherwise.
-func setColumn(q *query, rows []*row, f func(*row) int64) {
-	v := f(rows[0])
-	same := true
-	for _, r := range rows[1:] {
-		if f(r) != v {
-			same = false
-			break
-		}
-	}
-	if same {
-		q.int(v)
-		return
-	}
-	q.raw("CASE id")
-	for _, r := range rows {
-		q.raw(" WHEN ").hexString(r.id).raw(" THEN ").int(f(r))
-	}
-	q.raw(" END")
-}
+// Flags of an upsert row, carried in its max_attempts value: the fields it sets besides
+// fence, state, updated_at (and live_key, freed when the state is terminal).
+const (
+	upsertAttempt = 1 << iota
+	upsertRunAt
+	upsertLastError
+)
 
-// setBytesColumn is setColumn for last_error.
-func setBytesColumn(q *query, rows []*row) {
-	v := rows[0].lastError
-	same := true
-	for _, r := range rows[1:] {
-		if r.lastError != v {
-			same = false
-			break
-		}
-	}
-	if same {
-		q.hexString(v)
-		return
-	}
-	q.raw("CASE id")
-	for _, r := range rows {
-		q.raw(" WHEN ").hexString(r.id).raw(" THEN ").hexString(r.lastError)
-	}
-	q.raw(" END")
-}
+// upsertHead lists the columns of an upsert row. Besides the new values, version carries
+// the fence the row must have (its pre-fence) and max_attempts the flags: neither is ever
+// written by an upsert, whose assignments read them with VALUES().
+const upsertHead = " (id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at, version) VALUES "
+
+// upsertTail applies an upsert row to the stored row when the stored fence is the
+// pre-fence and the task is live (ok below), and leaves it untouched otherwise.
+// Assignments run left to right and see the values assigned before them (unless the
+// server's sql_mode has SIMULTANEOUS_ASSIGNMENT), so state and fence, which ok reads,
+// come last; fence's own test holds under both rules: after the state assignment, the
+// state is the new one exactly when ok held (or the row was terminal in that very state
+// at the pre-fence, for an op that keeps the fence: a no-op).
+var upsertTail = strings.NewReplacer("OK", "fence = VALUES(version) AND state <= "+liveMaxCode).Replace(
+	" ON DUPLICATE KEY UPDATE" +
+		" attempt = IF(OK AND VALUES(max_attempts) & 1, VALUES(attempt), attempt)," +
+		" run_at = IF(OK AND VALUES(max_attempts) & 2, VALUES(run_at), run_at)," +
+		" last_error = IF(OK AND VALUES(max_attempts) & 4, VALUES(last_error), last_error)," +
+		" updated_at = IF(OK, VALUES(updated_at), updated_at)," +
+		" live_key = IF(OK AND VALUES(state) > " + liveMaxCode + ", NULL, live_key)," +
+		" version = IF(OK, version + 1, version)," +
+		" state = IF(OK, VALUES(state), state)," +
+		" fence = IF(fence = VALUES(version) AND (state <= " + liveMaxCode + " OR state = VALUES(state)), VALUES(fence), fence)")
 
 // inserts returns the multi-row INSERTs of the batch's new rows.
 func (s *Store) inserts(rows map[string]*row, ids []string) []statement {

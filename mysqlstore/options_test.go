@@ -115,7 +115,7 @@ func TestMigrateIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"PRIMARY": "id", "live_key": "live_key", "state_priority_run_at": "state,priority,run_at", "state_updated_at": "state,updated_at",
+		"PRIMARY": "id", "live_key": "live_key", "state_updated_at": "state,updated_at",
 	}
 	for k, v := range want {
 		if got[k] != v {
