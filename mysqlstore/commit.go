@@ -175,12 +175,23 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool) ([]er
 				return nil, errReplan // let the locked rows decide the refusals
 			}
 		}
+		checks := s.absentChecks(rows, b.ids)
 		stmts := s.statements(rows, b.ids, b.insertsFirst)
-		if len(stmts) == 1 && stmts[0].want <= 1 {
+		switch {
+		case len(stmts) == 0:
+			// Nothing to write (every task of the batch is dropped): the checks alone.
+			for _, st := range checks {
+				if err := s.run(ctx, s.db, st, true); err != nil {
+					return nil, err
+				}
+			}
+			return results, nil
+		case len(stmts) == 1 && stmts[0].want <= 1 && len(checks) == 0:
 			// One INSERT, or one UPDATE of one row, applies all or nothing by itself: no
 			// BEGIN and COMMIT round trips.
 			return results, s.run(ctx, s.db, stmts[0], true)
 		}
+		stmts = append(checks, stmts...)
 		return results, s.inTx(ctx, nil, func(tx *sql.Tx) error {
 			for _, st := range stmts {
 				if err := s.run(ctx, tx, st, true); err != nil {
@@ -221,23 +232,34 @@ func (s *Store) inTx(ctx context.Context, opts *sql.TxOptions, f func(*sql.Tx) e
 	return tx.Commit()
 }
 
-// statement is one write of a batch.
+// statement is one write of a batch, or a check that some rows are not stored.
 type statement struct {
 	sql string
 	// want is what RowsAffected must report: 1 for the UPDATE of one row, 2 for each row
 	// of an INSERT … ON DUPLICATE KEY UPDATE (a row changed by it counts 2), -1 for an
 	// INSERT of new rows.
 	want int64
+	// absent: sql is a SELECT that must find no row (see absentChecks).
+	absent bool
 }
 
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
 // run executes st. An update that changes fewer rows than it names, or an INSERT that
 // meets a duplicate entry (an ID stored already, a unique key held), means the plan was
 // wrong: errReplan.
 func (s *Store) run(ctx context.Context, db execer, st statement, optimistic bool) error {
+	if st.absent {
+		found := false
+		err := scanAll(ctx, db, st.sql, func(scanner) error { found = true; return nil })
+		if err == nil && found {
+			err = errReplan // a task the plan took for new is stored: it must be changed
+		}
+		return err
+	}
 	res, err := db.ExecContext(ctx, st.sql)
 	if err != nil {
 		var me *mysql.MySQLError
@@ -533,12 +555,38 @@ var upsertTail = strings.NewReplacer("OK", "fence = VALUES(version) AND state <=
 		" state = IF(OK, VALUES(state), state)," +
 		" fence = IF(fence = VALUES(version) AND (state <= " + liveMaxCode + " OR state = VALUES(state)), VALUES(fence), fence)")
 
+// dropped reports whether a task the batch inserts is not written at all: with
+// Options.DropCompleted, one that completes in the batch and holds no unique key.
+func (s *Store) dropped(t *kernel.StoredTask) bool {
+	return s.opts.DropCompleted && t.State.Completed() && t.UniqueKey == ""
+}
+
+// absentChecks returns the SELECTs that must find none of the dropped tasks of an
+// optimistic plan: one that is stored (a replay of the batch that inserted it) must be
+// changed by the batch, which only the locking plan does. A consistent read, without
+// locks: a concurrent commit that inserts the same ID is not seen.
+func (s *Store) absentChecks(rows map[string]*row, ids []string) []statement {
+	var drop []string
+	for _, id := range ids {
+		if t := rows[id].ins; t != nil && s.dropped(t) {
+			drop = append(drop, id)
+		}
+	}
+	var stmts []statement
+	for chunk := range slices.Chunk(drop, selectIDsMax) {
+		q := newQuery(64 + len(chunk)*(2*len(chunk[0])+8))
+		q.raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").hexList(chunk).raw(" LIMIT 1")
+		stmts = append(stmts, statement{sql: q.String(), absent: true})
+	}
+	return stmts
+}
+
 // inserts returns the multi-row INSERTs of the batch's new rows.
 func (s *Store) inserts(rows map[string]*row, ids []string) []statement {
 	var stmts []statement
 	var ins []*kernel.StoredTask
 	for _, id := range ids {
-		if t := rows[id].ins; t != nil {
+		if t := rows[id].ins; t != nil && !s.dropped(t) {
 			ins = append(ins, t)
 		}
 	}

@@ -2,7 +2,12 @@ package mysqlstore_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,9 +31,10 @@ func BenchmarkCommit(b *testing.B) {
 	for _, size := range []int{1, 100, 1000} {
 		// insert: acknowledged submits, one row per task.
 		b.Run(fmt.Sprintf("insert/batch=%d", size), func(b *testing.B) {
-			s, _ := setup(b, mysqlstore.Options{})
+			s, db := setup(b, mysqlstore.Options{})
 			changes := make([]kernel.Change, size)
 			seq := 0
+			cpu := startCPU(b, db)
 			b.ReportAllocs()
 			for b.Loop() {
 				for i := range changes {
@@ -38,6 +44,7 @@ func BenchmarkCommit(b *testing.B) {
 				mustBatch(b, s, changes)
 			}
 			b.ReportMetric(float64(seq)/b.Elapsed().Seconds(), "rows/s")
+			cpu.report(b, seq, "row")
 		})
 		// start: the attempt of each task begins (queued → running, fence bumped).
 		b.Run(fmt.Sprintf("start/batch=%d", size), func(b *testing.B) {
@@ -100,7 +107,8 @@ func mustBatch(b *testing.B, s kernel.Store, changes []kernel.Change) {
 // n tasks inserted by the batch before. tasks/s counts completed tasks.
 //
 // BenchmarkLifecycle/snapshot measures the batches of periodic snapshots, where a task is
-// inserted, started and completed within one batch (OpInsert, OpStart, OpSucceed).
+// inserted, started and completed within one batch (OpInsert, OpStart, OpSucceed);
+// snapshot-drop the same with Options.DropCompleted, which writes none of them.
 //
 //	cd mysqlstore && go test -run '^$' -bench Lifecycle -benchtime 3s
 func BenchmarkLifecycle(b *testing.B) {
@@ -120,7 +128,7 @@ func BenchmarkLifecycle(b *testing.B) {
 	}
 	for _, n := range []int{100, 500, 2000} {
 		b.Run(fmt.Sprintf("lifecycle/n=%d", n), func(b *testing.B) {
-			s, _ := setup(b, mysqlstore.Options{})
+			s, db := setup(b, mysqlstore.Options{})
 			seq, done := 0, 0
 			prev := make([]string, n)
 			changes := make([]kernel.Change, 0, 3*n)
@@ -130,6 +138,7 @@ func BenchmarkLifecycle(b *testing.B) {
 				changes = append(changes, kernel.Change{Op: kernel.OpInsert, Task: newTask(prev[i])})
 			}
 			mustBatch(b, s, changes)
+			cpu := startCPU(b, db)
 			b.ReportAllocs()
 			for b.Loop() {
 				changes = changes[:0]
@@ -146,27 +155,103 @@ func BenchmarkLifecycle(b *testing.B) {
 				done += n
 			}
 			b.ReportMetric(float64(done)/b.Elapsed().Seconds(), "tasks/s")
+			cpu.report(b, done, "task")
 		})
 	}
 	for _, n := range []int{100, 500, 2000} {
-		b.Run(fmt.Sprintf("snapshot/n=%d", n), func(b *testing.B) {
-			s, _ := setup(b, mysqlstore.Options{})
-			seq, done := 0, 0
-			changes := make([]kernel.Change, 0, 3*n)
-			b.ReportAllocs()
-			for b.Loop() {
-				changes = changes[:0]
-				for range n {
-					seq++
-					id := fmt.Sprintf("task-%09d", seq)
-					at := now.Add(time.Duration(seq) * time.Microsecond)
-					changes = append(changes, kernel.Change{Op: kernel.OpInsert, Task: newTask(id)},
-						start(id, at), succeed(id, at.Add(time.Microsecond)))
-				}
-				mustBatch(b, s, changes)
-				done += n
+		for _, drop := range []bool{false, true} {
+			name := "snapshot"
+			if drop {
+				name = "snapshot-drop"
 			}
-			b.ReportMetric(float64(done)/b.Elapsed().Seconds(), "tasks/s")
-		})
+			b.Run(fmt.Sprintf("%s/n=%d", name, n), func(b *testing.B) {
+				benchSnapshot(b, n, mysqlstore.Options{DropCompleted: drop}, newTask, start, succeed)
+			})
+		}
 	}
+}
+
+// benchSnapshot commits batches that insert, start and complete n tasks each.
+func benchSnapshot(b *testing.B, n int, opts mysqlstore.Options, newTask func(string) kernel.StoredTask,
+	start, succeed func(string, time.Time) kernel.Change,
+) {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	s, db := setup(b, opts)
+	seq, done := 0, 0
+	changes := make([]kernel.Change, 0, 3*n)
+	cpu := startCPU(b, db)
+	b.ReportAllocs()
+	for b.Loop() {
+		changes = changes[:0]
+		for range n {
+			seq++
+			id := fmt.Sprintf("task-%09d", seq)
+			at := now.Add(time.Duration(seq) * time.Microsecond)
+			changes = append(changes, kernel.Change{Op: kernel.OpInsert, Task: newTask(id)},
+				start(id, at), succeed(id, at.Add(time.Microsecond)))
+		}
+		mustBatch(b, s, changes)
+		done += n
+	}
+	b.ReportMetric(float64(done)/b.Elapsed().Seconds(), "tasks/s")
+	cpu.report(b, done, "task")
+}
+
+// cpuClock reads the CPU time of the benchmark's process and, when the server runs on
+// this machine and its /proc entry is readable, of the server's process (all its
+// threads: purge and log writing count). On a machine that runs other work too, CPU
+// per task varies less than the wall-clock rate.
+type cpuClock struct {
+	serverStat     string // /proc/PID/stat of the server, or ""
+	client, server time.Duration
+}
+
+func startCPU(b *testing.B, db *sql.DB) *cpuClock {
+	c := &cpuClock{}
+	var pidFile string
+	if db.QueryRow("SELECT @@pid_file").Scan(&pidFile) == nil {
+		if pid, err := os.ReadFile(pidFile); err == nil {
+			c.serverStat = "/proc/" + strings.TrimSpace(string(pid)) + "/stat"
+		}
+	}
+	c.client, c.server = clientCPU(), procCPU(c.serverStat)
+	return c
+}
+
+// report adds client-µs/unit and server-µs/unit metrics for n units done since start.
+func (c *cpuClock) report(b *testing.B, n int, unit string) {
+	if n == 0 {
+		return
+	}
+	b.ReportMetric(float64((clientCPU()-c.client).Microseconds())/float64(n), "client-µs/"+unit)
+	if c.serverStat != "" {
+		b.ReportMetric(float64((procCPU(c.serverStat)-c.server).Microseconds())/float64(n), "server-µs/"+unit)
+	}
+}
+
+func clientCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procCPU returns utime+stime of the process whose /proc stat file is path, or 0.
+func procCPU(path string) time.Duration {
+	if path == "" {
+		return 0
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses and may hold spaces.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }

@@ -48,6 +48,14 @@ type Options struct {
 	// tasks are kept until [Store.PurgeCompleted] deletes them.
 	Retention time.Duration
 
+	// DropCompleted, when true, keeps no trace of a task that completes (succeeds or is
+	// canceled) in the batch that inserts it, unless it holds a unique key: such a task
+	// is never written, so [Store.Get] reports it unknown, and a batch of nothing else
+	// costs one read of the primary key (to find replays). It suits periodic snapshots,
+	// where most tasks start and end between two commits. Tasks that complete in a later
+	// batch are kept for Retention like any other. If false, every task is written.
+	DropCompleted bool
+
 	// PurgeInterval is how often the store deletes completed tasks older than Retention,
 	// from a goroutine that [Store.Close] stops. If zero, PurgeIntervalDefault.
 	PurgeInterval time.Duration

@@ -3,11 +3,13 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/axsched/ax/kernel"
 )
@@ -38,16 +40,15 @@ func (q *query) hexString(s string) *query {
 
 func (q *query) hexBytes(p []byte) *query {
 	q.b = append(q.b, "X'"...)
-	for _, c := range p {
-		q.b = append(q.b, hexDigits[c>>4], hexDigits[c&15])
-	}
-	q.b = append(q.b, '\'')
+	q.b = append(hex.AppendEncode(q.b, p), '\'')
 	return q
 }
 
 func (q *query) Len() int { return len(q.b) }
 
-func (q *query) String() string { return string(q.b) }
+// String returns the statement without copying it, as strings.Builder does: q must not be
+// written to afterwards.
+func (q *query) String() string { return unsafe.String(unsafe.SliceData(q.b), len(q.b)) }
 
 // hexList writes "(X'…',X'…')" for strs.
 func (q *query) hexList(strs []string) *query {

@@ -113,6 +113,11 @@ func (s *Store) DB() *sql.DB { return s.db }
 // Table returns the name of the store's table.
 func (s *Store) Table() string { return s.opts.Table }
 
+// MaxPayload returns the payload cap, Options.MaxPayload or its default: a larger payload
+// is refused with [kernel.ErrPayloadTooLarge]. The kernel reads it to refuse an oversized
+// durable submit at once, before any write.
+func (s *Store) MaxPayload() int { return s.opts.MaxPayload }
+
 // Close stops the purger and, for a store made by [Open], closes its connection pool.
 // Calls after Close fail with [kernel.ErrStoreClosed]. It is idempotent; calls running
 // when it is called finish or fail on their own.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -247,6 +248,67 @@ func TestRetentionPurger(t *testing.T) {
 	for _, id := range []string{"new", "dead"} {
 		if _, err := s.Get(ctx, id); err != nil {
 			t.Errorf("Get(%q) = %v; it must survive the purge", id, err)
+		}
+	}
+}
+
+func TestDropCompleted(t *testing.T) {
+	s, db := setup(t, mysqlstore.Options{DropCompleted: true})
+	ctx := context.Background()
+	start := func(id string) kernel.Change {
+		return kernel.Change{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: testNow}}
+	}
+	end := func(op kernel.ChangeOp, id string) kernel.Change {
+		return kernel.Change{Op: op, Fence: 2, Task: kernel.StoredTask{ID: id, UpdatedAt: testNow}}
+	}
+	states := func() map[string]kernel.State {
+		t.Helper()
+		got := map[string]kernel.State{}
+		for _, id := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+			if tk, err := s.Get(ctx, id); err == nil {
+				got[id] = tk.State
+			} else if !errors.Is(err, kernel.ErrUnknownTask) {
+				t.Fatalf("Get(%q) = %v", id, err)
+			}
+		}
+		return got
+	}
+	tests := []struct {
+		name  string
+		batch []kernel.Change
+		want  map[string]kernel.State // every stored task afterwards
+	}{
+		{"inserted and completed: not written", []kernel.Change{
+			insertChange("a", []byte("a")), start("a"), end(kernel.OpSucceed, "a"),
+			insertChange("b", nil), start("b"), end(kernel.OpCancel, "b"),
+		}, map[string]kernel.State{}},
+		{"replayed: still not written", []kernel.Change{
+			insertChange("a", []byte("a")), start("a"), end(kernel.OpSucceed, "a"),
+		}, map[string]kernel.State{}},
+		{"dead letters, keyed and live tasks are written", []kernel.Change{
+			insertChange("c", nil), start("c"), end(kernel.OpFail, "c"),
+			keyedInsert("d", "kd"), start("d"), end(kernel.OpSucceed, "d"),
+			insertChange("e", nil),
+			insertChange("f", nil), start("f"),
+		}, map[string]kernel.State{"c": kernel.Failed, "d": kernel.Succeeded, "e": kernel.Queued, "f": kernel.Running}},
+		{"a stored task inserted again is changed", []kernel.Change{
+			insertChange("e", nil), start("e"), end(kernel.OpSucceed, "e"),
+			insertChange("g", nil), start("g"), end(kernel.OpSucceed, "g"),
+		}, map[string]kernel.State{"c": kernel.Failed, "d": kernel.Succeeded, "e": kernel.Succeeded, "f": kernel.Running}},
+		{"completed in a later batch: kept", []kernel.Change{end(kernel.OpSucceed, "f")},
+			map[string]kernel.State{"c": kernel.Failed, "d": kernel.Succeeded, "e": kernel.Succeeded, "f": kernel.Succeeded}},
+	}
+	for _, tt := range tests {
+		res, err := s.Commit(ctx, tt.batch)
+		if err != nil || errors.Join(res...) != nil {
+			t.Fatalf("%s: Commit() = %v, %v", tt.name, res, err)
+		}
+		got := states()
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("%s: stored tasks = %v, want %v", tt.name, got, tt.want)
+		}
+		if n := countRows(t, db, s.Table()); n != len(tt.want) {
+			t.Errorf("%s: %d rows, want %d", tt.name, n, len(tt.want))
 		}
 	}
 }
