@@ -14,6 +14,15 @@
 // the way a user of such a pool would write them by hand (one FIFO, a context
 // with a deadline, time.AfterFunc, resubmission after a backoff).
 //
+// # Durable configurations
+//
+// The durable scenario measures durable tasks end to end (acknowledged submit,
+// run, completion stored) and runs on durable configurations instead of
+// executors: factories whose [Factory.Durable] opens a fresh store
+// ([DurableSetup]) for a kernel of the scenario's own. [DurableFactories] gives
+// ax-memstore, the in-memory baseline; cmd/axbench adds ax on MariaDB, since
+// this module never imports a SQL driver.
+//
 // # Scenarios
 //
 // A [Scenario] runs one executor once and returns raw figures ([Sample]). [Run]

@@ -143,6 +143,12 @@ type Factory struct {
 	Delays bool
 	// New builds an executor for p (Conc workers, a queue of Queue tasks
 	// where it has one). ctx ends with the run; New must not keep goroutines
-	// past Close.
+	// past Close. Nil for a durable configuration.
 	New func(ctx context.Context, p Params) (Executor, error)
+	// Durable, if not nil, makes the factory a durable-task configuration
+	// instead of an executor (New is then nil): the scenarios marked
+	// [Scenario.Durable], and only they, run a kernel on the store it opens.
+	// It is called once per measured kernel, and each call opens a fresh
+	// store (a table of its own) that [DurableSetup.Close] drops.
+	Durable func(ctx context.Context, p Params) (*DurableSetup, error)
 }

@@ -13,20 +13,24 @@ type Registry struct {
 	scenarios []Scenario
 }
 
-// NewRegistry returns a registry with every scenario, ax and the standard
-// baselines ([Baselines]); cmd/axbench adds the third-party pools with [Registry.Add].
+// NewRegistry returns a registry with every scenario, ax, the standard
+// baselines ([Baselines]) and ax's in-memory durable configuration
+// ([DurableFactories]); cmd/axbench adds the third-party pools and the
+// database-backed durable configurations with [Registry.Add].
 func NewRegistry() *Registry {
 	r := &Registry{scenarios: Scenarios()}
 	r.execs = append(r.execs, AxFactories()...)
 	r.execs = append(r.execs, Baselines()...)
+	r.execs = append(r.execs, DurableFactories()...)
 	return r
 }
 
-// Add registers executors after those already there. A name used twice is an error.
+// Add registers executors (or durable configurations) after those already
+// there. A name used twice is an error.
 func (r *Registry) Add(fs ...Factory) error {
 	for _, f := range fs {
-		if f.Name == "" || f.New == nil || f.Mode == 0 {
-			return fmt.Errorf("bench: executor %q: Name, Mode and New are required", f.Name)
+		if f.Name == "" || f.Mode == 0 || (f.New == nil) == (f.Durable == nil) {
+			return fmt.Errorf("bench: executor %q: Name, Mode and one of New or Durable are required", f.Name)
 		}
 		if _, ok := r.Executor(f.Name); ok {
 			return fmt.Errorf("bench: executor %q registered twice", f.Name)

@@ -111,7 +111,7 @@ func NewPlan(reg *Registry, opts Options) ([]Plan, error) {
 			pl.Params = sc.Fix(pl.Params)
 		}
 		for _, f := range fs {
-			if sc.Accepts == nil || sc.Accepts(f) {
+			if runsOn(sc, f) {
 				pl.Executors = append(pl.Executors, f)
 			}
 		}

@@ -21,7 +21,12 @@ type Scenario struct {
 	// Fix, if not nil, adjusts the resolved params (a size that follows from
 	// another); reports show the adjusted ones.
 	Fix func(p Params) Params
-	// Accepts reports whether the scenario can run on f. If nil, it runs on all.
+	// Durable is true when the scenario runs on the durable-task
+	// configurations ([Factory.Durable]) instead of the executors.
+	Durable bool
+	// Accepts reports whether the scenario can run on f, one of the factories
+	// of its kind (executors, or durable configurations when Durable). If
+	// nil, it runs on all of them.
 	Accepts func(f Factory) bool
 	// Run measures f once with resolved params p.
 	Run func(ctx context.Context, f Factory, p Params) (*Sample, error)
@@ -38,7 +43,16 @@ func Scenarios() []Scenario {
 		slowUpstreamScenario(),
 		retryStormScenario(),
 		timersScenario(),
+		durableScenario(),
 	}
+}
+
+// runsOn reports whether sc runs on f: f is of sc's kind and sc accepts it.
+func runsOn(sc Scenario, f Factory) bool {
+	if sc.Durable != (f.Durable != nil) {
+		return false
+	}
+	return sc.Accepts == nil || sc.Accepts(f)
 }
 
 // closedLoop accepts executors that make a fast submitter wait (or never

@@ -25,10 +25,14 @@ const (
 	exitUsage = 2 // bad flags
 )
 
-// registry returns every executor axbench knows: ax, the baselines and the peers.
+// registry returns every executor axbench knows: ax, the baselines and the
+// peers, and the durable configurations.
 func registry() (*bench.Registry, error) {
 	reg := bench.NewRegistry()
 	if err := reg.Add(peers()...); err != nil {
+		return nil, err
+	}
+	if err := reg.Add(durableConfigs()...); err != nil {
 		return nil, err
 	}
 	return reg, nil

@@ -7,12 +7,14 @@ type column struct {
 }
 
 // view is how the table and the charts show one scenario: its columns, the
-// headline metric compared with the best peer, and the metrics charted as bars.
+// headline metric compared with the best peer and with a baseline, and the
+// metrics charted as bars.
 type view struct {
 	columns  []column
 	headline string
 	higher   bool     // a higher headline is better
 	bars     []string // metrics drawn as one bar chart each
+	baseline string   // the executor the headline is also divided by; if empty, chanpool
 }
 
 // views maps each scenario to its view. A scenario missing here is shown with
@@ -127,5 +129,21 @@ var views = map[string]view{
 		},
 		headline: "schedule_ns_per_op",
 		bars:     []string{"schedule_ns_per_op", "bytes_per_timer", "idle_cpu_pct"},
+	},
+	"durable": {
+		columns: []column{
+			{"tasks_per_sec_bulk", "bulk tasks/s"},
+			{"ack_p50_us_bulk", "bulk ack p50 µs"},
+			{"ack_p99_us_bulk", "bulk ack p99 µs"},
+			{"rows_per_commit_bulk", "bulk rows/commit"},
+			{"tasks_per_sec_callers", "callers tasks/s"},
+			{"ack_p50_us_callers", "callers ack p50 µs"},
+			{"ack_p99_us_callers", "callers ack p99 µs"},
+			{"rows_per_commit_callers", "callers rows/commit"},
+			{"lost", "lost"},
+			{"peak_heap_mb", "peak heap MB"},
+		},
+		headline: "tasks_per_sec_bulk", higher: true, baseline: "ax-memstore",
+		bars: []string{"tasks_per_sec_bulk", "tasks_per_sec_callers", "ack_p99_us_callers"},
 	},
 }

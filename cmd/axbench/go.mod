@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/alitto/pond/v2 v2.7.1
 	github.com/axsched/ax v0.0.0-00010101000000-000000000000
+	github.com/axsched/ax/mysqlstore v0.0.0-00010101000000-000000000000
 	github.com/gammazero/workerpool v1.3.0
 	github.com/jedib0t/go-pretty/v6 v6.9.2
 	github.com/panjf2000/ants/v2 v2.12.1
@@ -18,11 +19,13 @@ require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
+	filippo.io/edwards25519 v1.2.0 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/VictoriaMetrics/metrics v1.45.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/benbjohnson/clock v1.3.5 // indirect
 	github.com/gammazero/deque v1.2.2 // indirect
+	github.com/go-sql-driver/mysql v1.10.1 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/mattn/go-runewidth v0.0.16 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
@@ -39,3 +42,5 @@ require (
 )
 
 replace github.com/axsched/ax => ../..
+
+replace github.com/axsched/ax/mysqlstore => ../../mysqlstore

@@ -16,7 +16,8 @@ import (
 
 // writeTables prints the machine line once, then each report's parameters and
 // table: median [min–max] per metric, and the headline as a ratio to the best
-// peer (the best executor whose name does not start with "ax").
+// peer (the best executor whose name does not start with "ax") and to the
+// scenario's baseline (chanpool unless its view names another).
 func writeTables(w io.Writer, reports []bench.Report) error {
 	if len(reports) == 0 {
 		return nil
@@ -49,10 +50,11 @@ func writeTable(w io.Writer, rp bench.Report) error {
 	if bestName != "" {
 		head = append(head, "÷ "+bestName)
 	}
-	pool, hasPool := rp.Result("chanpool")
+	baseName := v.baselineName()
+	pool, hasPool := rp.Result(baseName)
 	poolStat, hasPool := pool.Metrics[v.headline], hasPool && v.headline != ""
 	if hasPool {
-		head = append(head, "÷ chanpool")
+		head = append(head, "÷ "+baseName)
 	}
 	t.AppendHeader(head)
 	align := []table.ColumnConfig{}
@@ -85,7 +87,7 @@ func writeTable(w io.Writer, rp bench.Report) error {
 	if bestName != "" {
 		_, _ = fmt.Fprintf(w, "  ratios: %s ÷ that of the best peer (%s)", v.headlineTitle(), bestName)
 		if hasPool {
-			_, _ = fmt.Fprint(w, " and of chanpool")
+			_, _ = fmt.Fprint(w, " and of "+baseName)
 		}
 		_, _ = fmt.Fprintln(w)
 	}
@@ -113,6 +115,14 @@ func writeNotes(w io.Writer, rp bench.Report) {
 	for _, n := range notes {
 		_, _ = fmt.Fprintf(w, "  note (%s): %s\n", strings.Join(who[n], ", "), n)
 	}
+}
+
+// baselineName returns the executor the headline is divided by besides the best peer.
+func (v view) baselineName() string {
+	if v.baseline != "" {
+		return v.baseline
+	}
+	return "chanpool"
 }
 
 func (v view) headlineTitle() string {

@@ -1,0 +1,262 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/axsched/ax/kernel"
+)
+
+// The durable scenario's shape.
+const (
+	// durableKind is the kind the scenario registers: a task that does nothing.
+	durableKind = "axbench.noop"
+	// durableChunk is how many tasks one SubmitDurableMany of the bulk shape
+	// carries (fewer when the queue is smaller).
+	durableChunk = 1000
+	// durableCallers is how many goroutines submit one task at a time in the
+	// callers shape.
+	durableCallers = 50
+	// durableSampleGets is how many tasks are read back one by one to
+	// cross-check a store's count of succeeded tasks.
+	durableSampleGets = 100
+)
+
+func durableScenario() Scenario {
+	return Scenario{
+		Name:    "durable",
+		Key:     "tasks_per_sec_bulk",
+		Durable: true,
+		Doc: "100,000 durable no-op tasks end to end (acknowledged submit → run → completion stored), " +
+			"bulk (SubmitDurableMany of 1,000, one submitter) and callers (50 goroutines, SubmitDurable one at a time), " +
+			"each on a fresh store: tasks/s, ack latency, rows per commit, lost",
+		Defaults: Params{N: 100_000, Conc: 100},
+		Run:      runDurable,
+	}
+}
+
+// durableShape is one way of submitting the run's tasks.
+type durableShape struct {
+	name   string // the metrics' suffix, after an underscore
+	submit func(ctx context.Context, k *kernel.Kernel, n, chunk int) (acks []int64, ids []string, err error)
+}
+
+var durableShapes = []durableShape{
+	{"bulk", submitBulk},
+	{"callers", submitCallers},
+}
+
+func runDurable(ctx context.Context, f Factory, p Params) (*Sample, error) {
+	if f.Durable == nil {
+		return nil, fmt.Errorf("bench: durable: %s is not a durable configuration", f.Name)
+	}
+	out := newSample()
+	smp := startSampler(nil, time.Now(), false)
+	lost := 0.0
+	for _, sh := range durableShapes {
+		if err := runDurableShape(ctx, f, p, sh, out); err != nil {
+			smp.finish(out)
+			return nil, err
+		}
+		lost += out.Metrics["lost_"+sh.name]
+	}
+	smp.finish(out)
+	out.Metrics["lost"] = lost
+	return out, nil
+}
+
+// runDurableShape measures one shape on a fresh store and kernel: from the
+// first submit to the return of Shutdown, which drains the tasks and flushes
+// the journal, so that every completion is stored. It then counts the
+// succeeded tasks in the store.
+func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, out *Sample) (err error) {
+	setup, err := f.Durable(ctx, p)
+	if err != nil {
+		return fmt.Errorf("bench: %s: %w", f.Name, err)
+	}
+	defer func() {
+		if cerr := setup.close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("bench: %s: close store: %w", f.Name, cerr))
+		}
+	}()
+	ts := &timedStore{Store: setup.Store}
+	k, err := kernel.New(kernel.Config{
+		MaxConcurrency: p.Conc,
+		Capacity:       kernel.ByPriority[int]{High: p.Queue, Normal: p.Queue, Low: p.Queue},
+		Store:          ts,
+		SnapshotEvery:  setup.SnapshotEvery,
+	})
+	if err != nil {
+		return fmt.Errorf("bench: %s: %w", f.Name, err)
+	}
+	defer func() { _ = k.Close() }()
+	var executed atomic.Int64
+	if err := k.Register(durableKind, func(context.Context, []byte) error {
+		executed.Add(1)
+		return nil
+	}); err != nil {
+		return fmt.Errorf("bench: %s: %w", f.Name, err)
+	}
+
+	chunk := max(1, min(durableChunk, p.Queue))
+	if sh.name == "bulk" && chunk < durableChunk {
+		out.note(fmt.Sprintf("bulk submits chunks of %d tasks (the queue's capacity)", chunk))
+	}
+	t0 := time.Now()
+	acks, ids, err := sh.submit(ctx, k, p.N, chunk)
+	submitted := time.Since(t0)
+	if err != nil {
+		return fmt.Errorf("bench: %s: %s submit: %w", f.Name, sh.name, err)
+	}
+	if err := k.Shutdown(ctx); err != nil {
+		return fmt.Errorf("bench: %s: %s: shutdown: %w", f.Name, sh.name, err)
+	}
+	el := time.Since(t0)
+	st := k.Stats().Store
+
+	stored, read, bad, err := countSucceeded(ctx, setup, ids)
+	if err != nil {
+		return fmt.Errorf("bench: %s: %s: count stored tasks: %w", f.Name, sh.name, err)
+	}
+
+	m, sfx := out.Metrics, "_"+sh.name
+	acked := len(ids)
+	m["tasks_per_sec"+sfx] = float64(acked) / el.Seconds()
+	m["elapsed_ms"+sfx] = float64(el.Microseconds()) / 1e3
+	m["submit_ms"+sfx] = float64(submitted.Microseconds()) / 1e3
+	m["drain_ms"+sfx] = float64((el - submitted).Microseconds()) / 1e3
+	QuantilesOf(acks).put(m, "ack", sfx)
+	m["commits"+sfx] = float64(st.Commits)
+	if st.Commits > 0 {
+		m["rows_per_commit"+sfx] = float64(st.Changes) / float64(st.Commits)
+	}
+	durs := ts.commits()
+	var busy int64
+	for _, d := range durs {
+		busy += d
+	}
+	QuantilesOf(durs).put(m, "commit", sfx)
+	m["store_busy_pct"+sfx] = 100 * float64(busy) / float64(el.Nanoseconds())
+	m["commit_errors"+sfx] = float64(st.Errors)
+	m["acked"+sfx] = float64(acked)
+	m["executed"+sfx] = float64(executed.Load())
+	m["stored"+sfx] = float64(stored)
+	m["lost"+sfx] = float64(acked - stored)
+	if acked != stored {
+		out.note(fmt.Sprintf("%s: lost %d: %d tasks acknowledged, %d stored as succeeded", sh.name, acked-stored, acked, stored))
+	}
+	if n := executed.Load(); n != int64(acked) {
+		out.note(fmt.Sprintf("%s: %d tasks acknowledged, %d runs", sh.name, acked, n))
+	}
+	if bad > 0 {
+		out.note(fmt.Sprintf("%s: %d of %d tasks read back are not stored as succeeded", sh.name, bad, read))
+	}
+	if st.Errors > 0 || st.Refused > 0 {
+		out.note(fmt.Sprintf("%s: %d commits failed, %d changes refused by the store", sh.name, st.Errors, st.Refused))
+	}
+	return nil
+}
+
+// payload is task i's input: a few bytes, as small jobs carry.
+func payload(i int) []byte { return strconv.AppendInt([]byte(`{"n":`), int64(i), 10) }
+
+// submitBulk submits n tasks from one goroutine with SubmitDurableMany, chunk
+// at a time; acks are the calls' durations.
+func submitBulk(ctx context.Context, k *kernel.Kernel, n, chunk int) ([]int64, []string, error) {
+	acks := make([]int64, 0, (n+chunk-1)/chunk)
+	ids := make([]string, 0, n)
+	batch := make([]kernel.DurableTask, 0, chunk)
+	for i := 0; i < n; i += chunk {
+		batch = batch[:0]
+		for j := i; j < min(i+chunk, n); j++ {
+			batch = append(batch, kernel.DurableTask{Kind: durableKind, Payload: payload(j)})
+		}
+		t0 := time.Now()
+		hs, err := k.SubmitDurableMany(ctx, batch)
+		acks = append(acks, int64(time.Since(t0)))
+		if err != nil {
+			return acks, ids, err
+		}
+		for _, h := range hs {
+			ids = append(ids, h.ID())
+		}
+	}
+	return acks, ids, nil
+}
+
+// submitCallers submits n tasks from durableCallers goroutines, each calling
+// SubmitDurable for one task at a time; acks are the calls' durations.
+func submitCallers(ctx context.Context, k *kernel.Kernel, n, _ int) ([]int64, []string, error) {
+	acks := make([]int64, n)
+	ids := make([]string, n)
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for range min(durableCallers, n) {
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return nil
+				}
+				t0 := time.Now()
+				h, err := k.SubmitDurable(gctx, kernel.DurableTask{Kind: durableKind, Payload: payload(i)})
+				acks[i] = int64(time.Since(t0))
+				if err != nil {
+					return err
+				}
+				ids[i] = h.ID()
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	return acks, ids, nil
+}
+
+// countSucceeded returns how many of ids the store holds as Succeeded, how
+// many tasks it read back one by one and, when it counted otherwise, how many
+// of those are not Succeeded. With setup.Succeeded it counts with it and reads
+// back a sample of ids as a cross-check; otherwise it reads back every one.
+func countSucceeded(ctx context.Context, setup *DurableSetup, ids []string) (stored, read, bad int, err error) {
+	get := func(id string) (bool, error) {
+		t, err := setup.Store.Get(ctx, id)
+		if errors.Is(err, kernel.ErrUnknownTask) {
+			return false, nil
+		}
+		return err == nil && t.State == kernel.Succeeded, err
+	}
+	if setup.Succeeded == nil {
+		for _, id := range ids {
+			ok, err := get(id)
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			if ok {
+				stored++
+			}
+		}
+		return stored, len(ids), 0, nil // the lost figure says it
+	}
+	if stored, err = setup.Succeeded(ctx); err != nil {
+		return 0, 0, 0, err
+	}
+	step := max(1, len(ids)/durableSampleGets)
+	for i := 0; i < len(ids); i += step {
+		ok, err := get(ids[i])
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		read++
+		if !ok {
+			bad++
+		}
+	}
+	return stored, read, bad, nil
+}

@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/axsched/ax/kernel"
+)
+
+func TestDurableOnMemoryStore(t *testing.T) {
+	f, ok := NewRegistry().Executor("ax-memstore")
+	if !ok {
+		t.Fatal("NewRegistry() has no ax-memstore")
+	}
+	const n = 3000
+	p := Params{N: n, Conc: 8}.resolve(durableScenario().Defaults)
+	s, err := runDurable(t.Context(), f, p)
+	if err != nil {
+		t.Fatalf("runDurable() error = %v", err)
+	}
+	m := s.Metrics
+	if m["lost"] != 0 {
+		t.Errorf("lost = %v, want 0 (notes %v)", m["lost"], s.Notes)
+	}
+	for _, sh := range []string{"bulk", "callers"} {
+		get := func(name string) float64 {
+			t.Helper()
+			v, ok := m[name+"_"+sh]
+			if !ok {
+				t.Fatalf("no metric %s_%s in %v", name, sh, m)
+			}
+			return v
+		}
+		for _, name := range []string{"acked", "executed", "stored"} {
+			if v := get(name); v != n {
+				t.Errorf("%s_%s = %v, want %d", name, sh, v, n)
+			}
+		}
+		if v := get("lost"); v != 0 {
+			t.Errorf("lost_%s = %v, want 0", sh, v)
+		}
+		if v := get("tasks_per_sec"); v <= 0 {
+			t.Errorf("tasks_per_sec_%s = %v, want > 0", sh, v)
+		}
+		if p50, p99 := get("ack_p50_us"), get("ack_p99_us"); p50 <= 0 || p50 > p99 {
+			t.Errorf("ack p50, p99 _%s = %v, %v µs, want 0 < p50 <= p99", sh, p50, p99)
+		}
+		// Each task is an insert, a start and a success: 3 changes, in at least one commit.
+		if c, r := get("commits"), get("rows_per_commit"); c < 1 || r < 1 || c*r != 3*n {
+			t.Errorf("commits_%s = %v, rows_per_commit = %v, want changes = 3 × %d", sh, c, r, n)
+		}
+		if v := get("store_busy_pct"); v <= 0 || v > 100 {
+			t.Errorf("store_busy_pct_%s = %v, want in (0, 100]", sh, v)
+		}
+		if el, sub := get("elapsed_ms"), get("submit_ms"); sub > el {
+			t.Errorf("submit_ms_%s = %v > elapsed_ms %v", sh, sub, el)
+		}
+	}
+	if m["peak_heap_mb"] <= 0 || m["peak_goroutines"] <= 0 {
+		t.Errorf("peak_heap_mb, peak_goroutines = %v, %v, want > 0", m["peak_heap_mb"], m["peak_goroutines"])
+	}
+}
+
+// TestDurableCountsWithSucceeded checks the fast path of a store that counts
+// its succeeded tasks itself, and that a miscount shows as lost.
+func TestDurableCountsWithSucceeded(t *testing.T) {
+	tests := []struct {
+		name     string
+		skew     int // added to the true count
+		wantLost float64
+	}{
+		{"exact", 0, 0},
+		{"one missing", -1, 2}, // one per shape
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Factory{Name: "counting", Mode: Blocking, Durable: func(context.Context, Params) (*DurableSetup, error) {
+				ms := kernel.NewMemoryStore()
+				var ids []string
+				setup := &DurableSetup{Store: &recordingStore{MemoryStore: ms, ids: &ids}}
+				setup.Succeeded = func(ctx context.Context) (int, error) {
+					n := 0
+					for _, id := range ids {
+						if st, err := ms.Get(ctx, id); err == nil && st.State == kernel.Succeeded {
+							n++
+						}
+					}
+					return n + tt.skew, nil
+				}
+				return setup, nil
+			}}
+			p := Params{N: 500, Conc: 4}.resolve(durableScenario().Defaults)
+			s, err := runDurable(t.Context(), f, p)
+			if err != nil {
+				t.Fatalf("runDurable() error = %v", err)
+			}
+			if s.Metrics["lost"] != tt.wantLost {
+				t.Errorf("lost = %v, want %v (notes %v)", s.Metrics["lost"], tt.wantLost, s.Notes)
+			}
+		})
+	}
+}
+
+// recordingStore remembers the IDs it was asked to insert.
+type recordingStore struct {
+	*kernel.MemoryStore
+	ids *[]string // written by Commit, which the journal calls one at a time
+}
+
+func (s *recordingStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+	for _, c := range changes {
+		if c.Op == kernel.OpInsert {
+			*s.ids = append(*s.ids, c.Task.ID)
+		}
+	}
+	return s.MemoryStore.Commit(ctx, changes)
+}
+
+func TestDurableStoreErrorFailsTheRun(t *testing.T) {
+	errDown := errors.New("no database here")
+	f := Factory{Name: "down", Mode: Blocking, Durable: func(context.Context, Params) (*DurableSetup, error) {
+		return nil, errDown
+	}}
+	_, err := runDurable(t.Context(), f, Params{N: 10}.resolve(durableScenario().Defaults))
+	if !errors.Is(err, errDown) || !strings.Contains(err.Error(), "down") {
+		t.Errorf("runDurable() error = %v, want one naming the executor and wrapping %v", err, errDown)
+	}
+}
+
+func TestDurableScenarioRunsOnDurableConfigurationsOnly(t *testing.T) {
+	plans, err := NewPlan(NewRegistry(), Options{Scenarios: []string{"noop", "durable"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pl := range plans {
+		for _, f := range pl.Executors {
+			if (pl.Scenario.Name == "durable") != (f.Durable != nil) {
+				t.Errorf("%s plans executor %s (durable %v)", pl.Scenario.Name, f.Name, f.Durable != nil)
+			}
+		}
+		if len(pl.Executors) == 0 {
+			t.Errorf("%s plans no executor", pl.Scenario.Name)
+		}
+	}
+	if plans[1].Params.N != 100_000 {
+		t.Errorf("durable N = %d, want 100,000 by default", plans[1].Params.N)
+	}
+}
+
+func TestRegistryAddWantsNewOrDurable(t *testing.T) {
+	newEx := func(context.Context, Params) (Executor, error) { return nil, nil }
+	newDur := func(context.Context, Params) (*DurableSetup, error) { return nil, nil }
+	tests := []struct {
+		name string
+		f    Factory
+		ok   bool
+	}{
+		{"executor", Factory{Name: "e", Mode: Blocking, New: newEx}, true},
+		{"durable", Factory{Name: "d", Mode: Blocking, Durable: newDur}, true},
+		{"both", Factory{Name: "b", Mode: Blocking, New: newEx, Durable: newDur}, false},
+		{"neither", Factory{Name: "n", Mode: Blocking}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := (&Registry{}).Add(tt.f)
+			if (err == nil) != tt.ok {
+				t.Errorf("Add(%s) = %v, want ok %v", tt.name, err, tt.ok)
+			}
+		})
+	}
+}

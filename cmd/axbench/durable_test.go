@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/axsched/ax/bench"
+	"github.com/axsched/ax/mysqlstore"
+)
+
+// TestDurableUnreachableDatabase checks that a MariaDB configuration without a
+// server fails at once, naming the variable and never the password.
+func TestDurableUnreachableDatabase(t *testing.T) {
+	t.Setenv(dsnEnv, "axuser:s3cretpw@tcp(127.0.0.1:1)/test?timeout=2s")
+	for _, f := range durableConfigs() {
+		t.Run(f.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			setup, err := f.Durable(ctx, bench.Params{})
+			if err == nil {
+				_ = setup.Close()
+				t.Fatal("Durable() error = nil, want one: nothing listens on port 1")
+			}
+			if msg := err.Error(); !strings.Contains(msg, "$"+dsnEnv) || strings.Contains(msg, "s3cretpw") {
+				t.Errorf("Durable() error = %q, want it to name $%s and not the password", msg, dsnEnv)
+			}
+		})
+	}
+}
+
+// TestDurableOnMariaDB runs the durable scenario small on the MariaDB
+// configurations, in this process, and checks that nothing is lost and that
+// the run's tables are dropped.
+func TestDurableOnMariaDB(t *testing.T) {
+	db := mariaDB(t)
+	before := durableTables(t, db)
+	reg, err := registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"ax-memstore", "ax-mariadb-ack", "ax-mariadb-snapshot"}
+	reports, err := bench.Run(t.Context(), reg, bench.Options{
+		Scenarios: []string{"durable"}, Executors: names,
+		Params: bench.Params{N: 600, Conc: 8}, Reps: 1, InProcess: true,
+	})
+	if err != nil {
+		t.Fatalf("Run() error = %v", err)
+	}
+	for _, r := range reports[0].Results {
+		if len(r.Errors) > 0 {
+			t.Fatalf("%s: errors %v", r.Executor, r.Errors)
+		}
+		for _, name := range []string{"lost", "lost_bulk", "lost_callers"} {
+			if s, ok := r.Metrics[name]; !ok || s.Max != 0 {
+				t.Errorf("%s: %s = %+v (present %v), want 0 (notes %v)", r.Executor, name, s, ok, r.Notes)
+			}
+		}
+		for _, name := range []string{"stored_bulk", "stored_callers"} {
+			if s := r.Metrics[name]; s.Median != 600 {
+				t.Errorf("%s: %s = %v, want 600", r.Executor, name, s.Median)
+			}
+		}
+		if s := r.Metrics["rows_per_commit_callers"]; s.Median < 1 {
+			t.Errorf("%s: rows_per_commit_callers = %v, want >= 1", r.Executor, s.Median)
+		}
+	}
+	var out bytes.Buffer
+	if err := writeTables(&out, reports); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"== durable", "bulk tasks/s", "callers ack p99 µs", "ax-mariadb-snapshot", "÷ ax-memstore"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	if after := durableTables(t, db); after != before {
+		t.Errorf("axbench_durable_ tables: %d before the run, %d after; want them dropped", before, after)
+	}
+}
+
+// mariaDB opens the database at $AX_MYSQL_DSN, or skips the test when none
+// answers (`make db` starts one).
+func mariaDB(t *testing.T) *sql.DB {
+	t.Helper()
+	s, err := openMariaDB(t.Context(), 0)
+	if err != nil {
+		t.Skipf("no MariaDB: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s.Store.(*mysqlstore.Store).DB()
+}
+
+func durableTables(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	var n int
+	err := db.QueryRowContext(t.Context(),
+		`SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE 'axbench\_durable\_%'`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
