@@ -51,7 +51,9 @@ const (
 // TestCrashChild) and kills them with SIGKILL at random moments. Each child submits
 // its share of the tasks from crashSubmitters goroutines in acknowledged mode and logs
 // every acknowledgement (ack-NN.log) and every start and end of a task (run-NN.log),
-// one write(2) per line, so that the lines survive the kill. After the last kill a
+// one write(2) per line, so that the lines survive the kill. (A task is known by its
+// payload, "rNN-NNNNNN": a DurableFunc does not see its ID; the ack line maps the one
+// to the other.) After the last kill a
 // final child submits nothing and runs until the store has no live task. Then:
 //
 //   - no acknowledged task is lost: each has an end line and its row is Succeeded;
@@ -451,8 +453,8 @@ func ackStats(t *testing.T, lines []logLine) (n int, perSecond float64) {
 func checkCrashRun(t *testing.T, db *sql.DB, s *mysqlstore.Store, table, dir string, runs int, inFlight []map[string]bool) {
 	t.Helper()
 	type ack struct {
-		id  string
-		due int64 // µs; 0: not delayed
+		id      string
+		due, at int64 // µs: due time (0: not delayed), time of the acknowledgement
 	}
 	acks := map[string]ack{}
 	for run := range runs {
@@ -470,26 +472,28 @@ func checkCrashRun(t *testing.T, db *sql.DB, s *mysqlstore.Store, table, dir str
 			if _, dup := acks[l.fields[0]]; dup {
 				t.Errorf("task %s acknowledged twice", l.fields[0])
 			}
-			acks[l.fields[0]] = ack{id: l.fields[1], due: due}
+			acks[l.fields[0]] = ack{id: l.fields[1], due: due, at: l.micros}
 		}
 	}
 
 	type row struct {
-		id      string
-		state   int
-		runAt   int64 // ms
-		attempt int
+		id                   string
+		state                int
+		runAt                int64 // ms
+		attempt              int
+		createdAt, updatedAt int64 // ms
+		lastError            string
 	}
 	rows := map[string]row{} // by token (the payload)
 	ctx := context.Background()
-	rs, err := db.QueryContext(ctx, "SELECT id, payload, state, run_at, attempt FROM `"+table+"`")
+	rs, err := db.QueryContext(ctx, "SELECT id, payload, state, run_at, attempt, created_at, updated_at, last_error FROM `"+table+"`")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for rs.Next() {
 		var r row
 		var token string
-		if err := rs.Scan(&r.id, &token, &r.state, &r.runAt, &r.attempt); err != nil {
+		if err := rs.Scan(&r.id, &token, &r.state, &r.runAt, &r.attempt, &r.createdAt, &r.updatedAt, &r.lastError); err != nil {
 			t.Fatal(err)
 		}
 		if prev, dup := rows[token]; dup {
@@ -512,18 +516,20 @@ func checkCrashRun(t *testing.T, db *sql.DB, s *mysqlstore.Store, table, dir str
 	starts := map[string]int{}
 	ends := map[string]int{}
 	startedIn := make([]map[string]bool, runs) // startedIn[run][token]
+	history := map[string][]string{}           // token -> its run lines, for failure messages
 	var early []string
 	for run := range runs {
 		startedIn[run] = map[string]bool{}
 		for _, l := range readLog(t, filepath.Join(dir, runLog(run))) {
 			token := l.fields[0]
+			history[token] = append(history[token], fmt.Sprintf("%c in child %d at %d µs", l.kind, run, l.micros))
 			switch l.kind {
 			case 'S':
 				starts[token]++
 				startedIn[run][token] = true
 				ms := l.micros / 1000
 				if a, ok := acks[token]; ok && a.due > 0 && ms < a.due/1000 {
-					early = append(early, fmt.Sprintf("%s started at %d ms, due at %d ms (acknowledged)", token, ms, a.due/1000))
+					early = append(early, fmt.Sprintf("%s started at %d µs, due at %d µs (acknowledged)", token, l.micros, a.due))
 				}
 				if r, ok := rows[token]; ok && ms < r.runAt {
 					early = append(early, fmt.Sprintf("%s started at %d ms, stored due time %d ms", token, ms, r.runAt))
@@ -547,7 +553,8 @@ func checkCrashRun(t *testing.T, db *sql.DB, s *mysqlstore.Store, table, dir str
 		}
 		if a.due > 0 && ok {
 			if d := r.runAt - a.due/1000; d < -1 || d > 1 {
-				early = append(early, fmt.Sprintf("%s: due at %d ms, stored due time %d ms", token, a.due/1000, r.runAt))
+				early = append(early, fmt.Sprintf("%s: due at %d µs, acknowledged at %d µs, stored due time %d ms; row %+v; runs %v",
+					token, a.due, a.at, r.runAt, r, history[token]))
 			}
 		}
 	}
