@@ -21,7 +21,8 @@
 // executors: factories whose [Factory.Durable] opens a fresh store
 // ([DurableSetup]) for a kernel of the scenario's own. [DurableFactories] gives
 // ax-memstore, the in-memory baseline; cmd/axbench adds ax on MariaDB, since
-// this module never imports a SQL driver.
+// this module never imports a SQL driver, and river and asynq as peers
+// ([DurablePeer]).
 //
 // # Scenarios
 //

@@ -7,13 +7,18 @@ import (
 	"github.com/axsched/ax/kernel"
 )
 
-// DurableSetup is a durable-task configuration opened for one measured kernel:
-// a store of its own, empty, and the kernel settings that go with it. A
-// [Factory.Durable] returns it; the durable scenario closes it.
+// DurableSetup is a durable-task configuration opened for one measured run:
+// for ax, a store of its own, empty, and the kernel settings that go with it;
+// for a peer, its job system on a store of its own. A [Factory.Durable]
+// returns it; the durable scenario closes it.
 type DurableSetup struct {
 	// Store journals the kernel's durable tasks (Config.Store). It holds no
-	// task when the run starts.
+	// task when the run starts. Nil for a peer.
 	Store kernel.Store
+
+	// Peer, if not nil, is the job system under test instead of ax (Store and
+	// SnapshotEvery are then unused, and Succeeded is required).
+	Peer DurablePeer
 
 	// SnapshotEvery is the kernel's Config.SnapshotEvery. If zero,
 	// acknowledged mode: a durable submit returns once its commit landed.
@@ -30,11 +35,31 @@ type DurableSetup struct {
 	Close func() error
 }
 
+// DurablePeer is a durable job system other than ax (river on PostgreSQL,
+// asynq on Redis) under the durable scenario. Each job it runs does nothing
+// but count.
+type DurablePeer interface {
+	// SubmitMany stores one job per payload in one call (a bulk insert) and
+	// returns once they are durable.
+	SubmitMany(ctx context.Context, payloads [][]byte) error
+	// Submit stores one job and returns once it is durable. It is safe for
+	// concurrent use.
+	Submit(ctx context.Context, payload []byte) error
+	// Drain blocks until every job acknowledged so far ran and its completion
+	// is stored, then stops the workers; it returns ctx.Err() if ctx ends first.
+	Drain(ctx context.Context) error
+	// Executed returns how many job runs there were.
+	Executed() int64
+}
+
 func (s *DurableSetup) close() error {
-	if s.Close != nil {
+	switch {
+	case s.Close != nil:
 		return s.Close()
+	case s.Store != nil:
+		return s.Store.Close()
 	}
-	return s.Store.Close()
+	return nil
 }
 
 // DurableFactories returns ax's durable configuration that needs no database:

@@ -44,12 +44,26 @@ func durableScenario() Scenario {
 // durableShape is one way of submitting the run's tasks.
 type durableShape struct {
 	name   string // the metrics' suffix, after an underscore
-	submit func(ctx context.Context, k *kernel.Kernel, n, chunk int) (acks []int64, ids []string, err error)
+	submit func(ctx context.Context, t durableTarget, n, chunk int) (acks []int64, ids []string, err error)
 }
 
 var durableShapes = []durableShape{
 	{"bulk", submitBulk},
 	{"callers", submitCallers},
+}
+
+// durableTarget is what the scenario submits to: ax on a store, or a peer.
+type durableTarget interface {
+	// submitMany stores tasks for payloads and returns their IDs, if known.
+	submitMany(ctx context.Context, payloads [][]byte) ([]string, error)
+	// submit stores one task and returns its ID, if known.
+	submit(ctx context.Context, payload []byte) (string, error)
+	// drain returns once every acknowledged task ran and its completion is stored.
+	drain(ctx context.Context) error
+	// executed returns how many task runs there were.
+	executed() int64
+	// report adds the target's own figures, with suffix sfx.
+	report(out *Sample, sfx string, el time.Duration)
 }
 
 func runDurable(ctx context.Context, f Factory, p Params) (*Sample, error) {
@@ -71,10 +85,10 @@ func runDurable(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	return out, nil
 }
 
-// runDurableShape measures one shape on a fresh store and kernel: from the
-// first submit to the return of Shutdown, which drains the tasks and flushes
-// the journal, so that every completion is stored. It then counts the
-// succeeded tasks in the store.
+// runDurableShape measures one shape on a fresh store: from the first submit
+// until every completion is stored (for ax, the return of Shutdown, which
+// drains the tasks and flushes the journal). It then counts the succeeded
+// tasks in the store.
 func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, out *Sample) (err error) {
 	setup, err := f.Durable(ctx, p)
 	if err != nil {
@@ -85,23 +99,22 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 			err = errors.Join(err, fmt.Errorf("bench: %s: close store: %w", f.Name, cerr))
 		}
 	}()
-	ts := &timedStore{Store: setup.Store}
-	k, err := kernel.New(kernel.Config{
-		MaxConcurrency: p.Conc,
-		Capacity:       kernel.ByPriority[int]{High: p.Queue, Normal: p.Queue, Low: p.Queue},
-		Store:          ts,
-		SnapshotEvery:  setup.SnapshotEvery,
-	})
-	if err != nil {
-		return fmt.Errorf("bench: %s: %w", f.Name, err)
-	}
-	defer func() { _ = k.Close() }()
-	var executed atomic.Int64
-	if err := k.Register(durableKind, func(context.Context, []byte) error {
-		executed.Add(1)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("bench: %s: %w", f.Name, err)
+	var t durableTarget
+	switch {
+	case setup.Peer != nil:
+		if setup.Succeeded == nil {
+			return fmt.Errorf("bench: %s: DurableSetup.Peer needs Succeeded", f.Name)
+		}
+		t = peerTarget{setup.Peer}
+	case setup.Store != nil:
+		at, err := newAxTarget(setup, p)
+		if err != nil {
+			return fmt.Errorf("bench: %s: %w", f.Name, err)
+		}
+		defer at.close()
+		t = at
+	default:
+		return fmt.Errorf("bench: %s: DurableSetup has neither Store nor Peer", f.Name)
 	}
 
 	chunk := max(1, min(durableChunk, p.Queue))
@@ -109,16 +122,15 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 		out.note(fmt.Sprintf("bulk submits chunks of %d tasks (the queue's capacity)", chunk))
 	}
 	t0 := time.Now()
-	acks, ids, err := sh.submit(ctx, k, p.N, chunk)
+	acks, ids, err := sh.submit(ctx, t, p.N, chunk)
 	submitted := time.Since(t0)
 	if err != nil {
 		return fmt.Errorf("bench: %s: %s submit: %w", f.Name, sh.name, err)
 	}
-	if err := k.Shutdown(ctx); err != nil {
-		return fmt.Errorf("bench: %s: %s: shutdown: %w", f.Name, sh.name, err)
+	if err := t.drain(ctx); err != nil {
+		return fmt.Errorf("bench: %s: %s: drain: %w", f.Name, sh.name, err)
 	}
 	el := time.Since(t0)
-	st := k.Stats().Store
 
 	stored, read, bad, err := countSucceeded(ctx, setup, ids)
 	if err != nil {
@@ -132,11 +144,93 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 	m["submit_ms"+sfx] = float64(submitted.Microseconds()) / 1e3
 	m["drain_ms"+sfx] = float64((el - submitted).Microseconds()) / 1e3
 	QuantilesOf(acks).put(m, "ack", sfx)
+	t.report(out, sfx, el)
+	m["acked"+sfx] = float64(acked)
+	m["executed"+sfx] = float64(t.executed())
+	m["stored"+sfx] = float64(stored)
+	m["lost"+sfx] = float64(acked - stored)
+	if acked != stored {
+		out.note(fmt.Sprintf("%s: lost %d: %d tasks acknowledged, %d stored as succeeded", sh.name, acked-stored, acked, stored))
+	}
+	if n := t.executed(); n != int64(acked) {
+		out.note(fmt.Sprintf("%s: %d tasks acknowledged, %d runs", sh.name, acked, n))
+	}
+	if bad > 0 {
+		out.note(fmt.Sprintf("%s: %d of %d tasks read back are not stored as succeeded", sh.name, bad, read))
+	}
+	return nil
+}
+
+// axTarget is ax on a store: a kernel of its own, its journal timed.
+type axTarget struct {
+	k    *kernel.Kernel
+	ts   *timedStore
+	runs atomic.Int64
+}
+
+func newAxTarget(setup *DurableSetup, p Params) (*axTarget, error) {
+	a := &axTarget{ts: &timedStore{Store: setup.Store}}
+	k, err := kernel.New(kernel.Config{
+		MaxConcurrency: p.Conc,
+		Capacity:       kernel.ByPriority[int]{High: p.Queue, Normal: p.Queue, Low: p.Queue},
+		Store:          a.ts,
+		SnapshotEvery:  setup.SnapshotEvery,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.k = k
+	if err := k.Register(durableKind, func(context.Context, []byte) error {
+		a.runs.Add(1)
+		return nil
+	}); err != nil {
+		_ = k.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *axTarget) submitMany(ctx context.Context, payloads [][]byte) ([]string, error) {
+	ts := make([]kernel.DurableTask, len(payloads))
+	for i, p := range payloads {
+		ts[i] = kernel.DurableTask{Kind: durableKind, Payload: p}
+	}
+	hs, err := a.k.SubmitDurableMany(ctx, ts)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(hs))
+	for i, h := range hs {
+		ids[i] = h.ID()
+	}
+	return ids, nil
+}
+
+func (a *axTarget) submit(ctx context.Context, payload []byte) (string, error) {
+	h, err := a.k.SubmitDurable(ctx, kernel.DurableTask{Kind: durableKind, Payload: payload})
+	if err != nil {
+		return "", err
+	}
+	return h.ID(), nil
+}
+
+// drain shuts the kernel down: it runs what is queued and flushes the journal.
+func (a *axTarget) drain(ctx context.Context) error { return a.k.Shutdown(ctx) }
+
+func (a *axTarget) executed() int64 { return a.runs.Load() }
+
+func (a *axTarget) close() { _ = a.k.Close() }
+
+// report adds the journal's figures: commits, rows per commit, commit times
+// and how busy the journal kept the store.
+func (a *axTarget) report(out *Sample, sfx string, el time.Duration) {
+	m := out.Metrics
+	st := a.k.Stats().Store
 	m["commits"+sfx] = float64(st.Commits)
 	if st.Commits > 0 {
 		m["rows_per_commit"+sfx] = float64(st.Changes) / float64(st.Commits)
 	}
-	durs := ts.commits()
+	durs := a.ts.commits()
 	var busy int64
 	for _, d := range durs {
 		busy += d
@@ -144,55 +238,54 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 	QuantilesOf(durs).put(m, "commit", sfx)
 	m["store_busy_pct"+sfx] = 100 * float64(busy) / float64(el.Nanoseconds())
 	m["commit_errors"+sfx] = float64(st.Errors)
-	m["acked"+sfx] = float64(acked)
-	m["executed"+sfx] = float64(executed.Load())
-	m["stored"+sfx] = float64(stored)
-	m["lost"+sfx] = float64(acked - stored)
-	if acked != stored {
-		out.note(fmt.Sprintf("%s: lost %d: %d tasks acknowledged, %d stored as succeeded", sh.name, acked-stored, acked, stored))
-	}
-	if n := executed.Load(); n != int64(acked) {
-		out.note(fmt.Sprintf("%s: %d tasks acknowledged, %d runs", sh.name, acked, n))
-	}
-	if bad > 0 {
-		out.note(fmt.Sprintf("%s: %d of %d tasks read back are not stored as succeeded", sh.name, bad, read))
-	}
 	if st.Errors > 0 || st.Refused > 0 {
-		out.note(fmt.Sprintf("%s: %d commits failed, %d changes refused by the store", sh.name, st.Errors, st.Refused))
+		out.note(fmt.Sprintf("%s: %d commits failed, %d changes refused by the store", sfx[1:], st.Errors, st.Refused))
 	}
-	return nil
 }
 
-// payload is task i's input: a few bytes, as small jobs carry.
-func payload(i int) []byte { return strconv.AppendInt([]byte(`{"n":`), int64(i), 10) }
+// peerTarget is a [DurablePeer].
+type peerTarget struct{ p DurablePeer }
 
-// submitBulk submits n tasks from one goroutine with SubmitDurableMany, chunk
-// at a time; acks are the calls' durations.
-func submitBulk(ctx context.Context, k *kernel.Kernel, n, chunk int) ([]int64, []string, error) {
+func (t peerTarget) submitMany(ctx context.Context, payloads [][]byte) ([]string, error) {
+	return make([]string, len(payloads)), t.p.SubmitMany(ctx, payloads)
+}
+
+func (t peerTarget) submit(ctx context.Context, payload []byte) (string, error) {
+	return "", t.p.Submit(ctx, payload)
+}
+
+func (t peerTarget) drain(ctx context.Context) error       { return t.p.Drain(ctx) }
+func (t peerTarget) executed() int64                       { return t.p.Executed() }
+func (t peerTarget) report(*Sample, string, time.Duration) {}
+
+// payload is task i's input, a few bytes of JSON, as small jobs carry.
+func payload(i int) []byte { return append(strconv.AppendInt([]byte(`{"n":`), int64(i), 10), '}') }
+
+// submitBulk submits n tasks from one goroutine, chunk at a time in one call
+// (SubmitDurableMany); acks are the calls' durations.
+func submitBulk(ctx context.Context, t durableTarget, n, chunk int) ([]int64, []string, error) {
 	acks := make([]int64, 0, (n+chunk-1)/chunk)
 	ids := make([]string, 0, n)
-	batch := make([]kernel.DurableTask, 0, chunk)
+	batch := make([][]byte, 0, chunk)
 	for i := 0; i < n; i += chunk {
 		batch = batch[:0]
 		for j := i; j < min(i+chunk, n); j++ {
-			batch = append(batch, kernel.DurableTask{Kind: durableKind, Payload: payload(j)})
+			batch = append(batch, payload(j))
 		}
 		t0 := time.Now()
-		hs, err := k.SubmitDurableMany(ctx, batch)
+		got, err := t.submitMany(ctx, batch)
 		acks = append(acks, int64(time.Since(t0)))
 		if err != nil {
 			return acks, ids, err
 		}
-		for _, h := range hs {
-			ids = append(ids, h.ID())
-		}
+		ids = append(ids, got...)
 	}
 	return acks, ids, nil
 }
 
-// submitCallers submits n tasks from durableCallers goroutines, each calling
-// SubmitDurable for one task at a time; acks are the calls' durations.
-func submitCallers(ctx context.Context, k *kernel.Kernel, n, _ int) ([]int64, []string, error) {
+// submitCallers submits n tasks from durableCallers goroutines, each
+// submitting one task at a time (SubmitDurable); acks are the calls' durations.
+func submitCallers(ctx context.Context, t durableTarget, n, _ int) ([]int64, []string, error) {
 	acks := make([]int64, n)
 	ids := make([]string, n)
 	var next atomic.Int64
@@ -205,12 +298,12 @@ func submitCallers(ctx context.Context, k *kernel.Kernel, n, _ int) ([]int64, []
 					return nil
 				}
 				t0 := time.Now()
-				h, err := k.SubmitDurable(gctx, kernel.DurableTask{Kind: durableKind, Payload: payload(i)})
+				id, err := t.submit(gctx, payload(i))
 				acks[i] = int64(time.Since(t0))
 				if err != nil {
 					return err
 				}
-				ids[i] = h.ID()
+				ids[i] = id
 			}
 		})
 	}
@@ -246,6 +339,9 @@ func countSucceeded(ctx context.Context, setup *DurableSetup, ids []string) (sto
 	}
 	if stored, err = setup.Succeeded(ctx); err != nil {
 		return 0, 0, 0, err
+	}
+	if setup.Store == nil {
+		return stored, 0, 0, nil
 	}
 	step := max(1, len(ids)/durableSampleGets)
 	for i := 0; i < len(ids); i += step {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/axsched/ax/kernel"
@@ -167,6 +168,64 @@ func TestRegistryAddWantsNewOrDurable(t *testing.T) {
 			err := (&Registry{}).Add(tt.f)
 			if (err == nil) != tt.ok {
 				t.Errorf("Add(%s) = %v, want ok %v", tt.name, err, tt.ok)
+			}
+		})
+	}
+}
+
+// fakePeer is a DurablePeer that runs every job at Drain and may lose some.
+type fakePeer struct {
+	acked, ran, done atomic.Int64
+	lose             int64 // jobs Drain leaves without a stored completion
+}
+
+func (p *fakePeer) SubmitMany(_ context.Context, payloads [][]byte) error {
+	p.acked.Add(int64(len(payloads)))
+	return nil
+}
+
+func (p *fakePeer) Submit(context.Context, []byte) error {
+	p.acked.Add(1)
+	return nil
+}
+
+func (p *fakePeer) Drain(context.Context) error {
+	p.ran.Store(p.acked.Load())
+	p.done.Store(p.acked.Load() - p.lose)
+	return nil
+}
+
+func (p *fakePeer) Executed() int64 { return p.ran.Load() }
+
+func TestDurableOnPeer(t *testing.T) {
+	tests := []struct {
+		name     string
+		lose     int64
+		wantLost float64
+	}{
+		{"all stored", 0, 0},
+		{"one lost per shape", 1, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Factory{Name: "peer", Mode: Blocking, Durable: func(context.Context, Params) (*DurableSetup, error) {
+				fp := &fakePeer{lose: tt.lose}
+				return &DurableSetup{Peer: fp, Succeeded: func(context.Context) (int, error) { return int(fp.done.Load()), nil }}, nil
+			}}
+			s, err := runDurable(t.Context(), f, Params{N: 2500}.resolve(durableScenario().Defaults))
+			if err != nil {
+				t.Fatalf("runDurable() error = %v", err)
+			}
+			m := s.Metrics
+			if m["lost"] != tt.wantLost || m["acked_bulk"] != 2500 || m["acked_callers"] != 2500 {
+				t.Errorf("lost, acked_bulk, acked_callers = %v, %v, %v, want %v, 2500, 2500 (notes %v)",
+					m["lost"], m["acked_bulk"], m["acked_callers"], tt.wantLost, s.Notes)
+			}
+			if m["tasks_per_sec_bulk"] <= 0 || m["ack_p99_us_callers"] <= 0 {
+				t.Errorf("tasks_per_sec_bulk, ack_p99_us_callers = %v, %v, want > 0", m["tasks_per_sec_bulk"], m["ack_p99_us_callers"])
+			}
+			if _, ok := m["rows_per_commit_bulk"]; ok {
+				t.Error("a peer reports rows_per_commit_bulk, which only ax's journal knows")
 			}
 		})
 	}

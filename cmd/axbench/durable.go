@@ -30,8 +30,8 @@ const (
 	succeededCode = "5"
 )
 
-// durableConfigs returns ax's durable configurations on MariaDB (or MySQL):
-// each run gets a fresh table, dropped after it.
+// durableConfigs returns ax's durable configurations on MariaDB (or MySQL),
+// then the peers': each run gets a fresh table, dropped after it.
 func durableConfigs() []bench.Factory {
 	return []bench.Factory{
 		{
@@ -49,6 +49,8 @@ func durableConfigs() []bench.Factory {
 				return openMariaDB(ctx, snapshotEvery)
 			},
 		},
+		riverConfig(),
+		asynqConfig(),
 	}
 }
 

@@ -12,10 +12,13 @@ import (
 	"github.com/axsched/ax/mysqlstore"
 )
 
-// TestDurableUnreachableDatabase checks that a MariaDB configuration without a
-// server fails at once, naming the variable and never the password.
+// TestDurableUnreachableDatabase checks that a durable configuration without a
+// server fails at once, naming its variable and never the password.
 func TestDurableUnreachableDatabase(t *testing.T) {
 	t.Setenv(dsnEnv, "axuser:s3cretpw@tcp(127.0.0.1:1)/test?timeout=2s")
+	t.Setenv(pgDSNEnv, "postgres://axuser:s3cretpw@127.0.0.1:1/test?connect_timeout=2")
+	t.Setenv(redisAddrEnv, "127.0.0.1:1")
+	vars := map[string]string{"ax-mariadb-ack": dsnEnv, "ax-mariadb-snapshot": dsnEnv, "river-pg": pgDSNEnv, "asynq-redis": redisAddrEnv}
 	for _, f := range durableConfigs() {
 		t.Run(f.Name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -25,8 +28,9 @@ func TestDurableUnreachableDatabase(t *testing.T) {
 				_ = setup.Close()
 				t.Fatal("Durable() error = nil, want one: nothing listens on port 1")
 			}
-			if msg := err.Error(); !strings.Contains(msg, "$"+dsnEnv) || strings.Contains(msg, "s3cretpw") {
-				t.Errorf("Durable() error = %q, want it to name $%s and not the password", msg, dsnEnv)
+			v := vars[f.Name]
+			if msg := err.Error(); v == "" || !strings.Contains(msg, "$"+v) || strings.Contains(msg, "s3cretpw") {
+				t.Errorf("Durable() error = %q, want it to name $%s and not the password", msg, v)
 			}
 		})
 	}
@@ -107,4 +111,39 @@ func durableTables(t *testing.T, db *sql.DB) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestDurablePeers runs the durable scenario small on river and asynq, each
+// skipped when its server does not answer.
+func TestDurablePeers(t *testing.T) {
+	reg, err := registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"river-pg", "asynq-redis"} {
+		t.Run(name, func(t *testing.T) {
+			reports, err := bench.Run(t.Context(), reg, bench.Options{
+				Scenarios: []string{"durable"}, Executors: []string{name},
+				Params: bench.Params{N: 300, Conc: 8}, Reps: 1, InProcess: true,
+			})
+			if err != nil {
+				t.Fatalf("Run() error = %v", err)
+			}
+			r := reports[0].Results[0]
+			if len(r.Errors) > 0 {
+				if e := r.Errors[0]; strings.Contains(e, "no usable PostgreSQL") || strings.Contains(e, "no Redis") {
+					t.Skip(e)
+				}
+				t.Fatalf("errors %v", r.Errors)
+			}
+			for _, m := range []string{"lost", "lost_bulk", "lost_callers"} {
+				if s, ok := r.Metrics[m]; !ok || s.Max != 0 {
+					t.Errorf("%s = %+v (present %v), want 0 (notes %v)", m, s, ok, r.Notes)
+				}
+			}
+			if s := r.Metrics["executed_callers"]; s.Median != 300 {
+				t.Errorf("executed_callers = %v, want 300", s.Median)
+			}
+		})
+	}
 }

@@ -6,6 +6,14 @@
 //
 // Each repetition runs in a fresh process (axbench re-runs itself), the
 // executors interleaved; tables show the median with min–max.
+//
+// The durable scenario runs on durable configurations instead of executors:
+// ax-memstore, ax on MariaDB ($AX_MYSQL_DSN, default
+// root@tcp(127.0.0.1:3306)/test), river on PostgreSQL ($AX_PG_DSN) and asynq
+// on Redis ($AX_REDIS_ADDR); each run uses a fresh table, schema or queue and
+// drops it after.
+//
+//	axbench -scenario durable -reps 1
 package main
 
 import (
