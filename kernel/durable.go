@@ -262,6 +262,16 @@ func (t *DurableTask) validate(prefix string, maxBytes int) error {
 // the commit is bounded by Config.StoreTimeout, not by ctx: once the commit began its
 // outcome is waited for. If the kernel closes between the commit and the hand-over,
 // the task stays stored and its handle ends Canceled with ErrClosed.
+//
+// One case of ErrStoreUnavailable is ambiguous: a commit whose answer was lost may
+// have stored the task. The kernel then cancels the row in its next commit, so the
+// task never runs; but if the process dies before that commit, the next kernel on the
+// store runs a task whose submit reported failure. Use UniqueKey to make a retried
+// submit safe against that.
+//
+// In acknowledged mode a durable task starts running only once its start is stored
+// too (one more group commit), so that a crash re-runs only tasks the store shows
+// running; its slot is held meanwhile.
 func (k *Kernel) SubmitDurable(ctx context.Context, t DurableTask) (*Handle, error) {
 	hs, err := k.submitDurable(ctx, []DurableTask{t}, false)
 	if err != nil {
@@ -433,7 +443,9 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 			State: Queued, CreatedAt: now, UpdatedAt: now,
 		}
 		if h.due {
-			st.RunAt = k.at(h.dueAt)
+			// Stored at millisecond precision, rounded up: a recovered task never
+			// runs before the due time it was given.
+			st.RunAt = ceilMilli(k.at(h.dueAt))
 			if st.RunAt.After(now) {
 				st.State = Delayed
 			}
@@ -528,6 +540,14 @@ func (k *Kernel) journalEnd(h *Handle, to State, err error) {
 		c.Task.LastError = errText(err)
 	}
 	k.jbuf = append(k.jbuf, jentry{c: c})
+}
+
+// ceilMilli rounds t up to a whole millisecond.
+func ceilMilli(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); !r.Equal(t) {
+		return r.Add(time.Millisecond)
+	}
+	return t
 }
 
 func errText(err error) string {

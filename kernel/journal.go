@@ -25,6 +25,9 @@ type jentry struct {
 	ack  *ackGroup // an acknowledged insert: the submit waiting for it
 	idx  int       // the task's index in that submit
 	comp bool      // a cancel that undoes an insert whose submit was told it failed
+	// An OpStart whose attempt waits for it to be stored (acknowledged mode); the
+	// journal hands it back to the loop once committed.
+	start *attempt
 }
 
 // ackGroup is one acknowledged durable submit waiting for its commit. The journal
@@ -53,6 +56,7 @@ type journal struct {
 	queue    []jentry        // guarded by mu
 	flushing []chan struct{} // guarded by mu: closed once the queue is empty and committed
 	flushNow bool            // guarded by mu: commit without waiting for the snapshot tick
+	stopped  bool            // guarded by mu: the journal goroutine returned
 	wake     chan struct{}   // size 1
 	stopCh   chan struct{}
 	doneCh   chan struct{}
@@ -85,9 +89,15 @@ func newJournal(k *Kernel, c *Config) *journal {
 	return j
 }
 
-// add queues changes, in order, after everything queued before.
+// add queues changes, in order, after everything queued before. Once the journal
+// stopped, it refuses the acknowledged inserts among them and drops the rest.
 func (j *journal) add(es []jentry) {
 	j.mu.Lock()
+	if j.stopped {
+		j.mu.Unlock()
+		j.abandon(es)
+		return
+	}
 	j.queue = append(j.queue, es...)
 	j.pending.Store(int64(len(j.queue)))
 	j.mu.Unlock()
@@ -145,8 +155,30 @@ func (j *journal) sleep(d time.Duration) bool {
 	}
 }
 
+// abandon settles the acknowledged inserts of entries that will never be committed:
+// their submits fail with ErrClosed. The other changes are lost to the store, which
+// keeps those tasks' earlier states.
+func (j *journal) abandon(es []jentry) {
+	for _, e := range es {
+		if e.ack != nil {
+			e.ack.all = fmt.Errorf("kernel: durable submit: the kernel closed before the task was stored: %w", ErrClosed)
+			j.refuse(e)
+		}
+	}
+	settleGroups(es)
+}
+
 func (j *journal) run() {
 	defer close(j.doneCh)
+	defer func() {
+		j.mu.Lock()
+		j.stopped = true
+		left := j.queue
+		j.queue = nil
+		j.pending.Store(0)
+		j.mu.Unlock()
+		j.abandon(left)
+	}()
 	backoff := time.Duration(0)
 	var buf []Change
 	lastCommit := time.Now()
@@ -288,7 +320,11 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 	}
 	j.commits.Inc()
 	j.changes.Add(len(changes))
+	if j.down.Swap(nil) != nil && j.logger != nil {
+		j.logger.Info("kernel: the store answers again; durable submits resume")
+	}
 	var handed []*Handle
+	var started []*attempt
 	for i := range batch {
 		e := &batch[i]
 		r := results[i]
@@ -302,6 +338,16 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 			}
 		case e.comp:
 			// Undoing an insert that may not have landed: unknown is the expected answer.
+		case e.start != nil:
+			// The attempt runs whatever the answer: a refusal means another writer
+			// owns the row (logged), and holding the task back would not change that.
+			started = append(started, e.start)
+			if r != nil {
+				j.refused.Inc()
+				if j.logger != nil {
+					j.logger.Warn("kernel: the store refused a change", "op", e.c.Op.String(), "task", e.c.Task.ID, "err", r)
+				}
+			}
 		case r != nil:
 			j.refused.Inc()
 			if j.logger != nil {
@@ -314,6 +360,9 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 			j.k.release(h.bucket, 1)
 			j.k.abortDurable(h)
 		}
+	}
+	if len(started) > 0 {
+		j.k.control(ctrlMsg{kind: ctrlStarted, as: started})
 	}
 	settleGroups(batch)
 	return true

@@ -21,6 +21,7 @@ const (
 	ctrlShutdown                        // drain and stop
 	ctrlClose                           // stop now
 	ctrlRecover                         // schedule durable tasks read back from the store (hs)
+	ctrlStarted                         // the journal stored the starts of gated attempts (as)
 )
 
 // ctrlMsg is a message from the API to the loop.
@@ -30,6 +31,7 @@ type ctrlMsg struct {
 	b    *Batch
 	rc   *resolved
 	hs   []*Handle
+	as   []*attempt
 	ack  chan error // size 1
 }
 
@@ -61,8 +63,10 @@ type loopState struct {
 	zombieN  int
 	evBuf    []Event
 
-	jbuf    []jentry                   // durable-task changes of this pass, for the journal
-	backlog [queue.NumLevels][]*Handle // recovered durable tasks waiting for a ticket
+	jbuf       []jentry                   // durable-task changes of this pass, for the journal
+	backlog    [queue.NumLevels][]*Handle // recovered durable tasks waiting for a ticket
+	gated      map[*attempt]struct{}      // durable attempts waiting for their start to be stored
+	gatedOther int                        // of which not High
 
 	spareTasks []*Handle
 	spareCtrl  []ctrlMsg
@@ -394,8 +398,8 @@ func (k *Kernel) dispatch() {
 	// running meanwhile: room only grows), then hand the picks over in one short
 	// critical section.
 	q.mu.Lock()
-	space := q.limit - q.running + k.lookahead - q.queued()
-	otherSpace := q.otherLimit - q.runningOther + k.lookahead - q.other.Len()
+	space := q.limit - q.running + k.lookahead - q.queued() - len(k.gated)
+	otherSpace := q.otherLimit - q.runningOther + k.lookahead - q.other.Len() - k.gatedOther
 	q.mu.Unlock()
 	picked := k.picked[:0]
 	for space > 0 {
@@ -411,12 +415,22 @@ func (k *Kernel) dispatch() {
 		if h.prio != High {
 			otherSpace--
 		}
-		k.start(h, h.cur)
-		picked = append(picked, h.cur)
+		if k.start(h, h.cur) {
+			picked = append(picked, h.cur)
+		}
 	}
+	k.handOver(picked)
+	clear(picked)
+	k.picked = picked[:0]
+}
+
+// handOver moves picked attempts into the run queue and wakes or starts an
+// executor for them.
+func (k *Kernel) handOver(picked []*attempt) {
 	if len(picked) == 0 {
 		return
 	}
+	q := &k.rq
 	var wake [8]*executor
 	nwake, spawn := 0, 0
 	q.mu.Lock()
@@ -446,8 +460,6 @@ func (k *Kernel) dispatch() {
 		q.coming += spawn
 	}
 	q.mu.Unlock()
-	clear(picked)
-	k.picked = picked[:0]
 	for i := range nwake {
 		wake[i].wake <- struct{}{}
 	}
@@ -457,8 +469,10 @@ func (k *Kernel) dispatch() {
 	}
 }
 
-// start accounts for an attempt about to be handed to the run queue.
-func (k *Kernel) start(h *Handle, a *attempt) {
+// start accounts for an attempt about to be handed to the run queue. It reports
+// false when the attempt must wait for its start to be stored first (a durable task
+// in acknowledged mode, see gate).
+func (k *Kernel) start(h *Handle, a *attempt) bool {
 	k.release(h.bucket, 1)
 	k.freed = true
 	from := k.setState(h, Running)
@@ -476,6 +490,44 @@ func (k *Kernel) start(h *Handle, a *attempt) {
 	if k.events != nil {
 		k.emit(h, from, Running, a, nil)
 	}
+	if h.dur != nil && k.dur.j.every == 0 {
+		k.gate(a)
+		return false
+	}
+	return true
+}
+
+// gate holds a durable attempt back until the journal stored its start: a task runs
+// only once the store knows it runs, so a crash re-runs only tasks the store shows
+// Running (at least once, and no more than the attempts in flight). The attempt
+// holds its slot meanwhile. In periodic snapshot mode nothing waits for a commit.
+func (k *Kernel) gate(a *attempt) {
+	if k.gated == nil {
+		k.gated = make(map[*attempt]struct{})
+	}
+	k.gated[a] = struct{}{}
+	if a.h.prio != High {
+		k.gatedOther++
+	}
+	k.jbuf[len(k.jbuf)-1].start = a // the OpStart journalStart just added
+}
+
+// ungate hands attempts whose start the journal stored to the run queue.
+func (k *Kernel) ungate(as []*attempt) {
+	picked := k.picked[:0]
+	for _, a := range as {
+		if _, ok := k.gated[a]; !ok {
+			continue // Close ended it meanwhile
+		}
+		delete(k.gated, a)
+		if a.h.prio != High {
+			k.gatedOther--
+		}
+		picked = append(picked, a)
+	}
+	k.handOver(picked)
+	clear(picked)
+	k.picked = picked[:0]
 }
 
 // settleAttempt handles an attempt an executor handed back.
@@ -644,6 +696,8 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		k.beginDrain()
 	case ctrlClose:
 		k.closeAll()
+	case ctrlStarted:
+		k.ungate(m.as)
 	case ctrlRecover:
 		if k.draining || k.closing {
 			for _, h := range m.hs {
@@ -736,6 +790,13 @@ func (k *Kernel) closeAll() {
 		a.tkind = timerNone
 	})
 	var ended []*attempt
+	for a := range k.gated {
+		a.settled = true
+		ended = append(ended, a)
+	}
+	clear(k.gated)
+	k.gatedOther = 0
+	gated := len(ended)
 	q := &k.rq
 	q.mu.Lock()
 	for a := q.inflight.head; a != nil; a = a.lnext {
@@ -744,7 +805,7 @@ func (k *Kernel) closeAll() {
 			ended = append(ended, a)
 		}
 	}
-	for _, a := range ended {
+	for _, a := range ended[gated:] {
 		q.inflight.remove(a)
 	}
 	q.mu.Unlock()
