@@ -522,3 +522,74 @@ func TestDurableManyAndCancel(t *testing.T) {
 		}
 	})
 }
+
+// holdStarts is a MemoryStore whose commits holding an OpStart wait for release.
+type holdStarts struct {
+	*MemoryStore
+	release chan struct{}
+}
+
+func (s holdStarts) Commit(ctx context.Context, cs []Change) ([]error, error) {
+	for _, c := range cs {
+		if c.Op == OpStart {
+			<-s.release
+			break
+		}
+	}
+	return s.MemoryStore.Commit(ctx, cs)
+}
+
+func TestDurableRunsOnlyOnceItsStartIsStored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := holdStarts{NewMemoryStore(), make(chan struct{})}
+		k := newTestKernel(t, Config{Store: s, MaxConcurrency: 1})
+		var ran atomic.Int32
+		_ = k.Register("k", func(context.Context, []byte) error { ran.Add(1); return nil })
+		h, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if ran.Load() != 0 || h.State() != Running {
+			t.Fatalf("ran %d times, state %v, before its start was stored", ran.Load(), h.State())
+		}
+		if st := stored(t, s, h.ID()); st.State != Queued {
+			t.Fatalf("stored %v while the start commit is held", st.State)
+		}
+		// The gated attempt holds the only slot: a plain task waits behind it.
+		plain := mustSubmit(t, k, Task{Run: noop})
+		synctest.Wait()
+		if plain.State() != Queued {
+			t.Fatalf("plain task %v while the slot is held", plain.State())
+		}
+		close(s.release)
+		if err := h.Wait(context.Background()); err != nil || ran.Load() != 1 {
+			t.Fatalf("Wait() = %v, ran %d", err, ran.Load())
+		}
+		<-plain.Done()
+	})
+}
+
+func TestDurableCloseEndsGatedAttempts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := holdStarts{NewMemoryStore(), make(chan struct{})}
+		k, err := New(Config{Store: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = k.Register("k", func(context.Context, []byte) error { return nil })
+		h, _ := k.SubmitDurable(context.Background(), DurableTask{Kind: "k"})
+		synctest.Wait()
+		done := make(chan struct{})
+		go func() { _ = k.Close(); close(done) }()
+		<-h.Done()
+		if !errors.Is(h.Err(), ErrClosed) {
+			t.Fatalf("gated task ended with %v, want ErrClosed", h.Err())
+		}
+		close(s.release) // the held commit lands; Close returns
+		<-done
+		if st := stored(t, s, h.ID()); st.State != Running {
+			t.Fatalf("stored %v, want Running (recovered as a new attempt next time)", st.State)
+		}
+	})
+}
