@@ -443,8 +443,9 @@ func (r *row) apply(c *kernel.Change, holders map[string]string) {
 // updates returns the writes of the stored rows the batch changed, each of which checks
 // the row's fence and liveness itself, so that a row whose fence moved or which ended is
 // not touched. One row: an UPDATE … WHERE id = … AND fence = … AND state <= live. More:
-// multi-row INSERT … ON DUPLICATE KEY UPDATE statements (see upsertTail), one primary-key
-// write per row with no range to plan, whatever the values of the rows. Each statement
+// per chunk of rows, a grouped UPDATE when the rows share most values (see grouped), as
+// they do when tasks start and end, or else a multi-row INSERT … ON DUPLICATE KEY UPDATE
+// (see upsertTail), one primary-key write per row whatever the values. Each statement
 // must report every row it names as changed (version is bumped so that an identical
 // rewrite counts too).
 func (s *Store) updates(rows map[string]*row, ids []string) []statement {
@@ -472,34 +473,185 @@ func (s *Store) updates(rows map[string]*row, ids []string) []statement {
 			}
 			n++
 		}
-		q := newQuery(len(upsertHead) + len(upsertTail) + size + 64)
-		q.raw("INSERT INTO ").raw(s.table).raw(upsertHead)
-		for i, r := range upd[:n] {
-			if i > 0 {
-				q.raw(",")
-			}
-			var flags uint64
-			attempt, runAt, lastError := 0, int64(0), ""
-			if r.setAttempt {
-				flags, attempt = flags|upsertAttempt, r.attempt
-			}
-			if r.setRunAt {
-				flags, runAt = flags|upsertRunAt, millis(r.runAt)
-			}
-			if r.setLastError {
-				flags, lastError = flags|upsertLastError, r.lastError
-			}
-			// The columns of upsertHead: a row that is not stored would be inserted with
-			// these values, which the count of rows affected reveals (1, not 2).
-			q.raw("(").hexString(r.id).raw(",'','',0,").int(runAt).raw(",0,").uint(flags).raw(",").
-				int(int64(attempt)).raw(",").uint(r.fence).raw(",'',").uint(uint64(stateCode(r.state))).raw(",").
-				hexString(lastError).raw(",0,").int(millis(r.updatedAt)).raw(",").uint(r.preFence).raw(")")
+		if st, ok := s.grouped(upd[:n], budget); ok {
+			stmts = append(stmts, st)
+		} else {
+			stmts = append(stmts, s.upsert(upd[:n], size))
 		}
-		q.raw(upsertTail)
-		stmts = append(stmts, statement{sql: q.String(), want: 2 * int64(n)})
 		upd = upd[n:]
 	}
 	return stmts
+}
+
+// upsert returns the INSERT … ON DUPLICATE KEY UPDATE of rows; size estimates its length.
+func (s *Store) upsert(rows []*row, size int) statement {
+	q := newQuery(len(upsertHead) + len(upsertTail) + size + 64)
+	q.raw("INSERT INTO ").raw(s.table).raw(upsertHead)
+	for i, r := range rows {
+		if i > 0 {
+			q.raw(",")
+		}
+		var flags uint64
+		attempt, runAt, lastError := 0, int64(0), ""
+		if r.setAttempt {
+			flags, attempt = flags|upsertAttempt, r.attempt
+		}
+		if r.setRunAt {
+			flags, runAt = flags|upsertRunAt, millis(r.runAt)
+		}
+		if r.setLastError {
+			flags, lastError = flags|upsertLastError, r.lastError
+		}
+		// The columns of upsertHead: a row that is not stored would be inserted with
+		// these values, which the count of rows affected reveals (1, not 2).
+		q.raw("(").hexString(r.id).raw(",'','',0,").int(runAt).raw(",0,").uint(flags).raw(",").
+			int(int64(attempt)).raw(",").uint(r.fence).raw(",'',").uint(uint64(stateCode(r.state))).raw(",").
+			hexString(lastError).raw(",0,").int(millis(r.updatedAt)).raw(",").uint(r.preFence).raw(")")
+	}
+	q.raw(upsertTail)
+	return statement{sql: q.String(), want: 2 * int64(len(rows))}
+}
+
+// groupedWhensMax bounds the WHEN branches of a grouped UPDATE: each row's value of a
+// column is found by trying the branches in turn (each an id IN (…) of sorted constants,
+// a binary search), so many distinct values make the upsert cheaper.
+const groupedWhensMax = 16
+
+// grouped returns one UPDATE of rows (sorted by id) that sets each column to a literal
+// when the rows share its value, or to CASE WHEN id IN (…) THEN v … END with one branch per
+// distinct value, and finds the rows by id IN (…) AND state <= live AND their fence. It
+// reports false when the rows have more than groupedWhensMax distinct values in all (as
+// retries with their own due times and errors do) or the statement would outgrow budget.
+func (s *Store) grouped(rows []*row, budget int) (statement, bool) {
+	all := func(*row) bool { return true }
+	fence := groupBy(rows, all, func(r *row) uint64 { return r.fence })
+	state := groupBy(rows, all, func(r *row) uint8 { return stateCode(r.state) })
+	attempt := groupBy(rows, func(r *row) bool { return r.setAttempt }, func(r *row) int { return r.attempt })
+	runAt := groupBy(rows, func(r *row) bool { return r.setRunAt }, func(r *row) int64 { return millis(r.runAt) })
+	lastError := groupBy(rows, func(r *row) bool { return r.setLastError }, func(r *row) string { return r.lastError })
+	updatedAt := groupBy(rows, all, func(r *row) int64 { return millis(r.updatedAt) })
+	ended := groupBy(rows, func(r *row) bool { return !r.state.Live() }, func(*row) bool { return true })
+	preFence := groupBy(rows, all, func(r *row) uint64 { return r.preFence })
+	whens := 0
+	for _, n := range []int{whensOf(fence, rows), whensOf(state, rows), whensOf(attempt, rows), whensOf(runAt, rows),
+		whensOf(lastError, rows), whensOf(updatedAt, rows), whensOf(ended, rows), whensOf(preFence, rows)} {
+		whens += n
+	}
+	if whens > groupedWhensMax {
+		return statement{}, false
+	}
+	size := 256
+	for _, r := range rows {
+		size += (2*len(r.id) + 4) * (2 + whens)
+	}
+	for _, g := range lastError {
+		size += 2*len(g.v) + 8
+	}
+	q := newQuery(size)
+	q.raw("UPDATE ").raw(s.table).raw(" SET ")
+	setGrouped(q, "fence", fence, rows, func(v uint64) { q.uint(v) })
+	q.raw(", ")
+	setGrouped(q, "state", state, rows, func(v uint8) { q.uint(uint64(v)) })
+	if len(attempt) > 0 {
+		q.raw(", ")
+		setGrouped(q, "attempt", attempt, rows, func(v int) { q.int(int64(v)) })
+	}
+	if len(runAt) > 0 {
+		q.raw(", ")
+		setGrouped(q, "run_at", runAt, rows, func(v int64) { q.int(v) })
+	}
+	if len(lastError) > 0 {
+		q.raw(", ")
+		setGrouped(q, "last_error", lastError, rows, func(v string) { q.hexString(v) })
+	}
+	q.raw(", ")
+	setGrouped(q, "updated_at", updatedAt, rows, func(v int64) { q.int(v) })
+	if len(ended) > 0 {
+		q.raw(", ")
+		setGrouped(q, "live_key", ended, rows, func(bool) { q.raw("NULL") })
+	}
+	// id IN (…) first: the optimizer reads the primary key's ranges for it.
+	q.raw(", version = version + 1 WHERE id IN (")
+	for i, r := range rows {
+		if i > 0 {
+			q.raw(",")
+		}
+		q.hexString(r.id)
+	}
+	q.raw(") AND state <= " + liveMaxCode + " AND fence = ")
+	if len(preFence) == 1 {
+		q.uint(preFence[0].v)
+	} else {
+		caseGrouped(q, preFence, func(v uint64) { q.uint(v) }, "NULL")
+	}
+	if q.Len() > budget {
+		return statement{}, false
+	}
+	return statement{sql: q.String(), want: int64(len(rows))}, true
+}
+
+// group is the rows of a batch that set a column to v, in the order of the batch's rows.
+type group[K comparable] struct {
+	v    K
+	rows []*row
+}
+
+// groupBy groups the rows for which has holds by their value key, in order of first
+// appearance.
+func groupBy[K comparable](rows []*row, has func(*row) bool, key func(*row) K) []group[K] {
+	var gs []group[K]
+	for _, r := range rows {
+		if !has(r) {
+			continue
+		}
+		k := key(r)
+		i := slices.IndexFunc(gs, func(g group[K]) bool { return g.v == k })
+		if i < 0 {
+			if len(gs) > groupedWhensMax { // too many: grouped gives up anyway
+				return append(gs, group[K]{v: k})
+			}
+			gs = append(gs, group[K]{v: k})
+			i = len(gs) - 1
+		}
+		gs[i].rows = append(gs[i].rows, r)
+	}
+	return gs
+}
+
+// whensOf returns how many WHEN branches setGrouped writes for gs.
+func whensOf[K comparable](gs []group[K], rows []*row) int {
+	if len(gs) == 1 && len(gs[0].rows) == len(rows) {
+		return 0
+	}
+	return len(gs)
+}
+
+// setGrouped writes "col = " and the value of each row: a literal when every row has
+// the same, otherwise a CASE that leaves the rows of no group as they are.
+func setGrouped[K comparable](q *query, col string, gs []group[K], rows []*row, lit func(K)) {
+	q.raw(col).raw(" = ")
+	if len(gs) == 1 && len(gs[0].rows) == len(rows) {
+		lit(gs[0].v)
+		return
+	}
+	caseGrouped(q, gs, lit, col)
+}
+
+// caseGrouped writes CASE WHEN id IN (…) THEN v … ELSE otherwise END.
+func caseGrouped[K comparable](q *query, gs []group[K], lit func(K), otherwise string) {
+	q.raw("CASE")
+	for _, g := range gs {
+		q.raw(" WHEN id IN (")
+		for i, r := range g.rows {
+			if i > 0 {
+				q.raw(",")
+			}
+			q.hexString(r.id)
+		}
+		q.raw(") THEN ")
+		lit(g.v)
+	}
+	q.raw(" ELSE ").raw(otherwise).raw(" END")
 }
 
 // updateOne returns the UPDATE of one stored row.

@@ -106,6 +106,8 @@ func mustBatch(b *testing.B, s kernel.Store, changes []kernel.Change) {
 // each holds n new tasks (OpInsert) and the start and success (OpStart, OpSucceed) of the
 // n tasks inserted by the batch before. tasks/s counts completed tasks.
 //
+// lifecycle-keyed is the same with a unique key on every task.
+//
 // BenchmarkLifecycle/snapshot measures the batches of periodic snapshots, where a task is
 // inserted, started and completed within one batch (OpInsert, OpStart, OpSucceed);
 // snapshot-drop the same with Options.DropCompleted, which writes none of them.
@@ -126,8 +128,24 @@ func BenchmarkLifecycle(b *testing.B) {
 	succeed := func(id string, at time.Time) kernel.Change {
 		return kernel.Change{Op: kernel.OpSucceed, Fence: 2, Task: kernel.StoredTask{ID: id, UpdatedAt: at}}
 	}
-	for _, n := range []int{100, 500, 2000} {
-		b.Run(fmt.Sprintf("lifecycle/n=%d", n), func(b *testing.B) {
+	cases := []struct {
+		name  string
+		n     int
+		keyed bool // every task holds a unique key of its own
+	}{
+		{"lifecycle", 100, false}, {"lifecycle", 500, false}, {"lifecycle", 2000, false}, {"lifecycle-keyed", 500, true},
+	}
+	for _, tc := range cases {
+		n := tc.n
+		newTask := newTask
+		if tc.keyed {
+			newTask = func(id string) kernel.StoredTask {
+				t := newTask(id)
+				t.UniqueKey = "key-" + id
+				return t
+			}
+		}
+		b.Run(fmt.Sprintf("%s/n=%d", tc.name, n), func(b *testing.B) {
 			s, db := setup(b, mysqlstore.Options{})
 			seq, done := 0, 0
 			prev := make([]string, n)

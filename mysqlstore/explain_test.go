@@ -15,9 +15,9 @@ import (
 )
 
 // TestStatementsUseThePrimaryKey EXPLAINs the statements a batch generates, for one row
-// and for several: each must read the primary key, never scan the table. The updates of
-// several rows are upserts (INSERT … ON DUPLICATE KEY UPDATE), primary-key writes by
-// construction, with no plan to EXPLAIN.
+// and for several: each must read the primary key, never scan the table. Upserts
+// (INSERT … ON DUPLICATE KEY UPDATE, for rows with many distinct values) are primary-key
+// writes by construction, with no plan to EXPLAIN.
 func TestStatementsUseThePrimaryKey(t *testing.T) {
 	dsn := os.Getenv("AX_MYSQL_DSN")
 	if dsn == "" {
@@ -60,13 +60,24 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 	if _, err := db.Exec("ANALYZE TABLE `" + table + "`"); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []int{1, 2, 50} {
+	for _, tc := range []struct {
+		n      int
+		retry  bool // each row gets its own due time and error: an upsert
+		upsert bool
+	}{{1, true, false}, {2, true, false}, {50, false, false}, {50, true, true}} {
+		n := tc.n
 		var changes []kernel.Change
 		for i := range n {
 			id := fmt.Sprintf("t%05d", i*7)
+			at := now.Add(time.Duration(i%5) * time.Millisecond) // a few distinct times
 			changes = append(changes,
-				kernel.Change{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: now.Add(time.Duration(i))}},
-				kernel.Change{Op: kernel.OpRetry, Fence: 2, Task: kernel.StoredTask{ID: id, RunAt: now.Add(time.Duration(i) * time.Second), LastError: id, UpdatedAt: now}})
+				kernel.Change{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: at}})
+			if tc.retry {
+				changes = append(changes,
+					kernel.Change{Op: kernel.OpRetry, Fence: 2, Task: kernel.StoredTask{ID: id, RunAt: now.Add(time.Duration(i) * time.Second), LastError: id, UpdatedAt: at}})
+			} else {
+				changes = append(changes, kernel.Change{Op: kernel.OpSucceed, Fence: 2, Task: kernel.StoredTask{ID: id, UpdatedAt: at}})
+			}
 		}
 		b := s.newBatch(changes)
 		rows := map[string]*row{}
@@ -79,9 +90,12 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 		q := newQuery(64).raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").hexList(b.ids).raw(" FOR UPDATE")
 		queries := []string{q.String()}
 		for _, st := range stmts {
+			if upsert := strings.HasPrefix(st.sql, "INSERT"); upsert != tc.upsert {
+				t.Errorf("%d rows: %.80s…, want upsert %v", n, st.sql, tc.upsert)
+			}
 			if strings.HasPrefix(st.sql, "INSERT") {
-				if n == 1 || !strings.Contains(st.sql, "ON DUPLICATE KEY UPDATE") {
-					t.Errorf("%d rows: %.80s…, want an UPDATE of one row or an upsert of several", n, st.sql)
+				if !strings.Contains(st.sql, "ON DUPLICATE KEY UPDATE") {
+					t.Errorf("%d rows: %.80s…, want an upsert", n, st.sql)
 				}
 				continue
 			}
@@ -100,8 +114,8 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 			if typ.String != "range" && typ.String != "const" && typ.String != "eq_ref" || key.String != "PRIMARY" {
 				t.Errorf("%d rows: %.60s… reads %s on %q, want a range of PRIMARY", n, query, typ.String, key.String)
 			}
-			if !strings.HasPrefix(query, "SELECT") && !strings.Contains(query, " WHERE id = ") {
-				t.Errorf("statement without id =: %.80s", query)
+			if !strings.HasPrefix(query, "SELECT") && !strings.Contains(query, " WHERE id = ") && !strings.Contains(query, " WHERE id IN (") {
+				t.Errorf("statement without id = or id IN: %.80s", query)
 			}
 		}
 	}
