@@ -137,10 +137,10 @@ func BenchmarkLifecycle(b *testing.B) {
 	}
 	for _, tc := range cases {
 		n := tc.n
-		newTask := newTask
+		newTask, plain := newTask, newTask
 		if tc.keyed {
 			newTask = func(id string) kernel.StoredTask {
-				t := newTask(id)
+				t := plain(id)
 				t.UniqueKey = "key-" + id
 				return t
 			}
