@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/axsched/ax/bench"
 )
@@ -40,6 +41,7 @@ func asynqConfig() bench.Factory {
 // asynqPeer is a started asynq server with its client.
 type asynqPeer struct {
 	opt       asynq.RedisClientOpt
+	rdb       *redis.Client // the client's and the inspector's, and the cleanup's
 	queue     string
 	client    *asynq.Client
 	srv       *asynq.Server
@@ -59,8 +61,9 @@ func openAsynq(ctx context.Context, p bench.Params) (*bench.DurableSetup, error)
 		opt:   asynq.RedisClientOpt{Addr: addr, DialTimeout: 5 * time.Second, PoolSize: 64},
 		queue: fmt.Sprintf("axbench_%d_%d_%d", os.Getpid(), time.Now().Unix(), schemaSeq.Add(1)),
 	}
-	a.client = asynq.NewClient(a.opt)
-	a.inspector = asynq.NewInspector(a.opt)
+	a.rdb = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: a.opt.DialTimeout, PoolSize: a.opt.PoolSize})
+	a.client = asynq.NewClientFromRedisClient(a.rdb)
+	a.inspector = asynq.NewInspectorFromRedisClient(a.rdb)
 	if err := a.client.Ping(); err != nil {
 		_ = a.close()
 		return nil, fmt.Errorf("no Redis at %s (set %s): %w", where, redisAddrEnv, err)
@@ -125,15 +128,44 @@ func (a *asynqPeer) completed(context.Context) (int, error) {
 	return info.Completed, nil
 }
 
+// close stops the server and deletes the queue with every key of it: asynq's
+// DeleteQueue leaves completed tasks and statistics behind.
 func (a *asynqPeer) close() error {
-	if a.srv != nil && !a.stopped {
-		a.srv.Shutdown()
-	}
-	var err error
+	var errs []error
 	if a.srv != nil {
-		if derr := a.inspector.DeleteQueue(a.queue, true); derr != nil && !errors.Is(derr, asynq.ErrQueueNotFound) {
-			err = derr
+		if !a.stopped {
+			a.srv.Shutdown()
+		}
+		if err := a.inspector.DeleteQueue(a.queue, true); err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
+			errs = append(errs, err)
+		}
+		errs = append(errs, a.deleteKeys())
+	}
+	// The client and the inspector share rdb: closing it closes them.
+	return errors.Join(append(errs, a.rdb.Close())...)
+}
+
+// deleteKeys unlinks every key of the run's queue.
+func (a *asynqPeer) deleteKeys() error {
+	ctx, cancel := context.WithTimeout(context.Background(), dropTimeout)
+	defer cancel()
+	it := a.rdb.Scan(ctx, 0, "asynq:{"+a.queue+"}*", 1000).Iterator()
+	keys := make([]string, 0, 1000)
+	flush := func() error {
+		if len(keys) == 0 {
+			return nil
+		}
+		err := a.rdb.Unlink(ctx, keys...).Err()
+		keys = keys[:0]
+		return err
+	}
+	for it.Next(ctx) {
+		keys = append(keys, it.Val())
+		if len(keys) == cap(keys) {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 	}
-	return errors.Join(err, a.inspector.Close(), a.client.Close())
+	return errors.Join(it.Err(), flush())
 }

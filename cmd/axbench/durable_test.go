@@ -2,11 +2,17 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/axsched/ax/bench"
 	"github.com/axsched/ax/mysqlstore"
@@ -144,6 +150,42 @@ func TestDurablePeers(t *testing.T) {
 			if s := r.Metrics["executed_callers"]; s.Median != 300 {
 				t.Errorf("executed_callers = %v, want 300", s.Median)
 			}
+			if n := leftovers(t, name); n != 0 {
+				t.Errorf("%d schemas or keys of this process left behind, want none", n)
+			}
 		})
 	}
+}
+
+// leftovers counts what the runs of this process left in the peer's server.
+func leftovers(t *testing.T, name string) int {
+	t.Helper()
+	ctx := t.Context()
+	switch name {
+	case "river-pg":
+		pool, err := pgxpool.New(ctx, cmp.Or(os.Getenv(pgDSNEnv), pgDSNDefault))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		var n int
+		q := fmt.Sprintf("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'axbench_river_%d_%%'", os.Getpid())
+		if err := pool.QueryRow(ctx, q).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	case "asynq-redis":
+		rdb := redis.NewClient(&redis.Options{Addr: cmp.Or(os.Getenv(redisAddrEnv), redisAddrDefault)})
+		defer func() { _ = rdb.Close() }()
+		n := 0
+		it := rdb.Scan(ctx, 0, fmt.Sprintf("asynq:{axbench_%d_*", os.Getpid()), 1000).Iterator()
+		for it.Next(ctx) {
+			n++
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	return 0
 }
