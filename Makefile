@@ -28,7 +28,7 @@ cover: db ## Run the tests with coverage; writes cover.out per module.
 	@set -e; for m in $(MODULES); do (cd $$m && go test -race -count=1 -covermode=atomic -coverprofile=cover.out ./... && go tool cover -func=cover.out | tail -1); done
 
 .PHONY: bench
-bench: ## Run the go benchmarks of the core module (and axbench's scenarios when present).
+bench: db ## Run the go benchmarks of the core module and every axbench scenario (durable needs MariaDB; `make db` starts one).
 	go test -run '^$$' -bench . -benchmem ./queue/ ./timewheel/ ./kernel/
 	@if [ -f cmd/axbench/go.mod ]; then cd cmd/axbench && go run . -scenario all -json ../../bench/results/latest.json -html ../../bench/results/latest.html; fi
 
