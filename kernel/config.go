@@ -13,20 +13,21 @@ import (
 
 // Defaults and limits of [Config].
 const (
-	MaxConcurrencyDefault   = 500
-	CapacityHighDefault     = 10_000
-	CapacityNormalDefault   = 30_000
-	CapacityLowDefault      = 10_000
-	CapacityMax             = 1 << 24
-	DegradeAtDefault        = 0.8
-	TickDefault             = time.Millisecond
-	TickMin                 = 100 * time.Microsecond
-	MaxZombiesDefault       = 100
-	ZombieGraceDefault      = 3 * time.Second
-	OnTimeoutWorkersDefault = 4
-	EventBufferDefault      = 1 << 16
-	StoreTimeoutDefault     = 5 * time.Second
-	StoreBatchDefault       = 4096
+	MaxConcurrencyDefault     = 500
+	CapacityHighDefault       = 10_000
+	CapacityNormalDefault     = 30_000
+	CapacityLowDefault        = 10_000
+	CapacityMax               = 1 << 24
+	DegradeAtDefault          = 0.8
+	TickDefault               = time.Millisecond
+	TickMin                   = 100 * time.Microsecond
+	MaxZombiesDefault         = 100
+	ZombieGraceDefault        = 3 * time.Second
+	OnTimeoutWorkersDefault   = 4
+	EventBufferDefault        = 1 << 16
+	StoreTimeoutDefault       = 5 * time.Second
+	StoreBatchDefault         = 4096
+	StoreSnapshotBatchDefault = 1 << 16
 
 	RetryMaxAttemptsDefault = 3
 	RetryBaseDefault        = time.Second
@@ -236,7 +237,11 @@ type Config struct {
 	StoreTimeout time.Duration
 
 	// StoreBatch is the most changes in one group commit (the inserts of one
-	// SubmitDurableMany are never split). If zero, StoreBatchDefault (4,096). Not
+	// SubmitDurableMany are never split). If zero, StoreBatchDefault (4,096) in
+	// acknowledged mode and StoreSnapshotBatchDefault (65,536) in periodic snapshot
+	// mode, where a snapshot should hold every change of its interval: the insert,
+	// start and end of a short task then become one row write. In snapshot mode,
+	// durable submits wait while 4 × StoreBatch changes wait for the store. Not
 	// changeable.
 	StoreBatch int
 }
@@ -391,7 +396,11 @@ func (c Config) withDefaults() Config {
 	c.OnTimeoutWorkers = cmp.Or(c.OnTimeoutWorkers, OnTimeoutWorkersDefault)
 	c.EventBuffer = cmp.Or(c.EventBuffer, EventBufferDefault)
 	c.StoreTimeout = cmp.Or(c.StoreTimeout, StoreTimeoutDefault)
-	c.StoreBatch = cmp.Or(c.StoreBatch, StoreBatchDefault)
+	if c.SnapshotEvery > 0 {
+		c.StoreBatch = cmp.Or(c.StoreBatch, StoreSnapshotBatchDefault)
+	} else {
+		c.StoreBatch = cmp.Or(c.StoreBatch, StoreBatchDefault)
+	}
 	if c.Clock == nil {
 		c.Clock = clock.New()
 	}

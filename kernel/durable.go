@@ -454,7 +454,12 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 	}
 	if d.j.every > 0 {
 		// Periodic snapshot: journal the inserts (before the loop can journal a start),
-		// then hand the tasks over at once.
+		// then hand the tasks over at once — unless the journal is that far behind.
+		if err := d.j.waitRoom(ctx); err != nil {
+			releaseAll()
+			dropKeys(taken)
+			return nil, err
+		}
 		d.j.add(entries)
 		live := hs[:0:0]
 		for _, h := range hs {

@@ -593,3 +593,35 @@ func TestDurableCloseEndsGatedAttempts(t *testing.T) {
 		}
 	})
 }
+
+func TestDurableSnapshotBacklogIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := holdStarts{NewMemoryStore(), make(chan struct{})}
+		// Batches of 4: submits wait once 16 changes wait for the store.
+		k := newTestKernel(t, Config{Store: s, SnapshotEvery: time.Millisecond, StoreBatch: 4})
+		var once sync.Once
+		release := func() { once.Do(func() { close(s.release) }) }
+		t.Cleanup(release) // runs before the kernel's Close
+		_ = k.Register("k", func(context.Context, []byte) error { return nil })
+		var submitted atomic.Int32
+		go func() {
+			for range 40 {
+				if _, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "k"}); err != nil {
+					t.Error(err)
+					return
+				}
+				submitted.Add(1)
+			}
+		}()
+		advance(10 * time.Millisecond) // the first commit holding a start is held
+		// Each admitted task adds its start and end too: at most 3 changes per task.
+		if n := submitted.Load(); n == 40 || k.Stats().Store.Pending > 3*(16+4) {
+			t.Fatalf("%d submits returned with %d changes pending: the backlog is not bounded", n, k.Stats().Store.Pending)
+		}
+		release()
+		advance(100 * time.Millisecond)
+		if n := submitted.Load(); n != 40 {
+			t.Fatalf("%d of 40 submits returned after the store caught up", n)
+		}
+	})
+}

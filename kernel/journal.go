@@ -57,6 +57,8 @@ type journal struct {
 	flushing []chan struct{} // guarded by mu: closed once the queue is empty and committed
 	flushNow bool            // guarded by mu: commit without waiting for the snapshot tick
 	stopped  bool            // guarded by mu: the journal goroutine returned
+	room     chan struct{}   // guarded by mu: closed (and replaced) when the queue shrinks below limit
+	limit    int             // periodic snapshot mode: submits wait while this many changes wait
 	wake     chan struct{}   // size 1
 	stopCh   chan struct{}
 	doneCh   chan struct{}
@@ -72,6 +74,7 @@ func newJournal(k *Kernel, c *Config) *journal {
 	j := &journal{
 		k: k, store: c.Store, every: c.SnapshotEvery, maxBatch: c.StoreBatch, timeout: c.StoreTimeout, logger: c.Logger,
 		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), doneCh: make(chan struct{}),
+		room: make(chan struct{}), limit: 4 * c.StoreBatch,
 	}
 	s := c.Metrics
 	j.commits = s.NewCounter("ax_store_commits_total")
@@ -111,9 +114,41 @@ func (j *journal) add(es []jentry) {
 // known to be down, so that durable submits fail fast.
 func (j *journal) availableErr() error {
 	if p := j.down.Load(); p != nil {
-		return fmt.Errorf("kernel: durable submit refused while the store is down (last error: %v): %w", *p, ErrStoreUnavailable)
+		return fmt.Errorf("kernel: durable submit refused while the store is down: %w (last error: %w)", ErrStoreUnavailable, *p)
 	}
 	return nil
+}
+
+// waitRoom blocks a periodic-snapshot submit while the journal's queue holds limit
+// changes or more, so that a store slower than the submitters bounds their pace
+// instead of the kernel's memory. It returns ctx.Err() or ErrClosed if those come
+// first.
+func (j *journal) waitRoom(ctx context.Context) error {
+	for {
+		j.mu.Lock()
+		if len(j.queue) < j.limit || j.stopped {
+			j.mu.Unlock()
+			return nil
+		}
+		ch := j.room
+		j.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-j.doneCh:
+			return ErrClosed
+		}
+	}
+}
+
+// roomLocked wakes the submits waiting for room once the queue is below limit.
+// Called with mu held.
+func (j *journal) roomLocked() {
+	if len(j.queue) < j.limit {
+		close(j.room)
+		j.room = make(chan struct{})
+	}
 }
 
 // flush waits until everything queued so far is committed, or ctx ends.
@@ -279,6 +314,7 @@ func (j *journal) take() []jentry {
 	clear(j.queue[rest:])
 	j.queue = j.queue[:rest]
 	j.pending.Store(int64(rest))
+	j.roomLocked()
 	return batch
 }
 
