@@ -154,7 +154,8 @@ const schema = `CREATE TABLE IF NOT EXISTS %s (
 	version      BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'bumped by every write',
 	PRIMARY KEY (id),
 	UNIQUE KEY live_key (live_key),
-	KEY state_updated_at (state, updated_at)
+	KEY state_updated_at (state, updated_at),
+	KEY state_priority_run_at (state, priority, run_at)
 ) ENGINE=InnoDB`
 
 // columns are the task columns in the order scanTask reads them.
