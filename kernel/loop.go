@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -66,7 +67,7 @@ type loopState struct {
 	jbuf       []jentry                   // durable-task changes of this pass, for the journal
 	backlog    [queue.NumLevels][]*Handle // recovered durable tasks waiting for a ticket
 	gated      map[*attempt]struct{}      // durable attempts waiting for their start to be stored
-	gatedOther int                        // of which not High
+	gateWindow int                        // the most gated attempts: Config.StoreBatch / 2 (no limit without a store)
 
 	spareTasks []*Handle
 	spareCtrl  []ctrlMsg
@@ -119,6 +120,7 @@ func (k *Kernel) initLoop(rc *resolved) error {
 	k.buckets = b
 	k.wheel = w
 	k.fireFn = k.onTimer
+	k.gateWindow = math.MaxInt // durable kernels set theirs
 	k.rq.high, _ = queue.NewRing[*attempt](c.MaxConcurrency + 256)
 	k.rq.other, _ = queue.NewRing[*attempt](c.MaxConcurrency + 256)
 	k.budget.init(c.RetryBudget)
@@ -398,11 +400,11 @@ func (k *Kernel) dispatch() {
 	// running meanwhile: room only grows), then hand the picks over in one short
 	// critical section.
 	q.mu.Lock()
-	space := q.limit - q.running + k.lookahead - q.queued() - len(k.gated)
-	otherSpace := q.otherLimit - q.runningOther + k.lookahead - q.other.Len() - k.gatedOther
+	space := q.limit - q.running + k.lookahead - q.queued()
+	otherSpace := q.otherLimit - q.runningOther + k.lookahead - q.other.Len()
 	q.mu.Unlock()
 	picked := k.picked[:0]
-	for space > 0 {
+	for space > 0 && len(k.gated) < k.gateWindow {
 		mask := queue.AllLevels
 		if otherSpace <= 0 {
 			mask = highOnly
@@ -411,13 +413,17 @@ func (k *Kernel) dispatch() {
 		if !ok {
 			break
 		}
+		if !k.start(h, h.cur) {
+			// A durable pick waits for its stored start (gate) without a slot: the
+			// starts of up to gateWindow picks are written in the same group commits
+			// while the slots keep running. It takes a slot once handed over.
+			continue
+		}
 		space--
 		if h.prio != High {
 			otherSpace--
 		}
-		if k.start(h, h.cur) {
-			picked = append(picked, h.cur)
-		}
+		picked = append(picked, h.cur)
 	}
 	k.handOver(picked)
 	clear(picked)
@@ -434,6 +440,10 @@ func (k *Kernel) handOver(picked []*attempt) {
 	var wake [8]*executor
 	nwake, spawn := 0, 0
 	q.mu.Lock()
+	// Durable picks handed over after their start was stored may exceed the slots
+	// and the lookahead (see gate): grow the rings rather than lose one.
+	grow(q.high, len(picked))
+	grow(q.other, len(picked))
 	for _, a := range picked {
 		if a.h.prio == High {
 			_ = q.high.Push(a)
@@ -497,18 +507,24 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 	return true
 }
 
+// grow makes room for n more values in r.
+func grow(r *queue.Ring[*attempt], n int) {
+	if r.Len()+n > r.Cap() {
+		_ = r.Resize(max(2*r.Cap(), r.Len()+n))
+	}
+}
+
 // gate holds a durable attempt back until the journal stored its start: a task runs
 // only once the store knows it runs, so a crash re-runs only tasks the store shows
-// Running (at least once, and no more than the attempts in flight). The attempt
-// holds its slot meanwhile. In periodic snapshot mode nothing waits for a commit.
+// Running (at least once, and no more than the attempts in flight). Up to gateWindow
+// attempts wait so at once, without holding slots: their starts share group commits
+// while the slots keep running. (A crash counts such an attempt whether or not its
+// function had begun.) In periodic snapshot mode nothing waits for a commit.
 func (k *Kernel) gate(a *attempt) {
 	if k.gated == nil {
 		k.gated = make(map[*attempt]struct{})
 	}
 	k.gated[a] = struct{}{}
-	if a.h.prio != High {
-		k.gatedOther++
-	}
 	k.jbuf[len(k.jbuf)-1].start = a // the OpStart journalStart just added
 }
 
@@ -520,9 +536,6 @@ func (k *Kernel) ungate(as []*attempt) {
 			continue // Close ended it meanwhile
 		}
 		delete(k.gated, a)
-		if a.h.prio != High {
-			k.gatedOther--
-		}
 		picked = append(picked, a)
 	}
 	k.handOver(picked)
@@ -795,7 +808,6 @@ func (k *Kernel) closeAll() {
 		ended = append(ended, a)
 	}
 	clear(k.gated)
-	k.gatedOther = 0
 	gated := len(ended)
 	q := &k.rq
 	q.mu.Lock()
