@@ -30,6 +30,7 @@ type runq struct {
 	runningOther int // of which not High
 	zombies      int
 	fastDone     int         // attempts executors settled themselves since the loop's last pass
+	fastStarted  int         // tasks submitters started on the fast lane since the loop's last pass
 	inflight     attemptList // attempts handed over and not handed back (Close ends them)
 
 	limit      int // MaxConcurrency

@@ -685,3 +685,56 @@ func TestBatchAndMap(t *testing.T) {
 		}
 	})
 }
+
+// An idle kernel starts a task on the fast lane (without a loop pass); the lane
+// keeps the concurrency limit, the submission order, the accounting and retries.
+func TestFastLaneKeepsLimitsOrderAndAccounting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, Config{MaxConcurrency: 1, Retry: ByPriority[RetryPolicy]{Normal: RetryPolicy{MaxAttempts: 2, Base: time.Millisecond}}})
+		synctest.Wait() // the loop parks and opens the lane
+		if !k.fastOpen.Load() {
+			t.Fatal("an idle kernel did not open the fast lane")
+		}
+		g := make(gate)
+		first := mustSubmit(t, k, Task{Run: g.run})
+		var order []int
+		var mu sync.Mutex
+		var hs []*Handle
+		for i := range 3 {
+			hs = append(hs, mustSubmit(t, k, Task{Run: func(context.Context) error {
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				return nil
+			}}))
+		}
+		synctest.Wait()
+		if st := k.Stats(); st.Running != 1 || st.Queued.Normal != 3 {
+			t.Fatalf("running %d queued %d, want 1 and 3 (the limit holds)", st.Running, st.Queued.Normal)
+		}
+		g.open()
+		waitAll(t, append(hs, first))
+		if fmt.Sprint(order) != "[0 1 2]" {
+			t.Fatalf("order %v, want submission order", order)
+		}
+		// A failing fast-lane task is retried by the loop.
+		synctest.Wait()
+		var calls atomic.Int32
+		h := mustSubmit(t, k, Task{Run: func(context.Context) error {
+			if calls.Add(1) == 1 {
+				return errors.New("once")
+			}
+			return nil
+		}})
+		if err := h.Wait(context.Background()); err != nil || calls.Load() != 2 {
+			t.Fatalf("Wait() = %v after %d calls, want a retry", err, calls.Load())
+		}
+		if err := k.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		st := k.Stats().ByPriority.Normal
+		if st.Submitted != 5 || st.Started != 6 || st.Succeeded != 5 || st.Retried != 1 {
+			t.Fatalf("stats %+v, want 5 submitted, 6 started, 5 succeeded, 1 retried", st)
+		}
+	})
+}

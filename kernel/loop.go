@@ -197,6 +197,10 @@ func (k *Kernel) pass() {
 	k.in.mu.Lock()
 	tasks, ctrl := k.in.tasks, k.in.ctrl
 	k.in.tasks, k.in.ctrl = k.spareTasks, k.spareCtrl
+	if k.in.fast {
+		k.in.fast = false // the loop decides again; it reopens the lane as it parks
+		k.fastOpen.Store(false)
+	}
 	k.in.mu.Unlock()
 	for _, h := range tasks {
 		k.accept(h)
@@ -209,7 +213,13 @@ func (k *Kernel) pass() {
 	k.rq.done = k.spareDone
 	k.live -= k.rq.fastDone
 	k.rq.fastDone = 0
+	fastStarted := k.rq.fastStarted
+	k.rq.fastStarted = 0
 	k.rq.mu.Unlock()
+	if fastStarted > 0 {
+		k.live += fastStarted
+		k.budget.firstN(k.now, fastStarted)
+	}
 	for _, a := range done {
 		k.settleAttempt(a)
 	}
@@ -248,6 +258,11 @@ func (k *Kernel) admitBacklog() {
 			k.backlog[l] = b[n:]
 		}
 	}
+}
+
+// backlogEmpty reports whether no recovered task waits for a ticket.
+func (k *Kernel) backlogEmpty() bool {
+	return len(k.backlog[0]) == 0 && len(k.backlog[1]) == 0 && len(k.backlog[2]) == 0
 }
 
 // dropBacklog forgets the recovered tasks not taken in yet: the process stops and
@@ -289,6 +304,10 @@ func (k *Kernel) park() {
 		return
 	}
 	k.in.loopWaiting = true
+	if k.buckets.Len() == 0 && !k.draining && !k.closing && k.backlogEmpty() {
+		k.in.fast = true
+		k.fastOpen.Store(true)
+	}
 	k.in.mu.Unlock()
 	k.rq.mu.Lock()
 	if len(k.rq.done) > 0 || k.rq.fastDone > 0 {

@@ -68,6 +68,9 @@ func (b *retryBudget) slot(now time.Time) *budgetSlot {
 // first records a first attempt.
 func (b *retryBudget) first(now time.Time) { b.slot(now).first++ }
 
+// firstN records n first attempts (those started on the fast lane since the last pass).
+func (b *retryBudget) firstN(now time.Time, n int) { b.slot(now).first += int64(n) }
+
 // allow reports whether a retry may happen now, and records it if so.
 func (b *retryBudget) allow(now time.Time) bool {
 	if b.cfg.Disabled {
