@@ -2,8 +2,10 @@ package kernel
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The benchmarks compare the kernel with a hand-written channel worker pool, the
@@ -166,4 +168,118 @@ func BenchmarkMap1000(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(items)), "ns/task")
 	})
+}
+
+// delayedBatch is how many timers of each kind one iteration of the delayed
+// benchmarks schedules; delayedPendingMax is how many may pend before the
+// benchmark starts afresh (as the timers scenario, far-future timers pile up).
+const (
+	delayedBatch      = 1_000
+	delayedPendingMax = 1_000_000
+	delayedFar        = time.Hour
+)
+
+func noopTimer() {}
+
+// BenchmarkDelayedTryGo measures the schedule cost of a far-future delayed
+// fire-and-forget task (TryGo with a Delay) against time.AfterFunc in the same
+// run: each iteration schedules delayedBatch timers with each, the kernel's
+// until its loop took them all into its wheel. It reports both costs per timer
+// and their ratio (kernel ÷ AfterFunc; DESIGN.md §13 aims at ≤ 0.5).
+func BenchmarkDelayedTryGo(b *testing.B) {
+	newKernel := func() *Kernel {
+		k, err := New(Config{Capacity: ByPriority[int]{Normal: CapacityMax}, DegradeAt: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return k
+	}
+	k := newKernel()
+	timers := make([]*time.Timer, 0, delayedPendingMax)
+	var afterNs, kernelNs time.Duration
+	pending := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		t0 := time.Now()
+		for range delayedBatch {
+			timers = append(timers, time.AfterFunc(delayedFar, noopTimer))
+		}
+		t1 := time.Now()
+		for range delayedBatch {
+			if err := k.TryGo(Task{Delay: delayedFar, Run: noop}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		pending += delayedBatch
+		for k.Stats().Delayed != pending {
+			runtimeGosched()
+		}
+		t2 := time.Now()
+		afterNs += t1.Sub(t0)
+		kernelNs += t2.Sub(t1)
+		if pending >= delayedPendingMax {
+			b.StopTimer()
+			for _, t := range timers {
+				t.Stop()
+			}
+			clear(timers)
+			timers = timers[:0]
+			_ = k.Close()
+			k = newKernel()
+			pending = 0
+			b.StartTimer()
+		}
+	}
+	b.StopTimer()
+	for _, t := range timers {
+		t.Stop()
+	}
+	_ = k.Close()
+	n := float64(b.N * delayedBatch)
+	b.ReportMetric(float64(afterNs.Nanoseconds())/n, "afterfunc-ns/timer")
+	b.ReportMetric(float64(kernelNs.Nanoseconds())/n, "kernel-ns/timer")
+	b.ReportMetric(float64(kernelNs)/float64(afterNs), "kernel/afterfunc")
+}
+
+// BenchmarkDelayedMemory measures the heap a pending far-future delayed task
+// holds, as the timers scenario does (live heap after a GC, before and after
+// scheduling, divided by the count), for the kernel's TryGo and time.AfterFunc.
+func BenchmarkDelayedMemory(b *testing.B) {
+	const n = 200_000
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	var afterB, kernelB float64
+	for b.Loop() {
+		timers := make([]*time.Timer, n)
+		h1 := heap()
+		for i := range timers {
+			timers[i] = time.AfterFunc(delayedFar, noopTimer)
+		}
+		afterB += float64(heap()-h1) / n
+		for _, t := range timers {
+			t.Stop()
+		}
+
+		k, err := New(Config{Capacity: ByPriority[int]{Normal: n}, DegradeAt: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		h2 := heap()
+		for range n {
+			if err := k.TryGo(Task{Delay: delayedFar, Run: noop}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for k.Stats().Delayed != n {
+			runtimeGosched()
+		}
+		kernelB += float64(heap()-h2) / n
+		_ = k.Close()
+	}
+	b.ReportMetric(afterB/float64(b.N), "afterfunc-B/timer")
+	b.ReportMetric(kernelB/float64(b.N), "kernel-B/timer")
 }
