@@ -494,14 +494,15 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	k.end(h, final, err)
 }
 
-// setState moves h to state to and returns the state it left. A change missing
-// from the transition table is a kernel bug: it panics rather than let a task end
-// twice or skip a state. A new task (accepted as Queued, not yet in a bucket) may
-// enter any first state.
+// setState moves h to state to and returns the state it left, 0 for a new task
+// (Event.From). A change missing from the transition table is a kernel bug: it
+// panics rather than let a task end twice or skip a state. A new task (accepted
+// as Queued, not yet in a bucket) may enter any first state.
 func (k *Kernel) setState(h *Handle, to State) State {
 	from := State(h.state.Load())
 	if !h.placed {
 		h.placed = true
+		from = 0
 	} else if !canTransition(from, to) {
 		panic("kernel: task " + h.ID() + ": illegal state change " + from.String() + " -> " + to.String())
 	}
