@@ -246,11 +246,10 @@ func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *
 	if h.timeout == NoTimeout {
 		h.timeout = 0
 	}
+	h.retry = nil
 	if t.Retry != nil {
 		p := t.Retry.withDefaults()
 		h.retry = &p
-	} else {
-		h.retry = rc.retry[h.bucket]
 	}
 	now := k.mono()
 	h.submitAt = now

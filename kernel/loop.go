@@ -475,6 +475,9 @@ func (k *Kernel) settleAttempt(a *attempt) {
 // otherwise ends the task in state final with err.
 func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	p := h.retry
+	if p == nil {
+		p = k.rcl.retry[h.bucket]
+	}
 	if !IsPermanent(err) && int(a.n) < p.MaxAttempts && !k.draining && !k.closing &&
 		(h.batch == nil || !h.batch.canceled()) && k.budget.allow(k.now) {
 		na := &attempt{h: h, n: a.n + 1}
