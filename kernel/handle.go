@@ -168,7 +168,7 @@ type attempt struct {
 	exec *executor // the executor running it (zombie stack dumps)
 
 	// Loop-owned.
-	timer        timewheel.Handle[*attempt]
+	timer        timewheel.Handle[timerEntry]
 	timerAt      time.Time // when its wheel entry is due
 	tkind        timerKind
 	settled      bool     // the loop ended it (timeout, Close) before it returned

@@ -31,10 +31,11 @@ type Kernel struct {
 	in struct {
 		mu          sync.Mutex
 		tasks       []*Handle
+		lazy        []lazyIntake // delayed fire-and-forget tasks in their compact form
 		ctrl        []ctrlMsg
-		loopWaiting bool // the loop parked and asked for a poke
-		closed      bool // Shutdown or Close began: refuse submissions
-		_           [40]byte
+		loopWaiting bool     // the loop parked and asked for a poke
+		closed      bool     // Shutdown or Close began: refuse submissions
+		_           [46]byte // keeps the fields submitters write off the next cache lines
 	}
 	pokeCh chan struct{} // size 1: wakes the parked loop; a poke is never lost
 
@@ -182,7 +183,8 @@ func (k *Kernel) Submit(ctx context.Context, t Task) (*Handle, error) {
 // TryGo is [Kernel.TrySubmit] for fire-and-forget work: no Handle is returned. The
 // task's outcome still shows in Stats, metrics and events. Its record is recycled
 // once it ended, so TryGo does not allocate: the function must not use its context
-// after it returned.
+// after it returned. A task with a Delay or an At waits as a compact entry of the
+// timing wheel (56 bytes) and gets its full record only when it comes due.
 func (k *Kernel) TryGo(t Task) error {
 	_, err := k.submit(noWait, &t, true)
 	return err
@@ -199,7 +201,8 @@ func (k *Kernel) Go(ctx context.Context, t Task) error {
 var noWait context.Context
 
 // submit validates, admits and hands one task to the loop. ctx noWait means do
-// not wait for room.
+// not wait for room. A delayed fire-and-forget task that fits a lazyTask travels
+// and waits as one (see lazy.go); every other task gets its full record now.
 func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
@@ -210,6 +213,13 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 	evicts, err := k.admit(ctx, lvl, 1, rc)
 	if err != nil {
 		return nil, err
+	}
+	if pooled && !evicts && k.lazyFits(t) {
+		if !k.enqueueLazy(k.newLazy(t, prio, rc)) {
+			k.release(lvl, 1)
+			return nil, ErrClosed
+		}
+		return nil, nil
 	}
 	var h *Handle
 	if pooled {
@@ -239,13 +249,7 @@ func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *
 	h.bucket = levelOf(prio)
 	h.run = t.Run
 	h.onTimeout = t.OnTimeout
-	h.timeout = t.Timeout
-	if h.timeout == 0 {
-		h.timeout = rc.cfg.DefaultTimeout.Get(prio)
-	}
-	if h.timeout == NoTimeout {
-		h.timeout = 0
-	}
+	h.timeout = taskTimeout(t, prio, rc)
 	h.retry = nil
 	if t.Retry != nil {
 		p := t.Retry.withDefaults()
@@ -253,22 +257,49 @@ func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *
 	}
 	now := k.mono()
 	h.submitAt = now
+	h.dueAt, h.due = k.dueOf(t, now)
+	h.batch = b
+	parent := context.Background()
+	if b != nil {
+		parent = b.ctx
+	}
+	h.initFirst(parent)
+}
+
+// taskTimeout resolves the timeout of t's attempts: Task.Timeout, else the
+// priority's Config.DefaultTimeout of rc; 0 means none.
+func taskTimeout(t *Task, prio Priority, rc *resolved) time.Duration {
+	d := t.Timeout
+	if d == 0 {
+		d = rc.cfg.DefaultTimeout.Get(prio)
+	}
+	if d == NoTimeout {
+		return 0
+	}
+	return d
+}
+
+// dueOf returns when t is due, as a mono time, and whether it set Delay or At.
+// now is the mono time of its submission.
+func (k *Kernel) dueOf(t *Task, now int64) (int64, bool) {
 	switch {
 	case t.Delay > 0:
-		h.dueAt, h.due = now+int64(t.Delay), true
+		return now + int64(t.Delay), true
 	case !t.At.IsZero():
-		h.dueAt, h.due = int64(t.At.Sub(k.epoch)), true
+		return int64(t.At.Sub(k.epoch)), true
 	}
-	h.batch = b
+	return 0, false
+}
+
+// initFirst makes h a new task, about to be taken in by the loop, whose first
+// attempt runs under a context derived from parent.
+func (h *Handle) initFirst(parent context.Context) {
 	h.state.Store(uint32(Queued))
 	a := &h.first
 	a.h = h
 	a.n = 1
 	a.ctx.a = a
-	a.ctx.parent = context.Background()
-	if b != nil {
-		a.ctx.parent = b.ctx
-	}
+	a.ctx.parent = parent
 	h.cur = a
 }
 
@@ -283,6 +314,24 @@ func (k *Kernel) enqueueMany(hs []*Handle) bool {
 		return false
 	}
 	k.in.tasks = append(k.in.tasks, hs...)
+	wake := k.in.loopWaiting
+	k.in.loopWaiting = false
+	k.in.mu.Unlock()
+	if wake {
+		k.poke()
+	}
+	return true
+}
+
+// enqueueLazy appends a lazy task to the intake. It reports false when the kernel
+// is closed.
+func (k *Kernel) enqueueLazy(l lazyIntake) bool {
+	k.in.mu.Lock()
+	if k.in.closed {
+		k.in.mu.Unlock()
+		return false
+	}
+	k.in.lazy = append(k.in.lazy, l)
 	wake := k.in.loopWaiting
 	k.in.loopWaiting = false
 	k.in.mu.Unlock()

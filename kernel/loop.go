@@ -39,10 +39,10 @@ type loopState struct {
 	now     time.Time // the clock, read once per pass
 	nowMono int64     // now as a mono time
 	buckets *queue.Buckets[*Handle]
-	wheel   *timewheel.Wheel[*attempt]
+	wheel   *timewheel.Wheel[timerEntry]
 	timer   *clock.Timer
 	timerAt time.Time // when the armed timer fires; zero when not armed
-	fireFn  func(*attempt)
+	fireFn  func(timerEntry)
 	// lookahead is how many picked attempts the run queue may hold beyond the free
 	// slots, so an executor that finishes takes its next task without waiting for a
 	// loop pass. It trades a little ordering (a pick is final once made; High still
@@ -60,6 +60,7 @@ type loopState struct {
 	evBuf    []Event
 
 	spareTasks []*Handle
+	spareLazy  []lazyIntake
 	spareCtrl  []ctrlMsg
 	spareDone  []*attempt
 	picked     []*attempt
@@ -103,7 +104,7 @@ func (k *Kernel) initLoop(rc *resolved) error {
 	if err != nil {
 		return err
 	}
-	w, err := timewheel.New[*attempt](c.Tick, c.Clock.Now())
+	w, err := timewheel.New[timerEntry](c.Tick, c.Clock.Now())
 	if err != nil {
 		return err
 	}
@@ -163,6 +164,19 @@ func (k *Kernel) apply(rc *resolved) {
 	q.mu.Unlock()
 }
 
+// spareKeep bounds the intake buffers (in entries) the loop keeps while it parks:
+// a burst of submissions grows them, and they are reused while the burst lasts,
+// but an idle kernel does not pin a burst's memory.
+const spareKeep = 4096
+
+// trimmed returns s, or nil if it grew past spareKeep.
+func trimmed[T any](s []T) []T {
+	if cap(s) > spareKeep {
+		return nil
+	}
+	return s
+}
+
 // loop is the scheduler: the only goroutine that decides what runs next and how
 // many run. It parks when it has nothing to do, on its poke channel and on one
 // timer armed for the wheel's next expiry.
@@ -184,14 +198,19 @@ func (k *Kernel) pass() {
 	k.now = k.at(k.nowMono)
 
 	k.in.mu.Lock()
-	tasks, ctrl := k.in.tasks, k.in.ctrl
-	k.in.tasks, k.in.ctrl = k.spareTasks, k.spareCtrl
+	tasks, lazy, ctrl := k.in.tasks, k.in.lazy, k.in.ctrl
+	k.in.tasks, k.in.lazy, k.in.ctrl = k.spareTasks, k.spareLazy, k.spareCtrl
 	k.in.mu.Unlock()
 	for _, h := range tasks {
 		k.accept(h)
 	}
 	clear(tasks)
 	k.spareTasks = tasks[:0]
+	for i := range lazy {
+		k.acceptLazy(&lazy[i])
+	}
+	clear(lazy)
+	k.spareLazy = lazy[:0]
 
 	k.rq.mu.Lock()
 	done := k.rq.done
@@ -239,12 +258,14 @@ func (k *Kernel) park() {
 	}
 
 	k.in.mu.Lock()
-	if len(k.in.tasks) > 0 || len(k.in.ctrl) > 0 {
+	if len(k.in.tasks) > 0 || len(k.in.lazy) > 0 || len(k.in.ctrl) > 0 {
 		k.in.mu.Unlock()
 		return
 	}
 	k.in.loopWaiting = true
+	k.in.tasks, k.in.lazy = trimmed(k.in.tasks), trimmed(k.in.lazy)
 	k.in.mu.Unlock()
+	k.spareTasks, k.spareLazy = trimmed(k.spareTasks), trimmed(k.spareLazy)
 	k.rq.mu.Lock()
 	if len(k.rq.done) > 0 || k.rq.fastDone > 0 {
 		k.rq.mu.Unlock()
@@ -298,7 +319,7 @@ func (k *Kernel) toWheel(h *Handle, a *attempt, to State, at time.Time, err erro
 func (k *Kernel) schedule(a *attempt, kind timerKind, at time.Time) {
 	a.tkind = kind
 	a.timerAt = at
-	a.timer = k.wheel.Schedule(at, a)
+	a.timer = k.wheel.Schedule(at, timerEntry{a: a})
 }
 
 // toBucket queues a task in its bucket. from is its previous state (0 when new).
@@ -329,10 +350,16 @@ func (k *Kernel) evictNewestLow() {
 }
 
 // onTimer handles a wheel entry that came due.
-func (k *Kernel) onTimer(a *attempt) {
+func (k *Kernel) onTimer(e timerEntry) {
+	a := e.a
+	if a == nil {
+		k.delayed--
+		k.toBucket(k.lazyHandle(&e.t), 0)
+		return
+	}
 	kind := a.tkind
 	a.tkind = timerNone
-	a.timer = timewheel.Handle[*attempt]{}
+	a.timer = timewheel.Handle[timerEntry]{}
 	switch kind {
 	case timerDue:
 		k.delayed--
@@ -630,7 +657,12 @@ func (k *Kernel) beginDrain() {
 	}
 	k.draining = true
 	var keep []*attempt
-	k.wheel.Clear(func(a *attempt) {
+	k.wheel.Clear(func(e timerEntry) {
+		a := e.a
+		if a == nil {
+			k.endLazy(&e.t, Abandoned)
+			return
+		}
 		if a.tkind == timerDue {
 			h := a.h
 			a.tkind = timerNone
@@ -661,7 +693,12 @@ func (k *Kernel) closeAll() {
 			k.end(h, Canceled, ErrClosed)
 		})
 	}
-	k.wheel.Clear(func(a *attempt) {
+	k.wheel.Clear(func(e timerEntry) {
+		a := e.a
+		if a == nil {
+			k.endLazy(&e.t, Canceled)
+			return
+		}
 		if a.tkind == timerDue {
 			h := a.h
 			k.delayed--

@@ -1,0 +1,114 @@
+package kernel
+
+import (
+	"context"
+	"time"
+)
+
+// A delayed fire-and-forget task ([Kernel.TryGo] or [Kernel.Go] with a Delay or an
+// At) spends most of its life waiting in the wheel, where nobody can see it: it
+// has no Handle, and without Config.OnEvent no event names it. So it travels and
+// waits as a lazyTask, a few words held by value in its wheel entry, and gets its
+// full record (a pooled Handle and its attempt) only when it comes due. A pending
+// lazy task costs its wheel entry (56 bytes) and no allocation of its own.
+//
+// It keeps every guarantee of a task: it holds an admission ticket of its bucket
+// while it waits, counts as live and delayed, ends Abandoned on Shutdown and
+// Canceled on Close, and shows in Stats and metrics like any task. What it needs
+// no record for is what a caller could not observe: its sequence number (and so
+// its made-up ID) is drawn when it comes due, and its retry policy is its
+// priority's, read when a retry is decided, as for every task without its own.
+//
+// A task takes the full path instead when the lazy form could not carry it: it
+// has an ID, an OnTimeout, its own Retry policy or a timeout past lazyTimeoutMax,
+// it claimed the eviction of a Low task, or the kernel has an OnEvent (whose
+// events name the task from its submission on).
+
+// lazyTask is the compact record of a delayed fire-and-forget task. Immutable.
+type lazyTask struct {
+	run      func(context.Context) error
+	meta     uint64 // priority << lazyPrioShift | timeout in ns (0: none)
+	submitAt int64  // mono
+}
+
+const (
+	lazyPrioShift  = 62
+	lazyTimeoutMax = 1<<lazyPrioShift - 1
+)
+
+// lazyIntake is a lazy task on its way to the loop, with its due time.
+type lazyIntake struct {
+	t   lazyTask
+	due int64 // mono
+}
+
+// timerEntry is the value of a wheel entry: the timer of an attempt (a delayed
+// task with a full record, a retry backoff, a timeout, a zombie's grace), or a
+// lazy task waiting to come due.
+type timerEntry struct {
+	a *attempt // nil for a lazy task
+	t lazyTask
+}
+
+func (t *lazyTask) prio() Priority         { return Priority(t.meta >> lazyPrioShift) }
+func (t *lazyTask) timeout() time.Duration { return time.Duration(t.meta & lazyTimeoutMax) }
+
+// lazyFits reports whether a fire-and-forget task t travels as a lazyTask.
+func (k *Kernel) lazyFits(t *Task) bool {
+	return (t.Delay > 0 || !t.At.IsZero()) && t.ID == "" && t.OnTimeout == nil && t.Retry == nil &&
+		k.events == nil && (t.Timeout <= lazyTimeoutMax || t.Timeout == NoTimeout)
+}
+
+// newLazy makes the compact record of t (see lazyFits). It reads the clock once.
+func (k *Kernel) newLazy(t *Task, prio Priority, rc *resolved) lazyIntake {
+	now := k.mono()
+	due, _ := k.dueOf(t, now)
+	d := min(taskTimeout(t, prio, rc), lazyTimeoutMax)
+	return lazyIntake{
+		t:   lazyTask{run: t.Run, meta: uint64(prio)<<lazyPrioShift | uint64(d), submitAt: now},
+		due: due,
+	}
+}
+
+// acceptLazy takes in a lazy task: into the wheel, or into its bucket if it is due
+// already. Loop only.
+func (k *Kernel) acceptLazy(l *lazyIntake) {
+	k.live++
+	k.m.submitted[levelOf(l.t.prio())].Inc()
+	if l.due > k.nowMono {
+		k.wheel.Schedule(k.at(l.due), timerEntry{t: l.t})
+		k.delayed++
+		return
+	}
+	k.toBucket(k.lazyHandle(&l.t), 0)
+}
+
+// lazyHandle builds the full record of a lazy task that came due: a pooled Handle,
+// recycled once the task ends, as TryGo's are. Loop only.
+func (k *Kernel) lazyHandle(t *lazyTask) *Handle {
+	h := handlePool.Get().(*Handle)
+	h.pooled = true
+	h.k = k
+	h.seq = k.seq.Add(1)
+	h.prio = t.prio()
+	h.bucket = levelOf(h.prio)
+	h.run = t.run
+	h.timeout = t.timeout()
+	h.submitAt = t.submitAt
+	h.initFirst(context.Background())
+	return h
+}
+
+// endLazy ends a lazy task that never came due: Abandoned by Shutdown, Canceled by
+// Close. Loop only.
+func (k *Kernel) endLazy(t *lazyTask, to State) {
+	l := levelOf(t.prio())
+	k.delayed--
+	k.live--
+	k.release(l, 1)
+	if to == Abandoned {
+		k.m.abandoned[l].Inc()
+	} else {
+		k.m.canceled[l].Inc()
+	}
+}
