@@ -35,7 +35,8 @@ type Kernel struct {
 		ctrl        []ctrlMsg
 		loopWaiting bool     // the loop parked and asked for a poke
 		closed      bool     // Shutdown or Close began: refuse submissions
-		_           [46]byte // keeps the fields submitters write off the next cache lines
+		wakeAt      int64    // mono: when the parked loop's timer fires; math.MaxInt64 if none
+		_           [38]byte // keeps the fields submitters write off the next cache lines
 	}
 	pokeCh chan struct{} // size 1: wakes the parked loop; a poke is never lost
 
@@ -219,6 +220,7 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 			k.release(lvl, 1)
 			return nil, ErrClosed
 		}
+		k.m.submitted[lvl].Inc() // here, not when the loop takes it in, which may be later
 		return nil, nil
 	}
 	var h *Handle
@@ -324,7 +326,10 @@ func (k *Kernel) enqueueMany(hs []*Handle) bool {
 }
 
 // enqueueLazy appends a lazy task to the intake. It reports false when the kernel
-// is closed.
+// is closed. It wakes a parked loop only if the task is due before the loop's
+// timer fires, or if lazyBatch tasks wait: a task due later is taken in when the
+// loop wakes anyway, so a burst of delayed tasks costs the loop one pass per
+// lazyBatch tasks, not one per submission.
 func (k *Kernel) enqueueLazy(l lazyIntake) bool {
 	k.in.mu.Lock()
 	if k.in.closed {
@@ -332,13 +337,23 @@ func (k *Kernel) enqueueLazy(l lazyIntake) bool {
 		return false
 	}
 	k.in.lazy = append(k.in.lazy, l)
-	wake := k.in.loopWaiting
-	k.in.loopWaiting = false
+	wake := k.in.loopWaiting && (l.due < k.in.wakeAt || len(k.in.lazy) >= lazyBatch)
+	if wake {
+		k.in.loopWaiting = false
+	}
 	k.in.mu.Unlock()
 	if wake {
 		k.poke()
 	}
 	return true
+}
+
+// intakeDelayed returns the number of lazy tasks in the intake: delayed tasks
+// the loop has not taken in yet.
+func (k *Kernel) intakeDelayed() int {
+	k.in.mu.Lock()
+	defer k.in.mu.Unlock()
+	return len(k.in.lazy)
 }
 
 // tryAcquire takes n tickets of level lvl if they fit. It returns ErrQueueFull or

@@ -34,6 +34,10 @@ type lazyTask struct {
 const (
 	lazyPrioShift  = 62
 	lazyTimeoutMax = 1<<lazyPrioShift - 1
+
+	// lazyBatch is how many lazy tasks may wait in the intake for a parked loop
+	// before a submitter wakes it (see Kernel.enqueueLazy).
+	lazyBatch = 1024
 )
 
 // lazyIntake is a lazy task on its way to the loop, with its due time.
@@ -74,7 +78,6 @@ func (k *Kernel) newLazy(t *Task, prio Priority, rc *resolved) lazyIntake {
 // already. Loop only.
 func (k *Kernel) acceptLazy(l *lazyIntake) {
 	k.live++
-	k.m.submitted[levelOf(l.t.prio())].Inc()
 	if l.due > k.nowMono {
 		k.wheel.Schedule(k.at(l.due), timerEntry{t: l.t})
 		k.delayed++

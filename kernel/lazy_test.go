@@ -96,6 +96,54 @@ func TestLazyRunsOnTime(t *testing.T) {
 	})
 }
 
+// TestLazyIntakeWakesTheLoopOnlyWhenNeeded checks that delayed tasks due after the
+// parked loop's timer wait in the intake (counted in Stats all the same), and that
+// one due earlier, or a full batch, wakes it.
+func TestLazyIntakeWakesTheLoopOnlyWhenNeeded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, Config{})
+		far := Task{Delay: time.Hour, Run: noop}
+		mustGo := func(task Task) {
+			t.Helper()
+			if err := k.TryGo(task); err != nil {
+				t.Fatalf("TryGo() = %v", err)
+			}
+		}
+		mustGo(far) // no timer armed: this one wakes the loop
+		synctest.Wait()
+		if got := k.m.delayed.Load(); got != 1 {
+			t.Fatalf("loop's delayed count = %d, want 1", got)
+		}
+		for range 10 {
+			mustGo(far)
+		}
+		synctest.Wait()
+		if got := k.m.delayed.Load(); got != 1 {
+			t.Fatalf("loop's delayed count = %d, want 1: later tasks wait for its timer", got)
+		}
+		if st := k.Stats(); st.Delayed != 11 || st.ByPriority.Normal.Submitted != 11 {
+			t.Fatalf("Stats delayed=%d submitted=%d, want 11/11", st.Delayed, st.ByPriority.Normal.Submitted)
+		}
+		start := time.Now()
+		ran := make(chan time.Duration, 1)
+		mustGo(Task{Delay: 10 * time.Millisecond, Run: func(context.Context) error { ran <- time.Since(start); return nil }})
+		if got := <-ran; got < 10*time.Millisecond || got > 10*time.Millisecond+TickDefault {
+			t.Fatalf("near task ran after %v, want 10ms (at most a tick late)", got)
+		}
+		synctest.Wait()
+		if got := k.m.delayed.Load(); got != 11 {
+			t.Fatalf("loop's delayed count = %d, want 11", got)
+		}
+		for range lazyBatch {
+			mustGo(far)
+		}
+		synctest.Wait()
+		if got := k.m.delayed.Load(); got != 11+lazyBatch {
+			t.Fatalf("loop's delayed count = %d, want %d: a full batch wakes it", got, 11+lazyBatch)
+		}
+	})
+}
+
 func TestLazyAdmission(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := newTestKernel(t, Config{Capacity: ByPriority[int]{High: 1, Normal: 2, Low: 1}, DegradeAt: 1})
@@ -155,6 +203,7 @@ func TestLazyStop(t *testing.T) {
 					t.Fatal(err)
 				}
 				<-ran
+				// Some are in the wheel, some still in the intake (the loop sleeps).
 				for i := range 7 {
 					p := Normal
 					if i%2 == 0 {
@@ -273,7 +322,7 @@ func TestLazyEventsTakeTheFullPath(t *testing.T) {
 func TestLazyTryGoDoesNotAllocate(t *testing.T) {
 	k := newTestKernel(t, Config{Capacity: ByPriority[int]{Normal: 100_000}, DegradeAt: 1})
 	task := Task{Delay: time.Hour, Run: noop}
-	for range 2048 { // warm the intake and the wheel
+	for range 2 * lazyBatch { // warm the intake and the wheel
 		if err := k.TryGo(task); err != nil {
 			t.Fatal(err)
 		}

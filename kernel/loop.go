@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -197,6 +198,11 @@ func (k *Kernel) pass() {
 	k.nowMono = k.mono()
 	k.now = k.at(k.nowMono)
 
+	// Timers first: what came due is dispatched before the loop takes in the
+	// intake, which may hold a batch of delayed tasks (see Kernel.enqueueLazy).
+	k.wheel.Advance(k.now, k.fireFn)
+	k.dispatch()
+
 	k.in.mu.Lock()
 	tasks, lazy, ctrl := k.in.tasks, k.in.lazy, k.in.ctrl
 	k.in.tasks, k.in.lazy, k.in.ctrl = k.spareTasks, k.spareLazy, k.spareCtrl
@@ -256,6 +262,10 @@ func (k *Kernel) park() {
 		k.timer.Stop()
 		k.timerAt = time.Time{}
 	}
+	wakeAt := int64(math.MaxInt64)
+	if !k.timerAt.IsZero() {
+		wakeAt = int64(k.timerAt.Sub(k.epoch))
+	}
 
 	k.in.mu.Lock()
 	if len(k.in.tasks) > 0 || len(k.in.lazy) > 0 || len(k.in.ctrl) > 0 {
@@ -263,6 +273,7 @@ func (k *Kernel) park() {
 		return
 	}
 	k.in.loopWaiting = true
+	k.in.wakeAt = wakeAt
 	k.in.tasks, k.in.lazy = trimmed(k.in.tasks), trimmed(k.in.lazy)
 	k.in.mu.Unlock()
 	k.spareTasks, k.spareLazy = trimmed(k.spareTasks), trimmed(k.spareLazy)
