@@ -40,6 +40,7 @@ type loopState struct {
 	now     time.Time // the clock, read once per pass
 	nowMono int64     // now as a mono time
 	buckets *queue.Buckets[*Handle]
+	ringMax [queue.NumLevels]int // the buckets' most capacity (ringCaps)
 	wheel   *timewheel.Wheel[timerEntry]
 	timer   *clock.Timer
 	timerAt time.Time // when the armed timer fires; zero when not armed
@@ -101,6 +102,9 @@ func (l *attemptList) remove(a *attempt) {
 func (k *Kernel) initLoop(rc *resolved) error {
 	c := &rc.cfg
 	caps := ringCaps(c)
+	for l := range caps {
+		caps[l] = min(caps[l], ringStart)
+	}
 	b, err := queue.NewBuckets[*Handle](caps, queue.Quotas{High: c.Quotas.High, Normal: c.Quotas.Normal, LowGuaranteed: c.Quotas.LowGuaranteed})
 	if err != nil {
 		return err
@@ -119,7 +123,12 @@ func (k *Kernel) initLoop(rc *resolved) error {
 	return nil
 }
 
-// ringCaps sizes the buckets: the capacity plus room for retries, which re-enter
+// ringStart is the capacity a bucket starts with. It grows, doubling, as tasks
+// queue, up to ringCaps: a kernel whose capacity is sized for many delayed tasks
+// does not hold (nor make the garbage collector scan) rings for all of them.
+const ringStart = 1024
+
+// ringCaps bounds the buckets: the capacity plus room for retries, which re-enter
 // their bucket without a ticket check (at most MaxConcurrency of them at a time).
 func ringCaps(c *Config) [queue.NumLevels]int {
 	return [queue.NumLevels]int{
@@ -134,13 +143,10 @@ func (k *Kernel) apply(rc *resolved) {
 	c := &rc.cfg
 	k.rcl = rc
 	k.lookahead = min(c.MaxConcurrency/4, 256)
-	caps := ringCaps(c)
+	k.ringMax = ringCaps(c)
 	for l := range queue.NumLevels {
-		r := k.buckets.Bucket(queue.Level(l))
-		if caps[l] > r.Cap() {
-			_ = r.Resize(caps[l]) // growing never fails
-		} else if caps[l] >= r.Len() {
-			_ = r.Resize(caps[l])
+		if r := k.buckets.Bucket(queue.Level(l)); r.Cap() > k.ringMax[l] {
+			_ = r.Resize(max(k.ringMax[l], r.Len())) // never below Len: no error
 		}
 	}
 	if c.AgeAfter > 0 {
@@ -336,6 +342,9 @@ func (k *Kernel) schedule(a *attempt, kind timerKind, at time.Time) {
 // toBucket queues a task in its bucket. from is its previous state (0 when new).
 func (k *Kernel) toBucket(h *Handle, from State) {
 	h.queuedAt = k.nowMono
+	if r := k.buckets.Bucket(h.bucket); r.Len() == r.Cap() && r.Cap() < k.ringMax[h.bucket] {
+		_ = r.Resize(min(2*r.Cap(), k.ringMax[h.bucket])) // growing: no error
+	}
 	if err := k.buckets.Push(h.bucket, h); err != nil {
 		// Cannot happen: tickets bound the waiting tasks and the rings are larger.
 		k.release(h.bucket, 1)
