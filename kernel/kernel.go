@@ -216,11 +216,13 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 		return nil, err
 	}
 	if pooled && !evicts && k.lazyFits(t) {
+		// Counted here, not when the loop takes it in, which may be much later.
+		k.m.submitted[lvl].Inc()
 		if !k.enqueueLazy(k.newLazy(t, prio, rc)) {
+			k.m.submitted[lvl].Dec()
 			k.release(lvl, 1)
 			return nil, ErrClosed
 		}
-		k.m.submitted[lvl].Inc() // here, not when the loop takes it in, which may be later
 		return nil, nil
 	}
 	var h *Handle
