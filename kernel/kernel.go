@@ -31,7 +31,7 @@ type Kernel struct {
 	in struct {
 		mu          sync.Mutex
 		tasks       []*Handle
-		lazy        []lazyIntake // delayed fire-and-forget tasks in their compact form
+		lazy        lazyQueue // delayed fire-and-forget tasks in their compact form
 		ctrl        []ctrlMsg
 		loopWaiting bool     // the loop parked and asked for a poke
 		closed      bool     // Shutdown or Close began: refuse submissions
@@ -338,8 +338,8 @@ func (k *Kernel) enqueueLazy(l lazyIntake) bool {
 		k.in.mu.Unlock()
 		return false
 	}
-	k.in.lazy = append(k.in.lazy, l)
-	wake := k.in.loopWaiting && (l.due < k.in.wakeAt || len(k.in.lazy) >= lazyBatch)
+	k.in.lazy.push(l)
+	wake := k.in.loopWaiting && (l.due < k.in.wakeAt || k.in.lazy.n >= lazyBatch)
 	if wake {
 		k.in.loopWaiting = false
 	}
@@ -355,7 +355,7 @@ func (k *Kernel) enqueueLazy(l lazyIntake) bool {
 func (k *Kernel) intakeDelayed() int {
 	k.in.mu.Lock()
 	defer k.in.mu.Unlock()
-	return len(k.in.lazy)
+	return k.in.lazy.n
 }
 
 // tryAcquire takes n tickets of level lvl if they fit. It returns ErrQueueFull or

@@ -46,6 +46,74 @@ type lazyIntake struct {
 	due int64 // mono
 }
 
+const (
+	// lazyChunkLen is how many lazy tasks a chunk of the intake holds: a chunk
+	// fills 8 KiB.
+	lazyChunkLen = 255
+	// lazyChunksKept bounds the empty chunks the intake keeps for reuse.
+	lazyChunksKept = 8
+)
+
+// lazyChunk is a fixed-size piece of the lazy intake.
+type lazyChunk struct {
+	next *lazyChunk
+	n    int
+	e    [lazyChunkLen]lazyIntake
+}
+
+// lazyQueue is the intake of lazy tasks: a list of fixed-size chunks, so that a
+// burst that outruns the loop never copies what it queued, and emptied chunks are
+// reused. Guarded by Kernel.in.mu.
+type lazyQueue struct {
+	head, tail *lazyChunk // queued, oldest first
+	n          int        // tasks queued
+	free       *lazyChunk // empty chunks, at most lazyChunksKept
+	nfree      int
+}
+
+// push queues l.
+func (q *lazyQueue) push(l lazyIntake) {
+	t := q.tail
+	if t == nil || t.n == lazyChunkLen {
+		c := q.free
+		if c != nil {
+			q.free, c.next = c.next, nil
+			q.nfree--
+		} else {
+			c = new(lazyChunk)
+		}
+		if t == nil {
+			q.head = c
+		} else {
+			t.next = c
+		}
+		q.tail = c
+		t = c
+	}
+	t.e[t.n] = l
+	t.n++
+	q.n++
+}
+
+// take removes every queued chunk and returns the first (they stay linked).
+func (q *lazyQueue) take() *lazyChunk {
+	c := q.head
+	q.head, q.tail, q.n = nil, nil, 0
+	return c
+}
+
+// recycle keeps emptied chunks, from c on, for reuse, up to lazyChunksKept; the
+// others are left to the garbage collector.
+func (q *lazyQueue) recycle(c *lazyChunk) {
+	for c != nil && q.nfree < lazyChunksKept {
+		next := c.next
+		c.next = q.free
+		q.free = c
+		q.nfree++
+		c = next
+	}
+}
+
 // timerEntry is the value of a wheel entry: the timer of an attempt (a delayed
 // task with a full record, a retry backoff, a timeout, a zombie's grace), or a
 // lazy task waiting to come due.
@@ -71,6 +139,18 @@ func (k *Kernel) newLazy(t *Task, prio Priority, rc *resolved) lazyIntake {
 	return lazyIntake{
 		t:   lazyTask{run: t.Run, meta: uint64(prio)<<lazyPrioShift | uint64(d), submitAt: now},
 		due: due,
+	}
+}
+
+// acceptLazies takes in the lazy tasks of the chunks from c on and empties the
+// chunks. Loop only.
+func (k *Kernel) acceptLazies(c *lazyChunk) {
+	for ; c != nil; c = c.next {
+		for i := range c.n {
+			k.acceptLazy(&c.e[i])
+		}
+		clear(c.e[:c.n])
+		c.n = 0
 	}
 }
 

@@ -62,7 +62,7 @@ type loopState struct {
 	evBuf    []Event
 
 	spareTasks []*Handle
-	spareLazy  []lazyIntake
+	lazyDone   *lazyChunk // chunks the last pass emptied, for the intake to reuse
 	spareCtrl  []ctrlMsg
 	spareDone  []*attempt
 	picked     []*attempt
@@ -210,19 +210,18 @@ func (k *Kernel) pass() {
 	k.dispatch()
 
 	k.in.mu.Lock()
-	tasks, lazy, ctrl := k.in.tasks, k.in.lazy, k.in.ctrl
-	k.in.tasks, k.in.lazy, k.in.ctrl = k.spareTasks, k.spareLazy, k.spareCtrl
+	tasks, lazy, ctrl := k.in.tasks, k.in.lazy.take(), k.in.ctrl
+	k.in.tasks, k.in.ctrl = k.spareTasks, k.spareCtrl
+	k.in.lazy.recycle(k.lazyDone)
 	k.in.mu.Unlock()
+	k.lazyDone = nil
 	for _, h := range tasks {
 		k.accept(h)
 	}
 	clear(tasks)
 	k.spareTasks = tasks[:0]
-	for i := range lazy {
-		k.acceptLazy(&lazy[i])
-	}
-	clear(lazy)
-	k.spareLazy = lazy[:0]
+	k.acceptLazies(lazy)
+	k.lazyDone = lazy
 
 	k.rq.mu.Lock()
 	done := k.rq.done
@@ -274,15 +273,16 @@ func (k *Kernel) park() {
 	}
 
 	k.in.mu.Lock()
-	if len(k.in.tasks) > 0 || len(k.in.lazy) > 0 || len(k.in.ctrl) > 0 {
+	if len(k.in.tasks) > 0 || k.in.lazy.n > 0 || len(k.in.ctrl) > 0 {
 		k.in.mu.Unlock()
 		return
 	}
 	k.in.loopWaiting = true
 	k.in.wakeAt = wakeAt
-	k.in.tasks, k.in.lazy = trimmed(k.in.tasks), trimmed(k.in.lazy)
+	k.in.tasks = trimmed(k.in.tasks)
+	k.in.lazy.recycle(k.lazyDone)
 	k.in.mu.Unlock()
-	k.spareTasks, k.spareLazy = trimmed(k.spareTasks), trimmed(k.spareLazy)
+	k.spareTasks, k.lazyDone = trimmed(k.spareTasks), nil
 	k.rq.mu.Lock()
 	if len(k.rq.done) > 0 || k.rq.fastDone > 0 {
 		k.rq.mu.Unlock()
