@@ -184,8 +184,8 @@ func (k *Kernel) Submit(ctx context.Context, t Task) (*Handle, error) {
 // TryGo is [Kernel.TrySubmit] for fire-and-forget work: no Handle is returned. The
 // task's outcome still shows in Stats, metrics and events. Its record is recycled
 // once it ended, so TryGo does not allocate: the function must not use its context
-// after it returned. A task with a Delay or an At waits as a compact entry of the
-// timing wheel (56 bytes) and gets its full record only when it comes due.
+// after it returned. A task with a Delay or an At waits in a compact form (32 to
+// 56 bytes) and gets its full record only when it comes due.
 func (k *Kernel) TryGo(t Task) error {
 	_, err := k.submit(noWait, &t, true)
 	return err

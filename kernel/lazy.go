@@ -1,16 +1,20 @@
 package kernel
 
 import (
+	"container/heap"
 	"context"
 	"time"
 )
 
 // A delayed fire-and-forget task ([Kernel.TryGo] or [Kernel.Go] with a Delay or an
-// At) spends most of its life waiting in the wheel, where nobody can see it: it
-// has no Handle, and without Config.OnEvent no event names it. So it travels and
-// waits as a lazyTask, a few words held by value in its wheel entry, and gets its
-// full record (a pooled Handle and its attempt) only when it comes due. A pending
-// lazy task costs its wheel entry (56 bytes) and no allocation of its own.
+// At) spends most of its life waiting, where nobody can see it: it has no Handle,
+// and without Config.OnEvent no event names it. So it travels and waits as a
+// lazyTask of 24 bytes, and gets its full record (a pooled Handle and its attempt)
+// only when it comes due. It travels in the intake's chunks of 255 (lazyQueue);
+// the loop parks a full chunk whose tasks are all due later whole, until its
+// first task is due, and puts the others' tasks into the wheel, by value in their
+// entries. A pending lazy task costs 32 bytes in a parked chunk or 56 in the wheel,
+// and no allocation of its own.
 //
 // It keeps every guarantee of a task: it holds an admission ticket of its bucket
 // while it waits, counts as live and delayed, ends Abandoned on Shutdown and
@@ -54,11 +58,13 @@ const (
 	lazyChunksKept = 8
 )
 
-// lazyChunk is a fixed-size piece of the lazy intake.
+// lazyChunk is a fixed-size piece of the lazy intake. A full chunk whose tasks
+// are all due later is parked whole by the loop until its first task is due.
 type lazyChunk struct {
-	next *lazyChunk
-	n    int
-	e    [lazyChunkLen]lazyIntake
+	next   *lazyChunk
+	n      int
+	minDue int64 // mono: the earliest due of e[:n]
+	e      [lazyChunkLen]lazyIntake
 }
 
 // lazyQueue is the intake of lazy tasks: a list of fixed-size chunks, so that a
@@ -89,6 +95,9 @@ func (q *lazyQueue) push(l lazyIntake) {
 		}
 		q.tail = c
 		t = c
+	}
+	if t.n == 0 || l.due < t.minDue {
+		t.minDue = l.due
 	}
 	t.e[t.n] = l
 	t.n++
@@ -142,22 +151,66 @@ func (k *Kernel) newLazy(t *Task, prio Priority, rc *resolved) lazyIntake {
 	}
 }
 
-// acceptLazies takes in the lazy tasks of the chunks from c on and empties the
-// chunks. Loop only.
-func (k *Kernel) acceptLazies(c *lazyChunk) {
-	for ; c != nil; c = c.next {
-		for i := range c.n {
-			k.acceptLazy(&c.e[i])
+// acceptLazies takes in the lazy tasks of the chunks from c on. A full chunk whose
+// tasks are all due later is parked whole, until its first task is due: a burst
+// of far-future tasks costs the loop one step per chunk, and each pending task its
+// 32 bytes in the chunk. The other chunks are unpacked, task by task, and returned
+// emptied, linked, for reuse. Loop only.
+func (k *Kernel) acceptLazies(c *lazyChunk) (emptied *lazyChunk) {
+	for c != nil {
+		next := c.next
+		k.live += c.n
+		if c.n == lazyChunkLen && c.minDue > k.nowMono {
+			c.next = nil
+			heap.Push(&k.parked, c)
+			k.delayed += c.n
+		} else {
+			k.unpack(c)
+			c.next = emptied
+			emptied = c
 		}
-		clear(c.e[:c.n])
-		c.n = 0
+		c = next
+	}
+	return emptied
+}
+
+// unparkDue unpacks the parked chunks whose first task is due, and adds them to
+// k.lazyDone for reuse. Loop only.
+func (k *Kernel) unparkDue() {
+	for len(k.parked) > 0 && k.parked[0].minDue <= k.nowMono {
+		c := heap.Pop(&k.parked).(*lazyChunk)
+		k.delayed -= c.n
+		k.unpack(c)
+		c.next = k.lazyDone
+		k.lazyDone = c
 	}
 }
 
-// acceptLazy takes in a lazy task: into the wheel, or into its bucket if it is due
+// unpack places each lazy task of chunk c (counted live already) and empties c.
+// Loop only.
+func (k *Kernel) unpack(c *lazyChunk) {
+	for i := range c.n {
+		k.placeLazy(&c.e[i])
+	}
+	clear(c.e[:c.n])
+	c.n = 0
+}
+
+// endParked ends the tasks of the parked chunks (see endLazy) and drops the
+// chunks. Loop only.
+func (k *Kernel) endParked(to State) {
+	for _, c := range k.parked {
+		for i := range c.n {
+			k.endLazy(&c.e[i].t, to)
+		}
+	}
+	clear(k.parked)
+	k.parked = k.parked[:0]
+}
+
+// placeLazy puts a lazy task into the wheel, or into its bucket if it is due
 // already. Loop only.
-func (k *Kernel) acceptLazy(l *lazyIntake) {
-	k.live++
+func (k *Kernel) placeLazy(l *lazyIntake) {
 	if l.due > k.nowMono {
 		k.wheel.Schedule(k.at(l.due), timerEntry{t: l.t})
 		k.delayed++
@@ -180,6 +233,21 @@ func (k *Kernel) lazyHandle(t *lazyTask) *Handle {
 	h.submitAt = t.submitAt
 	h.initFirst(context.Background())
 	return h
+}
+
+// chunkHeap is a min-heap of parked chunks by their first due (container/heap).
+type chunkHeap []*lazyChunk
+
+func (h chunkHeap) Len() int           { return len(h) }
+func (h chunkHeap) Less(i, j int) bool { return h[i].minDue < h[j].minDue }
+func (h chunkHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *chunkHeap) Push(x any)        { *h = append(*h, x.(*lazyChunk)) }
+func (h *chunkHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return c
 }
 
 // endLazy ends a lazy task that never came due: Abandoned by Shutdown, Canceled by

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -45,11 +46,15 @@ func TestLazyFits(t *testing.T) {
 	}
 }
 
-// TestTimerEntrySize guards the memory of a pending delayed task: a wheel node is
-// 24 bytes plus its value, and DESIGN.md §13 allows 64 bytes per pending task.
-func TestTimerEntrySize(t *testing.T) {
+// TestLazySizes guards the memory of a pending delayed task, which DESIGN.md §13
+// bounds at 64 bytes: a wheel node is 24 bytes plus its value, and a chunk of the
+// intake must fit its 8 KiB size class.
+func TestLazySizes(t *testing.T) {
 	if got := unsafe.Sizeof(timerEntry{}); got > 32 {
 		t.Fatalf("unsafe.Sizeof(timerEntry{}) = %d, want <= 32", got)
+	}
+	if got := unsafe.Sizeof(lazyChunk{}); got > 8<<10 {
+		t.Fatalf("unsafe.Sizeof(lazyChunk{}) = %d, want <= 8192", got)
 	}
 }
 
@@ -144,6 +149,46 @@ func TestLazyIntakeWakesTheLoopOnlyWhenNeeded(t *testing.T) {
 	})
 }
 
+// TestLazyParkedChunks checks that a burst of delayed tasks, which the loop takes
+// in by whole chunks of the intake (parked until their first task is due), runs
+// every task on time, the early one of a chunk among late ones included.
+func TestLazyParkedChunks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, Config{Capacity: ByPriority[int]{Normal: 10_000}, DegradeAt: 1})
+		start := time.Now()
+		n := 3*lazyChunkLen + 10
+		ranAt := make(chan time.Duration, n)
+		run := func(context.Context) error { ranAt <- time.Since(start); return nil }
+		var want []time.Duration
+		for i := range n {
+			d := 2*time.Hour + time.Duration(i)*time.Millisecond
+			if i == 100 {
+				// Earlier than the others yet after the loop's next wake-up (the
+				// wheel's cascade for the first one): it travels in a full chunk.
+				d = 2*time.Hour - time.Millisecond
+			}
+			want = append(want, d)
+			if err := k.TryGo(Task{Delay: d, Run: run}); err != nil {
+				t.Fatalf("TryGo() = %v", err)
+			}
+		}
+		synctest.Wait()
+		if st := k.Stats(); st.Delayed != n {
+			t.Fatalf("Stats delayed=%d, want %d", st.Delayed, n)
+		}
+		slices.Sort(want)
+		for i := range n {
+			if got := <-ranAt; got < want[i] || got > want[i]+TickDefault {
+				t.Fatalf("task %d of %d ran after %v, want %v (at most a tick late)", i, n, got, want[i])
+			}
+		}
+		synctest.Wait()
+		if st := k.Stats(); st.Delayed != 0 || st.ByPriority.Normal.Succeeded != uint64(n) {
+			t.Fatalf("Stats delayed=%d succeeded=%d, want 0/%d", st.Delayed, st.ByPriority.Normal.Succeeded, n)
+		}
+	})
+}
+
 func TestLazyAdmission(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := newTestKernel(t, Config{Capacity: ByPriority[int]{High: 1, Normal: 2, Low: 1}, DegradeAt: 1})
@@ -203,8 +248,9 @@ func TestLazyStop(t *testing.T) {
 					t.Fatal(err)
 				}
 				<-ran
-				// Some are in the wheel, some still in the intake (the loop sleeps).
-				for i := range 7 {
+				// Some are in the wheel, some in parked chunks, some still in the
+				// intake (the loop sleeps).
+				for i := range 2*lazyChunkLen + 7 {
 					p := Normal
 					if i%2 == 0 {
 						p = Low
@@ -212,7 +258,9 @@ func TestLazyStop(t *testing.T) {
 					if err := k.TryGo(Task{Delay: time.Duration(i+1) * time.Hour, Priority: p, Run: noop}); err != nil {
 						t.Fatal(err)
 					}
-					if i == 2 {
+					if i == 2 || i == 2*lazyChunkLen {
+						synctest.Wait()
+						k.poke() // take the intake in now
 						synctest.Wait()
 					}
 				}
@@ -227,8 +275,9 @@ func TestLazyStop(t *testing.T) {
 					}
 					return p.Canceled
 				}
-				if count(st.ByPriority.Normal) != 3 || count(st.ByPriority.Low) != 4 || st.Delayed != 0 || st.Terminal() != 8 {
-					t.Fatalf("Stats %v normal=%d low=%d delayed=%d terminal=%d, want 3/4/0/8", tt.want, count(st.ByPriority.Normal), count(st.ByPriority.Low), st.Delayed, st.Terminal())
+				normal, low := uint64(lazyChunkLen+3), uint64(lazyChunkLen+4)
+				if count(st.ByPriority.Normal) != normal || count(st.ByPriority.Low) != low || st.Delayed != 0 || st.Terminal() != normal+low+1 {
+					t.Fatalf("Stats %v normal=%d low=%d delayed=%d terminal=%d, want %d/%d/0/%d", tt.want, count(st.ByPriority.Normal), count(st.ByPriority.Low), st.Delayed, st.Terminal(), normal, low, normal+low+1)
 				}
 				for l := range queue.NumLevels {
 					if n := k.waiting[l].Load(); n != 0 {

@@ -62,7 +62,8 @@ type loopState struct {
 	evBuf    []Event
 
 	spareTasks []*Handle
-	lazyDone   *lazyChunk // chunks the last pass emptied, for the intake to reuse
+	lazyDone   *lazyChunk // chunks emptied since the last swap, for the intake to reuse
+	parked     chunkHeap  // full chunks of lazy tasks waiting for their first due
 	spareCtrl  []ctrlMsg
 	spareDone  []*attempt
 	picked     []*attempt
@@ -206,6 +207,7 @@ func (k *Kernel) pass() {
 
 	// Timers first: what came due is dispatched before the loop takes in the
 	// intake, which may hold a batch of delayed tasks (see Kernel.enqueueLazy).
+	k.unparkDue()
 	k.wheel.Advance(k.now, k.fireFn)
 	k.dispatch()
 
@@ -220,8 +222,7 @@ func (k *Kernel) pass() {
 	}
 	clear(tasks)
 	k.spareTasks = tasks[:0]
-	k.acceptLazies(lazy)
-	k.lazyDone = lazy
+	k.lazyDone = k.acceptLazies(lazy)
 
 	k.rq.mu.Lock()
 	done := k.rq.done
@@ -249,7 +250,13 @@ func (k *Kernel) pass() {
 // park arms the timer for the wheel's next expiry and blocks until a submitter,
 // an executor or the timer wakes the loop. It returns at once if work is pending.
 func (k *Kernel) park() {
-	if next, ok := k.wheel.Next(); ok {
+	next, ok := k.wheel.Next()
+	if len(k.parked) > 0 {
+		if p := k.at(k.parked[0].minDue); !ok || p.Before(next) {
+			next, ok = p, true
+		}
+	}
+	if ok {
 		if !next.Equal(k.timerAt) {
 			d := next.Sub(k.clk.Now())
 			if d <= 0 {
@@ -676,6 +683,7 @@ func (k *Kernel) beginDrain() {
 		return
 	}
 	k.draining = true
+	k.endParked(Abandoned)
 	var keep []*attempt
 	k.wheel.Clear(func(e timerEntry) {
 		a := e.a
@@ -706,6 +714,7 @@ func (k *Kernel) closeAll() {
 	}
 	k.closing = true
 	k.draining = false
+	k.endParked(Canceled)
 	for l := range queue.NumLevels {
 		k.buckets.Bucket(queue.Level(l)).Clear(func(h *Handle) {
 			k.release(h.bucket, 1)
