@@ -55,7 +55,11 @@ const (
 	// fills 8 KiB.
 	lazyChunkLen = 255
 	// lazyChunksKept bounds the empty chunks the intake keeps for reuse.
-	lazyChunksKept = 8
+	lazyChunksKept = 16
+	// lazyParkAfter is how far ahead the first task of a full chunk must be due for
+	// the loop to park the chunk whole: a chunk due sooner is unpacked at once, so
+	// that the intake gets it back while it is warm.
+	lazyParkAfter = int64(time.Second)
 )
 
 // lazyChunk is a fixed-size piece of the lazy intake. A full chunk whose tasks
@@ -152,7 +156,7 @@ func (k *Kernel) newLazy(t *Task, prio Priority, rc *resolved) lazyIntake {
 }
 
 // acceptLazies takes in the lazy tasks of the chunks from c on. A full chunk whose
-// tasks are all due later is parked whole, until its first task is due: a burst
+// tasks are all due past lazyParkAfter is parked whole, until its first task is due: a burst
 // of far-future tasks costs the loop one step per chunk, and each pending task its
 // 32 bytes in the chunk. The other chunks are unpacked, task by task, and returned
 // emptied, linked, for reuse. Loop only.
@@ -160,7 +164,7 @@ func (k *Kernel) acceptLazies(c *lazyChunk) (emptied *lazyChunk) {
 	for c != nil {
 		next := c.next
 		k.live += c.n
-		if c.n == lazyChunkLen && c.minDue > k.nowMono {
+		if c.n == lazyChunkLen && c.minDue > k.nowMono+lazyParkAfter {
 			c.next = nil
 			heap.Push(&k.parked, c)
 			k.delayed += c.n
