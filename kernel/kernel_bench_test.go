@@ -306,7 +306,6 @@ func BenchmarkDelayedMemory(b *testing.B) {
 		// Stopped timers leave the runtime's heaps when their Ps next check their
 		// timers: wait for it, so that they are not freed while the kernel is
 		// measured.
-		timers = nil
 		for i := 0; i < 100 && heap() > h1; i++ {
 			runtime.Gosched()
 		}
