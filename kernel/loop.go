@@ -247,8 +247,9 @@ func (k *Kernel) pass() {
 	k.publish()
 }
 
-// park arms the timer for the wheel's next expiry and blocks until a submitter,
-// an executor or the timer wakes the loop. It returns at once if work is pending.
+// park arms the timer for the wheel's next expiry (or a parked chunk's first
+// due, if sooner) and blocks until a submitter, an executor or the timer wakes
+// the loop. It returns at once if work is pending.
 func (k *Kernel) park() {
 	next, ok := k.wheel.Next()
 	if len(k.parked) > 0 {
