@@ -10,11 +10,11 @@ import (
 // At) spends most of its life waiting, where nobody can see it: it has no Handle,
 // and without Config.OnEvent no event names it. So it travels and waits as a
 // lazyTask of 24 bytes, and gets its full record (a pooled Handle and its attempt)
-// only when it comes due. It travels in the intake's chunks of 255 (lazyQueue);
-// the loop parks a full chunk whose tasks are all due later whole, until its
-// first task is due, and puts the others' tasks into the wheel, by value in their
-// entries. A pending lazy task costs 32 bytes in a parked chunk or 56 in the wheel,
-// and no allocation of its own.
+// only when it comes due. It travels in the intake's chunks of 255 (lazyQueue).
+// The loop parks a full chunk whose tasks are all due more than lazyParkAfter
+// ahead, whole, until its first task is due, and puts the other tasks into the
+// wheel, by value in their entries. A pending lazy task costs 32 bytes in a
+// parked chunk or 56 in the wheel, and no allocation of its own.
 //
 // It keeps every guarantee of a task: it holds an admission ticket of its bucket
 // while it waits, counts as live and delayed, ends Abandoned on Shutdown and
