@@ -220,11 +220,14 @@ func (a *axExecutor) After(d time.Duration, f func()) error {
 
 // funcCache turns a func() into the func(context.Context) error the kernel runs,
 // reusing the last wrapper while the same func value comes again (the noop,
-// sleep and burst scenarios submit one func many times). Without it each
+// sleep, burst and timers scenarios submit one func many times). Without it each
 // submission would allocate a closure that no pool taking a func() pays, and
-// the allocation figures would measure this adapter instead of the kernel.
+// the allocation figures would measure this adapter instead of the kernel. A
+// func seen once (a closure of its own per task) costs one closure, the least a
+// wrapper can: it is cached only when it comes twice in a row.
 type funcCache struct {
-	last atomic.Pointer[wrapped]
+	last   atomic.Pointer[wrapped]
+	missed atomic.Pointer[byte] // the key of the last func that missed the cache
 }
 
 type wrapped struct {
@@ -237,10 +240,12 @@ func (c *funcCache) get(f func()) func(context.Context) error {
 	if w := c.last.Load(); w != nil && w.key == key {
 		return w.run
 	}
-	w := &wrapped{key: key, run: func(context.Context) error {
+	run := func(context.Context) error {
 		f()
 		return nil
-	}}
-	c.last.Store(w)
-	return w.run
+	}
+	if c.missed.Swap((*byte)(key)) == (*byte)(key) {
+		c.last.Store(&wrapped{key: key, run: run})
+	}
+	return run
 }

@@ -174,7 +174,8 @@ type Config struct {
 
 	// Retry is the retry policy per priority, for tasks without their own. A zero
 	// policy means the defaults (3 attempts, 1 s base, ×2, 30 s max, full jitter); a
-	// common choice is Retry.Low = RetryPolicy{MaxAttempts: 1}. Changeable.
+	// common choice is Retry.Low = RetryPolicy{MaxAttempts: 1}. Changeable: a retry
+	// is decided under the policy in force, tasks submitted earlier included.
 	Retry ByPriority[RetryPolicy]
 
 	// RetryBudget limits retries kernel-wide. Changeable.

@@ -29,6 +29,14 @@
 // waiting for the loop. An idle kernel, or one holding only far-future timers,
 // does not wake up: a single timer is armed for the timing wheel's next expiry.
 //
+// A delayed fire-and-forget task ([Kernel.TryGo] or [Kernel.Go] with a Delay or an
+// At, no ID, OnTimeout or Retry of its own, and no Config.OnEvent) waits in a
+// compact form, 32 to 56 bytes and no allocation, and becomes a full task record
+// only when it comes due. Such a task due after the loop's next wake-up does not
+// wake it: the loop takes these in by the thousand, when its timer fires or a
+// batch is full, and keeps a burst of far-future ones in the chunks they came in.
+// Stats and metrics count them from their submission.
+//
 // # Priorities and admission
 //
 // Tasks wait in three bounded FIFO buckets (High, Normal, Low), picked in cycles by

@@ -206,7 +206,11 @@ func (k *Kernel) newDurableHandle(t *Task, rc *resolved, fn DurableFunc, kind st
 	h := &Handle{}
 	t.Run = func(ctx context.Context) error { return fn(ctx, payload) }
 	k.initHandle(h, t, t.Priority.normalize(), rc, nil)
-	p := *h.retry
+	base := h.retry
+	if base == nil {
+		base = rc.retry[h.bucket]
+	}
+	p := *base
 	p.MaxAttempts = maxAttempts
 	h.retry = &p
 	h.dur = &durable{kind: kind, payload: payload, unique: unique, maxAttempts: maxAttempts, timeout: timeout, fence: 1}

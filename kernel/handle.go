@@ -21,7 +21,7 @@ type Handle struct {
 	run       func(context.Context) error
 	onTimeout func(int)
 	timeout   time.Duration // 0: none
-	retry     *RetryPolicy  // resolved
+	retry     *RetryPolicy  // Task.Retry resolved; nil: the priority's policy in force (Config.Retry)
 	submitAt  int64         // mono
 	dueAt     int64         // mono; meaningful when due
 	due       bool          // Delay or At was set
@@ -169,7 +169,7 @@ type attempt struct {
 	exec *executor // the executor running it (zombie stack dumps)
 
 	// Loop-owned.
-	timer        timewheel.Handle[*attempt]
+	timer        timewheel.Handle[timerEntry]
 	timerAt      time.Time // when its wheel entry is due
 	tkind        timerKind
 	settled      bool     // the loop ended it (timeout, Close) before it returned

@@ -31,11 +31,13 @@ type Kernel struct {
 	in struct {
 		mu          sync.Mutex
 		tasks       []*Handle
+		lazy        lazyQueue // delayed fire-and-forget tasks in their compact form
 		ctrl        []ctrlMsg
-		loopWaiting bool // the loop parked and asked for a poke
-		closed      bool // Shutdown or Close began: refuse submissions
-		fast        bool // the parked loop opened the fast lane (see runFast)
-		_           [39]byte
+		loopWaiting bool     // the loop parked and asked for a poke
+		closed      bool     // Shutdown or Close began: refuse submissions
+		fast        bool     // the parked loop opened the fast lane (see runFast)
+		wakeAt      int64    // mono: when the parked loop's timer fires; math.MaxInt64 if none
+		_           [37]byte // keeps the fields submitters write off the next cache lines
 	}
 	fastOpen atomic.Bool   // mirrors in.fast, read without the lock as a hint
 	pokeCh   chan struct{} // size 1: wakes the parked loop; a poke is never lost
@@ -190,7 +192,8 @@ func (k *Kernel) Submit(ctx context.Context, t Task) (*Handle, error) {
 // TryGo is [Kernel.TrySubmit] for fire-and-forget work: no Handle is returned. The
 // task's outcome still shows in Stats, metrics and events. Its record is recycled
 // once it ended, so TryGo does not allocate: the function must not use its context
-// after it returned.
+// after it returned. A task with a Delay or an At waits in a compact form (32 to
+// 56 bytes) and gets its full record only when it comes due.
 func (k *Kernel) TryGo(t Task) error {
 	_, err := k.submit(noWait, &t, true)
 	return err
@@ -207,7 +210,8 @@ func (k *Kernel) Go(ctx context.Context, t Task) error {
 var noWait context.Context
 
 // submit validates, admits and hands one task to the loop. ctx noWait means do
-// not wait for room.
+// not wait for room. A delayed fire-and-forget task that fits a lazyTask travels
+// and waits as one (see lazy.go); every other task gets its full record now.
 func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
@@ -223,6 +227,16 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 		if evicts, err = k.admit(ctx, lvl, 1, rc); err != nil {
 			return nil, err
 		}
+	}
+	if pooled && !evicts && k.lazyFits(t) {
+		// Counted here, not when the loop takes it in, which may be much later.
+		k.m.submitted[lvl].Inc()
+		if !k.enqueueLazy(k.newLazy(t, prio, rc)) {
+			k.m.submitted[lvl].Dec()
+			k.release(lvl, 1)
+			return nil, ErrClosed
+		}
+		return nil, nil
 	}
 	var h *Handle
 	if pooled {
@@ -268,37 +282,57 @@ func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *
 	h.bucket = levelOf(prio)
 	h.run = t.Run
 	h.onTimeout = t.OnTimeout
-	h.timeout = t.Timeout
-	if h.timeout == 0 {
-		h.timeout = rc.cfg.DefaultTimeout.Get(prio)
-	}
-	if h.timeout == NoTimeout {
-		h.timeout = 0
-	}
+	h.timeout = taskTimeout(t, prio, rc)
+	h.retry = nil
 	if t.Retry != nil {
 		p := t.Retry.withDefaults()
 		h.retry = &p
-	} else {
-		h.retry = rc.retry[h.bucket]
 	}
 	now := k.mono()
 	h.submitAt = now
+	h.dueAt, h.due = k.dueOf(t, now)
+	h.batch = b
+	parent := context.Background()
+	if b != nil {
+		parent = b.ctx
+	}
+	h.initFirst(parent)
+}
+
+// taskTimeout resolves the timeout of t's attempts: Task.Timeout, else the
+// priority's Config.DefaultTimeout of rc; 0 means none.
+func taskTimeout(t *Task, prio Priority, rc *resolved) time.Duration {
+	d := t.Timeout
+	if d == 0 {
+		d = rc.cfg.DefaultTimeout.Get(prio)
+	}
+	if d == NoTimeout {
+		return 0
+	}
+	return d
+}
+
+// dueOf returns when t is due, as a mono time, and whether it set Delay or At.
+// now is the mono time of its submission.
+func (k *Kernel) dueOf(t *Task, now int64) (int64, bool) {
 	switch {
 	case t.Delay > 0:
-		h.dueAt, h.due = now+int64(t.Delay), true
+		return now + int64(t.Delay), true
 	case !t.At.IsZero():
-		h.dueAt, h.due = int64(t.At.Sub(k.epoch)), true
+		return int64(t.At.Sub(k.epoch)), true
 	}
-	h.batch = b
+	return 0, false
+}
+
+// initFirst makes h a new task, about to be taken in by the loop, whose first
+// attempt runs under a context derived from parent.
+func (h *Handle) initFirst(parent context.Context) {
 	h.state.Store(uint32(Queued))
 	a := &h.first
 	a.h = h
 	a.n = 1
 	a.ctx.a = a
-	a.ctx.parent = context.Background()
-	if b != nil {
-		a.ctx.parent = b.ctx
-	}
+	a.ctx.parent = parent
 	h.cur = a
 }
 
@@ -333,6 +367,9 @@ func (k *Kernel) runFast(h *Handle) bool {
 		return false
 	}
 	a := h.cur
+	// Counted before it can run and end (and h be recycled).
+	k.m.submitted[h.bucket].Inc()
+	k.m.started[h.bucket].Inc()
 	h.placed = true
 	h.state.Store(uint32(Running))
 	h.attempts.Store(1)
@@ -364,8 +401,6 @@ func (k *Kernel) runFast(h *Handle) bool {
 	}
 	q.mu.Unlock()
 	k.in.mu.Unlock()
-	k.m.submitted[h.bucket].Inc()
-	k.m.started[h.bucket].Inc()
 	if wake != nil {
 		wake.wake <- struct{}{}
 	}
@@ -394,6 +429,37 @@ func (k *Kernel) enqueueMany(hs []*Handle) bool {
 		k.poke()
 	}
 	return true
+}
+
+// enqueueLazy appends a lazy task to the intake. It reports false when the kernel
+// is closed. It wakes a parked loop only if the task is due before the loop's
+// timer fires, or if lazyBatch tasks wait: a task due later is taken in when the
+// loop wakes anyway, so a burst of delayed tasks costs the loop one pass per
+// lazyBatch tasks, not one per submission.
+func (k *Kernel) enqueueLazy(l lazyIntake) bool {
+	k.in.mu.Lock()
+	if k.in.closed {
+		k.in.mu.Unlock()
+		return false
+	}
+	k.in.lazy.push(l)
+	wake := k.in.loopWaiting && (l.due < k.in.wakeAt || k.in.lazy.n >= lazyBatch)
+	if wake {
+		k.in.loopWaiting = false
+	}
+	k.in.mu.Unlock()
+	if wake {
+		k.poke()
+	}
+	return true
+}
+
+// intakeDelayed returns the number of lazy tasks in the intake: delayed tasks
+// the loop has not taken in yet.
+func (k *Kernel) intakeDelayed() int {
+	k.in.mu.Lock()
+	defer k.in.mu.Unlock()
+	return k.in.lazy.n
 }
 
 // tryAcquire takes n tickets of level lvl if they fit. It returns ErrQueueFull or

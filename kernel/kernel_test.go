@@ -738,3 +738,28 @@ func TestFastLaneKeepsLimitsOrderAndAccounting(t *testing.T) {
 		}
 	})
 }
+
+// TestBucketsGrowOnDemand queues more tasks than a bucket starts with room for,
+// then lowers the capacity below what is queued: nothing is lost.
+func TestBucketsGrowOnDemand(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, Config{MaxConcurrency: 1, Capacity: ByPriority[int]{Normal: 100_000}, DegradeAt: 1})
+		g := make(gate)
+		hs := []*Handle{mustSubmit(t, k, Task{Run: g.run})}
+		n := 5 * ringStart
+		for range n {
+			hs = append(hs, mustSubmit(t, k, Task{Run: noop}))
+		}
+		synctest.Wait()
+		if st := k.Stats(); st.Queued.Normal+st.Dispatched != n {
+			t.Fatalf("queued %d+%d, want %d", st.Queued.Normal, st.Dispatched, n)
+		}
+		if err := k.Update(func(c *Config) { c.Capacity.Normal = 10 }); err != nil {
+			t.Fatalf("Update() = %v", err)
+		}
+		g.open()
+		if got := waitAll(t, hs); got[Succeeded] != n+1 {
+			t.Fatalf("terminal states %v, want %d succeeded", got, n+1)
+		}
+	})
+}

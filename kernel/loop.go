@@ -44,10 +44,11 @@ type loopState struct {
 	now     time.Time // the clock, read once per pass
 	nowMono int64     // now as a mono time
 	buckets *queue.Buckets[*Handle]
-	wheel   *timewheel.Wheel[*attempt]
+	ringMax [queue.NumLevels]int // the buckets' most capacity (ringCaps)
+	wheel   *timewheel.Wheel[timerEntry]
 	timer   *clock.Timer
 	timerAt time.Time // when the armed timer fires; zero when not armed
-	fireFn  func(*attempt)
+	fireFn  func(timerEntry)
 	// lookahead is how many picked attempts the run queue may hold beyond the free
 	// slots, so an executor that finishes takes its next task without waiting for a
 	// loop pass. It trades a little ordering (a pick is final once made; High still
@@ -70,6 +71,8 @@ type loopState struct {
 	gateWindow int                        // the most gated attempts: Config.StoreBatch / 2 (no limit without a store)
 
 	spareTasks []*Handle
+	lazyDone   *lazyChunk // chunks emptied since the last swap, for the intake to reuse
+	parked     chunkHeap  // full chunks of lazy tasks waiting for their first due
 	spareCtrl  []ctrlMsg
 	spareDone  []*attempt
 	picked     []*attempt
@@ -109,11 +112,14 @@ func (l *attemptList) remove(a *attempt) {
 func (k *Kernel) initLoop(rc *resolved) error {
 	c := &rc.cfg
 	caps := ringCaps(c)
+	for l := range caps {
+		caps[l] = min(caps[l], ringStart)
+	}
 	b, err := queue.NewBuckets[*Handle](caps, queue.Quotas{High: c.Quotas.High, Normal: c.Quotas.Normal, LowGuaranteed: c.Quotas.LowGuaranteed})
 	if err != nil {
 		return err
 	}
-	w, err := timewheel.New[*attempt](c.Tick, c.Clock.Now())
+	w, err := timewheel.New[timerEntry](c.Tick, c.Clock.Now())
 	if err != nil {
 		return err
 	}
@@ -128,7 +134,12 @@ func (k *Kernel) initLoop(rc *resolved) error {
 	return nil
 }
 
-// ringCaps sizes the buckets: the capacity plus room for retries, which re-enter
+// ringStart is the capacity a bucket starts with. It grows, doubling, as tasks
+// queue, up to ringCaps: a kernel whose capacity is sized for many delayed tasks
+// does not hold (nor make the garbage collector scan) rings for all of them.
+const ringStart = 1024
+
+// ringCaps bounds the buckets: the capacity plus room for retries, which re-enter
 // their bucket without a ticket check (at most MaxConcurrency of them at a time).
 func ringCaps(c *Config) [queue.NumLevels]int {
 	return [queue.NumLevels]int{
@@ -143,13 +154,10 @@ func (k *Kernel) apply(rc *resolved) {
 	c := &rc.cfg
 	k.rcl = rc
 	k.lookahead = min(c.MaxConcurrency/4, 256)
-	caps := ringCaps(c)
+	k.ringMax = ringCaps(c)
 	for l := range queue.NumLevels {
-		r := k.buckets.Bucket(queue.Level(l))
-		if caps[l] > r.Cap() {
-			_ = r.Resize(caps[l]) // growing never fails
-		} else if caps[l] >= r.Len() {
-			_ = r.Resize(caps[l])
+		if r := k.buckets.Bucket(queue.Level(l)); r.Cap() > k.ringMax[l] {
+			_ = r.Resize(max(k.ringMax[l], r.Len())) // never below Len: no error
 		}
 	}
 	if c.AgeAfter > 0 {
@@ -174,6 +182,19 @@ func (k *Kernel) apply(rc *resolved) {
 	q.mu.Unlock()
 }
 
+// spareKeep bounds the intake buffers (in entries) the loop keeps while it parks:
+// a burst of submissions grows them, and they are reused while the burst lasts,
+// but an idle kernel does not pin a burst's memory.
+const spareKeep = 4096
+
+// trimmed returns s, or nil if it grew past spareKeep.
+func trimmed[T any](s []T) []T {
+	if cap(s) > spareKeep {
+		return nil
+	}
+	return s
+}
+
 // loop is the scheduler: the only goroutine that decides what runs next and how
 // many run. It parks when it has nothing to do, on its poke channel and on one
 // timer armed for the wheel's next expiry.
@@ -193,20 +214,33 @@ func (k *Kernel) loop() {
 func (k *Kernel) pass() {
 	k.nowMono = k.mono()
 	k.now = k.at(k.nowMono)
+	if k.fastOpen.Load() {
+		// The loop decides again: it closes the fast lane before anything (a timer
+		// that came due) can fill a bucket, and reopens it as it parks.
+		k.in.mu.Lock()
+		k.in.fast = false
+		k.fastOpen.Store(false)
+		k.in.mu.Unlock()
+	}
+
+	// Timers first: what came due is dispatched before the loop takes in the
+	// intake, which may hold a batch of delayed tasks (see Kernel.enqueueLazy).
+	k.unparkDue()
+	k.wheel.Advance(k.now, k.fireFn)
+	k.dispatch()
 
 	k.in.mu.Lock()
-	tasks, ctrl := k.in.tasks, k.in.ctrl
+	tasks, lazy, ctrl := k.in.tasks, k.in.lazy.take(), k.in.ctrl
 	k.in.tasks, k.in.ctrl = k.spareTasks, k.spareCtrl
-	if k.in.fast {
-		k.in.fast = false // the loop decides again; it reopens the lane as it parks
-		k.fastOpen.Store(false)
-	}
+	k.in.lazy.recycle(k.lazyDone)
 	k.in.mu.Unlock()
+	k.lazyDone = nil
 	for _, h := range tasks {
 		k.accept(h)
 	}
 	clear(tasks)
 	k.spareTasks = tasks[:0]
+	k.lazyDone = k.acceptLazies(lazy)
 
 	k.rq.mu.Lock()
 	done := k.rq.done
@@ -276,10 +310,17 @@ func (k *Kernel) dropBacklog() {
 	}
 }
 
-// park arms the timer for the wheel's next expiry and blocks until a submitter,
-// an executor or the timer wakes the loop. It returns at once if work is pending.
+// park arms the timer for the wheel's next expiry (or a parked chunk's first
+// due, if sooner) and blocks until a submitter, an executor or the timer wakes
+// the loop. It returns at once if work is pending.
 func (k *Kernel) park() {
-	if next, ok := k.wheel.Next(); ok {
+	next, ok := k.wheel.Next()
+	if len(k.parked) > 0 {
+		if p := k.at(k.parked[0].minDue); !ok || p.Before(next) {
+			next, ok = p, true
+		}
+	}
+	if ok {
 		if !next.Equal(k.timerAt) {
 			d := next.Sub(k.clk.Now())
 			if d <= 0 {
@@ -297,9 +338,13 @@ func (k *Kernel) park() {
 		k.timer.Stop()
 		k.timerAt = time.Time{}
 	}
+	wakeAt := int64(math.MaxInt64)
+	if !k.timerAt.IsZero() {
+		wakeAt = int64(k.timerAt.Sub(k.epoch))
+	}
 
 	k.in.mu.Lock()
-	if len(k.in.tasks) > 0 || len(k.in.ctrl) > 0 {
+	if len(k.in.tasks) > 0 || k.in.lazy.n > 0 || len(k.in.ctrl) > 0 {
 		k.in.mu.Unlock()
 		return
 	}
@@ -308,7 +353,11 @@ func (k *Kernel) park() {
 		k.in.fast = true
 		k.fastOpen.Store(true)
 	}
+	k.in.wakeAt = wakeAt
+	k.in.tasks = trimmed(k.in.tasks)
+	k.in.lazy.recycle(k.lazyDone)
 	k.in.mu.Unlock()
+	k.spareTasks, k.lazyDone = trimmed(k.spareTasks), nil
 	k.rq.mu.Lock()
 	if len(k.rq.done) > 0 || k.rq.fastDone > 0 {
 		k.rq.mu.Unlock()
@@ -362,12 +411,15 @@ func (k *Kernel) toWheel(h *Handle, a *attempt, to State, at time.Time, err erro
 func (k *Kernel) schedule(a *attempt, kind timerKind, at time.Time) {
 	a.tkind = kind
 	a.timerAt = at
-	a.timer = k.wheel.Schedule(at, a)
+	a.timer = k.wheel.Schedule(at, timerEntry{a: a})
 }
 
 // toBucket queues a task in its bucket. from is its previous state (0 when new).
 func (k *Kernel) toBucket(h *Handle, from State) {
 	h.queuedAt = k.nowMono
+	if r := k.buckets.Bucket(h.bucket); r.Len() == r.Cap() && r.Cap() < k.ringMax[h.bucket] {
+		_ = r.Resize(min(2*r.Cap(), k.ringMax[h.bucket])) // growing: no error
+	}
 	if err := k.buckets.Push(h.bucket, h); err != nil {
 		// Cannot happen: tickets bound the waiting tasks and the rings are larger.
 		k.release(h.bucket, 1)
@@ -393,10 +445,16 @@ func (k *Kernel) evictNewestLow() {
 }
 
 // onTimer handles a wheel entry that came due.
-func (k *Kernel) onTimer(a *attempt) {
+func (k *Kernel) onTimer(e timerEntry) {
+	a := e.a
+	if a == nil {
+		k.delayed--
+		k.toBucket(k.lazyHandle(&e.t), 0)
+		return
+	}
 	kind := a.tkind
 	a.tkind = timerNone
-	a.timer = timewheel.Handle[*attempt]{}
+	a.timer = timewheel.Handle[timerEntry]{}
 	switch kind {
 	case timerDue:
 		k.delayed--
@@ -601,6 +659,9 @@ func (k *Kernel) settleAttempt(a *attempt) {
 // otherwise ends the task in state final with err.
 func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	p := h.retry
+	if p == nil {
+		p = k.rcl.retry[h.bucket]
+	}
 	more := !IsPermanent(err) && int(a.n) < p.MaxAttempts
 	if more && !k.draining && !k.closing &&
 		(h.batch == nil || !h.batch.canceled()) && k.budget.allow(k.now) {
@@ -631,14 +692,15 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	k.end(h, final, err)
 }
 
-// setState moves h to state to and returns the state it left. A change missing
-// from the transition table is a kernel bug: it panics rather than let a task end
-// twice or skip a state. A new task (accepted as Queued, not yet in a bucket) may
-// enter any first state.
+// setState moves h to state to and returns the state it left, 0 for a new task
+// (Event.From). A change missing from the transition table is a kernel bug: it
+// panics rather than let a task end twice or skip a state. A new task (accepted
+// as Queued, not yet in a bucket) may enter any first state.
 func (k *Kernel) setState(h *Handle, to State) State {
 	from := State(h.state.Load())
 	if !h.placed {
 		h.placed = true
+		from = 0
 	} else if !canTransition(from, to) {
 		panic("kernel: task " + h.ID() + ": illegal state change " + from.String() + " -> " + to.String())
 	}
@@ -778,8 +840,14 @@ func (k *Kernel) beginDrain() {
 	}
 	k.draining = true
 	k.dropBacklog()
+	k.endParked(Abandoned)
 	var keep []*attempt
-	k.wheel.Clear(func(a *attempt) {
+	k.wheel.Clear(func(e timerEntry) {
+		a := e.a
+		if a == nil {
+			k.endLazy(&e.t, Abandoned)
+			return
+		}
 		if a.tkind == timerDue {
 			h := a.h
 			a.tkind = timerNone
@@ -804,6 +872,7 @@ func (k *Kernel) closeAll() {
 	k.closing = true
 	k.draining = false
 	k.dropBacklog()
+	k.endParked(Canceled)
 	for l := range queue.NumLevels {
 		k.buckets.Bucket(queue.Level(l)).Clear(func(h *Handle) {
 			k.release(h.bucket, 1)
@@ -811,7 +880,12 @@ func (k *Kernel) closeAll() {
 			k.end(h, Canceled, ErrClosed)
 		})
 	}
-	k.wheel.Clear(func(a *attempt) {
+	k.wheel.Clear(func(e timerEntry) {
+		a := e.a
+		if a == nil {
+			k.endLazy(&e.t, Canceled)
+			return
+		}
 		if a.tkind == timerDue {
 			h := a.h
 			k.delayed--

@@ -12,8 +12,9 @@ import (
 )
 
 // kernelMetrics holds the kernel's counters, gauges and histograms. Counters are
-// written by the loop (and rejections by submitters); gauges read atomics the loop
-// publishes after each pass, so they are safe for concurrent use.
+// written by the loop (rejections and lazy tasks' submissions by submitters);
+// gauges read atomics the loop publishes after each pass (and ax_tasks_delayed the
+// intake's lazy tasks, under its mutex), so they are safe for concurrent use.
 type kernelMetrics struct {
 	submitted, started, succeeded, failed, timedOut, retried, rejected,
 	evicted, canceled, panics, abandoned [queue.NumLevels]*metrics.Counter
@@ -56,7 +57,7 @@ func newKernelMetrics(k *Kernel, s *metrics.Set) *kernelMetrics {
 		d := &m.depth[l]
 		s.NewGauge(fmt.Sprintf(`ax_queue_depth{priority=%q}`, levelNames[l]), func() float64 { return float64(d.Load()) })
 	}
-	s.NewGauge("ax_tasks_delayed", func() float64 { return float64(m.delayed.Load()) })
+	s.NewGauge("ax_tasks_delayed", func() float64 { return float64(m.delayed.Load() + int64(k.intakeDelayed())) })
 	s.NewGauge("ax_tasks_running", func() float64 { return float64(m.running.Load()) })
 	s.NewGauge("ax_zombies", func() float64 { return float64(m.zombies.Load()) })
 	s.NewGauge("ax_executors", func() float64 { return float64(m.workers.Load()) })
@@ -101,7 +102,7 @@ type PriorityStats struct {
 type Stats struct {
 	ByPriority ByPriority[PriorityStats]
 	Queued     ByPriority[int] // tasks in each bucket
-	Delayed    int             // tasks waiting in the wheel (delayed or retrying)
+	Delayed    int             // tasks waiting to be due (delayed or retrying), in the wheel or on their way to it
 	Dispatched int             // picked and handed to the run queue, not yet started
 	Running    int             // attempts executing, zombies excluded
 	Zombies    int             // timed-out functions still running on their own goroutine
@@ -158,7 +159,7 @@ func (k *Kernel) Stats() Stats {
 			s.ByPriority.Low, s.Queued.Low = p, p.Queued
 		}
 	}
-	s.Delayed = int(m.delayed.Load())
+	s.Delayed = int(m.delayed.Load()) + k.intakeDelayed()
 	q := &k.rq
 	q.mu.Lock()
 	s.Running = q.running
