@@ -39,17 +39,6 @@ func testDSN() string {
 	return dsnDefault
 }
 
-// dsnWithDB returns the test DSN with its database replaced by name.
-func dsnWithDB(t testing.TB, name string) string {
-	t.Helper()
-	cfg, err := mysql.ParseDSN(testDSN())
-	if err != nil {
-		t.Fatalf("AX_MYSQL_DSN does not parse: %v", err)
-	}
-	cfg.DBName = name
-	return cfg.FormatDSN()
-}
-
 // openDB opens the test database (an admin session of the test, not a store's) and
 // closes it in t.Cleanup. An unreachable database fails the test: run
 // scripts/ensure-mariadb.sh (or `make db`) first.
@@ -100,24 +89,6 @@ func ownTable(t testing.TB, db *sql.DB, tag string) string {
 		defer cancel()
 		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS `"+name+"`"); err != nil {
 			t.Errorf("DROP TABLE %s: %v", name, err)
-		}
-	})
-	return name
-}
-
-// ownDatabase creates a database of the test's own, dropped in t.Cleanup. The
-// connections of a store on it are the server's sessions whose DB is its name.
-func ownDatabase(t testing.TB, db *sql.DB, tag string) string {
-	t.Helper()
-	name := uniqueName(tag)
-	if _, err := db.Exec("CREATE DATABASE `" + name + "`"); err != nil {
-		t.Fatalf("CREATE DATABASE %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := db.ExecContext(ctx, "DROP DATABASE IF EXISTS `"+name+"`"); err != nil {
-			t.Errorf("DROP DATABASE %s: %v", name, err)
 		}
 	})
 	return name
