@@ -533,8 +533,10 @@ func (s *Store) grouped(rows []*row, budget int) (statement, bool) {
 	ended := groupBy(rows, func(r *row) bool { return !r.state.Live() }, func(*row) bool { return true })
 	preFence := groupBy(rows, all, func(r *row) uint64 { return r.preFence })
 	whens := 0
-	for _, n := range []int{whensOf(fence, rows), whensOf(state, rows), whensOf(attempt, rows), whensOf(runAt, rows),
-		whensOf(lastError, rows), whensOf(updatedAt, rows), whensOf(ended, rows), whensOf(preFence, rows)} {
+	for _, n := range []int{
+		whensOf(fence, rows), whensOf(state, rows), whensOf(attempt, rows), whensOf(runAt, rows),
+		whensOf(lastError, rows), whensOf(updatedAt, rows), whensOf(ended, rows), whensOf(preFence, rows),
+	} {
 		whens += n
 	}
 	if whens > groupedWhensMax {

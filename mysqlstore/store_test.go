@@ -295,8 +295,11 @@ func TestDropCompleted(t *testing.T) {
 			insertChange("e", nil), start("e"), end(kernel.OpSucceed, "e"),
 			insertChange("g", nil), start("g"), end(kernel.OpSucceed, "g"),
 		}, map[string]kernel.State{"c": kernel.Failed, "d": kernel.Succeeded, "e": kernel.Succeeded, "f": kernel.Running}},
-		{"completed in a later batch: kept", []kernel.Change{end(kernel.OpSucceed, "f")},
-			map[string]kernel.State{"c": kernel.Failed, "d": kernel.Succeeded, "e": kernel.Succeeded, "f": kernel.Succeeded}},
+		{
+			"completed in a later batch: kept",
+			[]kernel.Change{end(kernel.OpSucceed, "f")},
+			map[string]kernel.State{"c": kernel.Failed, "d": kernel.Succeeded, "e": kernel.Succeeded, "f": kernel.Succeeded},
+		},
 	}
 	for _, tt := range tests {
 		res, err := s.Commit(ctx, tt.batch)
