@@ -190,13 +190,20 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 			q.loopWaiting = false
 		}
 	}
-	if fast != nil {
-		q.mu.Unlock()
-		k.finishFast(fast)
-		q.mu.Lock()
-	}
+	// A success settled here (fast) is finished after the lock is released on the
+	// way out below, so that finishing one task and taking the next cost one
+	// critical section, not two.
 	for {
 		if q.workers > q.limit || (q.stopping && q.queued() == 0) {
+			if fast != nil {
+				// Finish it before this executor counts as gone: Shutdown returns once
+				// the last one is, and every task must be terminal by then.
+				q.mu.Unlock()
+				k.finishFast(fast)
+				fast = nil
+				q.mu.Lock()
+				continue
+			}
 			q.workers--
 			k.checkWorkDone()
 			q.mu.Unlock()
@@ -228,6 +235,9 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 				}
 			}
 			q.mu.Unlock()
+			if fast != nil {
+				k.finishFast(fast)
+			}
 			if poke {
 				k.poke()
 			}
@@ -242,6 +252,10 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 		}
 		q.idle = append(q.idle, e)
 		q.mu.Unlock()
+		if fast != nil {
+			k.finishFast(fast)
+			fast = nil
+		}
 		if poke {
 			k.poke()
 			poke = false
