@@ -426,7 +426,6 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 	now := k.clk.Now()
 	hs := make([]*Handle, len(ts))
 	entries := make([]jentry, 0, len(ts)-failed)
-	g := &ackGroup{errs: errs, done: make(chan struct{})}
 	for i := range ts {
 		if errs[i] != nil {
 			continue
@@ -484,7 +483,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		}
 		return hs, nil
 	}
-	g.left = len(entries)
+	g := &ackGroup{errs: errs, done: make(chan struct{}), left: len(entries)}
 	for i := range entries {
 		entries[i].ack = g
 	}
