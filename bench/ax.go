@@ -240,8 +240,11 @@ func (c *funcCache) get(f func()) func(context.Context) error {
 	if w := c.last.Load(); w != nil && w.key == key {
 		return w.run
 	}
+	// A copy of f made here, on the miss path only: capturing the parameter
+	// itself would move it to the heap on every call, hits included.
+	fn := f
 	run := func(context.Context) error {
-		f()
+		fn()
 		return nil
 	}
 	if c.missed.Swap((*byte)(key)) == (*byte)(key) {
