@@ -27,39 +27,48 @@ type Kernel struct {
 
 	rc atomic.Pointer[resolved] // the resolved config; swapped by Update
 
+	_ cacheLinePad
+
 	// Intake: submitters append under in.mu; only the loop drains.
 	in struct {
 		mu          sync.Mutex
 		tasks       []*Handle
 		lazy        lazyQueue // delayed fire-and-forget tasks in their compact form
 		ctrl        []ctrlMsg
-		loopWaiting bool     // the loop parked and asked for a poke
-		closed      bool     // Shutdown or Close began: refuse submissions
-		fast        bool     // the parked loop opened the fast lane (see runFast)
-		wakeAt      int64    // mono: when the parked loop's timer fires; math.MaxInt64 if none
-		_           [37]byte // keeps the fields submitters write off the next cache lines
+		loopWaiting bool  // the loop parked and asked for a poke
+		closed      bool  // Shutdown or Close began: refuse submissions
+		fast        bool  // the parked loop opened the fast lane (see runFast)
+		wakeAt      int64 // mono: when the parked loop's timer fires; math.MaxInt64 if none
 	}
+	_ cacheLinePad
+
 	fastOpen atomic.Bool   // mirrors in.fast, read without the lock as a hint
 	pokeCh   chan struct{} // size 1: wakes the parked loop; a poke is never lost
+	_        cacheLinePad
 
 	// Admission tickets per bucket level: tasks waiting (queued, delayed, retrying).
 	// Submitters take one with a CAS; the loop gives it back when the task leaves
 	// its bucket for an executor or ends.
 	waiting   [queue.NumLevels]atomic.Int64
 	evictable atomic.Int64 // queued Low tasks not yet claimed for eviction
+	_         cacheLinePad
 
 	// Room notification for blocking submitters.
 	roomMu      sync.Mutex
 	roomCh      chan struct{} // closed and replaced by the loop when room frees up
 	roomWaiters atomic.Int32
+	_           cacheLinePad
 
-	rq     runq
-	execWG sync.WaitGroup // every executor goroutine, zombies included
+	rq runq
+	_  cacheLinePad
 
-	seq      atomic.Uint64
-	closedCh chan struct{} // closed when Shutdown or Close begins
-	loopDone chan struct{} // closed when the loop returns
-	workDone chan struct{} // closed when the last executor goroutine (zombies too) exits
+	seq atomic.Uint64 // written by every submission: a line of its own
+	_   cacheLinePad
+
+	execWG   sync.WaitGroup // every executor goroutine, zombies included
+	closedCh chan struct{}  // closed when Shutdown or Close begins
+	loopDone chan struct{}  // closed when the loop returns
+	workDone chan struct{}  // closed when the last executor goroutine (zombies too) exits
 
 	events   *eventQueue // nil without Config.OnEvent
 	sidePool *sidePool   // OnTimeout callbacks and zombie stack dumps
@@ -69,9 +78,17 @@ type Kernel struct {
 	zset map[*zombie]struct{} // zombies now; guarded by zmu
 	m    *kernelMetrics
 	dur  *durables // nil without Config.Store
+	_    cacheLinePad
 
 	loopState // loop-owned
 }
+
+// cacheLinePad separates fields that different goroutines write on every task,
+// so that one writer does not steal the cache line another is using (false
+// sharing): the submitters' intake and tickets, the executors' run queue, the
+// loop's own state. 128 bytes, because neighbouring lines are often fetched in
+// pairs.
+type cacheLinePad [128]byte
 
 // resolved is an immutable snapshot of the config with defaults applied, plus what
 // submitters read on the hot path.

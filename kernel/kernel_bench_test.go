@@ -104,6 +104,9 @@ func benchPool(b *testing.B, p pool) {
 	}
 	p.wait()
 	b.StopTimer()
+	if kp, ok := p.(*kernelPool); ok {
+		b.ReportMetric(float64(kp.k.Stats().Executors), "executors")
+	}
 	p.close()
 }
 
@@ -111,6 +114,10 @@ func BenchmarkNoop(b *testing.B) {
 	b.Run("impl=chanpool", func(b *testing.B) { benchPool(b, newChanPool(benchConc)) })
 	b.Run("impl=kernel-go", func(b *testing.B) {
 		k, _ := New(Config{MaxConcurrency: benchConc})
+		benchPool(b, &kernelPool{k: k})
+	})
+	b.Run("impl=kernel-go-conc2", func(b *testing.B) {
+		k, _ := New(Config{MaxConcurrency: 2})
 		benchPool(b, &kernelPool{k: k})
 	})
 	b.Run("impl=kernel-handle", func(b *testing.B) {
