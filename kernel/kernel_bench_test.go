@@ -116,10 +116,6 @@ func BenchmarkNoop(b *testing.B) {
 		k, _ := New(Config{MaxConcurrency: benchConc})
 		benchPool(b, &kernelPool{k: k})
 	})
-	b.Run("impl=kernel-go-conc2", func(b *testing.B) {
-		k, _ := New(Config{MaxConcurrency: 2})
-		benchPool(b, &kernelPool{k: k})
-	})
 	b.Run("impl=kernel-handle", func(b *testing.B) {
 		k, _ := New(Config{MaxConcurrency: benchConc})
 		benchPool(b, &kernelPool{k: k, handle: true, hs: make([]*Handle, 0, 4096)})
