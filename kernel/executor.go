@@ -31,7 +31,7 @@ type runq struct {
 	zombies      int
 	fastDone     int         // attempts executors settled themselves since the loop's last pass
 	fastStarted  int         // tasks submitters started on the fast lane since the loop's last pass
-	inflight     attemptList // attempts handed over and not handed back (Close ends them)
+	execs        []*executor // live executor goroutines, zombies included: Close finds running attempts here
 
 	limit      int // MaxConcurrency
 	otherLimit int // MaxConcurrency - Reserve.High
@@ -41,6 +41,26 @@ type runq struct {
 	loopWantsRoom  bool // ...even one an executor settles itself (tasks wait, or the kernel drains)
 	stopping       bool // executors exit once nothing is left to run
 	workDoneClosed bool
+}
+
+// register adds e to execs, once.
+func (q *runq) register(e *executor) {
+	if e.slot < 0 {
+		e.slot = len(q.execs)
+		q.execs = append(q.execs, e)
+	}
+}
+
+// unregister removes e from execs: its goroutine exits.
+func (q *runq) unregister(e *executor) {
+	if i := e.slot; i >= 0 {
+		last := len(q.execs) - 1
+		q.execs[i] = q.execs[last]
+		q.execs[i].slot = i
+		q.execs[last] = nil
+		q.execs = q.execs[:last]
+		e.slot = -1
+	}
 }
 
 // queued returns the number of attempts waiting in the run queue.
@@ -103,6 +123,14 @@ type executor struct {
 	wake  chan struct{} // size 1: a wake-up is never lost and never blocks the waker
 	fresh bool          // started by the loop and counted in runq.coming; guarded by runq.mu
 	gid   uint64        // goroutine id, for zombie stack dumps; set by the executor
+	cur   *attempt      // the attempt it runs, nil between attempts; guarded by runq.mu
+	slot  int           // its index in runq.execs, -1 while not in it; guarded by runq.mu
+}
+
+// newExecutor returns an executor the loop or a submitter is about to start (and
+// counted in runq.coming).
+func newExecutor() *executor {
+	return &executor{wake: make(chan struct{}, 1), fresh: true, slot: -1}
 }
 
 // runExecutor is the body of an executor goroutine. It pops attempts from the run
@@ -146,11 +174,12 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 		e.fresh = false
 		q.coming--
 	}
+	q.register(e)
+	e.cur = nil
 	var fast *attempt
 	if prev != nil {
 		prev.endAt = now
 		prev.finished = true
-		q.inflight.remove(prev)
 		switch {
 		case prev.detached:
 			// A zombie came back. It rejoins the pool only if the pool is short.
@@ -159,6 +188,7 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 			q.loopWaiting = false
 			q.zombies--
 			if q.workers >= q.limit || q.stopping {
+				q.unregister(e)
 				k.checkWorkDone()
 				q.mu.Unlock()
 				if poke {
@@ -205,6 +235,7 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 				continue
 			}
 			q.workers--
+			q.unregister(e)
 			k.checkWorkDone()
 			q.mu.Unlock()
 			if poke {
@@ -217,6 +248,7 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 			a.started = true
 			a.startAt = now
 			a.exec = e
+			e.cur = a
 			// Wake (or start) the next executor only if work is left and nobody is
 			// already on the way: executors that keep finishing tasks keep taking them,
 			// so CPU-bound work runs on few goroutines, while blocking work ramps up
@@ -246,7 +278,7 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 			}
 			if spawn {
 				k.execWG.Add(1)
-				go k.runExecutor(&executor{wake: make(chan struct{}, 1), fresh: true}, nil)
+				go k.runExecutor(newExecutor(), nil)
 			}
 			return a
 		}

@@ -397,7 +397,6 @@ func (k *Kernel) runFast(h *Handle) bool {
 		grow(q.other, 1)
 		_ = q.other.Push(a)
 	}
-	q.inflight.add(a)
 	q.fastStarted++
 	// As in the loop's hand-over, wake one executor only if none is on its way:
 	// each woken executor wakes the next while tasks wait. (Waking one per queued
@@ -423,7 +422,7 @@ func (k *Kernel) runFast(h *Handle) bool {
 	}
 	if spawn {
 		k.execWG.Add(1)
-		go k.runExecutor(&executor{wake: make(chan struct{}, 1), fresh: true}, nil)
+		go k.runExecutor(newExecutor(), nil)
 	}
 	return true
 }

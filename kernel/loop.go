@@ -61,9 +61,15 @@ type loopState struct {
 	draining bool // Shutdown began
 	closing  bool // Close began
 	freed    bool // tickets were given back this pass
-	budget   retryBudget
-	zombieN  int
-	evBuf    []Event
+	// Per-task counts the loop gathers and applies in one atomic operation per level
+	// (flushCounts) before it hands tasks to executors and at the end of each pass:
+	// the tickets and counters are written by submitters and read by everyone, and
+	// one write per task made their cache lines move between cores on every task.
+	pendSubmitted, pendStarted [queue.NumLevels]int
+	pendRelease                [queue.NumLevels]int64
+	budget                     retryBudget
+	zombieN                    int
+	evBuf                      []Event
 
 	jbuf       []jentry                   // durable-task changes of this pass, for the journal
 	backlog    [queue.NumLevels][]*Handle // recovered durable tasks waiting for a ticket
@@ -76,36 +82,6 @@ type loopState struct {
 	spareCtrl  []ctrlMsg
 	spareDone  []*attempt
 	picked     []*attempt
-}
-
-// attemptList is an intrusive list of the attempts handed to executors and not yet
-// settled, so Close can find them. Guarded by runq.mu: the loop links an attempt
-// when it hands it to the run queue, the executor unlinks it when it hands it back.
-type attemptList struct{ head *attempt }
-
-func (l *attemptList) add(a *attempt) {
-	a.lnext = l.head
-	a.lprev = nil
-	if l.head != nil {
-		l.head.lprev = a
-	}
-	l.head = a
-	a.listed = true
-}
-
-func (l *attemptList) remove(a *attempt) {
-	if !a.listed {
-		return
-	}
-	if a.lprev != nil {
-		a.lprev.lnext = a.lnext
-	} else {
-		l.head = a.lnext
-	}
-	if a.lnext != nil {
-		a.lnext.lprev = a.lprev
-	}
-	a.lnext, a.lprev, a.listed = nil, nil, false
 }
 
 // initLoop builds the loop's structures for the first config.
@@ -241,6 +217,7 @@ func (k *Kernel) pass() {
 	clear(tasks)
 	k.spareTasks = tasks[:0]
 	k.lazyDone = k.acceptLazies(lazy)
+	k.flushCounts()
 
 	k.rq.mu.Lock()
 	done := k.rq.done
@@ -381,7 +358,7 @@ func (k *Kernel) park() {
 // accept takes in a newly submitted task.
 func (k *Kernel) accept(h *Handle) {
 	k.live++
-	k.m.submitted[h.bucket].Inc()
+	k.pendSubmitted[h.bucket]++
 	if h.evicts {
 		k.evictNewestLow()
 	}
@@ -502,9 +479,31 @@ func (k *Kernel) dispatch() {
 		}
 		picked = append(picked, h.cur)
 	}
+	k.flushCounts()
 	k.handOver(picked)
 	clear(picked)
 	k.picked = picked[:0]
+}
+
+// flushCounts applies the counts the loop gathered: submitted and started
+// tasks, and the tickets of tasks that left their bucket. It runs before any
+// task reaches an executor, so a reader never sees a task end that was not
+// counted as submitted and started.
+func (k *Kernel) flushCounts() {
+	for l := range queue.NumLevels {
+		if n := k.pendSubmitted[l]; n > 0 {
+			k.m.submitted[l].Add(n)
+			k.pendSubmitted[l] = 0
+		}
+		if n := k.pendStarted[l]; n > 0 {
+			k.m.started[l].Add(n)
+			k.pendStarted[l] = 0
+		}
+		if n := k.pendRelease[l]; n > 0 {
+			k.release(queue.Level(l), n)
+			k.pendRelease[l] = 0
+		}
+	}
 }
 
 // handOver moves picked attempts into the run queue and wakes or starts an
@@ -527,7 +526,6 @@ func (k *Kernel) handOver(picked []*attempt) {
 		} else {
 			_ = q.other.Push(a)
 		}
-		q.inflight.add(a)
 	}
 	need := q.queued() - q.coming
 	if q.coming > 0 {
@@ -552,7 +550,7 @@ func (k *Kernel) handOver(picked []*attempt) {
 	}
 	for range spawn {
 		k.execWG.Add(1)
-		go k.runExecutor(&executor{wake: make(chan struct{}, 1), fresh: true}, nil)
+		go k.runExecutor(newExecutor(), nil)
 	}
 }
 
@@ -560,11 +558,11 @@ func (k *Kernel) handOver(picked []*attempt) {
 // false when the attempt must wait for its start to be stored first (a durable task
 // in acknowledged mode, see gate).
 func (k *Kernel) start(h *Handle, a *attempt) bool {
-	k.release(h.bucket, 1)
+	k.pendRelease[h.bucket]++
 	k.freed = true
 	from := k.setState(h, Running)
 	h.attempts.Store(a.n)
-	k.m.started[h.bucket].Inc()
+	k.pendStarted[h.bucket]++
 	if h.dur != nil {
 		k.journalStart(h, a)
 	}
@@ -757,7 +755,6 @@ func (k *Kernel) onTimeout(a *attempt) {
 	}
 	startAt := a.startAt
 	a.settled = true
-	q.inflight.remove(a)
 	q.mu.Unlock()
 	a.ctx.cancel(context.DeadlineExceeded)
 	k.m.observe(h.bucket, time.Duration(startAt-h.submitAt), time.Duration(k.nowMono-startAt))
@@ -901,17 +898,23 @@ func (k *Kernel) closeAll() {
 		ended = append(ended, a)
 	}
 	clear(k.gated)
-	gated := len(ended)
 	q := &k.rq
 	q.mu.Lock()
-	for a := q.inflight.head; a != nil; a = a.lnext {
+	// The attempts handed over and not handed back: waiting in the run queue, or
+	// running on an executor.
+	inflight := func(a *attempt) bool {
 		if !a.finished && !a.settled {
 			a.settled = true
 			ended = append(ended, a)
 		}
+		return true
 	}
-	for _, a := range ended[gated:] {
-		q.inflight.remove(a)
+	q.high.Range(inflight)
+	q.other.Range(inflight)
+	for _, e := range q.execs {
+		if e.cur != nil {
+			inflight(e.cur)
+		}
 	}
 	q.mu.Unlock()
 	for _, a := range ended {
@@ -940,6 +943,7 @@ func (k *Kernel) stopExecutors() {
 
 // publish makes loop state visible to Stats, gauges and blocked submitters.
 func (k *Kernel) publish() {
+	k.flushCounts()
 	m := k.m
 	for l := range queue.NumLevels {
 		m.depth[l].Store(int64(k.buckets.Bucket(queue.Level(l)).Len()))
