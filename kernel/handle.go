@@ -13,42 +13,44 @@ import (
 // Handle follows one submitted task. Its methods are safe for concurrent use. A
 // Handle stays valid after the task ended; holding it keeps the task's record alive.
 type Handle struct {
+	// The first cache line holds what the loop reads and writes as it moves a task
+	// from the intake through its bucket to the run queue, so that it touches one
+	// line of each task record it handles (the rest was written on another core).
+	// The record is 384 bytes, six whole lines: neighbours share none.
+	bucket   queue.Level   // immutable: the bucket of prio
+	prio     Priority      // immutable; normalized: never PriorityDefault
+	due      bool          // immutable: Delay or At was set
+	pooled   bool          // immutable: fire-and-forget, recycled once it ended normally
+	evicts   bool          // immutable: a High arrival that claimed the eviction of a Low task
+	placed   bool          // loop-owned: the loop took it in (first state set)
+	ended    bool          // guarded by mu: finish ran
+	state    atomic.Uint32 // State; written by the loop, and by an executor that settles a success
+	attempts atomic.Int32  // attempts started; written by the loop only
+	cur      *attempt      // loop-owned: the current (or next, while Retrying) attempt
+	batch    *Batch        // immutable
+	dur      *durable      // immutable: a durable task: what the store needs
+	timeout  time.Duration // immutable; 0: none
+	queuedAt int64         // loop-owned; mono: when it entered its bucket (aging)
+	dueAt    int64         // immutable; mono; meaningful when due
+
 	// Immutable after submission.
 	k         *Kernel
-	id        string // "" until ID() makes one from seq
-	seq       uint64
-	prio      Priority // normalized: never PriorityDefault
 	run       func(context.Context) error
+	submitAt  int64        // mono
+	retry     *RetryPolicy // Task.Retry resolved; nil: the priority's policy in force (Config.Retry)
 	onTimeout func(int)
-	timeout   time.Duration // 0: none
-	retry     *RetryPolicy  // Task.Retry resolved; nil: the priority's policy in force (Config.Retry)
-	submitAt  int64         // mono
-	dueAt     int64         // mono; meaningful when due
-	due       bool          // Delay or At was set
-	pooled    bool          // fire-and-forget: recycled once it ended normally
-	batch     *Batch
-	idx       int      // member index, for a Map batch (run is nil then)
-	evicts    bool     // a High arrival that claimed the eviction of a Low task
-	dur       *durable // a durable task: what the store needs
-
-	state    atomic.Uint32 // State; written by the loop only
-	attempts atomic.Int32  // attempts started; written by the loop only
-
-	bucket queue.Level // immutable: the bucket of prio
-
-	// Loop-owned.
-	cur       *attempt // the current (or next, while Retrying) attempt
-	queuedAt  int64    // mono: when it entered its bucket (aging)
-	cancelErr error    // why a running task was cancelled
-	placed    bool     // the loop took it in (first state set)
+	seq       uint64
+	idx       int    // member index, for a Map batch (run is nil then)
+	id        string // "" until ID() makes one from seq
 
 	first attempt // the first attempt, embedded to save an allocation
 
+	cancelErr error // loop-owned: why a running task was cancelled
+
 	// Guarded by mu.
-	mu    sync.Mutex
-	done  chan struct{} // made on first use
-	err   error         // the task's final error
-	ended bool          // finish ran
+	mu   sync.Mutex
+	done chan struct{} // made on first use
+	err  error         // the task's final error
 }
 
 // handlePool recycles the records of fire-and-forget tasks (TryGo, Go).

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 )
 
 func TestSubmitRunsAndReportsSuccess(t *testing.T) {
@@ -762,4 +763,20 @@ func TestBucketsGrowOnDemand(t *testing.T) {
 			t.Fatalf("terminal states %v, want %d succeeded", got, n+1)
 		}
 	})
+}
+
+// TestHandleFillsWholeCacheLines pins the task record's layout on 64-bit
+// platforms: the fields the loop touches share the first cache line, and the
+// record is a whole number of lines, so neighbouring records share none.
+func TestHandleFillsWholeCacheLines(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		return // the layout is tuned for 64-bit platforms
+	}
+	var h Handle
+	if size := unsafe.Sizeof(h); size%64 != 0 {
+		t.Errorf("Handle is %d bytes, want a multiple of 64", size)
+	}
+	if end := unsafe.Offsetof(h.dueAt) + unsafe.Sizeof(h.dueAt); end > 64 {
+		t.Errorf("the loop's fields end at byte %d, want them in the first 64", end)
+	}
 }

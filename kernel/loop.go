@@ -81,7 +81,7 @@ type loopState struct {
 	parked     chunkHeap  // full chunks of lazy tasks waiting for their first due
 	spareCtrl  []ctrlMsg
 	spareDone  []*attempt
-	picked     []*attempt
+	picked     []pick
 }
 
 // initLoop builds the loop's structures for the first config.
@@ -477,7 +477,7 @@ func (k *Kernel) dispatch() {
 		if h.prio != High {
 			otherSpace--
 		}
-		picked = append(picked, h.cur)
+		picked = append(picked, pick{a: h.cur, high: h.prio == High})
 	}
 	k.flushCounts()
 	k.handOver(picked)
@@ -506,9 +506,17 @@ func (k *Kernel) flushCounts() {
 	}
 }
 
+// pick is an attempt the loop chose to run, and whether it is High: handOver
+// reads it here rather than in the task's record, a cache line it does not touch
+// otherwise.
+type pick struct {
+	a    *attempt
+	high bool
+}
+
 // handOver moves picked attempts into the run queue and wakes or starts an
 // executor for them.
-func (k *Kernel) handOver(picked []*attempt) {
+func (k *Kernel) handOver(picked []pick) {
 	if len(picked) == 0 {
 		return
 	}
@@ -520,11 +528,11 @@ func (k *Kernel) handOver(picked []*attempt) {
 	// and the lookahead (see gate): grow the rings rather than lose one.
 	grow(q.high, len(picked))
 	grow(q.other, len(picked))
-	for _, a := range picked {
-		if a.h.prio == High {
-			_ = q.high.Push(a)
+	for _, p := range picked {
+		if p.high {
+			_ = q.high.Push(p.a)
 		} else {
-			_ = q.other.Push(a)
+			_ = q.other.Push(p.a)
 		}
 	}
 	need := q.queued() - q.coming
@@ -561,13 +569,20 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 	k.pendRelease[h.bucket]++
 	k.freed = true
 	from := k.setState(h, Running)
-	h.attempts.Store(a.n)
+	// A new task's first attempt is number 1: known without reading a.n, whose
+	// cache line the loop does not touch otherwise (a recovered durable task's first
+	// attempt may be a later one).
+	n := int32(1)
+	if a != &h.first || h.dur != nil {
+		n = a.n
+	}
+	h.attempts.Store(n)
+	if n == 1 {
+		k.budget.first(k.now)
+	}
 	k.pendStarted[h.bucket]++
 	if h.dur != nil {
 		k.journalStart(h, a)
-	}
-	if a.n == 1 {
-		k.budget.first(k.now)
 	}
 	if h.timeout > 0 {
 		k.schedule(a, timerTimeout, k.now.Add(h.timeout))
@@ -611,7 +626,7 @@ func (k *Kernel) ungate(as []*attempt) {
 			continue // Close ended it meanwhile
 		}
 		delete(k.gated, a)
-		picked = append(picked, a)
+		picked = append(picked, pick{a: a, high: a.h.prio == High})
 	}
 	k.handOver(picked)
 	clear(picked)
