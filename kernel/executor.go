@@ -24,6 +24,7 @@ type runq struct {
 
 	idle    []*executor // parked executors, most recent last
 	coming  int         // executors woken and not yet back under mu
+	wokenAt int64       // mono: when the last of them was woken or started
 	workers int         // live executors, zombies excluded
 
 	running      int // attempts executing, zombies excluded
@@ -41,6 +42,21 @@ type runq struct {
 	loopWantsRoom  bool // ...even one an executor settles itself (tasks wait, or the kernel drains)
 	stopping       bool // executors exit once nothing is left to run
 	workDoneClosed bool
+}
+
+// overdue is how long an executor woken for waiting work may take to arrive
+// before another is woken for it. Normally one arrives within microseconds, and
+// each arrival wakes the next while work waits, so one wake-up is on the way at a
+// time. But the OS sometimes holds a thread back for milliseconds (a 2-core
+// machine showed 4 ms stalls): without a bound, every task submitted meanwhile
+// waited for that one executor, while the submitter's own core was free to run
+// another.
+const overdue = int64(20 * time.Microsecond)
+
+// needsWake reports whether work waiting in the run queue needs an executor woken
+// at mono time now: none is on the way, or the last one woken is overdue.
+func (q *runq) needsWake(now int64) bool {
+	return q.queued() > 0 && (q.coming == 0 || now-q.wokenAt > overdue)
 }
 
 // register adds e to execs, once.
@@ -255,14 +271,16 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 			// one wake at a time, each woken executor waking the next.
 			var wake *executor
 			var spawn bool
-			if q.queued() > 0 && q.coming == 0 {
+			if q.needsWake(now) {
 				if len(q.idle) > 0 {
 					wake = q.idle[len(q.idle)-1]
 					q.idle = q.idle[:len(q.idle)-1]
 					q.coming++
+					q.wokenAt = now
 				} else if q.workers < q.limit && !q.stopping {
 					q.workers++
 					q.coming++
+					q.wokenAt = now
 					spawn = true
 				}
 			}

@@ -404,14 +404,16 @@ func (k *Kernel) runFast(h *Handle) bool {
 	// task in bursts: no-op throughput fell by a third.)
 	var wake *executor
 	spawn := false
-	if q.coming == 0 {
+	if q.needsWake(h.submitAt) {
 		if len(q.idle) > 0 {
 			wake = q.idle[len(q.idle)-1]
 			q.idle = q.idle[:len(q.idle)-1]
 			q.coming++
+			q.wokenAt = h.submitAt
 		} else if q.workers < q.limit {
 			q.workers++
 			q.coming++
+			q.wokenAt = h.submitAt
 			spawn = true
 		}
 	}

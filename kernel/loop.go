@@ -535,15 +535,17 @@ func (k *Kernel) handOver(picked []pick) {
 			_ = q.other.Push(p.a)
 		}
 	}
-	need := q.queued() - q.coming
-	if q.coming > 0 {
-		need = 0 // someone is on the way; each woken executor wakes the next
+	// One wake-up at a time, unless the one on the way is overdue: each woken
+	// executor wakes the next while work waits.
+	need := 0
+	if q.needsWake(k.nowMono) {
+		need = 1
 	}
-	need = min(need, 1)
 	for need > 0 && len(q.idle) > 0 && nwake < len(wake) {
 		wake[nwake] = q.idle[len(q.idle)-1]
 		q.idle = q.idle[:len(q.idle)-1]
 		q.coming++
+		q.wokenAt = k.nowMono
 		nwake++
 		need--
 	}
@@ -551,6 +553,7 @@ func (k *Kernel) handOver(picked []pick) {
 		spawn = min(need, q.limit-q.workers)
 		q.workers += spawn
 		q.coming += spawn
+		q.wokenAt = k.nowMono
 	}
 	q.mu.Unlock()
 	for i := range nwake {

@@ -1,0 +1,33 @@
+package kernel
+
+import (
+	"testing"
+	"time"
+
+	"github.com/axsched/ax/queue"
+)
+
+// TestNeedsWakeBoundsTheWaitForAWokenExecutor pins the wake-up policy: one
+// executor on its way at a time while it arrives promptly, another once it is
+// overdue (its thread held back), none while the run queue is empty.
+func TestNeedsWakeBoundsTheWaitForAWokenExecutor(t *testing.T) {
+	var q runq
+	q.high, _ = queue.NewRing[*attempt](4)
+	q.other, _ = queue.NewRing[*attempt](4)
+	const t0 = int64(time.Second)
+
+	if q.needsWake(t0) {
+		t.Error("needsWake with an empty run queue = true, want false")
+	}
+	_ = q.other.Push(&attempt{})
+	if !q.needsWake(t0) {
+		t.Error("needsWake with work waiting and nobody coming = false, want true")
+	}
+	q.coming, q.wokenAt = 1, t0
+	if q.needsWake(t0 + overdue) {
+		t.Errorf("needsWake %v after a wake-up = true, want false (not overdue yet)", time.Duration(overdue))
+	}
+	if !q.needsWake(t0 + overdue + 1) {
+		t.Errorf("needsWake just past %v after a wake-up = false, want true (overdue)", time.Duration(overdue))
+	}
+}
