@@ -18,9 +18,10 @@ import (
 type runq struct {
 	mu sync.Mutex
 
-	high  *queue.Ring[*attempt] // chosen High attempts, taken first
-	other *queue.Ring[*attempt] // chosen Normal and Low attempts
-	done  []*attempt            // finished attempts, swapped out by the loop
+	high        *queue.Ring[ritem] // chosen High attempts and light tasks, taken first
+	other       *queue.Ring[ritem] // chosen Normal and Low ones
+	done        []*attempt         // finished attempts, swapped out by the loop
+	lightFailed []lightDone        // light tasks that failed, swapped out by the loop
 
 	idle    []*executor // parked executors, most recent last
 	coming  int         // executors woken and not yet back under mu
@@ -82,18 +83,19 @@ func (q *runq) unregister(e *executor) {
 // queued returns the number of attempts waiting in the run queue.
 func (q *runq) queued() int { return q.high.Len() + q.other.Len() }
 
-// pop takes the next attempt an executor may start, honouring the reserve.
-func (q *runq) pop() *attempt {
-	if a, ok := q.high.Pop(); ok {
-		return a
+// pop takes the next attempt or light task an executor may start, honouring the
+// reserve.
+func (q *runq) pop() (ritem, bool) {
+	if it, ok := q.high.Pop(); ok {
+		return it, true
 	}
 	if q.runningOther < q.otherLimit || q.stopping {
-		if a, ok := q.other.Pop(); ok {
+		if it, ok := q.other.Pop(); ok {
 			q.runningOther++
-			return a
+			return it, true
 		}
 	}
-	return nil
+	return ritem{}, false
 }
 
 // checkWorkDone closes workDone once the kernel stops and no executor goroutine,
@@ -141,6 +143,13 @@ type executor struct {
 	gid   uint64        // goroutine id, for zombie stack dumps; set by the executor
 	cur   *attempt      // the attempt it runs, nil between attempts; guarded by runq.mu
 	slot  int           // its index in runq.execs, -1 while not in it; guarded by runq.mu
+
+	// The light task it runs or ran last.
+	light        light // guarded by runq.mu
+	lightRunning bool  // light is running or just ran; guarded by runq.mu
+	lightSettled bool  // Close ended light already; guarded by runq.mu
+	lightStart   int64 // mono; executor-owned
+	lightErr     error // what light returned; executor-owned
 }
 
 // newExecutor returns an executor the loop or a submitter is about to start (and
@@ -155,33 +164,47 @@ func newExecutor() *executor {
 func (k *Kernel) runExecutor(e *executor, prev *attempt) {
 	e.gid = goroutineID()
 	var cur *attempt
+	inLight := false
 	defer func() {
-		if cur != nil {
+		if cur != nil || inLight {
 			// The function called runtime.Goexit: deferred calls run and the goroutine
 			// ends, whatever we do. Record it as a *PanicError and let a fresh goroutine
-			// take this executor's place, handing the attempt back first.
-			cur.err = &PanicError{Goexit: true, Stack: debug.Stack()}
+			// take this executor's place, handing the attempt back first (a light task
+			// is handed back from e).
+			err := &PanicError{Goexit: true, Stack: debug.Stack()}
+			if cur != nil {
+				cur.err = err
+			} else {
+				e.lightErr = err
+			}
 			k.execWG.Add(1)
 			go k.runExecutor(e, cur)
 		}
 		k.execWG.Done()
 	}()
 	for {
-		a := k.next(e, prev)
-		if a == nil {
+		it, ok := k.next(e, prev)
+		if !ok {
 			return
 		}
-		cur = a
-		k.execute(a)
-		cur = nil
-		prev = a
+		if a := it.a; a != nil {
+			cur = a
+			k.execute(a)
+			cur = nil
+			prev = a
+			continue
+		}
+		inLight = true
+		e.lightErr = k.executeLight(&it.l)
+		inLight = false
+		prev = nil
 	}
 }
 
-// next hands prev (the attempt this executor just ran, or nil) back to the loop
-// and returns the next attempt to run, parking while there is none. It returns nil
-// when the executor must exit.
-func (k *Kernel) next(e *executor, prev *attempt) *attempt {
+// next hands prev (the attempt this executor just ran, or nil; a light task it
+// ran is in e) back to the loop and returns the next attempt or light task to
+// run, parking while there is none. It reports false when the executor must exit.
+func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 	q := &k.rq
 	now := k.mono()
 	poke := false
@@ -193,6 +216,31 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 	q.register(e)
 	e.cur = nil
 	var fast *attempt
+	lightOK := false
+	if e.lightRunning {
+		e.lightRunning = false
+		q.running--
+		if e.light.lvl != queue.High {
+			q.runningOther--
+		}
+		switch {
+		case e.lightSettled:
+			e.lightSettled = false // Close ended it
+		case e.lightErr == nil:
+			// As a record's success below: counted here, finished after the lock.
+			q.fastDone++
+			lightOK = true
+			if q.loopWaiting && q.loopWantsRoom {
+				q.loopWaiting = false
+				poke = true
+			}
+		default:
+			q.lightFailed = append(q.lightFailed, lightDone{l: e.light, err: e.lightErr, startAt: e.lightStart, endAt: now})
+			e.lightErr = nil
+			poke = q.loopWaiting
+			q.loopWaiting = false
+		}
+	}
 	if prev != nil {
 		prev.endAt = now
 		prev.finished = true
@@ -210,7 +258,7 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 				if poke {
 					k.poke()
 				}
-				return nil
+				return ritem{}, false
 			}
 			q.workers++
 		case k.settlesItself(prev):
@@ -236,17 +284,17 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 			q.loopWaiting = false
 		}
 	}
-	// A success settled here (fast) is finished after the lock is released on the
-	// way out below, so that finishing one task and taking the next cost one
+	// A success settled here (fast, lightOK) is finished after the lock is released
+	// on the way out below, so that finishing one task and taking the next cost one
 	// critical section, not two.
 	for {
 		if q.workers > q.limit || (q.stopping && q.queued() == 0) {
-			if fast != nil {
+			if fast != nil || lightOK {
 				// Finish it before this executor counts as gone: Shutdown returns once
 				// the last one is, and every task must be terminal by then.
 				q.mu.Unlock()
-				k.finishFast(fast)
-				fast = nil
+				k.finishSuccess(e, fast, lightOK, now)
+				fast, lightOK = nil, false
 				q.mu.Lock()
 				continue
 			}
@@ -257,14 +305,24 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 			if poke {
 				k.poke()
 			}
-			return nil
+			return ritem{}, false
 		}
-		if a := q.pop(); a != nil {
+		if it, ok := q.pop(); ok {
 			q.running++
-			a.started = true
-			a.startAt = now
-			a.exec = e
-			e.cur = a
+			// A success of a light task must be finished before e.light changes.
+			var done light
+			if lightOK {
+				done = e.light
+			}
+			if a := it.a; a != nil {
+				a.started = true
+				a.startAt = now
+				a.exec = e
+				e.cur = a
+			} else {
+				e.light = it.l
+				e.lightRunning = true
+			}
 			// Wake (or start) the next executor only if work is left and nobody is
 			// already on the way: executors that keep finishing tasks keep taking them,
 			// so CPU-bound work runs on few goroutines, while blocking work ramps up
@@ -288,6 +346,12 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 			if fast != nil {
 				k.finishFast(fast)
 			}
+			if lightOK {
+				k.finishLight(&done, e.lightStart, now)
+			}
+			if it.a == nil {
+				e.lightStart = now
+			}
 			if poke {
 				k.poke()
 			}
@@ -298,13 +362,13 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 				k.execWG.Add(1)
 				go k.runExecutor(newExecutor(), nil)
 			}
-			return a
+			return it, true
 		}
 		q.idle = append(q.idle, e)
 		q.mu.Unlock()
-		if fast != nil {
-			k.finishFast(fast)
-			fast = nil
+		if fast != nil || lightOK {
+			k.finishSuccess(e, fast, lightOK, now)
+			fast, lightOK = nil, false
 		}
 		if poke {
 			k.poke()
@@ -314,6 +378,17 @@ func (k *Kernel) next(e *executor, prev *attempt) *attempt {
 		now = k.mono()
 		q.mu.Lock()
 		q.coming--
+	}
+}
+
+// finishSuccess finishes the successes next settled: a record's (fast) and e's
+// light task (lightOK), which ended at endAt.
+func (k *Kernel) finishSuccess(e *executor, fast *attempt, lightOK bool, endAt int64) {
+	if fast != nil {
+		k.finishFast(fast)
+	}
+	if lightOK {
+		k.finishLight(&e.light, e.lightStart, endAt)
 	}
 }
 

@@ -12,14 +12,14 @@ import (
 // overdue (its thread held back), none while the run queue is empty.
 func TestNeedsWakeBoundsTheWaitForAWokenExecutor(t *testing.T) {
 	var q runq
-	q.high, _ = queue.NewRing[*attempt](4)
-	q.other, _ = queue.NewRing[*attempt](4)
+	q.high, _ = queue.NewRing[ritem](4)
+	q.other, _ = queue.NewRing[ritem](4)
 	const t0 = int64(time.Second)
 
 	if q.needsWake(t0) {
 		t.Error("needsWake with an empty run queue = true, want false")
 	}
-	_ = q.other.Push(&attempt{})
+	_ = q.other.Push(ritem{a: &attempt{}})
 	if !q.needsWake(t0) {
 		t.Error("needsWake with work waiting and nobody coming = false, want true")
 	}

@@ -27,12 +27,18 @@ type Kernel struct {
 
 	rc atomic.Pointer[resolved] // the resolved config; swapped by Update
 
+	// lightCtx is the context of every light task (light.go): there is no record
+	// to hold one of its own. Close cancels it after setting lightClosed.
+	lightCtx    context.Context
+	lightCancel context.CancelFunc
+	lightClosed atomic.Bool
+
 	_ cacheLinePad
 
 	// Intake: submitters append under in.mu; only the loop drains.
 	in struct {
 		mu          sync.Mutex
-		tasks       []*Handle
+		tasks       []qitem // task records and light tasks, in submission order
 		lazy        lazyQueue // delayed fire-and-forget tasks in their compact form
 		ctrl        []ctrlMsg
 		loopWaiting bool  // the loop parked and asked for a poke
@@ -143,6 +149,7 @@ func New(cfg Config) (*Kernel, error) {
 		workDone: make(chan struct{}),
 		roomCh:   make(chan struct{}),
 	}
+	k.lightCtx, k.lightCancel = context.WithCancel(context.Background())
 	k.rc.Store(rc)
 	if err := k.initLoop(rc); err != nil {
 		return nil, err
@@ -392,10 +399,10 @@ func (k *Kernel) runFast(h *Handle) bool {
 	h.attempts.Store(1)
 	if h.prio == High {
 		grow(q.high, 1)
-		_ = q.high.Push(a)
+		_ = q.high.Push(ritem{a: a})
 	} else {
 		grow(q.other, 1)
-		_ = q.other.Push(a)
+		_ = q.other.Push(ritem{a: a})
 	}
 	q.fastStarted++
 	// As in the loop's hand-over, wake one executor only if none is on its way:
@@ -439,7 +446,9 @@ func (k *Kernel) enqueueMany(hs []*Handle) bool {
 		k.in.mu.Unlock()
 		return false
 	}
-	k.in.tasks = append(k.in.tasks, hs...)
+	for _, h := range hs {
+		k.in.tasks = append(k.in.tasks, qitem{h: h})
+	}
 	wake := k.in.loopWaiting
 	k.in.loopWaiting = false
 	k.in.mu.Unlock()

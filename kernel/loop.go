@@ -43,7 +43,7 @@ type loopState struct {
 	rcl     *resolved // the config the loop applies
 	now     time.Time // the clock, read once per pass
 	nowMono int64     // now as a mono time
-	buckets *queue.Buckets[*Handle]
+	buckets *queue.Buckets[qitem]
 	ringMax [queue.NumLevels]int // the buckets' most capacity (ringCaps)
 	wheel   *timewheel.Wheel[timerEntry]
 	timer   *clock.Timer
@@ -67,6 +67,7 @@ type loopState struct {
 	// one write per task made their cache lines move between cores on every task.
 	pendSubmitted, pendStarted [queue.NumLevels]int
 	pendRelease                [queue.NumLevels]int64
+	lightStarts                int // light tasks handed over since the last flush (retry budget)
 	budget                     retryBudget
 	zombieN                    int
 	evBuf                      []Event
@@ -76,7 +77,8 @@ type loopState struct {
 	gated      map[*attempt]struct{}      // durable attempts waiting for their start to be stored
 	gateWindow int                        // the most gated attempts: Config.StoreBatch / 2 (no limit without a store)
 
-	spareTasks []*Handle
+	spareTasks []qitem
+	spareLight []lightDone
 	lazyDone   *lazyChunk // chunks emptied since the last swap, for the intake to reuse
 	parked     chunkHeap  // full chunks of lazy tasks waiting for their first due
 	spareCtrl  []ctrlMsg
@@ -91,7 +93,7 @@ func (k *Kernel) initLoop(rc *resolved) error {
 	for l := range caps {
 		caps[l] = min(caps[l], ringStart)
 	}
-	b, err := queue.NewBuckets[*Handle](caps, queue.Quotas{High: c.Quotas.High, Normal: c.Quotas.Normal, LowGuaranteed: c.Quotas.LowGuaranteed})
+	b, err := queue.NewBuckets[qitem](caps, queue.Quotas{High: c.Quotas.High, Normal: c.Quotas.Normal, LowGuaranteed: c.Quotas.LowGuaranteed})
 	if err != nil {
 		return err
 	}
@@ -103,8 +105,8 @@ func (k *Kernel) initLoop(rc *resolved) error {
 	k.wheel = w
 	k.fireFn = k.onTimer
 	k.gateWindow = math.MaxInt // durable kernels set theirs
-	k.rq.high, _ = queue.NewRing[*attempt](c.MaxConcurrency + 256)
-	k.rq.other, _ = queue.NewRing[*attempt](c.MaxConcurrency + 256)
+	k.rq.high, _ = queue.NewRing[ritem](c.MaxConcurrency + 256)
+	k.rq.other, _ = queue.NewRing[ritem](c.MaxConcurrency + 256)
 	k.budget.init(c.RetryBudget)
 	k.apply(rc)
 	return nil
@@ -138,7 +140,7 @@ func (k *Kernel) apply(rc *resolved) {
 	}
 	if c.AgeAfter > 0 {
 		age := c.AgeAfter
-		k.buckets.SetAged(func(_ queue.Level, h *Handle) bool { return time.Duration(k.nowMono-h.queuedAt) >= age })
+		k.buckets.SetAged(func(_ queue.Level, it qitem) bool { return time.Duration(k.nowMono-it.queuedAt()) >= age })
 	} else {
 		k.buckets.SetAged(nil)
 	}
@@ -176,6 +178,7 @@ func trimmed[T any](s []T) []T {
 // timer armed for the wheel's next expiry.
 func (k *Kernel) loop() {
 	defer close(k.loopDone)
+	defer k.lightCancel()
 	for {
 		k.pass()
 		if (k.draining || k.closing) && k.live == 0 {
@@ -211,8 +214,12 @@ func (k *Kernel) pass() {
 	k.in.lazy.recycle(k.lazyDone)
 	k.in.mu.Unlock()
 	k.lazyDone = nil
-	for _, h := range tasks {
-		k.accept(h)
+	for i := range tasks {
+		if it := &tasks[i]; it.h != nil {
+			k.accept(it.h)
+		} else {
+			k.acceptLight(it.l)
+		}
 	}
 	clear(tasks)
 	k.spareTasks = tasks[:0]
@@ -222,6 +229,8 @@ func (k *Kernel) pass() {
 	k.rq.mu.Lock()
 	done := k.rq.done
 	k.rq.done = k.spareDone
+	lightFailed := k.rq.lightFailed
+	k.rq.lightFailed = k.spareLight
 	k.live -= k.rq.fastDone
 	k.rq.fastDone = 0
 	fastStarted := k.rq.fastStarted
@@ -236,6 +245,11 @@ func (k *Kernel) pass() {
 	}
 	clear(done)
 	k.spareDone = done[:0]
+	for _, d := range lightFailed {
+		k.lightFailed(d)
+	}
+	clear(lightFailed)
+	k.spareLight = lightFailed[:0]
 
 	for _, m := range ctrl {
 		k.handleCtrl(m)
@@ -336,7 +350,7 @@ func (k *Kernel) park() {
 	k.in.mu.Unlock()
 	k.spareTasks, k.lazyDone = trimmed(k.spareTasks), nil
 	k.rq.mu.Lock()
-	if len(k.rq.done) > 0 || k.rq.fastDone > 0 {
+	if len(k.rq.done) > 0 || len(k.rq.lightFailed) > 0 || k.rq.fastDone > 0 {
 		k.rq.mu.Unlock()
 		return
 	}
@@ -397,7 +411,7 @@ func (k *Kernel) toBucket(h *Handle, from State) {
 	if r := k.buckets.Bucket(h.bucket); r.Len() == r.Cap() && r.Cap() < k.ringMax[h.bucket] {
 		_ = r.Resize(min(2*r.Cap(), k.ringMax[h.bucket])) // growing: no error
 	}
-	if err := k.buckets.Push(h.bucket, h); err != nil {
+	if err := k.buckets.Push(h.bucket, qitem{h: h}); err != nil {
 		// Cannot happen: tickets bound the waiting tasks and the rings are larger.
 		k.release(h.bucket, 1)
 		k.end(h, Failed, ErrQueueFull)
@@ -418,7 +432,11 @@ func (k *Kernel) evictNewestLow() {
 	k.release(queue.Low, 1)
 	k.freed = true
 	k.m.evicted[queue.Low].Inc()
-	k.end(v, Evicted, ErrEvicted)
+	if v.h == nil {
+		k.live-- // a light task ends here
+		return
+	}
+	k.end(v.h, Evicted, ErrEvicted)
 }
 
 // onTimer handles a wheel entry that came due.
@@ -463,10 +481,24 @@ func (k *Kernel) dispatch() {
 		if otherSpace <= 0 {
 			mask = highOnly
 		}
-		h, _, ok := k.buckets.Pop(mask)
+		it, lvl, ok := k.buckets.Pop(mask)
 		if !ok {
 			break
 		}
+		if it.h == nil {
+			// A light task: counted in bulk, its record never touched.
+			k.pendRelease[lvl]++
+			k.pendStarted[lvl]++
+			k.lightStarts++
+			k.freed = true
+			space--
+			if lvl != queue.High {
+				otherSpace--
+			}
+			picked = append(picked, pick{l: it.l, high: lvl == queue.High})
+			continue
+		}
+		h := it.h
 		if !k.start(h, h.cur) {
 			// A durable pick waits for its stored start (gate) without a slot: the
 			// starts of up to gateWindow picks are written in the same group commits
@@ -504,13 +536,18 @@ func (k *Kernel) flushCounts() {
 			k.pendRelease[l] = 0
 		}
 	}
+	if k.lightStarts > 0 {
+		k.budget.firstN(k.now, k.lightStarts)
+		k.lightStarts = 0
+	}
 }
 
-// pick is an attempt the loop chose to run, and whether it is High: handOver
-// reads it here rather than in the task's record, a cache line it does not touch
-// otherwise.
+// pick is an attempt (or a light task, a nil) the loop chose to run, and whether
+// it is High: handOver reads it here rather than in the task's record, a cache
+// line it does not touch otherwise.
 type pick struct {
 	a    *attempt
+	l    light
 	high bool
 }
 
@@ -530,9 +567,9 @@ func (k *Kernel) handOver(picked []pick) {
 	grow(q.other, len(picked))
 	for _, p := range picked {
 		if p.high {
-			_ = q.high.Push(p.a)
+			_ = q.high.Push(ritem{a: p.a, l: p.l})
 		} else {
-			_ = q.other.Push(p.a)
+			_ = q.other.Push(ritem{a: p.a, l: p.l})
 		}
 	}
 	// One wake-up at a time, unless the one on the way is overdue: each woken
@@ -601,7 +638,7 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 }
 
 // grow makes room for n more values in r.
-func grow(r *queue.Ring[*attempt], n int) {
+func grow(r *queue.Ring[ritem], n int) {
 	if r.Len()+n > r.Cap() {
 		_ = r.Resize(max(2*r.Cap(), r.Len()+n))
 	}
@@ -833,7 +870,7 @@ func (k *Kernel) cancel(h *Handle, err error) {
 		k.m.canceled[h.bucket].Inc()
 		k.end(h, Canceled, err)
 	case Queued:
-		if _, ok := k.buckets.Bucket(h.bucket).Remove(func(x *Handle) bool { return x == h }); !ok {
+		if _, ok := k.buckets.Bucket(h.bucket).Remove(func(x qitem) bool { return x.h == h }); !ok {
 			return // still in the intake: impossible, the intake is drained first
 		}
 		k.release(h.bucket, 1)
@@ -889,10 +926,14 @@ func (k *Kernel) closeAll() {
 	k.dropBacklog()
 	k.endParked(Canceled)
 	for l := range queue.NumLevels {
-		k.buckets.Bucket(queue.Level(l)).Clear(func(h *Handle) {
-			k.release(h.bucket, 1)
-			k.m.canceled[h.bucket].Inc()
-			k.end(h, Canceled, ErrClosed)
+		k.buckets.Bucket(queue.Level(l)).Clear(func(it qitem) {
+			k.release(queue.Level(l), 1)
+			k.m.canceled[l].Inc()
+			if it.h == nil {
+				k.live-- // a light task ends here
+				return
+			}
+			k.end(it.h, Canceled, ErrClosed)
 		})
 	}
 	k.wheel.Clear(func(e timerEntry) {
@@ -920,21 +961,45 @@ func (k *Kernel) closeAll() {
 	q.mu.Lock()
 	// The attempts handed over and not handed back: waiting in the run queue, or
 	// running on an executor.
-	inflight := func(a *attempt) bool {
+	inflight := func(a *attempt) {
 		if !a.finished && !a.settled {
 			a.settled = true
 			ended = append(ended, a)
 		}
-		return true
 	}
-	q.high.Range(inflight)
-	q.other.Range(inflight)
+	var lightEnded [queue.NumLevels]int
+	k.lightClosed.Store(true) // a light task popped and not started yet does not start
+	for _, r := range []*queue.Ring[ritem]{q.high, q.other} {
+		// Light tasks leave the run queue here (nobody could tell an executor to
+		// skip one); attempts stay, settled, and are skipped when popped.
+		var keep []ritem
+		r.Clear(func(it ritem) {
+			if it.a == nil {
+				lightEnded[it.l.lvl]++
+				return
+			}
+			inflight(it.a)
+			keep = append(keep, it)
+		})
+		for _, it := range keep {
+			_ = r.Push(it)
+		}
+	}
 	for _, e := range q.execs {
 		if e.cur != nil {
 			inflight(e.cur)
 		}
+		if e.lightRunning && !e.lightSettled {
+			e.lightSettled = true
+			lightEnded[e.light.lvl]++
+		}
 	}
 	q.mu.Unlock()
+	k.lightCancel()
+	for l, n := range lightEnded {
+		k.m.canceled[l].Add(n)
+		k.live -= n
+	}
 	for _, a := range ended {
 		a.ctx.cancel(context.Canceled)
 		k.m.canceled[a.h.bucket].Inc()

@@ -1,0 +1,129 @@
+package kernel
+
+import (
+	"context"
+	"runtime/debug"
+	"time"
+
+	"github.com/axsched/ax/queue"
+)
+
+// A light task is a fire-and-forget task that needs nothing of a task record: it
+// was submitted with TryGo or Go, is due now, has no timeout and no Retry of its
+// own, and nobody listens for events. It travels through the intake, its bucket
+// and the run queue as a 24-byte value (light) instead of a 384-byte record,
+// and nobody but the executor that runs it reads it: the loop moves it without a
+// cache miss, and no record goes back and forth between the cores. It gets a
+// record only if its function fails and its priority's retry policy allows
+// another attempt (lightFailed).
+//
+// This is how the design's prototype reached its no-op throughput: submitters
+// hand values to the loop, the loop hands values to the executors.
+type light struct {
+	run func(context.Context) error
+	at  int64       // mono: when it was submitted
+	lvl queue.Level // its bucket
+}
+
+// qitem is what a bucket holds: a task record, or a light task (h nil).
+type qitem struct {
+	h *Handle
+	l light
+}
+
+// queuedAt returns when the task entered its bucket (a light task: when it was
+// submitted, which the loop takes in at once).
+func (it *qitem) queuedAt() int64 {
+	if it.h != nil {
+		return it.h.queuedAt
+	}
+	return it.l.at
+}
+
+// ritem is what the run queue holds: an attempt of a task record, or a light task
+// (a nil).
+type ritem struct {
+	a *attempt
+	l light
+}
+
+// lightDone is a light task whose function failed, handed back to the loop.
+type lightDone struct {
+	l              light
+	err            error
+	startAt, endAt int64 // mono
+}
+
+// priorityOf maps a bucket to its priority (the inverse of levelOf).
+func priorityOf(l queue.Level) Priority {
+	switch l {
+	case queue.High:
+		return High
+	case queue.Low:
+		return Low
+	default:
+		return Normal
+	}
+}
+
+// acceptLight takes in a light task: into its bucket, as toBucket does a record.
+func (k *Kernel) acceptLight(l light) {
+	k.live++
+	k.pendSubmitted[l.lvl]++
+	if r := k.buckets.Bucket(l.lvl); r.Len() == r.Cap() && r.Cap() < k.ringMax[l.lvl] {
+		_ = r.Resize(min(2*r.Cap(), k.ringMax[l.lvl])) // growing: no error
+	}
+	if err := k.buckets.Push(l.lvl, qitem{l: l}); err != nil {
+		// Cannot happen: tickets bound the waiting tasks and the rings are larger.
+		k.release(l.lvl, 1)
+		k.m.failed[l.lvl].Inc()
+		k.live--
+	}
+}
+
+// lightFailed settles a light task whose function failed or panicked: it gets the
+// record it did without, as if its first attempt had run as one, and ends or
+// waits for a retry as its priority's policy says.
+func (k *Kernel) lightFailed(d lightDone) {
+	h := handlePool.Get().(*Handle)
+	h.pooled = true
+	h.k = k
+	h.seq = k.seq.Add(1)
+	h.prio = priorityOf(d.l.lvl)
+	h.bucket = d.l.lvl
+	h.run = d.l.run
+	h.submitAt = d.l.at
+	h.queuedAt = d.l.at
+	h.initFirst(context.Background())
+	h.placed = true
+	h.state.Store(uint32(Running))
+	h.attempts.Store(1)
+	a := &h.first
+	a.started = true
+	a.finished = true
+	a.startAt = d.startAt
+	a.endAt = d.endAt
+	a.err = d.err
+	k.settleAttempt(a)
+}
+
+// executeLight runs a light task's function, recovering a panic into
+// *PanicError. After Close it does not run it: Close ended the task already.
+func (k *Kernel) executeLight(l *light) (err error) {
+	if k.lightClosed.Load() {
+		return ErrClosed
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return l.run(k.lightCtx)
+}
+
+// finishLight settles a light task that succeeded on its executor, as finishFast
+// does a record.
+func (k *Kernel) finishLight(l *light, startAt, endAt int64) {
+	k.m.succeeded[l.lvl].Inc()
+	k.m.observe(l.lvl, time.Duration(startAt-l.at), time.Duration(endAt-startAt))
+}
