@@ -38,7 +38,7 @@ type Kernel struct {
 	// Intake: submitters append under in.mu; only the loop drains.
 	in struct {
 		mu          sync.Mutex
-		tasks       []qitem // task records and light tasks, in submission order
+		tasks       []qitem   // task records and light tasks, in submission order
 		lazy        lazyQueue // delayed fire-and-forget tasks in their compact form
 		ctrl        []ctrlMsg
 		loopWaiting bool  // the loop parked and asked for a poke
