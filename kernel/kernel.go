@@ -214,10 +214,17 @@ func (k *Kernel) Submit(ctx context.Context, t Task) (*Handle, error) {
 }
 
 // TryGo is [Kernel.TrySubmit] for fire-and-forget work: no Handle is returned. The
-// task's outcome still shows in Stats, metrics and events. Its record is recycled
-// once it ended, so TryGo does not allocate: the function must not use its context
-// after it returned. A task with a Delay or an At waits in a compact form (32 to
-// 56 bytes) and gets its full record only when it comes due.
+// task's outcome still shows in Stats, metrics and events. TryGo does not
+// allocate: the function must not use its context after it returned.
+//
+// A task due now, without a timeout (its own or its priority's DefaultTimeout)
+// or a Retry of its own, while no OnEvent listens, travels as a 24-byte value
+// with no record at all (a light task): the cheapest way through the kernel. Its
+// context is shared with the kernel's other light tasks: it has no deadline and
+// ends when Close begins. It gets a record only if its function fails and its
+// priority's retry policy allows another attempt. Any other task's record is
+// recycled once it ended. A task with a Delay or an At waits in a compact form (32
+// to 56 bytes) and gets its full record only when it comes due.
 func (k *Kernel) TryGo(t Task) error {
 	_, err := k.submit(noWait, &t, true)
 	return err
@@ -243,6 +250,10 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 	prio := t.Priority.normalize()
 	lvl := levelOf(prio)
 	rc := k.rc.Load()
+	if pooled && t.Delay == 0 && t.At.IsZero() && t.Retry == nil && k.events == nil &&
+		taskTimeout(t, prio, rc) == 0 {
+		return nil, k.submitLight(ctx, t, prio, lvl, rc)
+	}
 	fast := k.fastOpen.Load() && t.Delay == 0 && t.At.IsZero() && k.events == nil &&
 		(t.Timeout == NoTimeout || (t.Timeout == 0 && rc.cfg.DefaultTimeout.Get(prio) == 0))
 	var evicts bool
@@ -375,6 +386,12 @@ func (h *Handle) initFirst(parent context.Context) {
 // ones, ones with a timeout (a wheel entry), and all while OnEvent listens. The
 // loop counts the tasks started here at its next pass (runq.fastStarted).
 func (k *Kernel) runFast(h *Handle) bool {
+	return k.runFastItem(h, light{lvl: h.bucket}, h.submitAt)
+}
+
+// runFastItem is runFast for a task record h or, h nil, the light task l. now is
+// the task's submission time.
+func (k *Kernel) runFastItem(h *Handle, l light, now int64) bool {
 	k.in.mu.Lock()
 	if !k.in.fast || len(k.in.tasks) > 0 || k.in.closed {
 		k.in.mu.Unlock()
@@ -382,27 +399,31 @@ func (k *Kernel) runFast(h *Handle) bool {
 	}
 	q := &k.rq
 	q.mu.Lock()
+	high := l.lvl == queue.High
 	if q.stopping || q.running+q.queued() >= q.limit ||
-		(h.prio != High && q.runningOther+q.other.Len() >= q.otherLimit) {
+		(!high && q.runningOther+q.other.Len() >= q.otherLimit) {
 		q.mu.Unlock()
 		k.in.fast = false
 		k.fastOpen.Store(false)
 		k.in.mu.Unlock()
 		return false
 	}
-	a := h.cur
 	// Counted before it can run and end (and h be recycled).
-	k.m.submitted[h.bucket].Inc()
-	k.m.started[h.bucket].Inc()
-	h.placed = true
-	h.state.Store(uint32(Running))
-	h.attempts.Store(1)
-	if h.prio == High {
+	k.m.submitted[l.lvl].Inc()
+	k.m.started[l.lvl].Inc()
+	it := ritem{l: l}
+	if h != nil {
+		it = ritem{a: h.cur}
+		h.placed = true
+		h.state.Store(uint32(Running))
+		h.attempts.Store(1)
+	}
+	if high {
 		grow(q.high, 1)
-		_ = q.high.Push(ritem{a: a})
+		_ = q.high.Push(it)
 	} else {
 		grow(q.other, 1)
-		_ = q.other.Push(ritem{a: a})
+		_ = q.other.Push(it)
 	}
 	q.fastStarted++
 	// As in the loop's hand-over, wake one executor only if none is on its way:
@@ -411,16 +432,16 @@ func (k *Kernel) runFast(h *Handle) bool {
 	// task in bursts: no-op throughput fell by a third.)
 	var wake *executor
 	spawn := false
-	if q.needsWake(h.submitAt) {
+	if q.needsWake(now) {
 		if len(q.idle) > 0 {
 			wake = q.idle[len(q.idle)-1]
 			q.idle = q.idle[:len(q.idle)-1]
 			q.coming++
-			q.wokenAt = h.submitAt
+			q.wokenAt = now
 		} else if q.workers < q.limit {
 			q.workers++
 			q.coming++
-			q.wokenAt = h.submitAt
+			q.wokenAt = now
 			spawn = true
 		}
 	}
@@ -434,6 +455,45 @@ func (k *Kernel) runFast(h *Handle) bool {
 		go k.runExecutor(newExecutor(), nil)
 	}
 	return true
+}
+
+// submitLight submits t as a light task (see light.go): a fire-and-forget task,
+// due now, without a timeout, a Retry of its own or an event listener.
+func (k *Kernel) submitLight(ctx context.Context, t *Task, prio Priority, lvl queue.Level, rc *resolved) error {
+	l := light{run: t.Run, at: k.mono(), lvl: lvl}
+	if k.fastOpen.Load() && k.runFastItem(nil, l, l.at) {
+		return nil
+	}
+	evicts, err := k.admit(ctx, lvl, 1, rc)
+	if err != nil {
+		return err
+	}
+	if evicts {
+		// The eviction of a queued Low task travels on a record (Kernel.accept).
+		h := handlePool.Get().(*Handle)
+		h.pooled = true
+		k.initHandle(h, t, prio, rc, nil)
+		h.evicts = true
+		if !k.enqueue(h) {
+			k.release(lvl, 1)
+			return ErrClosed
+		}
+		return nil
+	}
+	k.in.mu.Lock()
+	if k.in.closed {
+		k.in.mu.Unlock()
+		k.release(lvl, 1)
+		return ErrClosed
+	}
+	k.in.tasks = append(k.in.tasks, qitem{l: l})
+	wake := k.in.loopWaiting
+	k.in.loopWaiting = false
+	k.in.mu.Unlock()
+	if wake {
+		k.poke()
+	}
+	return nil
 }
 
 // enqueue appends h to the intake. It reports false when the kernel is closed.
