@@ -460,13 +460,19 @@ func (k *Kernel) runFastItem(h *Handle, l light, now int64) bool {
 // submitLight submits t as a light task (see light.go): a fire-and-forget task,
 // due now, without a timeout, a Retry of its own or an event listener.
 func (k *Kernel) submitLight(ctx context.Context, t *Task, prio Priority, lvl queue.Level, rc *resolved) error {
-	l := light{run: t.Run, at: k.mono(), lvl: lvl}
-	if k.fastOpen.Load() && k.runFastItem(nil, l, l.at) {
-		return nil
+	l := light{run: t.Run, lvl: lvl}
+	if k.fastOpen.Load() {
+		l.at = k.mono()
+		if k.runFastItem(nil, l, l.at) {
+			return nil
+		}
 	}
 	evicts, err := k.admit(ctx, lvl, 1, rc)
 	if err != nil {
-		return err
+		return err // a refusal does not read the clock
+	}
+	if l.at == 0 {
+		l.at = k.mono()
 	}
 	if evicts {
 		// The eviction of a queued Low task travels on a record (Kernel.accept).
