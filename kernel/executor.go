@@ -3,6 +3,7 @@ package kernel
 import (
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/axsched/ax/queue"
@@ -125,7 +126,7 @@ func (k *Kernel) finishFast(a *attempt) {
 	h := a.h
 	h.state.Store(uint32(Succeeded))
 	k.m.succeeded[h.bucket].Inc()
-	k.m.observe(h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
+	k.m.observe(a.exec.shard, h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
 	if h.batch != nil {
 		h.batch.wg.Done()
 	}
@@ -141,6 +142,7 @@ type executor struct {
 	wake  chan struct{} // size 1: a wake-up is never lost and never blocks the waker
 	fresh bool          // started by the loop and counted in runq.coming; guarded by runq.mu
 	gid   uint64        // goroutine id, for zombie stack dumps; set by the executor
+	shard int           // immutable: its shard of the histograms (histShards)
 	cur   *attempt      // the attempt it runs, nil between attempts; guarded by runq.mu
 	slot  int           // its index in runq.execs, -1 while not in it; guarded by runq.mu
 
@@ -155,8 +157,11 @@ type executor struct {
 // newExecutor returns an executor the loop or a submitter is about to start (and
 // counted in runq.coming).
 func newExecutor() *executor {
-	return &executor{wake: make(chan struct{}, 1), fresh: true, slot: -1}
+	return &executor{wake: make(chan struct{}, 1), fresh: true, slot: -1, shard: int(executorSeq.Add(1))}
 }
+
+// executorSeq numbers executors, to spread them over the histograms' shards.
+var executorSeq atomic.Uint32
 
 // runExecutor is the body of an executor goroutine. It pops attempts from the run
 // queue until the kernel stops or the concurrency limit shrinks below the number of
@@ -347,7 +352,7 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 				k.finishFast(fast)
 			}
 			if lightOK {
-				k.finishLight(&done, e.lightStart, now)
+				k.finishLight(e, &done, e.lightStart, now)
 			}
 			if it.a == nil {
 				e.lightStart = now
@@ -388,7 +393,7 @@ func (k *Kernel) finishSuccess(e *executor, fast *attempt, lightOK bool, endAt i
 		k.finishFast(fast)
 	}
 	if lightOK {
-		k.finishLight(&e.light, e.lightStart, endAt)
+		k.finishLight(e, &e.light, e.lightStart, endAt)
 	}
 }
 

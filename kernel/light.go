@@ -123,7 +123,7 @@ func (k *Kernel) executeLight(l *light) (err error) {
 
 // finishLight settles a light task that succeeded on its executor, as finishFast
 // does a record.
-func (k *Kernel) finishLight(l *light, startAt, endAt int64) {
+func (k *Kernel) finishLight(e *executor, l *light, startAt, endAt int64) {
 	k.m.succeeded[l.lvl].Inc()
-	k.m.observe(l.lvl, time.Duration(startAt-l.at), time.Duration(endAt-startAt))
+	k.m.observe(e.shard, l.lvl, time.Duration(startAt-l.at), time.Duration(endAt-startAt))
 }

@@ -686,7 +686,7 @@ func (k *Kernel) settleAttempt(a *attempt) {
 		k.wheel.Cancel(a.timer)
 		a.tkind = timerNone
 	}
-	k.m.observe(h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
+	k.m.observe(0, h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
 	err := a.err
 	var pe *PanicError
 	switch {
@@ -812,7 +812,7 @@ func (k *Kernel) onTimeout(a *attempt) {
 	a.settled = true
 	q.mu.Unlock()
 	a.ctx.cancel(context.DeadlineExceeded)
-	k.m.observe(h.bucket, time.Duration(startAt-h.submitAt), time.Duration(k.nowMono-startAt))
+	k.m.observe(0, h.bucket, time.Duration(startAt-h.submitAt), time.Duration(k.nowMono-startAt))
 	if h.onTimeout != nil {
 		f, n := h.onTimeout, int(a.n)
 		if !k.sidePool.submit(func() { f(n) }) {

@@ -74,10 +74,11 @@ func newKernelMetrics(k *Kernel, s *metrics.Set) *kernelMetrics {
 	return m
 }
 
-// observe records one attempt's wait (submit to start) and execution time.
-func (m *kernelMetrics) observe(l queue.Level, wait, exec time.Duration) {
-	m.wait[l].observe(wait)
-	m.exec[l].observe(exec)
+// observe records one attempt's wait (submit to start) and execution time into
+// the histograms' shard (see histShards): the loop's 0, an executor's its own.
+func (m *kernelMetrics) observe(shard int, l queue.Level, wait, exec time.Duration) {
+	m.wait[l].observe(shard, wait)
+	m.exec[l].observe(shard, exec)
 }
 
 // WritePrometheus writes the kernel's metrics in the Prometheus text format:
