@@ -27,6 +27,9 @@ type runq struct {
 	idle    []*executor // parked executors, most recent last
 	coming  int         // executors woken and not yet back under mu
 	wokenAt int64       // mono: when the last of them was woken or started
+
+	pops     uint64 // attempts and light tasks popped, ever
+	wakeMark uint64 // pops when an executor was last woken or started for waiting work
 	workers int         // live executors, zombies excluded
 
 	running      int // attempts executing, zombies excluded
@@ -61,6 +64,42 @@ func (q *runq) needsWake(now int64) bool {
 	return q.queued() > 0 && (q.coming == 0 || now-q.wokenAt > overdue)
 }
 
+// chainWake reports whether an executor (or the loop, handing work over) should
+// wake another executor for waiting work: needsWake, and either the work seen
+// is long (the caller's last task ran overdue or longer: such work blocks, and
+// needs more executors) or nobody but the last one woken took work since the
+// last wake-up. When executors keep popping short tasks, those awake drain them:
+// waking more only made them contend for mu (a no-op task cost a third less with
+// the chain damped so, and the executors used fell from about 60 to 8). If every
+// executor awake then takes a long task at once, the loop's stall check restarts
+// the chain (Kernel.checkStall).
+func (q *runq) chainWake(now int64, long bool) bool {
+	return q.needsWake(now) && (long || q.pops-q.wakeMark <= 1)
+}
+
+// takeForWake takes an idle executor to wake, or counts one to start (spawn),
+// for work waiting at mono time now. Called with mu held.
+func (q *runq) takeForWake(now int64) (wake *executor, spawn bool) {
+	if len(q.idle) > 0 {
+		wake = q.idle[len(q.idle)-1]
+		q.idle = q.idle[:len(q.idle)-1]
+	} else if q.workers < q.limit && !q.stopping {
+		q.workers++
+		spawn = true
+	} else {
+		return nil, false
+	}
+	q.coming++
+	q.wokenAt = now
+	q.wakeMark = q.pops
+	return wake, spawn
+}
+
+// poppable reports whether an executor could pop something now.
+func (q *runq) poppable() bool {
+	return q.high.Len() > 0 || (q.other.Len() > 0 && q.runningOther < q.otherLimit)
+}
+
 // register adds e to execs, once.
 func (q *runq) register(e *executor) {
 	if e.slot < 0 {
@@ -88,10 +127,12 @@ func (q *runq) queued() int { return q.high.Len() + q.other.Len() }
 // reserve.
 func (q *runq) pop() (ritem, bool) {
 	if it, ok := q.high.Pop(); ok {
+		q.pops++
 		return it, true
 	}
 	if q.runningOther < q.otherLimit || q.stopping {
 		if it, ok := q.other.Pop(); ok {
+			q.pops++
 			q.runningOther++
 			return it, true
 		}
@@ -213,6 +254,13 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 	q := &k.rq
 	now := k.mono()
 	poke := false
+	// Whether the task this executor ran was long (see chainWake).
+	long := false
+	if prev != nil {
+		long = now-prev.startAt >= overdue
+	} else if e.lightRunning {
+		long = now-e.lightStart >= overdue
+	}
 	q.mu.Lock()
 	if e.fresh {
 		e.fresh = false
@@ -334,18 +382,8 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 			// one wake at a time, each woken executor waking the next.
 			var wake *executor
 			var spawn bool
-			if q.needsWake(now) {
-				if len(q.idle) > 0 {
-					wake = q.idle[len(q.idle)-1]
-					q.idle = q.idle[:len(q.idle)-1]
-					q.coming++
-					q.wokenAt = now
-				} else if q.workers < q.limit && !q.stopping {
-					q.workers++
-					q.coming++
-					q.wokenAt = now
-					spawn = true
-				}
+			if q.chainWake(now, long) {
+				wake, spawn = q.takeForWake(now)
 			}
 			q.mu.Unlock()
 			if fast != nil {

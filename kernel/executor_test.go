@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/axsched/ax/queue"
@@ -30,4 +31,31 @@ func TestNeedsWakeBoundsTheWaitForAWokenExecutor(t *testing.T) {
 	if !q.needsWake(t0 + overdue + 1) {
 		t.Errorf("needsWake just past %v after a wake-up = false, want true (overdue)", time.Duration(overdue))
 	}
+}
+
+// TestBlockingWorkAfterShortWorkGetsEveryExecutor: executors that kept popping
+// short tasks damp the wake-up chain (runq.chainWake); when the next tasks all
+// block, the loop's stall check wakes the executors they need, so the limit is
+// reached.
+func TestBlockingWorkAfterShortWorkGetsEveryExecutor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const limit = 8
+		k := newTestKernel(t, Config{MaxConcurrency: limit})
+		for range 2000 {
+			if err := k.TryGo(Task{Run: noop}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g := make(gate)
+		for range limit {
+			if err := k.TryGo(Task{Run: g.run}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		advance(time.Millisecond)
+		if st := k.Stats(); st.Running != limit {
+			t.Fatalf("running %d of %d blocking tasks after 1 ms (executors %d), want all; %+v", st.Running, limit, st.Executors, st)
+		}
+		g.open()
+	})
 }

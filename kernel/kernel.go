@@ -433,17 +433,7 @@ func (k *Kernel) runFastItem(h *Handle, l light, now int64) bool {
 	var wake *executor
 	spawn := false
 	if q.needsWake(now) {
-		if len(q.idle) > 0 {
-			wake = q.idle[len(q.idle)-1]
-			q.idle = q.idle[:len(q.idle)-1]
-			q.coming++
-			q.wokenAt = now
-		} else if q.workers < q.limit {
-			q.workers++
-			q.coming++
-			q.wokenAt = now
-			spawn = true
-		}
+		wake, spawn = q.takeForWake(now)
 	}
 	q.mu.Unlock()
 	k.in.mu.Unlock()

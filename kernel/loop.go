@@ -68,6 +68,11 @@ type loopState struct {
 	pendSubmitted, pendStarted [queue.NumLevels]int
 	pendRelease                [queue.NumLevels]int64
 	lightStarts                int // light tasks handed over since the last flush (retry budget)
+
+	// The stall check (checkStall): runq.pops when the loop last saw it change, and
+	// when; stallAt is when the parked loop must look again (mono; 0: no need).
+	seenPops        uint64
+	seenAt, stallAt int64
 	budget                     retryBudget
 	zombieN                    int
 	evBuf                      []Event
@@ -308,6 +313,11 @@ func (k *Kernel) park() {
 	next, ok := k.wheel.Next()
 	if len(k.parked) > 0 {
 		if p := k.at(k.parked[0].minDue); !ok || p.Before(next) {
+			next, ok = p, true
+		}
+	}
+	if k.stallAt != 0 {
+		if p := k.at(k.stallAt); !ok || p.Before(next) {
 			next, ok = p, true
 		}
 	}
@@ -563,6 +573,9 @@ func (k *Kernel) handOver(picked []pick) {
 	q.mu.Lock()
 	// Durable picks handed over after their start was stored may exceed the slots
 	// and the lookahead (see gate): grow the rings rather than lose one.
+	// Executors that found the run queue empty may have parked: new work for an
+	// empty queue wakes one even while others keep popping (see runq.chainWake).
+	wasEmpty := q.queued() == 0
 	grow(q.high, len(picked))
 	grow(q.other, len(picked))
 	for _, p := range picked {
@@ -572,25 +585,17 @@ func (k *Kernel) handOver(picked []pick) {
 			_ = q.other.Push(ritem{a: p.a, l: p.l})
 		}
 	}
-	// One wake-up at a time, unless the one on the way is overdue: each woken
-	// executor wakes the next while work waits.
-	need := 0
-	if q.needsWake(k.nowMono) {
-		need = 1
-	}
-	for need > 0 && len(q.idle) > 0 && nwake < len(wake) {
-		wake[nwake] = q.idle[len(q.idle)-1]
-		q.idle = q.idle[:len(q.idle)-1]
-		q.coming++
-		q.wokenAt = k.nowMono
-		nwake++
-		need--
-	}
-	if need > 0 && len(q.idle) == 0 && q.workers < q.limit && !q.stopping {
-		spawn = min(need, q.limit-q.workers)
-		q.workers += spawn
-		q.coming += spawn
-		q.wokenAt = k.nowMono
+	// One wake-up at a time (unless the one on the way is overdue), and none while
+	// executors keep popping what was already queued: each woken executor wakes the
+	// next while work waits (runq.chainWake).
+	if q.chainWake(k.nowMono, wasEmpty) {
+		w, sp := q.takeForWake(k.nowMono)
+		if w != nil {
+			wake[0], nwake = w, 1
+		}
+		if sp {
+			spawn = 1
+		}
 	}
 	q.mu.Unlock()
 	for i := range nwake {
@@ -1037,7 +1042,15 @@ func (k *Kernel) publish() {
 	k.rq.mu.Lock()
 	m.running.Store(int64(k.rq.running))
 	m.workers.Store(int64(k.rq.workers))
+	wake, spawn := k.checkStall()
 	k.rq.mu.Unlock()
+	if wake != nil {
+		wake.wake <- struct{}{}
+	}
+	if spawn {
+		k.execWG.Add(1)
+		go k.runExecutor(newExecutor(), nil)
+	}
 	if k.freed {
 		k.freed = false
 		if k.roomWaiters.Load() > 0 {
@@ -1053,6 +1066,29 @@ func (k *Kernel) publish() {
 		clear(k.jbuf)
 		k.jbuf = k.jbuf[:0]
 	}
+}
+
+// checkStall restarts the executors' wake-up chain when it stopped too early:
+// work an executor could take waits in the run queue, a slot and an executor are
+// free, nobody is on the way (or is overdue), and nobody took any work for
+// overdue. That happens when the
+// executors awake, which damped the chain while they kept popping short tasks
+// (runq.chainWake), all took long ones. It sets stallAt for park while the
+// condition may come. Called with runq.mu held, at the end of each pass.
+func (k *Kernel) checkStall() (wake *executor, spawn bool) {
+	q := &k.rq
+	if !q.poppable() || q.running >= q.limit || q.stopping || (len(q.idle) == 0 && q.workers >= q.limit) {
+		k.seenPops, k.seenAt, k.stallAt = q.pops, k.nowMono, 0
+		return nil, false
+	}
+	if q.pops != k.seenPops {
+		k.seenPops, k.seenAt = q.pops, k.nowMono
+	} else if k.nowMono-k.seenAt >= overdue && q.needsWake(k.nowMono) {
+		wake, spawn = q.takeForWake(k.nowMono)
+		k.seenAt = k.nowMono
+	}
+	k.stallAt = k.seenAt + overdue
+	return wake, spawn
 }
 
 // highOnly is the pick mask while the non-High slots (and their lookahead) are full.
