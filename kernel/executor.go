@@ -30,7 +30,7 @@ type runq struct {
 
 	pops     uint64 // attempts and light tasks popped, ever
 	wakeMark uint64 // pops when an executor was last woken or started for waiting work
-	workers int         // live executors, zombies excluded
+	workers  int    // live executors, zombies excluded
 
 	running      int // attempts executing, zombies excluded
 	runningOther int // of which not High

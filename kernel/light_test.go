@@ -145,7 +145,7 @@ func TestLightTasksEvictAndAreEvicted(t *testing.T) {
 			}
 		}
 		synctest.Wait() // the loop publishes the Low tasks as evictable
-		for range 2 { // the second finds High full and evicts a Low task
+		for range 2 {   // the second finds High full and evicts a Low task
 			if err := k.TryGo(Task{Priority: High, Run: noop}); err != nil {
 				t.Fatalf("TryGo(High) = %v, want accepted", err)
 			}

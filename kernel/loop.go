@@ -73,9 +73,9 @@ type loopState struct {
 	// when; stallAt is when the parked loop must look again (mono; 0: no need).
 	seenPops        uint64
 	seenAt, stallAt int64
-	budget                     retryBudget
-	zombieN                    int
-	evBuf                      []Event
+	budget          retryBudget
+	zombieN         int
+	evBuf           []Event
 
 	jbuf       []jentry                   // durable-task changes of this pass, for the journal
 	backlog    [queue.NumLevels][]*Handle // recovered durable tasks waiting for a ticket
