@@ -29,6 +29,7 @@ type runq struct {
 	wokenAt int64       // mono: when the last of them was woken or started
 
 	pops     uint64 // attempts and light tasks popped, ever
+	popAt    int64  // mono: when an executor last popped
 	wakeMark uint64 // pops when an executor was last woken or started for waiting work
 	workers  int    // live executors, zombies excluded
 
@@ -93,6 +94,12 @@ func (q *runq) takeForWake(now int64) (wake *executor, spawn bool) {
 	q.wokenAt = now
 	q.wakeMark = q.pops
 	return wake, spawn
+}
+
+// cycling reports whether some executor is awake and popped work in the last
+// overdue/4 before now: it will be back for more at once.
+func (q *runq) cycling(now int64) bool {
+	return q.workers > len(q.idle) && now-q.popAt < overdue/4
 }
 
 // poppable reports whether an executor could pop something now.
@@ -362,6 +369,7 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 		}
 		if it, ok := q.pop(); ok {
 			q.running++
+			q.popAt = now
 			// A success of a light task must be finished before e.light changes.
 			var done light
 			if lightOK {

@@ -574,8 +574,9 @@ func (k *Kernel) handOver(picked []pick) {
 	// Durable picks handed over after their start was stored may exceed the slots
 	// and the lookahead (see gate): grow the rings rather than lose one.
 	// Executors that found the run queue empty may have parked: new work for an
-	// empty queue wakes one even while others keep popping (see runq.chainWake).
-	wasEmpty := q.queued() == 0
+	// empty queue wakes one even while others keep popping (see runq.chainWake),
+	// unless one of them popped a moment ago and is coming back for more.
+	wasEmpty := q.queued() == 0 && !q.cycling(k.nowMono)
 	grow(q.high, len(picked))
 	grow(q.other, len(picked))
 	for _, p := range picked {
