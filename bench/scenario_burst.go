@@ -97,24 +97,33 @@ func probeRejections(ctx context.Context, ex Executor, p Params, out *Sample, ac
 	// picking up their first gated task free a slot or two at the start.
 	const fillRefusals = 1000
 	limit := p.Conc + 4*p.Queue + rejectProbes // room enough for any queue we configure
+	// Full twice: an executor that moves waiting tasks ahead into a run queue
+	// (ax's lookahead) may free room for a moment after the first refusals; the
+	// pause lets it settle, so the timed submissions below can only be refused.
 	full := false
-	inRow := 0
-	for range limit {
-		wg.Add(1)
-		if err := ex.Go(gated); err != nil {
-			wg.Done()
-			if !errors.Is(err, ErrRejected) {
-				close(gate)
-				return fmt.Errorf("bench: %w", err)
-			}
-			if inRow++; inRow == fillRefusals {
-				full = true
-				break
-			}
-			continue
+	for round := range 2 {
+		if round == 1 {
+			time.Sleep(20 * time.Millisecond)
 		}
-		inRow = 0
-		accepted.Add(1)
+		full = false
+		inRow := 0
+		for range limit {
+			wg.Add(1)
+			if err := ex.Go(gated); err != nil {
+				wg.Done()
+				if !errors.Is(err, ErrRejected) {
+					close(gate)
+					return fmt.Errorf("bench: %w", err)
+				}
+				if inRow++; inRow == fillRefusals {
+					full = true
+					break
+				}
+				continue
+			}
+			inRow = 0
+			accepted.Add(1)
+		}
 	}
 	if !full {
 		out.note(fmt.Sprintf("never refused a task in %d submissions: no refusal cost", limit))

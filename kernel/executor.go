@@ -30,6 +30,7 @@ type runq struct {
 
 	pops     uint64 // attempts and light tasks popped, ever
 	popAt    int64  // mono: when an executor last popped
+	lastLong bool   // the task handed back last ran overdue or longer
 	wakeMark uint64 // pops when an executor was last woken or started for waiting work
 	workers  int    // live executors, zombies excluded
 
@@ -66,16 +67,16 @@ func (q *runq) needsWake(now int64) bool {
 }
 
 // chainWake reports whether an executor (or the loop, handing work over) should
-// wake another executor for waiting work: needsWake, and either the work seen
-// is long (the caller's last task ran overdue or longer: such work blocks, and
-// needs more executors) or nobody but the last one woken took work since the
-// last wake-up. When executors keep popping short tasks, those awake drain them:
+// wake another executor for waiting work: needsWake, and either the work is
+// long (the caller's last task, or the last task any executor handed back, ran
+// overdue or longer: such work blocks, and needs more executors) or nobody but
+// the last one woken took work since the last wake-up. When executors keep popping short tasks, those awake drain them:
 // waking more only made them contend for mu (a no-op task cost a third less with
 // the chain damped so, and the executors used fell from about 60 to 8). If every
 // executor awake then takes a long task at once, the loop's stall check restarts
 // the chain (Kernel.checkStall).
 func (q *runq) chainWake(now int64, long bool) bool {
-	return q.needsWake(now) && (long || q.pops-q.wakeMark <= 1)
+	return q.needsWake(now) && (long || q.lastLong || q.pops-q.wakeMark <= 1)
 }
 
 // takeForWake takes an idle executor to wake, or counts one to start (spawn),
@@ -275,6 +276,9 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 	}
 	q.register(e)
 	e.cur = nil
+	if prev != nil || e.lightRunning {
+		q.lastLong = long
+	}
 	var fast *attempt
 	lightOK := false
 	if e.lightRunning {
