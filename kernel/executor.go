@@ -82,13 +82,14 @@ func (q *runq) chainWake(now int64, long bool) bool {
 // takeForWake takes an idle executor to wake, or counts one to start (spawn),
 // for work waiting at mono time now. Called with mu held.
 func (q *runq) takeForWake(now int64) (wake *executor, spawn bool) {
-	if len(q.idle) > 0 {
+	switch {
+	case len(q.idle) > 0:
 		wake = q.idle[len(q.idle)-1]
 		q.idle = q.idle[:len(q.idle)-1]
-	} else if q.workers < q.limit && !q.stopping {
+	case q.workers < q.limit && !q.stopping:
 		q.workers++
 		spawn = true
-	} else {
+	default:
 		return nil, false
 	}
 	q.coming++

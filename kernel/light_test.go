@@ -131,8 +131,10 @@ func TestLightTasksEndOnClose(t *testing.T) {
 // one (EvictLow), which ends Evicted; every task is accounted for.
 func TestLightTasksEvictAndAreEvicted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newTestKernel(t, Config{MaxConcurrency: 1, EvictLow: true, DegradeAt: 1,
-			Capacity: ByPriority[int]{High: 1, Normal: 1, Low: 2}})
+		k := newTestKernel(t, Config{
+			MaxConcurrency: 1, EvictLow: true, DegradeAt: 1,
+			Capacity: ByPriority[int]{High: 1, Normal: 1, Low: 2},
+		})
 		g := make(gate)
 		if err := k.TryGo(Task{Run: g.run}); err != nil {
 			t.Fatal(err)
