@@ -47,6 +47,7 @@ type runq struct {
 
 	loopWaiting    bool // the loop parked and wants a poke on the next completion
 	loopWantsRoom  bool // ...even one an executor settles itself (tasks wait, or the kernel drains)
+	loopRefillAt   int  // ...but, unless it drains, only once the run queue holds this many or fewer
 	stopping       bool // executors exit once nothing is left to run
 	workDoneClosed bool
 }
@@ -102,6 +103,16 @@ func (q *runq) takeForWake(now int64) (wake *executor, spawn bool) {
 // overdue/4 before now: it will be back for more at once.
 func (q *runq) cycling(now int64) bool {
 	return q.workers > len(q.idle) && now-q.popAt < overdue/4
+}
+
+// poppableLen returns how many waiting attempts and light tasks executors could
+// pop now (Normal and Low ones only while the reserve leaves them a slot).
+func (q *runq) poppableLen() int {
+	n := q.high.Len()
+	if q.runningOther < q.otherLimit {
+		n += q.other.Len()
+	}
+	return n
 }
 
 // poppable reports whether an executor could pop something now.
@@ -295,7 +306,7 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 			// As a record's success below: counted here, finished after the lock.
 			q.fastDone++
 			lightOK = true
-			if q.loopWaiting && q.loopWantsRoom {
+			if q.loopWaiting && q.loopWantsRoom && q.poppableLen() <= q.loopRefillAt {
 				q.loopWaiting = false
 				poke = true
 			}
@@ -335,7 +346,7 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 			}
 			q.fastDone++
 			fast = prev
-			if q.loopWaiting && q.loopWantsRoom {
+			if q.loopWaiting && q.loopWantsRoom && q.poppableLen() <= q.loopRefillAt {
 				q.loopWaiting = false
 				poke = true
 			}

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -57,5 +58,27 @@ func TestBlockingWorkAfterShortWorkGetsEveryExecutor(t *testing.T) {
 			t.Fatalf("running %d of %d blocking tasks after 1 ms (executors %d), want all; %+v", st.Running, limit, st.Executors, st)
 		}
 		g.open()
+	})
+}
+
+// TestRunQueueRefilledAsItRunsLow: executors that finish take their next task
+// from the run queue and poke the parked loop only once it runs low; the loop
+// still keeps every slot busy, so 500 tasks of 1 ms on 16 slots take ~32 ms.
+func TestRunQueueRefilledAsItRunsLow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const slots, n = 16, 500
+		k := newTestKernel(t, Config{MaxConcurrency: slots})
+		start := time.Now()
+		for range n {
+			if err := k.TryGo(Task{Run: func(context.Context) error { time.Sleep(time.Millisecond); return nil }}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 0; i < 1000 && k.Stats().ByPriority.Normal.Succeeded < n; i++ {
+			advance(time.Millisecond)
+		}
+		if el, want := time.Since(start), time.Duration(n/slots+2)*time.Millisecond; el > want {
+			t.Fatalf("%d tasks of 1 ms on %d slots took %v, want at most %v (slots idled)", n, slots, el, want)
+		}
 	})
 }

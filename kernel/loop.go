@@ -366,6 +366,13 @@ func (k *Kernel) park() {
 	}
 	k.rq.loopWaiting = true
 	k.rq.loopWantsRoom = k.buckets.Len() > 0 || k.draining || k.closing
+	// An executor that finishes takes its next task from the run queue itself: the
+	// loop needs to refill it only once it runs low (a poke per completion cost the
+	// loop a pass, and the submitters waiting for room a wake-up, per task).
+	k.rq.loopRefillAt = k.lookahead / 2
+	if k.draining || k.closing {
+		k.rq.loopRefillAt = math.MaxInt
+	}
 	k.rq.mu.Unlock()
 
 	var timerC <-chan time.Time
