@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -70,7 +69,7 @@ func TestRunQueueRefilledAsItRunsLow(t *testing.T) {
 		k := newTestKernel(t, Config{MaxConcurrency: slots})
 		start := time.Now()
 		for range n {
-			if err := k.TryGo(Task{Run: func(context.Context) error { time.Sleep(time.Millisecond); return nil }}); err != nil {
+			if err := k.TryGo(Task{Run: stubborn(time.Millisecond)}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -70,9 +70,7 @@ func priorityOf(l queue.Level) Priority {
 func (k *Kernel) acceptLight(l light) {
 	k.live++
 	k.pendSubmitted[l.lvl]++
-	if r := k.buckets.Bucket(l.lvl); r.Len() == r.Cap() && r.Cap() < k.ringMax[l.lvl] {
-		_ = r.Resize(min(2*r.Cap(), k.ringMax[l.lvl])) // growing: no error
-	}
+	k.growBucket(l.lvl)
 	if err := k.buckets.Push(l.lvl, qitem{l: l}); err != nil {
 		// Cannot happen: tickets bound the waiting tasks and the rings are larger.
 		k.release(l.lvl, 1)

@@ -425,9 +425,7 @@ func (k *Kernel) schedule(a *attempt, kind timerKind, at time.Time) {
 // toBucket queues a task in its bucket. from is its previous state (0 when new).
 func (k *Kernel) toBucket(h *Handle, from State) {
 	h.queuedAt = k.nowMono
-	if r := k.buckets.Bucket(h.bucket); r.Len() == r.Cap() && r.Cap() < k.ringMax[h.bucket] {
-		_ = r.Resize(min(2*r.Cap(), k.ringMax[h.bucket])) // growing: no error
-	}
+	k.growBucket(h.bucket)
 	if err := k.buckets.Push(h.bucket, qitem{h: h}); err != nil {
 		// Cannot happen: tickets bound the waiting tasks and the rings are larger.
 		k.release(h.bucket, 1)
@@ -437,6 +435,13 @@ func (k *Kernel) toBucket(h *Handle, from State) {
 	k.setState(h, Queued)
 	if from != 0 || k.events != nil {
 		k.emit(h, from, Queued, h.cur, nil)
+	}
+}
+
+// growBucket doubles bucket l's ring, up to ringMax, when it is full.
+func (k *Kernel) growBucket(l queue.Level) {
+	if r := k.buckets.Bucket(l); r.Len() == r.Cap() && r.Cap() < k.ringMax[l] {
+		_ = r.Resize(min(2*r.Cap(), k.ringMax[l])) // growing: no error
 	}
 }
 
