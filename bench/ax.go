@@ -52,6 +52,7 @@ var (
 	_ Stater   = (*axExecutor)(nil)
 	_ Delayer  = (*axExecutor)(nil)
 	_ Quoter   = (*axExecutor)(nil)
+	_ Preparer = (*axExecutor)(nil)
 )
 
 func newAx(ctx context.Context, p Params, nonBlocking bool) (*axExecutor, error) {
@@ -87,8 +88,24 @@ func refusal(err error) error {
 	return err
 }
 
-func (a *axExecutor) Go(f func()) error {
-	t := kernel.Task{Run: a.wrap.get(f)}
+func (a *axExecutor) Go(f func()) error { return a.goRun(a.wrap.get(f)) }
+
+// Prepare wraps f in the kernel's form of a task, a func(context.Context)
+// error, as an ax caller would have written it.
+func (a *axExecutor) Prepare(f func()) any {
+	return func(context.Context) error {
+		f()
+		return nil
+	}
+}
+
+// GoPrepared runs a task made by Prepare.
+func (a *axExecutor) GoPrepared(task any) error {
+	return a.goRun(task.(func(context.Context) error))
+}
+
+func (a *axExecutor) goRun(run func(context.Context) error) error {
+	t := kernel.Task{Run: run}
 	var err error
 	if a.nonBlocking {
 		err = a.k.TryGo(t)

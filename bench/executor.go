@@ -93,6 +93,20 @@ type Stater interface {
 	Zombies() int
 }
 
+// Preparer is implemented by executors whose own form of a task is not a
+// func(): ax runs a func(context.Context) error, and its Go wraps f, an
+// allocation per distinct func that a caller of ax would not make (it writes
+// the task in that form). Scenarios that time each submission from the call
+// (latency) make the task with Prepare before the clock read and submit it
+// with GoPrepared, so that what is timed is the executor's hand-over alone,
+// as for an executor that takes f as it is.
+type Preparer interface {
+	// Prepare returns f in the executor's own form. It may allocate.
+	Prepare(f func()) any
+	// GoPrepared is Go for a task made by Prepare.
+	GoPrepared(task any) error
+}
+
 // Quoter is implemented by executors with priorities that promise each one a
 // share of the dispatches while every priority has work waiting; the mixed
 // scenario checks the promise.

@@ -63,8 +63,12 @@ const overdue = int64(20 * time.Microsecond)
 
 // needsWake reports whether work waiting in the run queue needs an executor woken
 // at mono time now: none is on the way, or the last one woken is overdue.
-func (q *runq) needsWake(now int64) bool {
-	return q.queued() > 0 && (q.coming == 0 || now-q.wokenAt > overdue)
+func (q *runq) needsWake(now int64) bool { return q.needsWakeWithin(now, overdue) }
+
+// needsWakeWithin is needsWake with late as the bound on a woken executor's
+// arrival (overdue, or fastOverdue on the fast lane).
+func (q *runq) needsWakeWithin(now, late int64) bool {
+	return q.queued() > 0 && (q.coming == 0 || now-q.wokenAt > late)
 }
 
 // chainWake reports whether an executor (or the loop, handing work over) should

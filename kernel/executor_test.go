@@ -31,6 +31,14 @@ func TestNeedsWakeBoundsTheWaitForAWokenExecutor(t *testing.T) {
 	if !q.needsWake(t0 + overdue + 1) {
 		t.Errorf("needsWake just past %v after a wake-up = false, want true (overdue)", time.Duration(overdue))
 	}
+	// The fast lane waits less for an executor on its way: it is open only
+	// while the load is light.
+	if q.needsWakeWithin(t0+fastOverdue, fastOverdue) {
+		t.Errorf("needsWakeWithin %v after a wake-up = true, want false", time.Duration(fastOverdue))
+	}
+	if !q.needsWakeWithin(t0+fastOverdue+1, fastOverdue) {
+		t.Errorf("needsWakeWithin just past %v after a wake-up = false, want true", time.Duration(fastOverdue))
+	}
 }
 
 // TestBlockingWorkAfterShortWorkGetsEveryExecutor: executors that kept popping
