@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 // Executors count their own starts and completions under mu, the lock they take
 // anyway to pop the next attempt: no channel operation per task.
 type runq struct {
-	mu sync.Mutex
+	mu spinMutex
 
 	high        *queue.Ring[ritem] // chosen High attempts and light tasks, taken first
 	other       *queue.Ring[ritem] // chosen Normal and Low ones

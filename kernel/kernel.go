@@ -38,7 +38,7 @@ type Kernel struct {
 
 	// Intake: submitters append under in.mu; only the loop drains.
 	in struct {
-		mu          sync.Mutex
+		mu          spinMutex
 		tasks       []qitem   // task records and light tasks, in submission order
 		lazy        lazyQueue // delayed fire-and-forget tasks in their compact form
 		ctrl        []ctrlMsg
@@ -64,10 +64,11 @@ type Kernel struct {
 	_         cacheLinePad
 
 	// Room notification for blocking submitters.
-	roomMu      sync.Mutex
-	roomCh      chan struct{} // closed and replaced by the loop when room frees up
-	roomWaiters atomic.Int32
-	_           cacheLinePad
+	roomMu       sync.Mutex
+	roomCh       chan struct{} // closed and replaced by the loop when room frees up
+	roomWaiters  atomic.Int32
+	roomSpinners atomic.Int32 // waiters yielding before they sleep (spinRoom)
+	_            cacheLinePad
 
 	rq runq
 	_  cacheLinePad
@@ -478,6 +479,17 @@ func (k *Kernel) runFastItem(h *Handle, l light, now int64) bool {
 // which set the p99. An extra wake-up here is cheap, as the load is light.
 const fastOverdue = int64(3 * time.Microsecond)
 
+// spinRoom is how many times a submitter waiting for room yields its P, checking
+// for room after each, before it sleeps until the loop frees some. A submitter
+// that slept was woken by the loop onto the loop's own P, behind the executors
+// the loop had just woken there: on a 2-core machine a full kernel ran its
+// submitter, its loop and its executors in turn on one P while the other idled
+// (an execution trace of a no-op burst showed it). A yielding submitter lets the
+// others run where it was, and is picked up by the idle P: the burst used both
+// cores. It costs a few microseconds of a core per wait, and only one waiter
+// spins at a time.
+const spinRoom = 256
+
 // yieldGap is the mean gap between fast-lane submissions above which a
 // submitter yields its P to the executor woken for its task (runFastItem).
 const yieldGap = int64(time.Microsecond)
@@ -637,6 +649,17 @@ func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolv
 // waitRoom blocks until the loop frees room, the kernel closes or ctx ends. It
 // re-checks once after registering so a wake-up between check and wait is lost.
 func (k *Kernel) waitRoom(ctx context.Context, lvl queue.Level, rc *resolved) error {
+	if k.roomSpinners.Add(1) == 1 {
+		// One waiter at a time yields its P a while before it sleeps (spinRoom).
+		for range spinRoom {
+			runtime.Gosched()
+			if k.hasRoom(lvl, rc) {
+				k.roomSpinners.Add(-1)
+				return nil
+			}
+		}
+	}
+	k.roomSpinners.Add(-1)
 	k.roomWaiters.Add(1)
 	defer k.roomWaiters.Add(-1)
 	k.roomMu.Lock()
