@@ -90,11 +90,11 @@ func refusal(err error) error {
 
 func (a *axExecutor) Go(f func()) error { return a.goRun(a.wrap.get(f)) }
 
-// Prepare wraps f in the kernel's form of a task, a func(context.Context)
-// error, as an ax caller would have written it.
-func (a *axExecutor) Prepare(f func()) any {
+// Prepare makes the task that calls body(i) in the kernel's form, a
+// func(context.Context) error, as an ax caller would have written it.
+func (a *axExecutor) Prepare(body func(int), i int) any {
 	return func(context.Context) error {
-		f()
+		body(i)
 		return nil
 	}
 }

@@ -97,12 +97,13 @@ type Stater interface {
 // func(): ax runs a func(context.Context) error, and its Go wraps f, an
 // allocation per distinct func that a caller of ax would not make (it writes
 // the task in that form). Scenarios that time each submission from the call
-// (latency) make the task with Prepare before the clock read and submit it
-// with GoPrepared, so that what is timed is the executor's hand-over alone,
-// as for an executor that takes f as it is.
+// (latency) make each task before the clock read, in the executor's own form,
+// and submit it with GoPrepared: what is timed is the executor's hand-over
+// alone, and every executor's task costs one allocation, as a caller's own
+// closure would.
 type Preparer interface {
-	// Prepare returns f in the executor's own form. It may allocate.
-	Prepare(f func()) any
+	// Prepare returns, in the executor's own form, a task that calls body(i).
+	Prepare(body func(int), i int) any
 	// GoPrepared is Go for a task made by Prepare.
 	GoPrepared(task any) error
 }
