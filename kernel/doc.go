@@ -45,7 +45,17 @@
 // needs no wheel entry straight to the run queue (the fast lane) and, unless it
 // submits in a burst, yields its P to the executor it woke, as a send on an
 // unbuffered channel would: the loop still decides, opening the lane only when
-// the arriving task is the only candidate, and closing it as it wakes.
+// the arriving task is the only candidate, and closing it as it wakes. A lane
+// submitter that finds an executor already on its way wakes another if that one is
+// 3 µs late, not 20 (the OS holds a thread back now and then).
+//
+// The intake's and the run queue's locks try a while, yielding now and then,
+// before they sleep; and one submitter waiting for room yields its P a few hundred
+// times before it sleeps. Without these, a full kernel on 2 cores ran its
+// submitter, its loop and one executor in turn on one P — each woke the next onto
+// its own P, and every attempt at parallelism ended in a futex sleep on a lock
+// held for nanoseconds — while the other P idled. A burst now uses both cores: a
+// no-op task costs ~150 ns instead of ~210.
 //
 // A delayed fire-and-forget task ([Kernel.TryGo] or [Kernel.Go] with a Delay or an
 // At, no ID, OnTimeout or Retry of its own, and no Config.OnEvent) waits in a
