@@ -650,12 +650,17 @@ func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolv
 // re-checks once after registering so a wake-up between check and wait is lost.
 func (k *Kernel) waitRoom(ctx context.Context, lvl queue.Level, rc *resolved) error {
 	if k.roomSpinners.Add(1) == 1 {
-		// One waiter at a time yields its P a while before it sleeps (spinRoom).
-		for range spinRoom {
+		// One waiter at a time yields its P a while before it sleeps (spinRoom),
+		// unless its context ends or the kernel closes meanwhile (the select below
+		// answers those).
+		for i := 1; i <= spinRoom; i++ {
 			runtime.Gosched()
 			if k.hasRoom(lvl, rc) {
 				k.roomSpinners.Add(-1)
 				return nil
+			}
+			if i%32 == 0 && (ctx.Err() != nil || k.isClosed()) {
+				break
 			}
 		}
 	}
