@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 )
 
@@ -53,5 +54,29 @@ func TestAxAdapterRefusesWithoutAllocating(t *testing.T) {
 	ex.Close()
 	if allocs != 0 {
 		t.Errorf("a refused Go allocates %v times, want 0", allocs)
+	}
+}
+
+// TestAxPreparedTasksRun: a task made by the ax adapter's Prepare runs its body
+// with its index once submitted with GoPrepared, as the latency scenario relies on.
+func TestAxPreparedTasksRun(t *testing.T) {
+	ex, err := newAx(context.Background(), Params{Conc: 4, Queue: 100}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	var got [n]atomic.Int32
+	body := func(i int) { got[i].Add(1) }
+	for i := range n {
+		if err := ex.GoPrepared(ex.Prepare(body, i)); err != nil {
+			t.Fatalf("GoPrepared(%d) = %v", i, err)
+		}
+	}
+	ex.Wait()
+	ex.Close()
+	for i := range n {
+		if c := got[i].Load(); c != 1 {
+			t.Errorf("body(%d) ran %d times, want 1", i, c)
+		}
 	}
 }
