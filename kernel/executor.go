@@ -108,6 +108,17 @@ func (q *runq) cycling(now int64) bool {
 	return q.workers > len(q.idle) && now-q.popAt < overdue/4
 }
 
+// takeRefillPoke reports whether a success an executor settled itself should
+// poke the parked loop: the loop waits for room (or drains) and the run queue
+// ran low (loopRefillAt). It clears loopWaiting when it does. Called with mu held.
+func (q *runq) takeRefillPoke() bool {
+	if q.loopWaiting && q.loopWantsRoom && q.poppableLen() <= q.loopRefillAt {
+		q.loopWaiting = false
+		return true
+	}
+	return false
+}
+
 // poppableLen returns how many waiting attempts and light tasks executors could
 // pop now (Normal and Low ones only while the reserve leaves them a slot).
 func (q *runq) poppableLen() int {
@@ -309,10 +320,7 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 			// As a record's success below: counted here, finished after the lock.
 			q.fastDone++
 			lightOK = true
-			if q.loopWaiting && q.loopWantsRoom && q.poppableLen() <= q.loopRefillAt {
-				q.loopWaiting = false
-				poke = true
-			}
+			poke = q.takeRefillPoke() || poke
 		default:
 			q.lightFailed = append(q.lightFailed, lightDone{l: e.light, err: e.lightErr, startAt: e.lightStart, endAt: now})
 			e.lightErr = nil
@@ -349,10 +357,7 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 			}
 			q.fastDone++
 			fast = prev
-			if q.loopWaiting && q.loopWantsRoom && q.poppableLen() <= q.loopRefillAt {
-				q.loopWaiting = false
-				poke = true
-			}
+			poke = q.takeRefillPoke() || poke
 		default:
 			q.running--
 			if prev.h.prio != High {
