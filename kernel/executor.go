@@ -427,15 +427,15 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 			if it.a == nil {
 				e.lightStart = now
 			}
-			if poke {
-				k.poke()
-			}
 			if wake != nil {
 				wake.wake <- struct{}{}
 			}
 			if spawn {
 				k.execWG.Add(1)
 				go k.runExecutor(newExecutor(), nil)
+			}
+			if poke {
+				k.poke()
 			}
 			return it, true
 		}

@@ -89,3 +89,49 @@ func TestRunQueueRefilledAsItRunsLow(t *testing.T) {
 		}
 	})
 }
+
+// TestLookaheadCoversTheSlotsOfALargeKernel pins lookaheadOf: a small kernel
+// keeps near-exact picking order (a quarter of its slots ahead, none with up to
+// 3), a large one holds about as many picks ahead as it has slots, so that a
+// bunch of completions does not empty its run queue before the loop refills it.
+func TestLookaheadCoversTheSlotsOfALargeKernel(t *testing.T) {
+	for _, c := range []struct{ slots, want int }{
+		{1, 0}, {3, 0}, {4, 1}, {16, 4}, {21, 5}, {22, 6}, {50, 34}, {500, 484}, {1040, 1024}, {100_000, maxLookahead},
+	} {
+		if got := lookaheadOf(c.slots); got != c.want {
+			t.Errorf("lookaheadOf(%d) = %d, want %d", c.slots, got, c.want)
+		}
+	}
+	prev := 0
+	for s := 1; s <= 2*maxLookahead; s++ {
+		got := lookaheadOf(s)
+		if got < prev || got > s {
+			t.Fatalf("lookaheadOf(%d) = %d after %d: want non-decreasing and at most the slots", s, got, prev)
+		}
+		prev = got
+	}
+}
+
+// TestRunQueueHoldsTheLookahead checks that the loop fills the run queue to the
+// slots plus the lookahead while tasks wait, and no further.
+func TestRunQueueHoldsTheLookahead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const slots, n = 100, 1000
+		k := newTestKernel(t, Config{MaxConcurrency: slots})
+		g := make(gate)
+		for range n {
+			if err := k.TryGo(Task{Run: g.run}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		q := &k.rq
+		q.mu.Lock()
+		running, queued := q.running, q.queued()
+		q.mu.Unlock()
+		if want := lookaheadOf(slots); running != slots || queued != want {
+			t.Errorf("running %d, run queue %d; want %d and %d", running, queued, slots, want)
+		}
+		g.open()
+	})
+}
