@@ -48,11 +48,12 @@ type axExecutor struct {
 }
 
 var (
-	_ Executor = (*axExecutor)(nil)
-	_ Stater   = (*axExecutor)(nil)
-	_ Delayer  = (*axExecutor)(nil)
-	_ Quoter   = (*axExecutor)(nil)
-	_ Preparer = (*axExecutor)(nil)
+	_ Executor      = (*axExecutor)(nil)
+	_ Stater        = (*axExecutor)(nil)
+	_ Delayer       = (*axExecutor)(nil)
+	_ Quoter        = (*axExecutor)(nil)
+	_ Preparer      = (*axExecutor)(nil)
+	_ DelayPreparer = (*axExecutor)(nil)
 )
 
 func newAx(ctx context.Context, p Params, nonBlocking bool) (*axExecutor, error) {
@@ -228,7 +229,16 @@ func (a *axExecutor) Zombies() int { return a.k.Stats().Zombies }
 
 // After schedules f on the kernel's timing wheel: a delayed fire-and-forget task.
 func (a *axExecutor) After(d time.Duration, f func()) error {
-	if err := a.k.TryGo(kernel.Task{Delay: d, Run: a.wrap.get(f)}); err != nil {
+	return a.afterRun(d, a.wrap.get(f))
+}
+
+// AfterPrepared schedules a task made by Prepare.
+func (a *axExecutor) AfterPrepared(d time.Duration, task any) error {
+	return a.afterRun(d, task.(func(context.Context) error))
+}
+
+func (a *axExecutor) afterRun(d time.Duration, run func(context.Context) error) error {
+	if err := a.k.TryGo(kernel.Task{Delay: d, Run: run}); err != nil {
 		return refusal(err)
 	}
 	a.accepted.Add(1)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestAxAdapterRefusesWithoutAllocating pins the ax-nb adapter's own cost: a
@@ -78,5 +79,40 @@ func TestAxPreparedTasksRun(t *testing.T) {
 		if c := got[i].Load(); c != 1 {
 			t.Errorf("body(%d) ran %d times, want 1", i, c)
 		}
+	}
+}
+
+// TestAxPreparedTimersRun checks that tasks made by Prepare and scheduled with
+// AfterPrepared run once each, with their index, no earlier than their delay,
+// as the timers scenario relies on.
+func TestAxPreparedTimersRun(t *testing.T) {
+	ex, err := newAx(context.Background(), Params{Conc: 4, Queue: 100}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	var got [n]atomic.Int32
+	var early atomic.Int32
+	start := time.Now()
+	body := func(i int) {
+		if time.Since(start) < time.Duration(i)*time.Millisecond/10 {
+			early.Add(1)
+		}
+		got[i].Add(1)
+	}
+	for i := range n {
+		if err := ex.AfterPrepared(time.Duration(i)*time.Millisecond/10, ex.Prepare(body, i)); err != nil {
+			t.Fatalf("AfterPrepared(%d) = %v", i, err)
+		}
+	}
+	ex.Wait()
+	ex.Close()
+	for i := range n {
+		if c := got[i].Load(); c != 1 {
+			t.Errorf("body(%d) ran %d times, want 1", i, c)
+		}
+	}
+	if e := early.Load(); e > 0 {
+		t.Errorf("%d tasks ran before their delay", e)
 	}
 }

@@ -108,6 +108,16 @@ type Preparer interface {
 	GoPrepared(task any) error
 }
 
+// DelayPreparer is a [Preparer] that schedules a prepared task after a delay:
+// the timers scenario makes each near timer's task in the executor's own form
+// before the timed loop, so that what is timed is the scheduling call alone,
+// as [Delayer.After] of a func made beforehand is for the others.
+type DelayPreparer interface {
+	Preparer
+	// AfterPrepared is Delayer.After for a task made by Prepare.
+	AfterPrepared(d time.Duration, task any) error
+}
+
 // Quoter is implemented by executors with priorities that promise each one a
 // share of the dispatches while every priority has work waiting; the mixed
 // scenario checks the promise.
