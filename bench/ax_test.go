@@ -61,31 +61,22 @@ func TestAxAdapterRefusesWithoutAllocating(t *testing.T) {
 // TestAxPreparedTasksRun: a task made by the ax adapter's Prepare runs its body
 // with its index once submitted with GoPrepared, as the latency scenario relies on.
 func TestAxPreparedTasksRun(t *testing.T) {
-	ex, err := newAx(context.Background(), Params{Conc: 4, Queue: 100}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 50
-	var got [n]atomic.Int32
-	body := func(i int) { got[i].Add(1) }
-	for i := range n {
-		if err := ex.GoPrepared(ex.Prepare(body, i)); err != nil {
-			t.Fatalf("GoPrepared(%d) = %v", i, err)
-		}
-	}
-	ex.Wait()
-	ex.Close()
-	for i := range n {
-		if c := got[i].Load(); c != 1 {
-			t.Errorf("body(%d) ran %d times, want 1", i, c)
-		}
-	}
+	runPrepared(t, func(ex *axExecutor, task any, _ int) error { return ex.GoPrepared(task) }, nil)
 }
 
 // TestAxPreparedTimersRun checks that tasks made by Prepare and scheduled with
 // AfterPrepared run once each, with their index, no earlier than their delay,
 // as the timers scenario relies on.
 func TestAxPreparedTimersRun(t *testing.T) {
+	delay := func(i int) time.Duration { return time.Duration(i) * time.Millisecond / 10 }
+	runPrepared(t, func(ex *axExecutor, task any, i int) error { return ex.AfterPrepared(delay(i), task) }, delay)
+}
+
+// runPrepared submits 50 tasks made by Prepare with submit(ex, task, index) and
+// checks that each body ran once, and, with delay, not before delay(index) from
+// the first submission.
+func runPrepared(t *testing.T, submit func(ex *axExecutor, task any, i int) error, delay func(int) time.Duration) {
+	t.Helper()
 	ex, err := newAx(context.Background(), Params{Conc: 4, Queue: 100}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -95,14 +86,14 @@ func TestAxPreparedTimersRun(t *testing.T) {
 	var early atomic.Int32
 	start := time.Now()
 	body := func(i int) {
-		if time.Since(start) < time.Duration(i)*time.Millisecond/10 {
+		if delay != nil && time.Since(start) < delay(i) {
 			early.Add(1)
 		}
 		got[i].Add(1)
 	}
 	for i := range n {
-		if err := ex.AfterPrepared(time.Duration(i)*time.Millisecond/10, ex.Prepare(body, i)); err != nil {
-			t.Fatalf("AfterPrepared(%d) = %v", i, err)
+		if err := submit(ex, ex.Prepare(body, i), i); err != nil {
+			t.Fatalf("submitting prepared task %d: %v", i, err)
 		}
 	}
 	ex.Wait()
