@@ -25,10 +25,11 @@
 // loop only when it asked; executors count their starts and completions under the
 // lock they take to pop their next task, and hand finished attempts back in
 // batches. The loop moves picked tasks into a run queue ahead of the free slots
-// (about as many as the slots in a large kernel, a quarter in a small one) so that
-// an executor that finishes takes the next chosen task without waiting for the
-// loop, even when a bunch of tasks end at once. An idle kernel, or one holding only far-future timers,
-// does not wake up: a single timer is armed for the timing wheel's next expiry.
+// (about as many as the slots in a large kernel, a quarter in a small one) so
+// that an executor that finishes takes the next chosen task without waiting for
+// the loop, even when a bunch of tasks end at once. An idle kernel, or one
+// holding only far-future timers, does not wake up: a single timer is armed for
+// the timing wheel's next expiry.
 //
 // A fire-and-forget task due now ([Kernel.TryGo] or [Kernel.Go] without a Delay,
 // an At, a timeout or a Retry of its own, and no Config.OnEvent) is a light task:

@@ -434,6 +434,9 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 				k.execWG.Add(1)
 				go k.runExecutor(newExecutor(), nil)
 			}
+			// The loop is readied last: a goroutine readied after it would take its
+			// place as this P's next to run and push it to the back of the P's queue,
+			// behind every executor a bunch of timers readied there.
 			if poke {
 				k.poke()
 			}

@@ -130,20 +130,20 @@ func ringCaps(c *Config) [queue.NumLevels]int {
 	}
 }
 
-// apply installs a resolved config in the loop (and the run queue's limits).
 // lookaheadOf returns the lookahead of a kernel with the given slots: a quarter
 // of them up to 21 slots, all but 16 from there, at most maxLookahead.
 //
-// A lookahead trades a little ordering (a pick is final once made; High still
-// overtakes, taken first from its own run queue; a timeout counts from the
-// executor's start, not from the pick) for throughput, so a kernel with few slots
-// keeps near-exact picking order. A large kernel needs one as deep as its slots:
-// completions come in bunches (the timers of tasks that sleep or wait on I/O fire
-// together), and the loop, poked to refill, waits on its P behind every executor
-// the bunch readied there. With a quarter of the slots (at most 256), a kernel of
-// 500 slots running 1 ms sleeps found its run queue empty while its buckets were
-// full: 15 % of the slots stood idle on average, and its efficiency was 0.57
-// where a plain channel pool's was 0.62. Holding as many as its slots, 0.64.
+// A lookahead trades a little ordering for throughput: a pick is final once made
+// (High still overtakes, taken first from its own run queue), and Stats counts it
+// as Dispatched until it starts; a timeout counts from the executor's start, not
+// from the pick. A small kernel keeps a quarter of its slots, so its picking order
+// stays near-exact. A large kernel needs one as deep as its slots: completions
+// come in bunches (the timers of tasks that sleep or wait on I/O fire together),
+// and the loop, poked to refill, waits on its P behind every executor the bunch
+// readied there. With a quarter of the slots (at most 256), a kernel of 500 slots
+// running 1 ms sleeps found its run queue empty while its buckets were full: 15 %
+// of the slots stood idle on average, and its efficiency was 0.57 where a plain
+// channel pool's was 0.62. Holding as many as its slots, 0.64.
 func lookaheadOf(slots int) int {
 	return min(max(slots/4, slots-16), maxLookahead)
 }
@@ -152,6 +152,7 @@ func lookaheadOf(slots int) int {
 // completions far longer than a loop pass takes.
 const maxLookahead = 1024
 
+// apply installs a resolved config in the loop (and the run queue's limits).
 func (k *Kernel) apply(rc *resolved) {
 	c := &rc.cfg
 	k.rcl = rc
