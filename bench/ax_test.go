@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,5 +106,43 @@ func runPrepared(t *testing.T, submit func(ex *axExecutor, task any, i int) erro
 	}
 	if e := early.Load(); e > 0 {
 		t.Errorf("%d tasks ran before their delay", e)
+	}
+}
+
+// TestFuncPreparerRunsTasks checks the preparer the latency and timers
+// scenarios give executors that take a func(): each task runs its body once,
+// submitted with Go or, after a delay, with After.
+func TestFuncPreparerRunsTasks(t *testing.T) {
+	ex := goDelayer{Emulate(&goPool{})}
+	if _, own := preparerOf(ex).(funcPreparer); !own {
+		t.Fatalf("preparerOf(goDelayer) is not funcPreparer")
+	}
+	if _, own := preparerOf(&axExecutor{}).(*axExecutor); !own {
+		t.Fatalf("preparerOf(ax) is not ax's own")
+	}
+	dp := delayPreparerOf(ex, ex)
+	const n = 20
+	var got [n]atomic.Int32
+	body := func(i int) { got[i].Add(1) }
+	var timers sync.WaitGroup
+	timers.Add(n / 2)
+	for i := range n {
+		var err error
+		if i%2 == 0 {
+			err = dp.GoPrepared(dp.Prepare(body, i))
+		} else {
+			err = dp.AfterPrepared(time.Millisecond/10, dp.Prepare(func(i int) { body(i); timers.Done() }, i))
+		}
+		if err != nil {
+			t.Fatalf("task %d: %v", i, err)
+		}
+	}
+	ex.Wait()
+	timers.Wait()
+	ex.Close()
+	for i := range n {
+		if c := got[i].Load(); c != 1 {
+			t.Errorf("body(%d) ran %d times, want 1", i, c)
+		}
 	}
 }

@@ -118,6 +118,38 @@ type DelayPreparer interface {
 	AfterPrepared(d time.Duration, task any) error
 }
 
+// funcPreparer is the [DelayPreparer] of an executor that takes a func(): a
+// task is a closure calling body(i), submitted with Go (or After, d set).
+type funcPreparer struct {
+	ex Executor
+	d  Delayer
+}
+
+func (p funcPreparer) Prepare(body func(int), i int) any { return func() { body(i) } }
+
+func (p funcPreparer) GoPrepared(task any) error { return p.ex.Go(task.(func())) }
+
+func (p funcPreparer) AfterPrepared(d time.Duration, task any) error {
+	return p.d.After(d, task.(func()))
+}
+
+// preparerOf returns ex as a Preparer: its own, or funcPreparer.
+func preparerOf(ex Executor) Preparer {
+	if pr, ok := ex.(Preparer); ok {
+		return pr
+	}
+	return funcPreparer{ex: ex}
+}
+
+// delayPreparerOf returns ex, which schedules delays with d, as a
+// DelayPreparer: its own, or funcPreparer.
+func delayPreparerOf(ex Executor, d Delayer) DelayPreparer {
+	if dp, ok := ex.(DelayPreparer); ok {
+		return dp
+	}
+	return funcPreparer{ex: ex, d: d}
+}
+
 // Quoter is implemented by executors with priorities that promise each one a
 // share of the dispatches while every priority has work waiting; the mixed
 // scenario checks the promise.

@@ -38,7 +38,7 @@ func runLatency(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	t0 := time.Now()
 	smp := startSampler(ex, t0, false)
 	var rejected int64
-	pr, _ := ex.(Preparer)
+	pr := preparerOf(ex)
 	body := func(i int) { started[i] = int64(time.Since(t0)) }
 	err = OpenLoop(ctx, t0, p.N, p.Rate, func(i int, _ time.Duration) {
 		// The task is the caller's, made before the call in the executor's own
@@ -46,21 +46,9 @@ func runLatency(ctx context.Context, f Factory, p Params) (*Sample, error) {
 		// the call is the executor's hand-over alone. (An allocation timed with
 		// it cost every executor its p99: the few that refill a span or assist
 		// the GC take 10-60 µs here.)
-		var f func()
-		var task any
-		if pr != nil {
-			task = pr.Prepare(body, i)
-		} else {
-			f = func() { body(i) }
-		}
+		task := pr.Prepare(body, i)
 		submitted[i] = int64(time.Since(t0))
-		var err error
-		if pr != nil {
-			err = pr.GoPrepared(task)
-		} else {
-			err = ex.Go(f)
-		}
-		if err != nil {
+		if err := pr.GoPrepared(task); err != nil {
 			started[i] = -1
 			rejected++
 		}

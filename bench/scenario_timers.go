@@ -74,29 +74,15 @@ func runTimers(ctx context.Context, f Factory, p Params) (*Sample, error) {
 		fired[i] = int64(time.Since(t0))
 		wg.Done()
 	}
-	dp, _ := ex.(DelayPreparer)
-	fns := make([]func(), m)
-	var tasks []any
-	if dp != nil {
-		tasks = make([]any, m)
-	}
-	for i := range fns {
-		if dp != nil {
-			tasks[i] = dp.Prepare(body, i)
-		} else {
-			fns[i] = func() { body(i) }
-		}
+	dp := delayPreparerOf(ex, d)
+	tasks := make([]any, m)
+	for i := range tasks {
+		tasks[i] = dp.Prepare(body, i)
 	}
 	ts := time.Now()
-	for i, f := range fns {
+	for i, task := range tasks {
 		due[i] = int64(time.Since(t0) + delays[i])
-		var err error
-		if dp != nil {
-			err = dp.AfterPrepared(delays[i], tasks[i])
-		} else {
-			err = d.After(delays[i], f)
-		}
-		if err != nil {
+		if err := dp.AfterPrepared(delays[i], task); err != nil {
 			return nil, fmt.Errorf("bench: schedule: %w", err)
 		}
 	}
