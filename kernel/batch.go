@@ -204,6 +204,9 @@ func (k *Kernel) acquireSome(ctx context.Context, lvl queue.Level, want int64, r
 			}
 			continue
 		}
+		if k.flushLazyTickets() {
+			continue
+		}
 		if ctx == nil {
 			k.m.rejected[lvl].Add(int(want))
 			return 0, refusal

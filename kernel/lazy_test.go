@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -128,6 +129,11 @@ func TestLazyIntakeWakesTheLoopOnlyWhenNeeded(t *testing.T) {
 		}
 		if st := k.Stats(); st.Delayed != 11 || st.ByPriority.Normal.Submitted != 11 {
 			t.Fatalf("Stats delayed=%d submitted=%d, want 11/11", st.Delayed, st.ByPriority.Normal.Submitted)
+		}
+		var exp strings.Builder
+		k.Metrics().WritePrometheus(&exp)
+		if want := `ax_tasks_submitted_total{priority="normal"} 11` + "\n"; !strings.Contains(exp.String(), want) {
+			t.Fatalf("metrics lack %q:\n%s", want, exp.String())
 		}
 		start := time.Now()
 		ran := make(chan time.Duration, 1)
@@ -384,4 +390,152 @@ func TestLazyTryGoDoesNotAllocate(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("TryGo() with a Delay allocates %v times, want 0", allocs)
 	}
+}
+
+// TestLazyTicketReserveNeverCostsRoom checks that the tickets the intake takes
+// ahead for lazy tasks (takeLazyTicket) never refuse, or make wait, a task the
+// capacity has room for: a submission that finds no room takes them back first.
+func TestLazyTicketReserveNeverCostsRoom(t *testing.T) {
+	const capacity = 4 * lazyTicketBatch
+	far := Task{Delay: time.Hour, Run: noop}
+	newKernel := func(t *testing.T) *Kernel {
+		t.Helper()
+		k := newTestKernel(t, Config{Capacity: ByPriority[int]{Normal: capacity}, DegradeAt: 1})
+		if err := k.TryGo(far); err != nil {
+			t.Fatalf("TryGo() = %v", err)
+		}
+		if reserve := lazyReserveOf(k, queue.Normal); reserve != lazyTicketBatch-1 {
+			t.Fatalf("reserve after one lazy task = %d, want %d", reserve, lazyTicketBatch-1)
+		}
+		return k
+	}
+	t.Run("refusal", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			k := newKernel(t)
+			for i := 1; i < capacity; i++ {
+				if _, err := k.TrySubmit(far); err != nil {
+					t.Fatalf("TrySubmit() #%d = %v, want room up to the capacity %d", i+1, err, capacity)
+				}
+			}
+			if _, err := k.TrySubmit(far); !errors.Is(err, ErrQueueFull) {
+				t.Fatalf("TrySubmit() past the capacity = %v, want ErrQueueFull", err)
+			}
+			if err := k.TryGo(far); !errors.Is(err, ErrQueueFull) {
+				t.Fatalf("TryGo() past the capacity = %v, want ErrQueueFull", err)
+			}
+			synctest.Wait()
+			if st := k.Stats(); st.ByPriority.Normal.Submitted != capacity || st.ByPriority.Normal.Rejected != 2 {
+				t.Fatalf("submitted %d rejected %d, want %d and 2", st.ByPriority.Normal.Submitted, st.ByPriority.Normal.Rejected, capacity)
+			}
+			if n := k.waiting[queue.Normal].Load(); n != capacity {
+				t.Fatalf("tickets = %d, want %d", n, capacity)
+			}
+		})
+	})
+	t.Run("degrade", func(t *testing.T) {
+		// A reserve of Normal tickets counts against DegradeAt: it is given back
+		// before a Low task is refused for it.
+		k := newTestKernel(t, Config{Capacity: ByPriority[int]{High: capacity, Normal: capacity, Low: 2 * capacity}, DegradeAt: 0.25})
+		if err := k.TryGo(far); err != nil {
+			t.Fatalf("TryGo() = %v", err)
+		}
+		if r := lazyReserveOf(k, queue.Normal); r != lazyTicketBatch-1 {
+			t.Fatalf("reserve = %d, want %d", r, lazyTicketBatch-1)
+		}
+		low := Task{Priority: Low, Delay: time.Hour, Run: noop}
+		for i := 1; i < capacity; i++ { // DegradeAt: 0.25 of 4 × capacity
+			if _, err := k.TrySubmit(low); err != nil {
+				t.Fatalf("TrySubmit(Low) #%d = %v, want room up to %d tasks in all", i+1, err, capacity)
+			}
+		}
+		if _, err := k.TrySubmit(low); !errors.Is(err, ErrDegraded) {
+			t.Fatalf("TrySubmit(Low) past DegradeAt = %v, want ErrDegraded", err)
+		}
+	})
+	t.Run("batch", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			k := newTestKernel(t, Config{MaxConcurrency: 1, Capacity: ByPriority[int]{Normal: capacity}, DegradeAt: 1})
+			g := make(gate)
+			mustSubmit(t, k, Task{Run: g.run}) // holds the only slot: the members stay queued
+			synctest.Wait()
+			if err := k.TryGo(far); err != nil {
+				t.Fatalf("TryGo() = %v", err)
+			}
+			b := k.NewBatch(t.Context(), &BatchOptions{NoWait: true})
+			for range capacity - 1 {
+				b.Go(noop)
+			}
+			if err := b.Flush(); err != nil {
+				t.Fatalf("Flush() of the rest of the capacity = %v", err)
+			}
+			g.open()
+			if err := b.Wait(); err != nil {
+				t.Fatalf("Wait() = %v", err)
+			}
+		})
+	})
+	t.Run("blocking", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			k := newKernel(t)
+			start := time.Now()
+			for i := 1; i < capacity; i++ {
+				if _, err := k.Submit(t.Context(), far); err != nil {
+					t.Fatalf("Submit() #%d = %v", i+1, err)
+				}
+			}
+			if waited := time.Since(start); waited != 0 {
+				t.Fatalf("Submit() up to the capacity waited %v, want no wait", waited)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			if _, err := k.Submit(ctx, far); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Submit() past the capacity = %v, want DeadlineExceeded", err)
+			}
+		})
+	})
+	t.Run("waiter", func(t *testing.T) {
+		// A lazy task that waited for room is queued with the ticket it got, and
+		// the reserve forms again behind it.
+		synctest.Test(t, func(t *testing.T) {
+			k := newTestKernel(t, Config{Capacity: ByPriority[int]{Normal: capacity}, DegradeAt: 1})
+			for range capacity {
+				mustSubmit(t, k, Task{Delay: time.Minute, Run: noop})
+			}
+			start := time.Now()
+			got := make(chan time.Duration, 1)
+			go func() {
+				if err := k.Go(t.Context(), far); err != nil {
+					t.Errorf("Go() = %v", err)
+				}
+				got <- time.Since(start)
+			}()
+			synctest.Wait()
+			if k.roomWaiters.Load() != 1 {
+				t.Fatalf("room waiters = %d, want 1", k.roomWaiters.Load())
+			}
+			if waited := <-got; waited < time.Minute || waited > time.Minute+TickDefault {
+				t.Fatalf("Go() waited %v, want until the first tasks ran after a minute", waited)
+			}
+			for i := range capacity - 1 {
+				if err := k.Go(t.Context(), far); err != nil {
+					t.Fatalf("Go() #%d = %v", i, err)
+				}
+				if i == 0 {
+					if r := lazyReserveOf(k, queue.Normal); r != lazyTicketBatch-1 {
+						t.Fatalf("reserve = %d, want %d", r, lazyTicketBatch-1)
+					}
+				}
+			}
+			if waited := time.Since(start); waited > time.Minute+TickDefault {
+				t.Fatalf("Go() up to the capacity waited until %v", waited)
+			}
+		})
+	})
+}
+
+// lazyReserveOf returns the tickets of level l the intake holds in reserve.
+func lazyReserveOf(k *Kernel, l queue.Level) int64 {
+	k.in.mu.Lock()
+	defer k.in.mu.Unlock()
+	return k.in.lazyTickets[l]
 }

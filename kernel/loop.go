@@ -237,6 +237,13 @@ func (k *Kernel) pass() {
 	tasks, lazy, ctrl := k.in.tasks, k.in.lazy.take(), k.in.ctrl
 	k.in.tasks, k.in.ctrl = k.spareTasks, k.spareCtrl
 	k.in.lazy.recycle(k.lazyDone)
+	for l, n := range k.in.lazySubmitted {
+		if n > 0 {
+			// Under the lock, as readers add the two (Kernel.submittedCounts).
+			k.m.submitted[l].AddInt64(int64(n))
+			k.in.lazySubmitted[l] = 0
+		}
+	}
 	k.in.mu.Unlock()
 	k.lazyDone = nil
 	for i := range tasks {

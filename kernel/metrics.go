@@ -12,7 +12,8 @@ import (
 )
 
 // kernelMetrics holds the kernel's counters, gauges and histograms. Counters are
-// written by the loop (rejections and lazy tasks' submissions by submitters);
+// written by the loop (rejections by submitters, and lazy tasks' submissions by
+// submitters in the intake, see Kernel.submittedCounts);
 // gauges read atomics the loop publishes after each pass (and ax_tasks_delayed the
 // intake's lazy tasks, under its mutex), so they are safe for concurrent use.
 type kernelMetrics struct {
@@ -34,7 +35,6 @@ func newKernelMetrics(k *Kernel, s *metrics.Set) *kernelMetrics {
 		name string
 		c    *[queue.NumLevels]*metrics.Counter
 	}{
-		{"ax_tasks_submitted_total", &m.submitted},
 		{"ax_tasks_started_total", &m.started},
 		{"ax_tasks_succeeded_total", &m.succeeded},
 		{"ax_tasks_failed_total", &m.failed},
@@ -51,6 +51,18 @@ func newKernelMetrics(k *Kernel, s *metrics.Set) *kernelMetrics {
 			c.c[l] = s.NewCounter(fmt.Sprintf(`%s{priority=%q}`, c.name, levelNames[l]))
 		}
 	}
+	// The submitted counters are written by the loop, and read with the intake's
+	// lazy tasks it has not counted yet (Kernel.submittedCounts).
+	for l := range queue.NumLevels {
+		m.submitted[l] = new(metrics.Counter)
+	}
+	s.RegisterMetricsWriter(func(w io.Writer) {
+		n := k.submittedCounts()
+		metrics.WriteMetadataIfNeeded(w, "ax_tasks_submitted_total", "counter")
+		for l := range queue.NumLevels {
+			_, _ = fmt.Fprintf(w, "ax_tasks_submitted_total{priority=%q} %d\n", levelNames[l], n[l])
+		}
+	})
 	m.onTimeoutDropped = s.NewCounter("ax_ontimeout_dropped_total")
 	m.eventsDropped = s.NewCounter("ax_events_dropped_total")
 	for l := range queue.NumLevels {
@@ -142,9 +154,10 @@ func (s *Stats) Terminal() uint64 {
 func (k *Kernel) Stats() Stats {
 	m := k.m
 	var s Stats
+	submitted := k.submittedCounts()
 	for l := range queue.NumLevels {
 		p := PriorityStats{
-			Submitted: m.submitted[l].Get(), Started: m.started[l].Get(), Succeeded: m.succeeded[l].Get(),
+			Submitted: submitted[l], Started: m.started[l].Get(), Succeeded: m.succeeded[l].Get(),
 			Failed: m.failed[l].Get(), TimedOut: m.timedOut[l].Get(), Retried: m.retried[l].Get(),
 			Rejected: m.rejected[l].Get(), Evicted: m.evicted[l].Get(), Canceled: m.canceled[l].Get(),
 			Panics: m.panics[l].Get(), Abandoned: m.abandoned[l].Get(),
