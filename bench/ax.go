@@ -41,7 +41,8 @@ type axExecutor struct {
 
 	quotas [3]float64 // immutable: the shares the kernel's quotas promise
 
-	accepted atomic.Int64 // tasks the kernel took, for Wait
+	accepted atomic.Int64 // tasks the kernel took from Go and Submit, for Wait
+	delayed  int64        // funcs the kernel took from After: one goroutine calls it (Delayer)
 	watchers sync.WaitGroup
 	watching atomic.Int64 // watcher goroutines alive, left out of peak_goroutines
 	wrap     funcCache
@@ -196,7 +197,7 @@ func kernelPriority(p Priority) kernel.Priority {
 // count (the kernel's Shutdown would drain too, but abandons pending retries),
 // then waits for the goroutines that deliver Done.
 func (a *axExecutor) Wait() {
-	want := uint64(a.accepted.Load())
+	want := uint64(a.accepted.Load() + a.delayed)
 	pause := 20 * time.Microsecond
 	for {
 		st := a.k.Stats()
@@ -241,7 +242,7 @@ func (a *axExecutor) afterRun(d time.Duration, run func(context.Context) error) 
 	if err := a.k.TryGo(kernel.Task{Delay: d, Run: run}); err != nil {
 		return refusal(err)
 	}
-	a.accepted.Add(1)
+	a.delayed++
 	return nil
 }
 

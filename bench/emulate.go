@@ -22,6 +22,10 @@ type Pool interface {
 
 // Delayer is implemented by executors that schedule a delayed func themselves;
 // the timers scenario measures it. After runs f once, d from now, and never blocks.
+// It is called from one goroutine at a time, the one that calls Wait, if any,
+// after it; so an adapter that counts scheduled funcs needs no atomic for them,
+// the time.AfterFunc baseline counts none, and neither measures bookkeeping of
+// its own with the scheduling call.
 type Delayer interface {
 	After(d time.Duration, f func()) error
 }
