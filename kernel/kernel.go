@@ -50,7 +50,7 @@ type Kernel struct {
 		gapMean     int64 // ns: the mean gap between fast-lane tasks (runFastItem)
 		// Tickets taken ahead for lazy tasks, per level (see Kernel.takeLazyTicket),
 		// and the lazy tasks accepted since the loop last took the intake, not yet
-		// in the submitted counters (see Kernel.submittedCounts).
+		// in the submitted counters (see Kernel.intakeCounts).
 		lazyTickets   [queue.NumLevels]int64
 		lazySubmitted [queue.NumLevels]uint64
 	}
@@ -669,24 +669,18 @@ func (k *Kernel) releaseLazyTickets() bool {
 	return freed
 }
 
-// intakeDelayed returns the number of lazy tasks in the intake: delayed tasks
-// the loop has not taken in yet.
-func (k *Kernel) intakeDelayed() int {
-	k.in.mu.Lock()
-	defer k.in.mu.Unlock()
-	return k.in.lazy.n
-}
-
-// submittedCounts returns the tasks submitted so far per level: the submitted
-// counters and the lazy tasks of the intake the loop has not counted in them
-// yet, read together under the intake's lock, so that the sum never goes back.
-func (k *Kernel) submittedCounts() (n [queue.NumLevels]uint64) {
+// intakeCounts returns what the intake holds that the loop's figures do not show
+// yet: the tasks submitted so far per level (the submitted counters plus the lazy
+// tasks the loop has not counted in them, read together under the intake's lock,
+// so that the sum never goes back), and the lazy tasks waiting in the intake,
+// delayed tasks the loop has not taken in.
+func (k *Kernel) intakeCounts() (submitted [queue.NumLevels]uint64, lazies int) {
 	k.in.mu.Lock()
 	defer k.in.mu.Unlock()
 	for l := range queue.NumLevels {
-		n[l] = k.m.submitted[l].Get() + k.in.lazySubmitted[l]
+		submitted[l] = k.m.submitted[l].Get() + k.in.lazySubmitted[l]
 	}
-	return n
+	return submitted, k.in.lazy.n
 }
 
 // tryAcquire takes n tickets of level lvl if they fit. It returns ErrQueueFull or

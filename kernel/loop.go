@@ -239,7 +239,7 @@ func (k *Kernel) pass() {
 	k.in.lazy.recycle(k.lazyDone)
 	for l, n := range k.in.lazySubmitted {
 		if n > 0 {
-			// Under the lock, as readers add the two (Kernel.submittedCounts).
+			// Under the lock, as readers add the two (Kernel.intakeCounts).
 			k.m.submitted[l].AddInt64(int64(n))
 			k.in.lazySubmitted[l] = 0
 		}

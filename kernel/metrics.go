@@ -13,7 +13,7 @@ import (
 
 // kernelMetrics holds the kernel's counters, gauges and histograms. Counters are
 // written by the loop (rejections by submitters, and lazy tasks' submissions by
-// submitters in the intake, see Kernel.submittedCounts);
+// submitters in the intake, see Kernel.intakeCounts);
 // gauges read atomics the loop publishes after each pass (and ax_tasks_delayed the
 // intake's lazy tasks, under its mutex), so they are safe for concurrent use.
 type kernelMetrics struct {
@@ -52,12 +52,12 @@ func newKernelMetrics(k *Kernel, s *metrics.Set) *kernelMetrics {
 		}
 	}
 	// The submitted counters are written by the loop, and read with the intake's
-	// lazy tasks it has not counted yet (Kernel.submittedCounts).
+	// lazy tasks it has not counted yet (Kernel.intakeCounts).
 	for l := range queue.NumLevels {
 		m.submitted[l] = new(metrics.Counter)
 	}
 	s.RegisterMetricsWriter(func(w io.Writer) {
-		n := k.submittedCounts()
+		n, _ := k.intakeCounts()
 		metrics.WriteMetadataIfNeeded(w, "ax_tasks_submitted_total", "counter")
 		for l := range queue.NumLevels {
 			_, _ = fmt.Fprintf(w, "ax_tasks_submitted_total{priority=%q} %d\n", levelNames[l], n[l])
@@ -69,7 +69,10 @@ func newKernelMetrics(k *Kernel, s *metrics.Set) *kernelMetrics {
 		d := &m.depth[l]
 		s.NewGauge(fmt.Sprintf(`ax_queue_depth{priority=%q}`, levelNames[l]), func() float64 { return float64(d.Load()) })
 	}
-	s.NewGauge("ax_tasks_delayed", func() float64 { return float64(m.delayed.Load() + int64(k.intakeDelayed())) })
+	s.NewGauge("ax_tasks_delayed", func() float64 {
+		_, lazies := k.intakeCounts()
+		return float64(m.delayed.Load() + int64(lazies))
+	})
 	s.NewGauge("ax_tasks_running", func() float64 { return float64(m.running.Load()) })
 	s.NewGauge("ax_zombies", func() float64 { return float64(m.zombies.Load()) })
 	s.NewGauge("ax_executors", func() float64 { return float64(m.workers.Load()) })
@@ -154,7 +157,7 @@ func (s *Stats) Terminal() uint64 {
 func (k *Kernel) Stats() Stats {
 	m := k.m
 	var s Stats
-	submitted := k.submittedCounts()
+	submitted, lazies := k.intakeCounts()
 	for l := range queue.NumLevels {
 		p := PriorityStats{
 			Submitted: submitted[l], Started: m.started[l].Get(), Succeeded: m.succeeded[l].Get(),
@@ -173,7 +176,7 @@ func (k *Kernel) Stats() Stats {
 			s.ByPriority.Low, s.Queued.Low = p, p.Queued
 		}
 	}
-	s.Delayed = int(m.delayed.Load()) + k.intakeDelayed()
+	s.Delayed = int(m.delayed.Load()) + lazies
 	q := &k.rq
 	q.mu.Lock()
 	s.Running = q.running
