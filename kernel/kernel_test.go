@@ -687,12 +687,27 @@ func TestBatchAndMap(t *testing.T) {
 	})
 }
 
+// New returns once the loop has parked: the first tasks of a new kernel take the
+// fast lane instead of queuing behind the loop's first pass.
+func TestNewReturnsWithTheFastLaneOpen(t *testing.T) {
+	for i := range 50 {
+		k, err := New(Config{})
+		if err != nil {
+			t.Fatalf("New() = %v", err)
+		}
+		open := k.fastOpen.Load()
+		_ = k.Close()
+		if !open {
+			t.Fatalf("kernel %d: the fast lane is closed when New returns", i)
+		}
+	}
+}
+
 // An idle kernel starts a task on the fast lane (without a loop pass); the lane
 // keeps the concurrency limit, the submission order, the accounting and retries.
 func TestFastLaneKeepsLimitsOrderAndAccounting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := newTestKernel(t, Config{MaxConcurrency: 1, Retry: ByPriority[RetryPolicy]{Normal: RetryPolicy{MaxAttempts: 2, Base: time.Millisecond}}})
-		synctest.Wait() // the loop parks and opens the lane
 		if !k.fastOpen.Load() {
 			t.Fatal("an idle kernel did not open the fast lane")
 		}

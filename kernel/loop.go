@@ -40,6 +40,8 @@ type ctrlMsg struct {
 // the running list, the per-task loop fields. Nothing here is read elsewhere; what
 // others need (depths, counts) is published through atomics in kernelMetrics.
 type loopState struct {
+	readyMarked bool // Kernel.ready is closed
+
 	rcl     *resolved // the config the loop applies
 	now     time.Time // the clock, read once per pass
 	nowMono int64     // now as a mono time
@@ -207,10 +209,21 @@ func (k *Kernel) loop() {
 	for {
 		k.pass()
 		if (k.draining || k.closing) && k.live == 0 {
+			k.markReady()
 			k.stopExecutors()
 			return
 		}
 		k.park()
+		k.markReady() // if park returned at once
+	}
+}
+
+// markReady tells New, once, that the loop has run its first pass and parked.
+// Loop only.
+func (k *Kernel) markReady() {
+	if !k.readyMarked {
+		k.readyMarked = true
+		close(k.ready)
 	}
 }
 
@@ -406,6 +419,7 @@ func (k *Kernel) park() {
 	if k.timer != nil && !k.timerAt.IsZero() {
 		timerC = k.timer.C
 	}
+	k.markReady()
 	select {
 	case <-k.pokeCh:
 	case <-timerC:
