@@ -62,8 +62,9 @@ type Kernel struct {
 	_        cacheLinePad
 
 	// Admission tickets per bucket level: tasks waiting (queued, delayed, retrying).
-	// Submitters take one with a CAS; the loop gives it back when the task leaves
-	// its bucket for an executor or ends.
+	// Submitters take one with a CAS (lazy tasks from a reserve, see
+	// takeLazyTicket); the loop gives it back when the task leaves its bucket for an
+	// executor or ends.
 	waiting   [queue.NumLevels]atomic.Int64
 	evictable atomic.Int64 // queued Low tasks not yet claimed for eviction
 	// lazyReserve is set while in.lazyTickets may hold tickets: a submitter that
