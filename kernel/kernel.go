@@ -283,7 +283,7 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 		// The usual way of a lazy task: its ticket comes from the intake's reserve.
 		// Without room, it is admitted below like any task (it may wait, evict or be
 		// refused), then queued with the ticket it got.
-		if err := k.enqueueLazy(k.newLazy(t, prio, rc), lvl, false, rc); err != errNoTicket { //nolint:errorlint // sentinel of enqueueLazy's own
+		if err := k.enqueueLazy(t, prio, lvl, false, rc); err != errNoTicket { //nolint:errorlint // sentinel of enqueueLazy's own
 			return nil, err
 		}
 	}
@@ -295,7 +295,7 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 		}
 	}
 	if lazy && !evicts {
-		if err := k.enqueueLazy(k.newLazy(t, prio, rc), lvl, true, rc); err != nil {
+		if err := k.enqueueLazy(t, prio, lvl, true, rc); err != nil {
 			k.release(lvl, 1)
 			return nil, err
 		}
@@ -584,13 +584,15 @@ func (k *Kernel) enqueueMany(hs []*Handle) bool {
 	return true
 }
 
-// enqueueLazy appends a lazy task of level lvl to the intake. The task holds its
-// ticket already if admitted; if not, it takes one from the intake's reserve
-// (takeLazyTicket), and enqueueLazy returns errNoTicket, queuing nothing, when the
-// level has no room. It returns ErrClosed once the kernel closed. The task counts
-// as submitted from here (in.lazySubmitted), not from when the loop takes it in,
-// which may be much later.
-func (k *Kernel) enqueueLazy(l lazyIntake, lvl queue.Level, admitted bool, rc *resolved) error {
+// enqueueLazy appends t, of priority prio and level lvl, as a lazy task to the
+// intake (see lazyFits), reading the clock once for its submission and due times.
+// The task holds its ticket already if admitted; if not, it takes one from the
+// intake's reserve (takeLazyTicket), and enqueueLazy returns errNoTicket, queuing
+// nothing, when the level has no room. It returns ErrClosed once the kernel
+// closed. The task counts as submitted from here (in.lazySubmitted), not from when
+// the loop takes it in, which may be much later.
+func (k *Kernel) enqueueLazy(t *Task, prio Priority, lvl queue.Level, admitted bool, rc *resolved) error {
+	meta := uint64(prio)<<lazyPrioShift | uint64(min(taskTimeout(t, prio, rc), lazyTimeoutMax))
 	k.in.mu.Lock()
 	if k.in.closed {
 		k.in.mu.Unlock()
@@ -601,8 +603,19 @@ func (k *Kernel) enqueueLazy(l lazyIntake, lvl queue.Level, admitted bool, rc *r
 		return errNoTicket
 	}
 	k.in.lazySubmitted[lvl]++
-	k.in.lazy.push(l)
-	wake := k.in.loopWaiting && (l.due < k.in.wakeAt || k.in.lazy.n >= lazyBatch)
+	// The clock is read here, under the lock and between the two halves of the
+	// entry's write, not before the lock: the first stores, often to a line or a
+	// page of the chunk not touched yet, complete while the clock is read, where
+	// they used to hold up the unlock. 1,000,000 far-future tasks in a fresh
+	// process: 130 → 108 ns a task (12 runs each, alternated); 4 submitters at
+	// once: 145-170 → 115-125 ns, so the longer hold costs less than it saves.
+	e := k.in.lazy.slot()
+	e.t.run, e.t.meta = t.Run, meta
+	now := k.mono()
+	due, _ := k.dueOf(t, now)
+	e.t.submitAt, e.due = now, due
+	k.in.lazy.commit(due)
+	wake := k.in.loopWaiting && (due < k.in.wakeAt || k.in.lazy.n >= lazyBatch)
 	if wake {
 		k.in.loopWaiting = false
 	}

@@ -81,8 +81,9 @@ type lazyQueue struct {
 	nfree      int
 }
 
-// push queues l.
-func (q *lazyQueue) push(l lazyIntake) {
+// slot returns the entry the next task fills, at the tail, in a new chunk if the
+// tail chunk is full. commit then queues it.
+func (q *lazyQueue) slot() *lazyIntake {
 	t := q.tail
 	if t == nil || t.n == lazyChunkLen {
 		c := q.free
@@ -100,10 +101,15 @@ func (q *lazyQueue) push(l lazyIntake) {
 		q.tail = c
 		t = c
 	}
-	if t.n == 0 || l.due < t.minDue {
-		t.minDue = l.due
+	return &t.e[t.n]
+}
+
+// commit queues the entry slot returned, due at due.
+func (q *lazyQueue) commit(due int64) {
+	t := q.tail
+	if t.n == 0 || due < t.minDue {
+		t.minDue = due
 	}
-	t.e[t.n] = l
 	t.n++
 	q.n++
 }
@@ -142,17 +148,6 @@ func (t *lazyTask) timeout() time.Duration { return time.Duration(t.meta & lazyT
 func (k *Kernel) lazyFits(t *Task) bool {
 	return (t.Delay > 0 || !t.At.IsZero()) && t.ID == "" && t.OnTimeout == nil && t.Retry == nil &&
 		k.events == nil && (t.Timeout <= lazyTimeoutMax || t.Timeout == NoTimeout)
-}
-
-// newLazy makes the compact record of t (see lazyFits). It reads the clock once.
-func (k *Kernel) newLazy(t *Task, prio Priority, rc *resolved) lazyIntake {
-	now := k.mono()
-	due, _ := k.dueOf(t, now)
-	d := min(taskTimeout(t, prio, rc), lazyTimeoutMax)
-	return lazyIntake{
-		t:   lazyTask{run: t.Run, meta: uint64(prio)<<lazyPrioShift | uint64(d), submitAt: now},
-		due: due,
-	}
 }
 
 // acceptLazies takes in the lazy tasks of the chunks from c on. A full chunk whose
