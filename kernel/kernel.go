@@ -590,7 +590,10 @@ func (k *Kernel) enqueueMany(hs []*Handle) bool {
 // intake's reserve (takeLazyTicket), and enqueueLazy returns errNoTicket, queuing
 // nothing, when the level has no room. It returns ErrClosed once the kernel
 // closed. The task counts as submitted from here (in.lazySubmitted), not from when
-// the loop takes it in, which may be much later.
+// the loop takes it in, which may be much later. It wakes a parked loop only if
+// the task is due before the loop's timer fires, or if lazyBatch tasks wait: a
+// task due later is taken in when the loop wakes anyway, so a burst of delayed
+// tasks costs the loop one pass per lazyBatch tasks, not one per submission.
 func (k *Kernel) enqueueLazy(t *Task, prio Priority, lvl queue.Level, admitted bool, rc *resolved) error {
 	meta := uint64(prio)<<lazyPrioShift | uint64(min(taskTimeout(t, prio, rc), lazyTimeoutMax))
 	k.in.mu.Lock()
