@@ -9,11 +9,14 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/benbjohnson/clock"
+
+	"github.com/axsched/ax/queue"
 )
 
 // Defaults and limits of [Config].
 const (
 	MaxConcurrencyDefault     = 500
+	MaxConcurrencyMax         = 1 << 24
 	CapacityHighDefault       = 10_000
 	CapacityNormalDefault     = 30_000
 	CapacityLowDefault        = 10_000
@@ -22,12 +25,18 @@ const (
 	TickDefault               = time.Millisecond
 	TickMin                   = 100 * time.Microsecond
 	MaxZombiesDefault         = 100
+	MaxZombiesMax             = 1 << 24
 	ZombieGraceDefault        = 3 * time.Second
+	ZombieGraceMax            = time.Hour
 	OnTimeoutWorkersDefault   = 4
+	OnTimeoutWorkersMax       = 1024
 	EventBufferDefault        = 1 << 16
+	EventBufferMax            = 1 << 24
 	StoreTimeoutDefault       = 5 * time.Second
 	StoreBatchDefault         = 4096
 	StoreSnapshotBatchDefault = 1 << 16
+	StoreBatchMax             = 1 << 20
+	QuotaMax                  = queue.QuotaMax
 
 	RetryMaxAttemptsDefault = 3
 	RetryBaseDefault        = time.Second
@@ -254,23 +263,23 @@ func (c *Config) Validate() error {
 	bad := func(field string, v any, reason string) {
 		errs = append(errs, &ConfigError{Field: "Config." + field, Value: v, Reason: reason})
 	}
-	if c.MaxConcurrency < 0 {
-		bad("MaxConcurrency", c.MaxConcurrency, "must be >= 0")
+	inRange := func(field string, v, hi int) {
+		switch {
+		case v < 0:
+			bad(field, v, "must be >= 0")
+		case v > hi:
+			bad(field, v, "must be <= "+itoa(hi))
+		}
 	}
-	if c.Quotas.High < 0 {
-		bad("Quotas.High", c.Quotas.High, "must be >= 0")
-	}
-	if c.Quotas.Normal < 0 {
-		bad("Quotas.Normal", c.Quotas.Normal, "must be >= 0")
-	}
-	if c.Quotas.LowGuaranteed < 0 {
-		bad("Quotas.LowGuaranteed", c.Quotas.LowGuaranteed, "must be >= 0")
-	}
+	inRange("MaxConcurrency", c.MaxConcurrency, MaxConcurrencyMax)
+	inRange("Quotas.High", c.Quotas.High, QuotaMax)
+	inRange("Quotas.Normal", c.Quotas.Normal, QuotaMax)
+	inRange("Quotas.LowGuaranteed", c.Quotas.LowGuaranteed, QuotaMax)
 	conc := cmp.Or(c.MaxConcurrency, MaxConcurrencyDefault)
 	switch {
 	case c.Reserve.High < 0:
 		bad("Reserve.High", c.Reserve.High, "must be >= 0")
-	case c.MaxConcurrency >= 0 && c.Reserve.High >= conc:
+	case c.MaxConcurrency >= 0 && c.MaxConcurrency <= MaxConcurrencyMax && c.Reserve.High >= conc:
 		bad("Reserve.High", c.Reserve.High, "must be < MaxConcurrency ("+itoa(conc)+")")
 	}
 	if c.AgeAfter < 0 {
@@ -313,27 +322,30 @@ func (c *Config) Validate() error {
 	if c.RetryBudget.Window < 0 {
 		bad("RetryBudget.Window", c.RetryBudget.Window, "must be >= 0")
 	}
-	if c.MaxZombies < -1 {
+	switch {
+	case c.MaxZombies < -1:
 		bad("MaxZombies", c.MaxZombies, "must be >= -1")
+	case c.MaxZombies > MaxZombiesMax:
+		bad("MaxZombies", c.MaxZombies, "must be <= "+itoa(MaxZombiesMax))
 	}
-	if c.ZombieGrace < 0 {
+	switch {
+	case c.ZombieGrace < 0:
 		bad("ZombieGrace", c.ZombieGrace, "must be >= 0")
+	case c.ZombieGrace > ZombieGraceMax:
+		bad("ZombieGrace", c.ZombieGrace, "must be <= "+ZombieGraceMax.String())
 	}
-	if c.OnTimeoutWorkers < 0 {
-		bad("OnTimeoutWorkers", c.OnTimeoutWorkers, "must be >= 0")
-	}
-	if c.EventBuffer < 0 {
-		bad("EventBuffer", c.EventBuffer, "must be >= 0")
-	}
-	if c.SnapshotEvery < 0 {
+	inRange("OnTimeoutWorkers", c.OnTimeoutWorkers, OnTimeoutWorkersMax)
+	inRange("EventBuffer", c.EventBuffer, EventBufferMax)
+	switch {
+	case c.SnapshotEvery < 0:
 		bad("SnapshotEvery", c.SnapshotEvery, "must be >= 0")
+	case c.SnapshotEvery > 0 && c.Store == nil:
+		bad("SnapshotEvery", c.SnapshotEvery, "needs a Store (periodic snapshots are of durable tasks)")
 	}
 	if c.StoreTimeout < 0 {
 		bad("StoreTimeout", c.StoreTimeout, "must be >= 0")
 	}
-	if c.StoreBatch < 0 {
-		bad("StoreBatch", c.StoreBatch, "must be >= 0")
-	}
+	inRange("StoreBatch", c.StoreBatch, StoreBatchMax)
 	return errors.Join(errs...)
 }
 

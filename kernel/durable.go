@@ -414,7 +414,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		if need[l] == 0 {
 			continue
 		}
-		if _, err := k.admit(ctx, queue.Level(l), need[l], rc); err != nil {
+		if _, err := k.admit(ctx, queue.Level(l), need[l], rc, false); err != nil {
 			releaseAll()
 			dropKeys(taken)
 			return nil, err

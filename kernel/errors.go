@@ -38,6 +38,12 @@ var (
 	// ErrAbandoned is the error of a delayed or retrying task that [Kernel.Shutdown]
 	// ended before it was due.
 	ErrAbandoned = errors.New("kernel: task abandoned at shutdown")
+
+	// ErrStopFromInside is returned by [Kernel.Shutdown] and [Kernel.Close] when
+	// called from the kernel's own goroutines — a task's function, an OnEvent or
+	// OnTimeout callback — which they would wait for: the stop begins and goes on in
+	// the background, and the call returns at once.
+	ErrStopFromInside = errors.New("kernel: Shutdown or Close called from a task or callback of this kernel: the stop goes on without waiting for its caller")
 )
 
 // PanicError is the error of an attempt whose function panicked or called
@@ -114,6 +120,9 @@ type ShutdownError struct {
 	// Shutdown gave up waiting for the store. The store keeps those tasks' earlier
 	// states: a task it still holds as live runs again on the next start.
 	Journal int
+	// Callbacks counts the OnEvent and OnTimeout callbacks still running when
+	// Shutdown gave up waiting for them.
+	Callbacks int
 }
 
 // Error implements error.
@@ -123,6 +132,9 @@ func (e *ShutdownError) Error() string {
 		e.Err, e.Queued, e.Running)
 	if e.Journal > 0 {
 		fmt.Fprintf(&b, ", %d journal changes not written", e.Journal)
+	}
+	if e.Callbacks > 0 {
+		fmt.Fprintf(&b, ", %d callbacks still running", e.Callbacks)
 	}
 	return b.String()
 }

@@ -1,23 +1,32 @@
 package kernel
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/VictoriaMetrics/metrics"
+)
 
 // eventQueue carries events from the loop to Config.OnEvent on a goroutine of its
 // own. The loop appends a pass's events at once; when limit events wait, further
-// ones are dropped and counted, so a slow OnEvent never blocks the loop.
+// ones are dropped and counted, so a slow OnEvent never blocks the loop. A panic
+// in OnEvent is recovered and counted (panics); the events after it are still
+// delivered.
 type eventQueue struct {
-	fn    func(Event)
-	limit int
+	fn     func(Event)
+	limit  int
+	panics *metrics.Counter
 
 	mu     sync.Mutex
 	buf    []Event // guarded by mu
 	closed bool    // guarded by mu
 	wake   chan struct{}
 	done   chan struct{}
+	gid    atomic.Uint64 // the delivering goroutine's id (Kernel.onOwnGoroutine)
 }
 
-func newEventQueue(fn func(Event), limit int) *eventQueue {
-	q := &eventQueue{fn: fn, limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
+func newEventQueue(fn func(Event), limit int, panics *metrics.Counter) *eventQueue {
+	q := &eventQueue{fn: fn, limit: limit, panics: panics, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go q.run()
 	return q
 }
@@ -42,6 +51,7 @@ func (q *eventQueue) push(evs []Event) int {
 
 func (q *eventQueue) run() {
 	defer close(q.done)
+	q.gid.Store(goroutineID())
 	var batch []Event
 	for {
 		q.mu.Lock()
@@ -49,7 +59,7 @@ func (q *eventQueue) run() {
 		closed := q.closed
 		q.mu.Unlock()
 		for i := range batch {
-			q.fn(batch[i])
+			q.deliver(&batch[i])
 			batch[i] = Event{}
 		}
 		if len(batch) > 0 {
@@ -62,8 +72,20 @@ func (q *eventQueue) run() {
 	}
 }
 
-// stop delivers what is buffered, then ends the goroutine and waits for it.
-func (q *eventQueue) stop() {
+// deliver calls OnEvent with e, recovering a panic.
+func (q *eventQueue) deliver(e *Event) {
+	defer func() {
+		if recover() != nil {
+			q.panics.Inc()
+		}
+	}()
+	q.fn(*e)
+}
+
+// stop asks the goroutine to deliver what is buffered and end, and waits for it
+// until deadline (nil: no bound). It reports whether the goroutine ended: an
+// OnEvent that blocks keeps it, and the kernel abandons it.
+func (q *eventQueue) stop(deadline <-chan struct{}) bool {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
@@ -71,7 +93,12 @@ func (q *eventQueue) stop() {
 	case q.wake <- struct{}{}:
 	default:
 	}
-	<-q.done
+	select {
+	case <-q.done:
+		return true
+	case <-deadline:
+		return false
+	}
 }
 
 // emit records a state change for OnEvent. Loop only.
@@ -102,28 +129,47 @@ func (k *Kernel) flushEvents() {
 }
 
 // sidePool runs OnTimeout callbacks and zombie stack dumps on a few goroutines of
-// their own, off the loop. Its queue is bounded: submit reports false when full.
+// their own, off the loop. Its queue is bounded: submit reports false when full. A
+// panicking callback is recovered and counted.
 type sidePool struct {
-	jobs chan func() // buffered: the bound of pending callbacks
-	wg   sync.WaitGroup
-	once sync.Once
+	jobs   chan func() // buffered: the bound of pending callbacks
+	panics *metrics.Counter
+	gids   []atomic.Uint64 // the workers' goroutine ids (Kernel.onOwnGoroutine)
+	live   atomic.Int32    // workers not yet returned
+	done   chan struct{}   // closed when the last worker returned
+	once   sync.Once
 }
 
-func newSidePool(workers, queue int) *sidePool {
-	p := &sidePool{jobs: make(chan func(), queue)}
-	p.wg.Add(workers)
-	for range workers {
-		go func() {
-			defer p.wg.Done()
-			for f := range p.jobs {
-				func() {
-					defer func() { _ = recover() }() // a panicking callback must not kill the pool
-					f()
-				}()
-			}
-		}()
+func newSidePool(workers, queue int, panics *metrics.Counter) *sidePool {
+	p := &sidePool{jobs: make(chan func(), queue), panics: panics, gids: make([]atomic.Uint64, workers), done: make(chan struct{})}
+	p.live.Store(int32(workers))
+	for i := range workers {
+		go p.work(i)
 	}
 	return p
+}
+
+// work is the body of worker i.
+func (p *sidePool) work(i int) {
+	defer func() {
+		if p.live.Add(-1) == 0 {
+			close(p.done)
+		}
+	}()
+	p.gids[i].Store(goroutineID())
+	for f := range p.jobs {
+		p.call(f)
+	}
+}
+
+// call runs f, recovering a panic: a panicking callback must not kill the pool.
+func (p *sidePool) call(f func()) {
+	defer func() {
+		if recover() != nil {
+			p.panics.Inc()
+		}
+	}()
+	f()
 }
 
 func (p *sidePool) submit(f func()) bool {
@@ -135,9 +181,26 @@ func (p *sidePool) submit(f func()) bool {
 	}
 }
 
-// stop runs what is queued and waits for the goroutines. Must not race submit:
-// the kernel calls it after its loop returned.
-func (p *sidePool) stop() {
+// has reports whether gid is one of the pool's workers.
+func (p *sidePool) has(gid uint64) bool {
+	for i := range p.gids {
+		if p.gids[i].Load() == gid {
+			return true
+		}
+	}
+	return false
+}
+
+// stop lets the workers run what is queued and return, and waits for them until
+// deadline (nil: no bound). It returns how many are still running a callback
+// then: the kernel abandons them. Must not race submit: the kernel calls it after
+// its loop returned. It may be called again.
+func (p *sidePool) stop(deadline <-chan struct{}) int {
 	p.once.Do(func() { close(p.jobs) })
-	p.wg.Wait()
+	select {
+	case <-p.done:
+		return 0
+	case <-deadline:
+		return int(p.live.Load())
+	}
 }

@@ -216,7 +216,7 @@ func (k *Kernel) finishFast(a *attempt) {
 type executor struct {
 	wake  chan struct{} // size 1: a wake-up is never lost and never blocks the waker
 	fresh bool          // started by the loop and counted in runq.coming; guarded by runq.mu
-	gid   uint64        // goroutine id, for zombie stack dumps; set by the executor
+	gid   atomic.Uint64 // goroutine id, for zombie stack dumps and onOwnGoroutine; set by its goroutine
 	shard int           // immutable: its shard of the histograms (histShards)
 	cur   *attempt      // the attempt it runs, nil between attempts; guarded by runq.mu
 	slot  int           // its index in runq.execs, -1 while not in it; guarded by runq.mu
@@ -242,7 +242,7 @@ var executorSeq atomic.Uint32
 // queue until the kernel stops or the concurrency limit shrinks below the number of
 // executors. prev is an attempt to hand back first (see the Goexit case below).
 func (k *Kernel) runExecutor(e *executor, prev *attempt) {
-	e.gid = goroutineID()
+	e.gid.Store(goroutineID())
 	var cur *attempt
 	inLight := false
 	defer func() {

@@ -21,7 +21,7 @@ type Handle struct {
 	prio     Priority      // immutable; normalized: never PriorityDefault
 	due      bool          // immutable: Delay or At was set
 	pooled   bool          // immutable: fire-and-forget, recycled once it ended normally
-	evicts   bool          // immutable: a High arrival that claimed the eviction of a Low task
+	evicts   bool          // a High task holding the ticket of the Low task it evicted, until a retry; loop-owned once submitted
 	placed   bool          // loop-owned: the loop took it in (first state set)
 	ended    bool          // guarded by mu: finish ran
 	state    atomic.Uint32 // State; written by the loop, and by an executor that settles a success
@@ -67,6 +67,15 @@ func recycle(h *Handle, a *attempt) {
 	handlePool.Put(h)
 }
 
+// ticket returns the level of the admission ticket h holds while it waits: its
+// bucket's, or Low's for a High task that evicted a Low one (Config.EvictLow).
+func (h *Handle) ticket() queue.Level {
+	if h.evicts {
+		return queue.Low
+	}
+	return h.bucket
+}
+
 // ID returns the task's ID: Task.ID, or one the kernel made.
 func (h *Handle) ID() string {
 	if h.id != "" {
@@ -108,12 +117,21 @@ func (h *Handle) Err() error {
 }
 
 // Wait blocks until the task reaches its terminal state and returns [Handle.Err],
-// or returns ctx.Err() if ctx ends first (the task goes on).
+// or returns ctx.Err() if ctx ends first (the task goes on). A task that has
+// ended gives its outcome even when ctx has ended too. A nil ctx never ends.
 func (h *Handle) Wait(ctx context.Context) error {
+	done := h.Done()
+	if isDone(done) || ctx == nil {
+		<-done
+		return h.Err()
+	}
 	select {
-	case <-h.Done():
+	case <-done:
 		return h.Err()
 	case <-ctx.Done():
+		if isDone(done) {
+			return h.Err()
+		}
 		return ctx.Err()
 	}
 }

@@ -393,7 +393,7 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 	}
 	if len(handed) > 0 && !j.k.enqueueMany(handed) {
 		for _, h := range handed {
-			j.k.release(h.bucket, 1)
+			j.k.release(h.ticket(), 1)
 			j.k.abortDurable(h)
 		}
 	}
@@ -419,6 +419,6 @@ func settleGroups(batch []jentry) {
 // refuse gives back the ticket and the unique key of an acknowledged insert whose
 // submit fails.
 func (j *journal) refuse(e jentry) {
-	j.k.release(e.h.bucket, 1)
+	j.k.release(e.h.ticket(), 1)
 	j.k.dur.dropKey(e.h.dur.unique)
 }

@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"math"
 	"reflect"
 	"runtime"
 	"sync"
@@ -66,7 +67,7 @@ type Kernel struct {
 	// takeLazyTicket); the loop gives it back when the task leaves its bucket for an
 	// executor or ends.
 	waiting   [queue.NumLevels]atomic.Int64
-	evictable atomic.Int64 // queued Low tasks not yet claimed for eviction
+	evictable atomic.Int64 // queued Low tasks at the loop's last pass: a hint for evictForRoom
 	// lazyReserve is set while in.lazyTickets may hold tickets: a submitter that
 	// finds no room gives them back first (flushLazyTickets).
 	lazyReserve atomic.Bool
@@ -87,13 +88,13 @@ type Kernel struct {
 
 	execWG   sync.WaitGroup // every executor goroutine, zombies included
 	closedCh chan struct{}  // closed when Shutdown or Close begins
+	closeCh  chan struct{}  // closed when Close begins; guarded by cfgMu until closed
 	loopDone chan struct{}  // closed when the loop returns
 	ready    chan struct{}  // closed when the loop first parks (see New)
 	workDone chan struct{}  // closed when the last executor goroutine (zombies too) exits
 
 	events   *eventQueue // nil without Config.OnEvent
 	sidePool *sidePool   // OnTimeout callbacks and zombie stack dumps
-	sideOnce sync.Once
 
 	zmu  sync.Mutex
 	zset map[*zombie]struct{} // zombies now; guarded by zmu
@@ -160,6 +161,7 @@ func New(cfg Config) (*Kernel, error) {
 		cfg:      cfg,
 		pokeCh:   make(chan struct{}, 1),
 		closedCh: make(chan struct{}),
+		closeCh:  make(chan struct{}),
 		loopDone: make(chan struct{}),
 		ready:    make(chan struct{}),
 		workDone: make(chan struct{}),
@@ -176,9 +178,9 @@ func New(cfg Config) (*Kernel, error) {
 			return nil, err
 		}
 	}
-	k.sidePool = newSidePool(c.OnTimeoutWorkers, 1024)
+	k.sidePool = newSidePool(c.OnTimeoutWorkers, 1024, k.m.callbackPanics)
 	if c.OnEvent != nil {
-		k.events = newEventQueue(c.OnEvent, c.EventBuffer)
+		k.events = newEventQueue(c.OnEvent, c.EventBuffer, k.m.callbackPanics)
 	}
 	go k.loop()
 	// Returned before the loop ran, a kernel would take its first tasks the slow
@@ -197,6 +199,15 @@ func (k *Kernel) Metrics() *metrics.Set { return k.rc.Load().cfg.Metrics }
 // started. On the real clock it reads only the monotonic clock, which is much
 // cheaper than time.Now on many machines.
 func (k *Kernel) mono() int64 { return int64(k.clk.Since(k.epoch)) }
+
+// addMono returns the mono time m plus d >= 0, saturated at math.MaxInt64: a
+// Delay of any size lies in the future, never wrapped into the past.
+func addMono(m int64, d time.Duration) int64 {
+	if s := m + int64(d); s >= m {
+		return s
+	}
+	return math.MaxInt64
+}
 
 // at converts a mono time back to a time.Time.
 func (k *Kernel) at(m int64) time.Time { return k.epoch.Add(time.Duration(m)) }
@@ -290,7 +301,7 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 	var evicts bool
 	var err error
 	if !fast {
-		if evicts, err = k.admit(ctx, lvl, 1, rc); err != nil {
+		if evicts, err = k.admit(ctx, lvl, 1, rc, true); err != nil {
 			return nil, err
 		}
 	}
@@ -317,7 +328,7 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 			return h, nil
 		}
 		// The lane closed meanwhile: the usual way.
-		if evicts, err = k.admit(ctx, lvl, 1, rc); err != nil {
+		if evicts, err = k.admit(ctx, lvl, 1, rc, true); err != nil {
 			if pooled {
 				*h = Handle{}
 				handlePool.Put(h)
@@ -327,7 +338,7 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 	}
 	h.evicts = evicts
 	if !k.enqueue(h) {
-		k.release(lvl, 1)
+		k.release(h.ticket(), 1)
 		return nil, ErrClosed
 	}
 	if pooled {
@@ -380,7 +391,7 @@ func taskTimeout(t *Task, prio Priority, rc *resolved) time.Duration {
 func (k *Kernel) dueOf(t *Task, now int64) (int64, bool) {
 	switch {
 	case t.Delay > 0:
-		return now + int64(t.Delay), true
+		return addMono(now, t.Delay), true
 	case !t.At.IsZero():
 		return int64(t.At.Sub(k.epoch)), true
 	}
@@ -527,7 +538,7 @@ func (k *Kernel) submitLight(ctx context.Context, t *Task, prio Priority, lvl qu
 			return nil
 		}
 	}
-	evicts, err := k.admit(ctx, lvl, 1, rc)
+	evicts, err := k.admit(ctx, lvl, 1, rc, true)
 	if err != nil {
 		return err // a refusal does not read the clock
 	}
@@ -535,13 +546,16 @@ func (k *Kernel) submitLight(ctx context.Context, t *Task, prio Priority, lvl qu
 		l.at = k.mono()
 	}
 	if evicts {
-		// The eviction of a queued Low task travels on a record (Kernel.accept).
+		// A task holding an evicted Low task's ticket travels on a record, which
+		// knows which ticket to give back (Handle.ticket).
 		h := handlePool.Get().(*Handle)
 		h.pooled = true
 		k.initHandle(h, t, prio, rc, nil)
 		h.evicts = true
 		if !k.enqueue(h) {
-			k.release(lvl, 1)
+			k.release(queue.Low, 1)
+			*h = Handle{}
+			handlePool.Put(h)
 			return ErrClosed
 		}
 		return nil
@@ -739,9 +753,10 @@ func (k *Kernel) acquireIfRoom(lvl queue.Level, n, room int64, rc *resolved) err
 func (k *Kernel) release(lvl queue.Level, n int64) { k.waiting[lvl].Add(-n) }
 
 // admit takes n tickets for level lvl, waiting for room while ctx allows (ctx nil:
-// no wait). A High task refused for room may claim the eviction of a queued Low
-// task (Config.EvictLow): it is admitted and evicts reports true.
-func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolved) (evicts bool, err error) {
+// no wait). With evict, a single High task that finds no room asks the loop to
+// evict the newest queued Low task (Config.EvictLow): if the loop did, the task is
+// admitted with that task's ticket and evicts reports true.
+func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolved, evict bool) (evicts bool, err error) {
 	for {
 		if k.isClosed() {
 			return false, ErrClosed
@@ -753,8 +768,7 @@ func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolv
 		if k.flushLazyTickets() {
 			continue
 		}
-		if lvl == queue.High && n == 1 && rc.cfg.EvictLow && k.claimEviction() {
-			k.waiting[lvl].Add(1)
+		if evict && lvl == queue.High && n == 1 && rc.cfg.EvictLow && k.evictable.Load() > 0 && k.evictForRoom() {
 			return true, nil
 		}
 		if ctx == nil {
@@ -819,16 +833,26 @@ func (k *Kernel) hasRoom(lvl queue.Level, rc *resolved) bool {
 	return true
 }
 
-// claimEviction claims one queued Low task for eviction.
-func (k *Kernel) claimEviction() bool {
-	for {
-		n := k.evictable.Load()
-		if n <= 0 {
-			return false
+// evictForRoom asks the loop to evict the newest queued Low task for a High
+// submitter that found no room, and reports whether it did: the evicted task's
+// ticket is then the submitter's (Handle.evicts). Only the loop can tell whether
+// a Low task still waits, so the submitter waits for its answer; it does so only
+// when the kernel is full.
+func (k *Kernel) evictForRoom() bool {
+	ack := make(chan error, 1)
+	k.control(ctrlMsg{kind: ctrlEvict, ack: ack})
+	select {
+	case err := <-ack:
+		return err == nil
+	case <-k.loopDone:
+		select {
+		case err := <-ack:
+			if err == nil {
+				k.release(queue.Low, 1) // the kernel stopped: nobody takes the ticket
+			}
+		default:
 		}
-		if k.evictable.CompareAndSwap(n, n-1) {
-			return true
-		}
+		return false
 	}
 }
 
@@ -850,6 +874,9 @@ func (k *Kernel) isClosed() bool {
 // update that changes them is refused). Lowering MaxConcurrency lets running tasks
 // finish; no new one starts until the running count is below the new limit.
 func (k *Kernel) Update(fn func(*Config)) error {
+	if fn == nil {
+		return errors.New("kernel: Update: fn must not be nil")
+	}
 	k.cfgMu.Lock()
 	defer k.cfgMu.Unlock()
 	if k.isClosed() {
@@ -909,24 +936,47 @@ func funcPtr(f func(Event)) uintptr {
 // Shutdown stops admitting tasks and drains: queued and running tasks run to their
 // end; delayed tasks and retries not yet due end Abandoned with [ErrAbandoned], and
 // attempts that fail while draining are not retried. It blocks until every task is
-// terminal and every executor goroutine has exited — zombies of timed-out tasks
-// included — and returns nil. If ctx ends first it
-// returns a [*ShutdownError] wrapping ctx.Err() that counts what had not finished;
-// the drain goes on, and [Kernel.Close] ends it. Shutdown is idempotent and safe
-// to call concurrently with Close.
+// terminal, every executor goroutine has exited — zombies of timed-out tasks
+// included — and the OnEvent and OnTimeout callbacks have returned, and returns
+// nil. If ctx ends first it returns a [*ShutdownError] wrapping ctx.Err() that
+// counts what had not finished; the drain goes on, and [Kernel.Close] ends it. If
+// Close begins meanwhile, Shutdown returns once Close has ended the tasks, with a
+// *ShutdownError wrapping [ErrClosed] if executors were still running. Shutdown is
+// idempotent and safe to call concurrently with Close.
+//
+// Called from the kernel's own goroutines — a task's function, an OnEvent or
+// OnTimeout callback — Shutdown would wait for its caller: it begins the drain and
+// returns [ErrStopFromInside] at once, and the drain completes once the caller
+// returns.
 func (k *Kernel) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	k.beginStop(ctrlShutdown)
+	if k.onOwnGoroutine() {
+		go k.Shutdown(context.Background()) //nolint:errcheck // it ends the stop in the background
+		return ErrStopFromInside
+	}
 	select {
 	case <-k.loopDone:
 	case <-ctx.Done():
-		st := k.Stats()
-		return &ShutdownError{Err: ctx.Err(), Queued: st.Queued.High + st.Queued.Normal + st.Queued.Low + st.Dispatched + st.Delayed, Running: st.Running}
+		if !isDone(k.loopDone) {
+			st := k.Stats()
+			return &ShutdownError{Err: ctx.Err(), Queued: st.Queued.High + st.Queued.Normal + st.Queued.Low + st.Dispatched + st.Delayed, Running: st.Running}
+		}
 	}
 	select {
 	case <-k.workDone:
+	case <-k.closeCh:
+		// Close ended the tasks and waits for the functions itself: a Shutdown
+		// called from a goroutine a task waits for must not wait for that task.
+		if !isDone(k.workDone) {
+			return &ShutdownError{Err: ErrClosed, Running: k.Stats().Running}
+		}
 	case <-ctx.Done():
-		st := k.Stats()
-		return &ShutdownError{Err: ctx.Err(), Running: st.Running}
+		if !isDone(k.workDone) {
+			return &ShutdownError{Err: ctx.Err(), Running: k.Stats().Running}
+		}
 	}
 	if k.dur != nil {
 		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
@@ -934,7 +984,9 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 		}
 		k.dur.j.stop()
 	}
-	k.stopSide()
+	if n := k.stopSide(ctx.Done()); n > 0 {
+		return &ShutdownError{Err: ctx.Err(), Callbacks: n}
+	}
 	return nil
 }
 
@@ -942,33 +994,77 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 // retrying tasks Canceled with [ErrClosed], and cancels the contexts of running
 // tasks, which end Canceled with ErrClosed at once. It then waits up to
 // Config.ZombieGrace (on Config.Clock) for the running functions, zombies
-// included, to return, logs those that did not, and returns nil. Close is
-// idempotent; after Shutdown it ends what the drain left.
+// included, and the OnEvent and OnTimeout callbacks to return, logs those that did
+// not, and returns nil: Close always returns. A callback still running then is
+// abandoned (its goroutine ends when it returns; Stats.CallbacksAbandoned counts
+// it). Close is idempotent; after Shutdown it ends what the drain left.
+//
+// Called from the kernel's own goroutines (a task's function, an OnEvent or
+// OnTimeout callback), Close ends the tasks as above but does not wait for its
+// caller: it returns [ErrStopFromInside] at once, and the rest of the stop
+// completes in the background.
 func (k *Kernel) Close() error {
 	k.beginStop(ctrlClose)
+	if k.onOwnGoroutine() {
+		go k.Close() //nolint:errcheck // it ends the stop in the background
+		return ErrStopFromInside
+	}
 	<-k.loopDone
-	grace := k.rc.Load().cfg.ZombieGrace
-	t := k.clk.Timer(grace)
+	expired := make(chan struct{})
+	t := k.clk.AfterFunc(k.rc.Load().cfg.ZombieGrace, func() { close(expired) })
 	defer t.Stop()
+	logger := k.rc.Load().cfg.Logger
 	select {
 	case <-k.workDone:
-	case <-t.C:
-		if l := k.rc.Load().cfg.Logger; l != nil {
-			l.Warn("kernel: close returned with task functions still running", "running", k.Stats().Running)
+	case <-expired:
+		if logger != nil {
+			logger.Warn("kernel: close returned with task functions still running", "running", k.Stats().Running)
 		}
 	}
 	if k.dur != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), k.rc.Load().cfg.StoreTimeout)
 		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
-			if l := k.rc.Load().cfg.Logger; l != nil {
-				l.Warn("kernel: close gave up writing the journal; the store keeps the tasks' earlier states", "changes", k.dur.j.pending.Load(), "err", err)
+			if logger != nil {
+				logger.Warn("kernel: close gave up writing the journal; the store keeps the tasks' earlier states", "changes", k.dur.j.pending.Load(), "err", err)
 			}
 		}
 		cancel()
 		k.dur.j.stop()
 	}
-	k.stopSide()
+	if n := k.stopSide(expired); n > 0 && logger != nil {
+		logger.Warn("kernel: close abandoned callbacks still running (OnEvent or OnTimeout)", "callbacks", n)
+	}
 	return nil
+}
+
+// isDone reports whether ch is closed.
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// onOwnGoroutine reports whether the caller runs on one of the kernel's own
+// goroutines: an executor (a task's function, a zombie's included), the OnEvent
+// goroutine or an OnTimeout worker. Shutdown and Close ask, since they wait for
+// those goroutines. It costs a stack read (about a microsecond).
+func (k *Kernel) onOwnGoroutine() bool {
+	gid := goroutineID()
+	if k.sidePool.has(gid) || (k.events != nil && k.events.gid.Load() == gid) {
+		return true
+	}
+	q := &k.rq
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, e := range q.execs {
+		if e.gid.Load() == gid {
+			return true
+		}
+	}
+	return false
 }
 
 // beginStop refuses further submissions and tells the loop to drain or close.
@@ -982,6 +1078,9 @@ func (k *Kernel) beginStop(kind ctrlKind) {
 	if first {
 		close(k.closedCh)
 	}
+	if kind == ctrlClose && !isDone(k.closeCh) {
+		close(k.closeCh)
+	}
 	k.cfgMu.Unlock()
 	select {
 	case <-k.loopDone:
@@ -991,12 +1090,14 @@ func (k *Kernel) beginStop(kind ctrlKind) {
 	k.control(ctrlMsg{kind: kind})
 }
 
-// stopSide stops the OnTimeout pool and the event goroutine, once.
-func (k *Kernel) stopSide() {
-	k.sideOnce.Do(func() {
-		k.sidePool.stop()
-		if k.events != nil {
-			k.events.stop()
-		}
-	})
+// stopSide stops the OnTimeout pool and the event goroutine, waiting for them
+// until deadline, and returns how many of them were still running a callback then
+// (abandoned, counted in Stats.CallbacksAbandoned). It may be called again.
+func (k *Kernel) stopSide(deadline <-chan struct{}) int {
+	n := k.sidePool.stop(deadline)
+	if k.events != nil && !k.events.stop(deadline) {
+		n++
+	}
+	k.m.callbacksAbandoned.Store(int64(n))
+	return n
 }

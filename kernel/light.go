@@ -71,12 +71,7 @@ func (k *Kernel) acceptLight(l light) {
 	k.live++
 	k.pendSubmitted[l.lvl]++
 	k.growBucket(l.lvl)
-	if err := k.buckets.Push(l.lvl, qitem{l: l}); err != nil {
-		// Cannot happen: tickets bound the waiting tasks and the rings are larger.
-		k.release(l.lvl, 1)
-		k.m.failed[l.lvl].Inc()
-		k.live--
-	}
+	_ = k.buckets.Push(l.lvl, qitem{l: l}) // growBucket made room: no error
 }
 
 // lightFailed settles a light task whose function failed or panicked: it gets the

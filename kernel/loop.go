@@ -23,6 +23,7 @@ const (
 	ctrlClose                           // stop now
 	ctrlRecover                         // schedule durable tasks read back from the store (hs)
 	ctrlStarted                         // the journal stored the starts of gated attempts (as)
+	ctrlEvict                           // evict the newest queued Low task for a High submitter, answer on ack
 )
 
 // ctrlMsg is a message from the API to the loop.
@@ -74,7 +75,6 @@ type loopState struct {
 	seenPops        uint64
 	seenAt, stallAt int64
 	budget          retryBudget
-	zombieN         int
 	evBuf           []Event
 
 	jbuf       []jentry                   // durable-task changes of this pass, for the journal
@@ -110,8 +110,10 @@ func (k *Kernel) initLoop(rc *resolved) error {
 	k.wheel = w
 	k.fireFn = k.onTimer
 	k.gateWindow = math.MaxInt // durable kernels set theirs
-	k.rq.high, _ = queue.NewRing[ritem](c.MaxConcurrency + 256)
-	k.rq.other, _ = queue.NewRing[ritem](c.MaxConcurrency + 256)
+	// The run queue's rings grow as picks are handed over (grow), so a kernel's
+	// memory follows the work it holds, not the MaxConcurrency it may run.
+	k.rq.high, _ = queue.NewRing[ritem](min(c.MaxConcurrency+16, ringStart))
+	k.rq.other, _ = queue.NewRing[ritem](min(c.MaxConcurrency+16, ringStart))
 	k.budget.init(c.RetryBudget)
 	k.apply(rc)
 	return nil
@@ -177,14 +179,8 @@ func (k *Kernel) apply(rc *resolved) {
 	q.limit = c.MaxConcurrency
 	q.otherLimit = c.MaxConcurrency - c.Reserve.High
 	q.maxZombies = c.MaxZombies
-	need := c.MaxConcurrency + k.lookahead
-	if q.high.Cap() < need {
-		_ = q.high.Resize(need)
-	}
-	if q.other.Cap() < need {
-		_ = q.other.Resize(need)
-	}
 	q.mu.Unlock()
+	_ = k.buckets.Picker().SetQuotas(queue.Quotas{High: c.Quotas.High, Normal: c.Quotas.Normal, LowGuaranteed: c.Quotas.LowGuaranteed}) // validated: no error
 }
 
 // spareKeep bounds the intake buffers (in entries) the loop keeps while it parks:
@@ -431,11 +427,8 @@ func (k *Kernel) park() {
 func (k *Kernel) accept(h *Handle) {
 	k.live++
 	k.pendSubmitted[h.bucket]++
-	if h.evicts {
-		k.evictNewestLow()
-	}
 	if h.batch != nil && h.batch.canceled() {
-		k.release(h.bucket, 1)
+		k.release(h.ticket(), 1)
 		k.m.canceled[h.bucket].Inc()
 		k.end(h, Canceled, h.batch.cause())
 		return
@@ -467,39 +460,49 @@ func (k *Kernel) schedule(a *attempt, kind timerKind, at time.Time) {
 func (k *Kernel) toBucket(h *Handle, from State) {
 	h.queuedAt = k.nowMono
 	k.growBucket(h.bucket)
-	if err := k.buckets.Push(h.bucket, qitem{h: h}); err != nil {
-		// Cannot happen: tickets bound the waiting tasks and the rings are larger.
-		k.release(h.bucket, 1)
-		k.end(h, Failed, ErrQueueFull)
-		return
-	}
+	_ = k.buckets.Push(h.bucket, qitem{h: h}) // growBucket made room: no error
 	k.setState(h, Queued)
 	if from != 0 || k.events != nil {
 		k.emit(h, from, Queued, h.cur, nil)
 	}
 }
 
-// growBucket doubles bucket l's ring, up to ringMax, when it is full.
+// growBucket makes room for one more task in bucket l's ring, doubling it when it
+// is full: up to ringMax as tasks queue, and past it if need be. Every task that
+// reaches a bucket holds a ticket, and an accepted task always finds room: retries
+// re-enter their bucket without a ticket check (they may not be refused), and a
+// High task that evicted a Low one holds the Low task's ticket, so a bucket may
+// briefly hold more than its Capacity (see Config.Capacity).
 func (k *Kernel) growBucket(l queue.Level) {
-	if r := k.buckets.Bucket(l); r.Len() == r.Cap() && r.Cap() < k.ringMax[l] {
-		_ = r.Resize(min(2*r.Cap(), k.ringMax[l])) // growing: no error
+	if r := k.buckets.Bucket(l); r.Len() == r.Cap() {
+		n := 2 * r.Cap()
+		if r.Cap() < k.ringMax[l] {
+			n = min(n, k.ringMax[l])
+		}
+		_ = r.Resize(n) // growing: no error
 	}
 }
 
-// evictNewestLow ends the newest queued Low task with ErrEvicted.
-func (k *Kernel) evictNewestLow() {
+// evictNewestLow ends the newest queued Low task with ErrEvicted for a High
+// submitter that found no room (Config.EvictLow), and reports whether there was
+// one. Its ticket passes to the submitter's task (Handle.evicts), so the total of
+// waiting tasks stays within the total capacity, and Low submitters find no room
+// the evicting task took.
+func (k *Kernel) evictNewestLow() bool {
+	if k.draining || k.closing {
+		return false
+	}
 	v, ok := k.buckets.Bucket(queue.Low).PopBack()
 	if !ok {
-		return
+		return false
 	}
-	k.release(queue.Low, 1)
-	k.freed = true
 	k.m.evicted[queue.Low].Inc()
 	if v.h == nil {
 		k.live-- // a light task ends here
-		return
+		return true
 	}
 	k.end(v.h, Evicted, ErrEvicted)
+	return true
 }
 
 // onTimer handles a wheel entry that came due.
@@ -665,7 +668,7 @@ func (k *Kernel) handOver(picked []pick) {
 // false when the attempt must wait for its start to be stored first (a durable task
 // in acknowledged mode, see gate).
 func (k *Kernel) start(h *Handle, a *attempt) bool {
-	k.pendRelease[h.bucket]++
+	k.pendRelease[h.ticket()]++
 	k.freed = true
 	from := k.setState(h, Running)
 	// A new task's first attempt is number 1: known without reading a.n, whose
@@ -781,7 +784,8 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 		na.ctx.a = na
 		na.ctx.parent = a.ctx.parent
 		h.cur = na
-		k.waiting[h.bucket].Add(1) // a retry re-enters without a ticket check
+		k.waiting[h.bucket].Add(1) // a retry re-enters without a ticket check (growBucket)
+		h.evicts = false           // ...and holds a ticket of its own level
 		k.m.retried[h.bucket].Inc()
 		at := k.now.Add(backoff(p, int(a.n), err))
 		if h.dur != nil {
@@ -903,6 +907,12 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		k.closeAll()
 	case ctrlStarted:
 		k.ungate(m.as)
+	case ctrlEvict:
+		if k.evictNewestLow() {
+			m.ack <- nil
+		} else {
+			m.ack <- ErrQueueFull
+		}
 	case ctrlRecover:
 		if k.draining || k.closing {
 			for _, h := range m.hs {
@@ -924,7 +934,7 @@ func (k *Kernel) cancel(h *Handle, err error) {
 		k.wheel.Cancel(a.timer)
 		a.tkind = timerNone
 		k.delayed--
-		k.release(h.bucket, 1)
+		k.release(h.ticket(), 1)
 		k.freed = true
 		k.m.canceled[h.bucket].Inc()
 		k.end(h, Canceled, err)
@@ -932,7 +942,7 @@ func (k *Kernel) cancel(h *Handle, err error) {
 		if _, ok := k.buckets.Bucket(h.bucket).Remove(func(x qitem) bool { return x.h == h }); !ok {
 			return // still in the intake: impossible, the intake is drained first
 		}
-		k.release(h.bucket, 1)
+		k.release(h.ticket(), 1)
 		k.freed = true
 		k.m.canceled[h.bucket].Inc()
 		k.end(h, Canceled, err)
@@ -963,7 +973,7 @@ func (k *Kernel) beginDrain() {
 			h := a.h
 			a.tkind = timerNone
 			k.delayed--
-			k.release(h.bucket, 1)
+			k.release(h.ticket(), 1)
 			k.m.abandoned[h.bucket].Inc()
 			k.end(h, Abandoned, ErrAbandoned)
 			return
@@ -986,12 +996,13 @@ func (k *Kernel) closeAll() {
 	k.endParked(Canceled)
 	for l := range queue.NumLevels {
 		k.buckets.Bucket(queue.Level(l)).Clear(func(it qitem) {
-			k.release(queue.Level(l), 1)
 			k.m.canceled[l].Inc()
 			if it.h == nil {
+				k.release(queue.Level(l), 1)
 				k.live-- // a light task ends here
 				return
 			}
+			k.release(it.h.ticket(), 1)
 			k.end(it.h, Canceled, ErrClosed)
 		})
 	}
@@ -1004,7 +1015,7 @@ func (k *Kernel) closeAll() {
 		if a.tkind == timerDue {
 			h := a.h
 			k.delayed--
-			k.release(h.bucket, 1)
+			k.release(h.ticket(), 1)
 			k.m.canceled[h.bucket].Inc()
 			k.end(h, Canceled, ErrClosed)
 		}
@@ -1092,10 +1103,7 @@ func (k *Kernel) publish() {
 	}
 	k.evictable.Store(int64(k.buckets.Bucket(queue.Low).Len()))
 	m.delayed.Store(int64(k.delayed))
-	m.zombies.Store(int64(k.zombieN))
 	k.rq.mu.Lock()
-	m.running.Store(int64(k.rq.running))
-	m.workers.Store(int64(k.rq.workers))
 	wake, spawn := k.checkStall()
 	k.rq.mu.Unlock()
 	if wake != nil {

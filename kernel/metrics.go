@@ -12,19 +12,22 @@ import (
 )
 
 // kernelMetrics holds the kernel's counters, gauges and histograms. Counters are
-// written by the loop (rejections by submitters, and lazy tasks' submissions by
-// submitters in the intake, see Kernel.intakeCounts);
-// gauges read atomics the loop publishes after each pass (and ax_tasks_delayed the
-// intake's lazy tasks, under its mutex), so they are safe for concurrent use.
+// written by the loop (rejections by submitters, lazy tasks' submissions by
+// submitters in the intake, see Kernel.intakeCounts, and callback panics by the
+// callback goroutines). Gauges read what Stats reads: the depths and delayed
+// count the loop publishes after each pass (ax_tasks_delayed adds the intake's
+// lazy tasks, under its mutex), and the run queue's live counts under its lock
+// (runq.live), so they are safe for concurrent use.
 type kernelMetrics struct {
 	submitted, started, succeeded, failed, timedOut, retried, rejected,
 	evicted, canceled, panics, abandoned [queue.NumLevels]*metrics.Counter
-	onTimeoutDropped, eventsDropped *metrics.Counter
+	onTimeoutDropped, eventsDropped, callbackPanics *metrics.Counter
 
 	wait, exec [queue.NumLevels]hist
 
-	depth                              [queue.NumLevels]atomic.Int64
-	delayed, running, zombies, workers atomic.Int64
+	depth              [queue.NumLevels]atomic.Int64
+	delayed            atomic.Int64
+	callbacksAbandoned atomic.Int64 // set by Shutdown and Close (stopSide)
 }
 
 var levelNames = [queue.NumLevels]string{queue.High: "high", queue.Normal: "normal", queue.Low: "low"}
@@ -73,9 +76,14 @@ func newKernelMetrics(k *Kernel, s *metrics.Set) *kernelMetrics {
 		_, lazies := k.intakeCounts()
 		return float64(m.delayed.Load() + int64(lazies))
 	})
-	s.NewGauge("ax_tasks_running", func() float64 { return float64(m.running.Load()) })
-	s.NewGauge("ax_zombies", func() float64 { return float64(m.zombies.Load()) })
-	s.NewGauge("ax_executors", func() float64 { return float64(m.workers.Load()) })
+	// Read live under the run queue's lock, as Stats reads them: executors change
+	// them without a loop pass, and a figure the loop published would go stale.
+	s.NewGauge("ax_tasks_running", func() float64 { return float64(k.rq.live().running) })
+	s.NewGauge("ax_tasks_dispatched", func() float64 { return float64(k.rq.live().dispatched) })
+	s.NewGauge("ax_zombies", func() float64 { return float64(k.rq.live().zombies) })
+	s.NewGauge("ax_executors", func() float64 { return float64(k.rq.live().workers) })
+	m.callbackPanics = s.NewCounter("ax_callback_panics_total")
+	s.NewGauge("ax_callbacks_abandoned", func() float64 { return float64(m.callbacksAbandoned.Load()) })
 	s.RegisterMetricsWriter(func(w io.Writer) {
 		_, _ = fmt.Fprintf(w, "# TYPE ax_task_wait_seconds histogram\n")
 		for l := range queue.NumLevels {
@@ -126,6 +134,12 @@ type Stats struct {
 
 	EventsDropped    uint64
 	OnTimeoutDropped uint64
+	// CallbackPanics counts the panics recovered from OnEvent, OnTimeout and
+	// RetryPolicy.BackoffFunc callbacks.
+	CallbackPanics uint64
+	// CallbacksAbandoned is the number of OnEvent and OnTimeout callbacks that were
+	// still running when Shutdown or Close stopped waiting for them.
+	CallbacksAbandoned int
 
 	// Store is the journal of durable tasks; zero without Config.Store.
 	Store StoreStats
@@ -177,15 +191,12 @@ func (k *Kernel) Stats() Stats {
 		}
 	}
 	s.Delayed = int(m.delayed.Load()) + lazies
-	q := &k.rq
-	q.mu.Lock()
-	s.Running = q.running
-	s.Dispatched = q.queued()
-	s.Zombies = q.zombies
-	s.Executors = q.workers
-	q.mu.Unlock()
+	lv := k.rq.live()
+	s.Running, s.Dispatched, s.Zombies, s.Executors = lv.running, lv.dispatched, lv.zombies, lv.workers
 	s.EventsDropped = m.eventsDropped.Get()
 	s.OnTimeoutDropped = m.onTimeoutDropped.Get()
+	s.CallbackPanics = m.callbackPanics.Get()
+	s.CallbacksAbandoned = int(m.callbacksAbandoned.Load())
 	if d := k.dur; d != nil {
 		j := d.j
 		s.Store = StoreStats{
@@ -199,4 +210,14 @@ func (k *Kernel) Stats() Stats {
 		d.mu.Unlock()
 	}
 	return s
+}
+
+// runqFigures are the run queue's live counts.
+type runqFigures struct{ running, dispatched, zombies, workers int }
+
+// live reads the run queue's counts under its lock.
+func (q *runq) live() runqFigures {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return runqFigures{running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers}
 }

@@ -46,10 +46,9 @@ func (k *Kernel) Zombies() []ZombieInfo {
 func (k *Kernel) zombieStarted(a *attempt) {
 	z := &zombie{taskID: a.h.ID(), attempt: int(a.n), since: k.now}
 	if a.exec != nil {
-		z.gid = a.exec.gid
+		z.gid = a.exec.gid.Load()
 	}
 	a.zombie = z
-	k.zombieN++
 	k.zmu.Lock()
 	if k.zset == nil {
 		k.zset = make(map[*zombie]struct{})
@@ -67,7 +66,6 @@ func (k *Kernel) zombieReturned(a *attempt) {
 		k.wheel.Cancel(a.timer)
 		a.tkind = timerNone
 	}
-	k.zombieN--
 	k.zmu.Lock()
 	delete(k.zset, z)
 	k.zmu.Unlock()
