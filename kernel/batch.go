@@ -2,8 +2,10 @@ package kernel
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/axsched/ax/queue"
@@ -45,21 +47,28 @@ type Batch struct {
 	stop   func() bool
 	opts   BatchOptions
 
-	mu      sync.Mutex
-	pending []func(context.Context) error // guarded by mu
-	members []*Handle                     // guarded by mu
-	err     error                         // first error; guarded by mu
-	wg      sync.WaitGroup                // one per submitted member; Done by the loop
+	mu       sync.Mutex
+	idle     sync.Cond                     // on mu: signalled when left or flushing drops to 0
+	pending  []func(context.Context) error // guarded by mu
+	members  []*Handle                     // guarded by mu
+	err      error                         // first error; guarded by mu
+	flushing int                           // Flush calls submitting members; guarded by mu
+	left     atomic.Int64                  // members submitted and not yet ended
 
 	// For Map: members run runI(ctx, idx) instead of a closure each.
 	runI func(context.Context, int) error
 }
 
-// NewBatch returns an empty batch whose members run under ctx.
+// NewBatch returns an empty batch whose members run under ctx (a nil ctx is
+// context.Background()).
 func (k *Kernel) NewBatch(ctx context.Context, opts *BatchOptions) *Batch {
 	b := &Batch{k: k}
+	b.idle.L = &b.mu
 	if opts != nil {
 		b.opts = *opts
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	b.ctx, b.cancel = context.WithCancelCause(ctx)
 	b.stop = context.AfterFunc(b.ctx, func() { k.control(ctrlMsg{kind: ctrlCancelBatch, b: b}) })
@@ -70,8 +79,14 @@ func (k *Kernel) NewBatch(ctx context.Context, opts *BatchOptions) *Batch {
 func (b *Batch) Context() context.Context { return b.ctx }
 
 // Go adds fn to the batch. It does not block unless it fills a flush (see
-// [Batch.Flush]). Errors of submission surface in [Batch.Wait].
+// [Batch.Flush]). Errors of submission surface in [Batch.Wait]; a nil fn is one
+// ([ErrNilFunc]), and adds nothing. Go may be called concurrently with Wait: Wait
+// then waits for the tasks Go added before Wait returned.
 func (b *Batch) Go(fn func(ctx context.Context) error) {
+	if fn == nil {
+		b.setErr(fmt.Errorf("kernel: Batch.Go: %w", ErrNilFunc))
+		return
+	}
 	b.mu.Lock()
 	b.pending = append(b.pending, fn)
 	full := len(b.pending) >= BatchFlushSize
@@ -88,27 +103,54 @@ func (b *Batch) Flush() error {
 	b.mu.Lock()
 	fns := b.pending
 	b.pending = nil
-	b.mu.Unlock()
 	if len(fns) == 0 {
+		b.mu.Unlock()
 		return nil
 	}
+	b.flushing++
+	b.mu.Unlock()
 	err := b.submit(len(fns), func(h *Handle, i int) { h.run = fns[i] }, nil)
 	if err != nil {
 		b.setErr(err)
 	}
+	b.mu.Lock()
+	if b.flushing--; b.flushing == 0 {
+		b.idle.Broadcast()
+	}
+	b.mu.Unlock()
 	return err
 }
 
 // Wait flushes, blocks until every member ended, cancels the batch's context and
 // returns the first error: of a member (its final error) or of a submission.
 func (b *Batch) Wait() error {
-	_ = b.Flush()
-	b.wg.Wait()
+	b.mu.Lock()
+	for {
+		if len(b.pending) > 0 {
+			b.mu.Unlock()
+			_ = b.Flush()
+			b.mu.Lock()
+			continue
+		}
+		if b.flushing == 0 && b.left.Load() == 0 {
+			break
+		}
+		b.idle.Wait()
+	}
+	err := b.err
+	b.mu.Unlock()
 	b.stop()
 	b.cancel(context.Canceled)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.err
+	return err
+}
+
+// memberDone counts a member's end, waking Wait after the last one.
+func (b *Batch) memberDone() {
+	if b.left.Add(-1) == 0 {
+		b.mu.Lock()
+		b.idle.Broadcast()
+		b.mu.Unlock()
+	}
 }
 
 func (b *Batch) setErr(err error) {
@@ -168,10 +210,10 @@ func (b *Batch) submit(n int, init func(h *Handle, i int), slab []Handle) error 
 		b.mu.Lock()
 		b.members = append(b.members, hs...)
 		b.mu.Unlock()
-		b.wg.Add(len(hs))
+		b.left.Add(int64(len(hs)))
 		if !k.enqueueMany(hs) {
 			k.release(lvl, got)
-			b.wg.Add(-len(hs))
+			b.left.Add(-int64(len(hs)))
 			return ErrClosed
 		}
 		i += int(got)
@@ -224,7 +266,7 @@ func (k *Kernel) batchMemberDone(h *Handle, err error) {
 	if err != nil {
 		b.setErr(err)
 	}
-	b.wg.Done()
+	b.memberDone()
 }
 
 // Map runs fn on every item as one batch of tasks under k's limits and priorities
@@ -233,6 +275,12 @@ func (k *Kernel) batchMemberDone(h *Handle, err error) {
 // (members that did not succeed leave the zero R). Map blocks until every member
 // ended. It allocates one task record per item in a single slab.
 func Map[T, R any](ctx context.Context, k *Kernel, items []T, fn func(ctx context.Context, item T) (R, error), opts *BatchOptions) ([]R, error) {
+	switch {
+	case k == nil:
+		return nil, errors.New("kernel: Map: k must not be nil")
+	case fn == nil:
+		return nil, fmt.Errorf("kernel: Map: %w", ErrNilFunc)
+	}
 	o := BatchOptions{}
 	if opts != nil {
 		o = *opts

@@ -125,11 +125,11 @@ func (k *Kernel) initDurable(c *Config) error {
 func (k *Kernel) Register(kind string, fn DurableFunc) error {
 	switch {
 	case kind == "":
-		return &ConfigError{Field: "kind", Reason: "must not be empty"}
+		return &ConfigError{Field: "Register: kind", Reason: "must not be empty"}
 	case len(kind) > KindMax:
-		return &ConfigError{Field: "kind", Value: kind, Reason: "longer than KindMax bytes"}
+		return &ConfigError{Field: "Register: kind", Value: kind, Reason: "must be at most " + strconv.Itoa(KindMax) + " bytes (KindMax)"}
 	case fn == nil:
-		return &ConfigError{Field: "fn", Reason: "must not be nil"}
+		return &ConfigError{Field: "Register: fn", Reason: "must not be nil"}
 	}
 	d := k.dur
 	if d == nil {
@@ -227,7 +227,7 @@ func (t *DurableTask) validate(prefix string, maxBytes int) error {
 	case t.Kind == "":
 		bad("Kind", t.Kind, "must not be empty")
 	case len(t.Kind) > KindMax:
-		bad("Kind", t.Kind, "longer than KindMax bytes")
+		bad("Kind", t.Kind, "must be at most "+strconv.Itoa(KindMax)+" bytes (KindMax)")
 	}
 	if !t.Priority.Valid() {
 		bad("Priority", t.Priority, "must be High, Normal or Low")
@@ -236,7 +236,7 @@ func (t *DurableTask) validate(prefix string, maxBytes int) error {
 		bad("Delay", t.Delay, "must be >= 0")
 	}
 	if t.Delay > 0 && !t.At.IsZero() {
-		bad("At", t.At, "must be zero when Delay is set")
+		bad("At", t.At.Round(0), "must be zero when Delay is set")
 	}
 	if t.Timeout < 0 {
 		bad("Timeout", t.Timeout, "must be >= 0")
@@ -245,7 +245,7 @@ func (t *DurableTask) validate(prefix string, maxBytes int) error {
 		bad("MaxAttempts", t.MaxAttempts, "must be >= 0")
 	}
 	if len(t.UniqueKey) > UniqueKeyMax {
-		bad("UniqueKey", len(t.UniqueKey), "longer than UniqueKeyMax bytes")
+		errs = append(errs, &ConfigError{Field: prefix + "UniqueKey", Reason: strconv.Itoa(len(t.UniqueKey)) + " bytes: must be at most " + strconv.Itoa(UniqueKeyMax) + " bytes (UniqueKeyMax)"})
 	}
 	if maxBytes > 0 && len(t.Payload) > maxBytes {
 		errs = append(errs, fmt.Errorf("kernel: %sPayload: %d bytes, the store takes at most %d: %w", prefix, len(t.Payload), maxBytes, ErrPayloadTooLarge))
@@ -291,9 +291,10 @@ func (k *Kernel) SubmitDurable(ctx context.Context, t DurableTask) (*Handle, err
 
 // SubmitDurableMany is [Kernel.SubmitDurable] for many tasks in one group commit, the
 // fast way to enqueue a backlog. It takes room for all of them at once. A refused task
-// has a nil handle and its error in the returned error, which is an errors.Join of
-// "tasks[i]: ..." errors; the others are stored and scheduled. An error that concerns
-// them all (room, closed kernel, store down) comes with no handles.
+// has a nil handle and its error in the returned error, which joins one error per
+// refused task, each naming it ("DurableTask[i].Kind ..."); the others are stored
+// and scheduled. An error that concerns them all (room, closed kernel, store down)
+// comes with no handles.
 func (k *Kernel) SubmitDurableMany(ctx context.Context, ts []DurableTask) ([]*Handle, error) {
 	return k.submitDurable(ctx, ts, true)
 }
@@ -303,14 +304,14 @@ type batchErrors struct{ errs []error }
 
 func (e *batchErrors) Error() string {
 	var b bytes.Buffer
-	for i, err := range e.errs {
+	for _, err := range e.errs {
 		if err == nil {
 			continue
 		}
 		if b.Len() > 0 {
 			b.WriteByte('\n')
 		}
-		fmt.Fprintf(&b, "tasks[%d]: %v", i, err)
+		b.WriteString(err.Error()) // it names its task: DurableTask[i]
 	}
 	return b.String()
 }

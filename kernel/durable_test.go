@@ -114,10 +114,10 @@ func TestDurableBadInput(t *testing.T) {
 			t.Fatal("second Register of a kind succeeded")
 		}
 		var ce *ConfigError
-		if err := k.Register("", nil); !errors.As(err, &ce) || ce.Field != "kind" {
+		if err := k.Register("", nil); !errors.As(err, &ce) || ce.Field != "Register: kind" {
 			t.Fatalf("Register(\"\") = %v", err)
 		}
-		if err := k.Register("x", nil); !errors.As(err, &ce) || ce.Field != "fn" {
+		if err := k.Register("x", nil); !errors.As(err, &ce) || ce.Field != "Register: fn" {
 			t.Fatalf("Register(nil fn) = %v", err)
 		}
 		plain := newTestKernel(t, Config{})
@@ -164,7 +164,7 @@ func TestDurableUniqueKey(t *testing.T) {
 			t.Fatalf("second submit with a live key = %v, want ErrDuplicateKey", err)
 		}
 		hs, err := k.SubmitDurableMany(context.Background(), []DurableTask{{Kind: "wait", UniqueKey: "a"}, {Kind: "wait", UniqueKey: "a"}})
-		if !errors.Is(err, ErrDuplicateKey) || hs[0] == nil || hs[1] != nil || !strings.Contains(err.Error(), "tasks[1]") {
+		if !errors.Is(err, ErrDuplicateKey) || hs[0] == nil || hs[1] != nil || !strings.Contains(err.Error(), "DurableTask[1]") {
 			t.Fatalf("SubmitDurableMany(same key twice) = %v, %v", hs, err)
 		}
 		g.open()
@@ -495,7 +495,7 @@ func TestDurableManyAndCancel(t *testing.T) {
 		}
 		ts[500].Kind = "missing"
 		hs, err := k.SubmitDurableMany(context.Background(), ts)
-		if err == nil || !strings.Contains(err.Error(), "tasks[500]") || hs[500] != nil {
+		if err == nil || !strings.Contains(err.Error(), "DurableTask[500]") || hs[500] != nil {
 			t.Fatalf("SubmitDurableMany with one bad kind = %v", err)
 		}
 		live := append(append([]*Handle{}, hs[:500]...), hs[501:]...)

@@ -39,6 +39,10 @@ var (
 	// ended before it was due.
 	ErrAbandoned = errors.New("kernel: task abandoned at shutdown")
 
+	// ErrNilFunc is the error of [Batch.Go] with a nil function (returned by
+	// [Batch.Wait]) and of [Map] with a nil fn: nothing is submitted for it.
+	ErrNilFunc = errors.New("fn must not be nil")
+
 	// ErrStopFromInside is returned by [Kernel.Shutdown] and [Kernel.Close] when
 	// called from the kernel's own goroutines — a task's function, an OnEvent or
 	// OnTimeout callback — which they would wait for: the stop begins and goes on in

@@ -203,7 +203,7 @@ func (k *Kernel) finishFast(a *attempt) {
 	k.m.succeeded[h.bucket].Inc()
 	k.m.observe(a.exec.shard, h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
 	if h.batch != nil {
-		h.batch.wg.Done()
+		h.batch.memberDone()
 	}
 	if h.pooled {
 		recycle(h, a)

@@ -63,7 +63,7 @@ func (t *Task) validate() error {
 		bad("Delay", t.Delay, "must be >= 0")
 	}
 	if t.Delay > 0 && !t.At.IsZero() {
-		bad("At", t.At, "must be zero when Delay is set")
+		bad("At", t.At.Round(0), "must be zero when Delay is set")
 	}
 	if t.Timeout < 0 {
 		bad("Timeout", t.Timeout, "must be >= 0")

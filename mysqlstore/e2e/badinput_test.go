@@ -126,8 +126,8 @@ func TestPayloadTooLargeEndToEnd(t *testing.T) {
 		{Kind: kind, Payload: make([]byte, capBytes+1)},
 		{Kind: kind, Payload: fits},
 	})
-	if !errors.Is(err, kernel.ErrPayloadTooLarge) || !strings.Contains(err.Error(), "tasks[0]") || len(hs) != 2 || hs[0] != nil || hs[1] == nil {
-		t.Fatalf("SubmitDurableMany(too large, fits) = %v, %v; want tasks[0] refused with ErrPayloadTooLarge", hs, err)
+	if !errors.Is(err, kernel.ErrPayloadTooLarge) || !strings.Contains(err.Error(), "DurableTask[0]") || len(hs) != 2 || hs[0] != nil || hs[1] == nil {
+		t.Fatalf("SubmitDurableMany(too large, fits) = %v, %v; want DurableTask[0] refused with ErrPayloadTooLarge", hs, err)
 	}
 	if err := hs[1].Wait(ctx); err != nil {
 		t.Fatalf("the task that fits: %v", err)
