@@ -114,12 +114,15 @@ type RetryPolicy struct {
 	// Jitter randomises the delay. The zero value is JitterFull.
 	Jitter Jitter
 	// BackoffFunc, when set, replaces the rule above (Jitter is not applied to it).
+	// It runs on the scheduler's goroutine and must be quick; a negative delay means
+	// none, and a panic is recovered into the rule's delay (Stats.CallbackPanics).
 	BackoffFunc BackoffFunc
 }
 
 // RetryBudget stops retry storms: over a sliding Window, retries may be at most
 // Ratio of first attempts plus MinPerSecond × Window. A retry refused by the budget
-// ends the task with the error of its last attempt.
+// ends the task with the error of its last attempt. The window slides in steps of
+// a second, or of a sixtieth of Window when that is longer.
 type RetryBudget struct {
 	// Ratio of retries to first attempts. If zero, RetryBudgetRatioDefault (0.2).
 	Ratio float64
@@ -144,12 +147,15 @@ type Event struct {
 // Config configures a [Kernel]. The zero value is valid: every field has a default,
 // documented with the field. [New] validates it with [Config.Validate].
 type Config struct {
-	// MaxConcurrency is the number of tasks that run at once (executor slots).
-	// If zero, MaxConcurrencyDefault (500). Changeable with [Kernel.Update].
+	// MaxConcurrency is the number of tasks that run at once (executor slots), at
+	// most MaxConcurrencyMax. Executors start on demand and the run queue grows with
+	// use, so a large value costs memory only when that much work runs. If zero,
+	// MaxConcurrencyDefault (500). Changeable with [Kernel.Update].
 	MaxConcurrency int
 
-	// Quotas is the picking cycle. If a field is zero: High = MaxConcurrency/2,
-	// Normal = MaxConcurrency/3, LowGuaranteed = 1 (each at least 1). Changeable.
+	// Quotas is the picking cycle; each field at most QuotaMax. If a field is zero:
+	// High = MaxConcurrency/2, Normal = MaxConcurrency/3, LowGuaranteed = 1 (each
+	// at least 1). Changeable.
 	Quotas Quotas
 
 	// Reserve holds slots for High tasks. Must leave at least one slot for the others.
@@ -161,16 +167,24 @@ type Config struct {
 	AgeAfter time.Duration
 
 	// Capacity bounds the tasks of each priority that wait in the kernel — queued,
-	// delayed or waiting for a retry. Running tasks are bounded by MaxConcurrency.
-	// If a field is zero: 10,000 / 30,000 / 10,000. Changeable.
+	// delayed or waiting for a retry — each at most CapacityMax. Running tasks are
+	// bounded by MaxConcurrency. Submissions are refused (or wait) at the bound, but
+	// an accepted task is never refused later: a failed attempt's retry re-enters
+	// without a check, so a priority may briefly hold up to its attempts in flight
+	// more; and with EvictLow a High task may take a Low task's place. If a field is
+	// zero: 10,000 / 30,000 / 10,000. Changeable.
 	Capacity ByPriority[int]
 
 	// DegradeAt is the fraction of the total capacity above which only High tasks are
 	// admitted. If zero, DegradeAtDefault (0.8); 1 turns degradation off. Changeable.
 	DegradeAt float64
 
-	// EvictLow lets a High arrival that finds the kernel full take the place of the
-	// newest queued Low task, which ends Evicted with ErrEvicted. Changeable.
+	// EvictLow lets a High arrival that finds no room take the place of the newest
+	// queued Low task, which ends Evicted with ErrEvicted: the High task holds the
+	// evicted task's room (counted against Capacity.Low) until it leaves its
+	// bucket, so the total of waiting tasks never exceeds the total capacity. It
+	// applies to in-memory tasks; a durable High task waits or is refused like any
+	// other. Changeable.
 	EvictLow bool
 
 	// Tick is the resolution of the timing wheel: delays, retry backoff and timeouts
@@ -191,23 +205,24 @@ type Config struct {
 	RetryBudget RetryBudget
 
 	// MaxZombies caps the goroutines left running by tasks that ignored their
-	// context past their timeout, whose slots were given to other tasks. Past the
-	// cap a timed-out task keeps its slot until it returns. If zero,
-	// MaxZombiesDefault (100); -1 means none (a timed-out task always keeps its slot).
-	// Changeable.
+	// context past their timeout, whose slots were given to other tasks; at most
+	// MaxZombiesMax. Past the cap a timed-out task keeps its slot until it returns.
+	// If zero, MaxZombiesDefault (100); -1 means none (a timed-out task always keeps
+	// its slot). Changeable.
 	MaxZombies int
 
-	// ZombieGrace is how long a zombie may run before it is logged with its stack.
-	// If zero, ZombieGraceDefault (3 s). Changeable.
+	// ZombieGrace is how long a zombie may run before it is logged with its stack,
+	// and how long Close waits for running functions and callbacks; at most
+	// ZombieGraceMax. If zero, ZombieGraceDefault (3 s). Changeable.
 	ZombieGrace time.Duration
 
-	// OnTimeoutWorkers is the number of goroutines that run Task.OnTimeout callbacks.
-	// If zero, 4. Not changeable.
+	// OnTimeoutWorkers is the number of goroutines that run Task.OnTimeout callbacks,
+	// at most OnTimeoutWorkersMax. If zero, 4. Not changeable.
 	OnTimeoutWorkers int
 
-	// EventBuffer is how many events may wait for OnEvent; past it events are dropped
-	// and counted (Stats.EventsDropped), never blocking the kernel. If zero, 65,536.
-	// Not changeable.
+	// EventBuffer is how many events may wait for OnEvent, at most EventBufferMax;
+	// past it events are dropped and counted (Stats.EventsDropped), never blocking
+	// the kernel. If zero, 65,536. Not changeable.
 	EventBuffer int
 
 	// Clock is the time source. If nil, the real clock. Not changeable.
@@ -223,7 +238,9 @@ type Config struct {
 
 	// OnEvent, if set, receives every state change of every task, in order, on one
 	// goroutine of its own (never the scheduler's). It must not block for long: when
-	// EventBuffer events are waiting, further events are dropped. Not changeable.
+	// EventBuffer events are waiting, further events are dropped. A panic in it is
+	// recovered and counted (Stats.CallbackPanics), and delivery goes on. Shutdown
+	// and Close wait for it only as long as their bounds allow. Not changeable.
 	OnEvent func(Event)
 
 	// Store, if set, makes durable tasks possible ([Kernel.Register],
@@ -238,8 +255,8 @@ type Config struct {
 	// and the journal commits as soon as the previous commit returned. A positive
 	// value is periodic snapshot mode: submits return at once and the journal commits
 	// every SnapshotEvery (real time), so a crash loses at most the tasks submitted in
-	// the last SnapshotEvery — and their completions, which then run again. Not
-	// changeable.
+	// the last SnapshotEvery — and their completions, which then run again. A
+	// positive value needs a Store. Not changeable.
 	SnapshotEvery time.Duration
 
 	// StoreTimeout bounds every call to the store (a commit, the recovery at New). If
@@ -251,8 +268,8 @@ type Config struct {
 	// acknowledged mode and StoreSnapshotBatchDefault (65,536) in periodic snapshot
 	// mode, where a snapshot should hold every change of its interval: the insert,
 	// start and end of a short task then become one row write. In snapshot mode,
-	// durable submits wait while 4 × StoreBatch changes wait for the store. Not
-	// changeable.
+	// durable submits wait while 4 × StoreBatch changes wait for the store. At most
+	// StoreBatchMax. Not changeable.
 	StoreBatch int
 }
 

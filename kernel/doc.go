@@ -80,7 +80,9 @@
 // bucket is full, and with [ErrDegraded] for Normal and Low once the kernel holds
 // more than Config.DegradeAt of its total capacity; [Kernel.Submit] waits for room
 // until its context ends. With Config.EvictLow a High arrival that finds no room
-// replaces the newest queued Low task, which ends with [ErrEvicted].
+// replaces the newest queued Low task, which ends with [ErrEvicted]; the High task
+// holds that task's room. A retry re-enters its bucket without a check: an accepted
+// task is never refused later.
 //
 // # Guarantees
 //
@@ -105,6 +107,34 @@
 // Panics and runtime.Goexit in a task function are recovered into a [*PanicError]
 // with the stack; the executor survives (or is replaced) and the task ends Failed.
 // Panics are not retried.
+//
+// No value [Config.Validate] accepts crashes the process or makes it allocate
+// more than the work it holds: sizes have upper bounds (MaxConcurrencyMax,
+// CapacityMax, ...), the run queue and the buckets grow with use, and every sum of
+// durations saturates (a Delay of any size waits, it never wraps into the past).
+// Callbacks the kernel calls — Config.OnEvent, Task.OnTimeout,
+// RetryPolicy.BackoffFunc, a Store — are recovered when they panic
+// (Stats.CallbackPanics), and Shutdown and Close wait for a blocked one only
+// within their bounds (ctx, Config.ZombieGrace), then abandon it
+// (Stats.CallbacksAbandoned).
+//
+// # What a caller must not do, and what happens if it does
+//
+//   - Call [Kernel.Shutdown] or [Kernel.Close] from a task's function or from an
+//     OnEvent or OnTimeout callback and expect it to wait: it would wait for its
+//     caller. The kernel detects it: the stop begins, the call returns
+//     [ErrStopFromInside] at once, and the stop completes once the caller returns.
+//     A Shutdown called from a goroutine that a task waits for cannot be detected:
+//     it returns when its ctx ends or when Close begins.
+//   - Block a task's function without watching its context: it becomes a zombie
+//     at its timeout (Config.MaxZombies), or holds its slot; without a timeout it
+//     holds the slot until it returns, and Shutdown waits for it.
+//   - Block in OnEvent: events past Config.EventBuffer are dropped and counted.
+//   - Wait, inside a task, for other tasks of the same kernel that need a slot
+//     (Handle.Wait, Batch.Wait, Map) while every slot may be taken by such
+//     waiters: as with any bounded pool, that deadlocks until a timeout ends them.
+//   - Keep the context of a TryGo or Go task after its function returned: the
+//     kernel reuses it.
 //
 // # Retries
 //

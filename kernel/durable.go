@@ -98,7 +98,7 @@ func (k *Kernel) initDurable(c *Config) error {
 		d.maxBytes = pc.MaxPayload()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
-	tasks, err := c.Store.Recover(ctx)
+	tasks, err := storeCall("Recover", func() ([]StoredTask, error) { return c.Store.Recover(ctx) })
 	cancel()
 	if err != nil {
 		return fmt.Errorf("kernel: recover durable tasks: %w", err)
@@ -580,7 +580,7 @@ func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
 	if k.isClosed() {
 		return 0, ErrClosed
 	}
-	ts, err := d.j.store.Requeue(ctx, k.clk.Now(), ids...)
+	ts, err := storeCall("Requeue", func() ([]StoredTask, error) { return d.j.store.Requeue(ctx, k.clk.Now(), ids...) })
 	if err != nil {
 		return 0, fmt.Errorf("kernel: requeue: %w", err)
 	}

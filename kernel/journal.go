@@ -284,10 +284,21 @@ func nextBackoff(d time.Duration) time.Duration {
 	return min(2*d, journalBackoffMax)
 }
 
+// storeCall runs a call to the store, turning a panic into an error: a Store is
+// the user's code, and the kernel's goroutines must not die with it.
+func storeCall[T any](op string, f func() (T, error)) (v T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kernel: Store.%s panicked: %v", op, r)
+		}
+	}()
+	return f()
+}
+
 // probe checks whether a down store answers again and returns the next backoff.
 func (j *journal) probe(backoff time.Duration) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
-	_, err := j.store.Get(ctx, "ax-probe")
+	_, err := storeCall("Get", func() (StoredTask, error) { return j.store.Get(ctx, "ax-probe") })
 	cancel()
 	if err == nil || errors.Is(err, ErrUnknownTask) {
 		j.down.Store(nil)
@@ -324,8 +335,11 @@ func (j *journal) take() []jentry {
 // first in the next commit); its other changes go back to the front of the queue.
 func (j *journal) commit(batch []jentry, changes []Change) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
-	results, err := j.store.Commit(ctx, changes)
+	results, err := storeCall("Commit", func() ([]error, error) { return j.store.Commit(ctx, changes) })
 	cancel()
+	if err == nil && len(results) != len(changes) {
+		err = fmt.Errorf("kernel: Store.Commit returned %d results for %d changes", len(results), len(changes))
+	}
 	if err != nil {
 		j.commitErrors.Inc()
 		if !errors.Is(err, ErrStoreUnavailable) {

@@ -787,7 +787,7 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 		k.waiting[h.bucket].Add(1) // a retry re-enters without a ticket check (growBucket)
 		h.evicts = false           // ...and holds a ticket of its own level
 		k.m.retried[h.bucket].Inc()
-		at := k.now.Add(backoff(p, int(a.n), err))
+		at := k.now.Add(k.backoff(p, int(a.n), err))
 		if h.dur != nil {
 			k.journalRetry(h, at, err)
 		}
@@ -797,7 +797,7 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	if more && h.dur != nil && (k.draining || k.closing) {
 		// The process stops, not the task: the store keeps it for a retry by the next
 		// kernel, after its backoff.
-		k.journalRetry(h, k.now.Add(backoff(p, int(a.n), err)), err)
+		k.journalRetry(h, k.now.Add(k.backoff(p, int(a.n), err)), err)
 		h.dur.keepLive = true
 	}
 	if final == TimedOut {

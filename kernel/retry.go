@@ -32,10 +32,11 @@ func DefaultBackoff(p RetryPolicy, n int) time.Duration {
 // negative answer means no delay.
 // A BackoffFunc that panics gets the default rule's delay instead: it runs on the
 // loop, which must not die with it.
-func backoff(p *RetryPolicy, n int, err error) (d time.Duration) {
+func (k *Kernel) backoff(p *RetryPolicy, n int, err error) (d time.Duration) {
 	if p.BackoffFunc != nil {
 		defer func() {
 			if recover() != nil {
+				k.m.callbackPanics.Inc()
 				d = DefaultBackoff(*p, n)
 			}
 		}()
