@@ -24,6 +24,7 @@ const (
 	DegradeAtDefault          = 0.8
 	TickDefault               = time.Millisecond
 	TickMin                   = 100 * time.Microsecond
+	TickMax                   = time.Minute
 	MaxZombiesDefault         = 100
 	MaxZombiesMax             = 1 << 24
 	ZombieGraceDefault        = 3 * time.Second
@@ -188,7 +189,8 @@ type Config struct {
 	EvictLow bool
 
 	// Tick is the resolution of the timing wheel: delays, retry backoff and timeouts
-	// fire at most one tick late. If zero, TickDefault (1 ms). Not changeable.
+	// fire at most one tick late. At least TickMin, at most TickMax. If zero,
+	// TickDefault (1 ms). Not changeable.
 	Tick time.Duration
 
 	// DefaultTimeout applies to tasks whose Timeout is zero. If a field is zero, such
@@ -313,8 +315,8 @@ func (c *Config) Validate() error {
 	if math.IsNaN(c.DegradeAt) || c.DegradeAt < 0 || c.DegradeAt > 1 {
 		bad("DegradeAt", c.DegradeAt, "must be in [0, 1]")
 	}
-	if c.Tick < 0 || (c.Tick > 0 && c.Tick < TickMin) {
-		bad("Tick", c.Tick, "must be 0 or >= "+TickMin.String())
+	if c.Tick < 0 || (c.Tick > 0 && c.Tick < TickMin) || c.Tick > TickMax {
+		bad("Tick", c.Tick, "must be 0 or in ["+TickMin.String()+", "+TickMax.String()+"]")
 	}
 	for _, f := range []struct {
 		name string
