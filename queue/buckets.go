@@ -82,6 +82,32 @@ func (b *Buckets[T]) SetAged(agedFunc func(l Level, head T) bool) {
 // documentation applies. Pop calls the aging hook at most once per level and does not
 // allocate.
 func (b *Buckets[T]) Pop(allowed Mask) (v T, from Level, ok bool) {
+	return b.take(allowed, takePick)
+}
+
+// Peek returns the level of the bucket the next [Buckets.Pop] with allowed would
+// take from, and changes nothing (the aging hook is called as Pop would).
+func (b *Buckets[T]) Peek(allowed Mask) (from Level, ok bool) {
+	_, from, ok = b.take(allowed, takePeek)
+	return from, ok
+}
+
+// PopInCycle is [Buckets.Pop] that never starts a new picking cycle (see
+// [Picker.PickInCycle]): it returns ok == false, and changes nothing, when no
+// allowed level has credit left in the current cycle.
+func (b *Buckets[T]) PopInCycle(allowed Mask) (v T, from Level, ok bool) {
+	return b.take(allowed, takeInCycle)
+}
+
+// How take asks the picker.
+const (
+	takePick    = iota // Pick: pop, and start a new cycle if need be
+	takePeek           // Peek: only say where Pop would take from
+	takeInCycle        // PickInCycle: pop within the current cycle only
+)
+
+// take is Pop, Peek and PopInCycle, as mode says.
+func (b *Buckets[T]) take(allowed Mask, mode int) (v T, from Level, ok bool) {
 	var ready Mask // non-empty and allowed
 	if b.rings[High].n > 0 {
 		ready |= 1 << High
@@ -105,7 +131,15 @@ func (b *Buckets[T]) Pop(allowed Mask) (v T, from Level, ok bool) {
 			credit |= 1 << Normal
 		}
 	}
-	l, ok := b.picker.Pick(credit)
+	var l Level
+	switch mode {
+	case takePeek:
+		l, ok = b.picker.Peek(credit)
+	case takeInCycle:
+		l, ok = b.picker.PickInCycle(credit)
+	default:
+		l, ok = b.picker.Pick(credit)
+	}
 	if !ok {
 		return v, 0, false
 	}
@@ -118,6 +152,9 @@ func (b *Buckets[T]) Pop(allowed Mask) (v T, from Level, ok bool) {
 		}
 	case l == Normal && agedLow && !agedNormal:
 		from = Low
+	}
+	if mode == takePeek {
+		return v, from, true
 	}
 	v, _ = b.rings[from].Pop()
 	return v, from, true

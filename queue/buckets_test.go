@@ -398,3 +398,60 @@ func TestBucketsAllocs(t *testing.T) {
 		t.Errorf("Push/Pop allocate %v times per run, want only the test's 30", allocs)
 	}
 }
+
+// TestBucketsPeekSaysWherePopTakes checks, over random pushes, masks and aging,
+// that Peek names the level the next Pop takes from and changes nothing.
+func TestBucketsPeekSaysWherePopTakes(t *testing.T) {
+	b := mustBuckets(t, [NumLevels]int{64, 64, 64}, Quotas{High: 5, Normal: 2, LowGuaranteed: 1})
+	seed := uint64(1)
+	next := func(n uint64) uint64 { seed = seed*6364136223846793005 + 1442695040888963407; return (seed >> 33) % n }
+	aged := map[int]bool{}
+	b.SetAged(func(_ Level, head int) bool { return aged[head] })
+	v := 0
+	for range 20_000 {
+		if next(2) == 0 {
+			l := Level(next(NumLevels))
+			if b.Bucket(l).Len() < b.Bucket(l).Cap() {
+				v++
+				aged[v] = next(8) == 0
+				_ = b.Push(l, v)
+			}
+			continue
+		}
+		allowed := Mask(next(8))
+		cycle, quotas := b.Picker().Cycle(), b.Picker().Quotas()
+		lens := [NumLevels]int{b.Bucket(High).Len(), b.Bucket(Normal).Len(), b.Bucket(Low).Len()}
+		pl, pok := b.Peek(allowed)
+		if b.Picker().Cycle() != cycle || b.Picker().Quotas() != quotas ||
+			lens != [NumLevels]int{b.Bucket(High).Len(), b.Bucket(Normal).Len(), b.Bucket(Low).Len()} {
+			t.Fatal("Peek changed the buckets")
+		}
+		_, from, ok := b.Pop(allowed)
+		if ok != pok || (ok && from != pl) {
+			t.Fatalf("Peek(%b) = %v, %v; Pop took from %v, %v", allowed, pl, pok, from, ok)
+		}
+	}
+}
+
+// TestBucketsPopInCycleNeverRefills checks that PopInCycle takes only levels with
+// credit left in the current cycle: a level passed over keeps its turn.
+func TestBucketsPopInCycleNeverRefills(t *testing.T) {
+	b := mustBuckets(t, [NumLevels]int{64, 64, 64}, Quotas{High: 3, Normal: 1, LowGuaranteed: 1})
+	fill(t, b, [NumLevels][]int{{1, 2, 3, 4, 5, 6, 7, 8}, {}, {100, 101}})
+	// The cycle starts with Low (a tie goes to Low); High then has 3 picks in it.
+	if _, from, _ := b.Pop(AllLevels); from != Low {
+		t.Fatalf("first Pop from %v, want low", from)
+	}
+	for i := range 3 {
+		if _, from, ok := b.PopInCycle(1 << High); !ok || from != High {
+			t.Fatalf("PopInCycle(high) #%d = %v, %v; want high", i, from, ok)
+		}
+	}
+	if v, from, ok := b.PopInCycle(1 << High); ok {
+		t.Fatalf("PopInCycle(high) with High's credit spent = %d@%v, want none", v, from)
+	}
+	cycle := b.Picker().Cycle()
+	if _, from, _ := b.Pop(AllLevels); from != Low || b.Picker().Cycle() != cycle+1 {
+		t.Fatalf("Pop after the cycle = %v (cycle %d), want low in a new cycle", from, b.Picker().Cycle())
+	}
+}

@@ -36,6 +36,11 @@
 //     than one cycle.
 //   - [Picker.SetQuotas] takes effect at the next pick; the current cycle keeps the
 //     picks it has counted.
+//   - [Picker.Peek] says which level the next pick would go to without counting
+//     it, and [Picker.PickInCycle] picks only within the current cycle. A caller
+//     that cannot take the level Peek names (the kernel, when that level's
+//     lookahead is full) may take a higher one with PickInCycle: the passed-over
+//     level keeps its turn, as the cycle cannot end before it had its picks.
 //
 // With every level ready all the time, every cycle holds exactly
 // High + Normal + LowGuaranteed picks, so each level's share of the picks is its

@@ -127,6 +127,36 @@ func (p *Picker) Pick(ready Mask) (Level, bool) {
 	return l, true
 }
 
+// Peek returns the level [Picker.Pick] would choose for ready, and counts
+// nothing.
+func (p *Picker) Peek(ready Mask) (Level, bool) {
+	ready &= AllLevels
+	if ready == 0 {
+		return 0, false
+	}
+	if l, ok := p.best(ready); ok {
+		return l, true
+	}
+	used := p.used
+	p.used = [NumLevels]int{} // as after the refill Pick would make
+	l, ok := p.best(ready)
+	p.used = used
+	return l, ok
+}
+
+// PickInCycle is [Picker.Pick] that never starts a new cycle: it returns false,
+// and counts nothing, when no level of ready has credit left in the current one.
+// A caller that may not take the level Pick would choose uses it to take another
+// without letting that level lose its turn: the cycle cannot end until the level
+// passed over had its picks or stopped being ready.
+func (p *Picker) PickInCycle(ready Mask) (Level, bool) {
+	l, ok := p.best(ready & AllLevels)
+	if ok {
+		p.used[l]++
+	}
+	return l, ok
+}
+
 // best returns the ready level with credit left whose used/quota is the smallest;
 // false when no ready level has credit. A tie goes to Low, which bounds Low's wait
 // (see [Picker.Pick]), else to High.
