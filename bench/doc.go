@@ -1,7 +1,9 @@
 // Package bench holds the workloads, baselines and reports behind axbench: the
 // figures that compare ax with raw goroutines, errgroup, x/sync/semaphore, a
-// hand-written channel pool and (from the cmd/axbench module) ants, pond, conc
-// and workerpool, each measured in the same run on the same workload.
+// hand-written channel pool, a hand-written strict-priority pool (the ideal
+// for High's latency, which starves Low) and (from the cmd/axbench module)
+// ants, pond, conc and workerpool, each measured in the same run on the same
+// workload.
 //
 // # Executors
 //
@@ -12,7 +14,9 @@
 // ones never do either. Pools that know only "run this func" implement [Pool];
 // [Emulate] gives them the priorities, timeouts, delays and retries of [Task]
 // the way a user of such a pool would write them by hand (one FIFO, a context
-// with a deadline, time.AfterFunc, resubmission after a backoff).
+// with a deadline, time.AfterFunc, resubmission after a backoff); a
+// [PriorityPool] keeps each task's priority. An executor that matters only
+// where priorities do names its scenarios in [Factory.Only].
 //
 // # Durable configurations
 //

@@ -30,18 +30,33 @@ type Delayer interface {
 	After(d time.Duration, f func()) error
 }
 
+// PriorityPool is a [Pool] that orders funcs by priority. [Emulate] hands
+// every attempt of a submitted task to GoAt with the task's priority, and the
+// bare funcs of [Executor.Go] to Go.
+type PriorityPool interface {
+	Pool
+	// GoAt runs f at priority pr, waiting for room or returning [ErrRejected]
+	// as Go does.
+	GoAt(pr Priority, f func()) error
+}
+
 // Emulate returns an [Executor] that runs p's funcs and gives [Task] its
 // meaning the way a user of a plain pool writes it by hand: every priority in
-// one FIFO, each attempt under context.WithTimeout, a delay or a retry backoff
-// through time.AfterFunc followed by a fresh submission (which waits or is
-// refused like any other; a refused retry ends the task with [ErrRejected]).
-func Emulate(p Pool) Executor { return &emulated{pool: p} }
+// one FIFO (or at its priority, when p is a [PriorityPool]), each attempt
+// under context.WithTimeout, a delay or a retry backoff through
+// time.AfterFunc followed by a fresh submission (which waits or is refused
+// like any other; a refused retry ends the task with [ErrRejected]).
+func Emulate(p Pool) Executor {
+	pp, _ := p.(PriorityPool)
+	return &emulated{pool: p, prio: pp}
+}
 
 // emulated adapts a Pool. pending counts the tasks given to Submit that have
 // not ended (including those waiting for a delay or a retry), so that Wait can
 // wait for them before it waits for the pool.
 type emulated struct {
 	pool    Pool           // immutable
+	prio    PriorityPool   // immutable: pool as a PriorityPool, or nil
 	pending sync.WaitGroup // one count per accepted Submit task, until its Done
 }
 
@@ -56,11 +71,19 @@ func (e *emulated) Submit(t Task) error {
 		time.AfterFunc(t.Delay, et.resubmit)
 		return nil
 	}
-	if err := e.pool.Go(et.run); err != nil {
+	if err := e.goAttempt(t.Priority, et.run); err != nil {
 		e.pending.Done()
 		return err
 	}
 	return nil
+}
+
+// goAttempt hands one attempt of a task to the pool, at pr if it has priorities.
+func (e *emulated) goAttempt(pr Priority, f func()) error {
+	if e.prio != nil {
+		return e.prio.GoAt(pr, f)
+	}
+	return e.pool.Go(f)
 }
 
 func (e *emulated) Wait() {
@@ -79,7 +102,7 @@ type emuTask struct {
 
 // resubmit hands the next attempt to the pool from a timer's goroutine.
 func (et *emuTask) resubmit() {
-	if err := et.e.pool.Go(et.run); err != nil {
+	if err := et.e.goAttempt(et.t.Priority, et.run); err != nil {
 		et.finish(err)
 	}
 }

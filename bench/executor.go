@@ -198,6 +198,10 @@ type Factory struct {
 	// Delays is true when the executor schedules [Task.Delay] itself (the
 	// timers scenario runs only these).
 	Delays bool
+	// Only, if not empty, names the scenarios the executor runs in (a
+	// baseline or a variant that matters only where priorities do). If empty,
+	// it runs in every scenario that accepts it.
+	Only []string
 	// New builds an executor for p (Conc workers, a queue of Queue tasks
 	// where it has one). ctx ends with the run; New must not keep goroutines
 	// past Close. Nil for a durable configuration.

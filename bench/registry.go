@@ -65,7 +65,9 @@ func (r *Registry) Scenario(name string) (Scenario, bool) {
 }
 
 // Baselines returns the executors built from the standard library and x/sync:
-// go, errgroup, semaphore, chanpool and chanpool-nb.
+// go, errgroup, semaphore, chanpool and chanpool-nb, and the strict-priority
+// pools priopool and priopool-nb, which run only in the scenarios with
+// priorities (mixed and saturation).
 func Baselines() []Factory {
 	return []Factory{
 		{
@@ -103,5 +105,23 @@ func Baselines() []Factory {
 				return Emulate(newChanPool(p.Conc, p.Queue, true)), nil
 			},
 		},
+		{
+			Name: "priopool", Mode: Blocking, Priorities: true, Only: priorityScenarios,
+			Doc: "hand-written strict-priority pool: conc workers always taking High before Normal before Low, one channel of queue funcs per priority; a full channel blocks (mixed and saturation only)",
+			New: func(_ context.Context, p Params) (Executor, error) {
+				return Emulate(newPrioPool(p.Conc, p.Queue, false)), nil
+			},
+		},
+		{
+			Name: "priopool-nb", Mode: NonBlocking, Priorities: true, Only: priorityScenarios,
+			Doc: "priopool refusing a task when its priority's channel is full (mixed and saturation only)",
+			New: func(_ context.Context, p Params) (Executor, error) {
+				return Emulate(newPrioPool(p.Conc, p.Queue, true)), nil
+			},
+		},
 	}
 }
+
+// priorityScenarios are the scenarios where the strict-priority baselines run:
+// those whose figures are per priority under saturation.
+var priorityScenarios = []string{"mixed", "saturation"}

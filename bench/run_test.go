@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +137,12 @@ func TestPlanFiltersExecutors(t *testing.T) {
 			if pl.Scenario.Name == "timers" && !f.Delays {
 				t.Errorf("timers plans %s, which has no delays of its own", f.Name)
 			}
+			if len(f.Only) > 0 && !slices.Contains(f.Only, pl.Scenario.Name) {
+				t.Errorf("%s plans %s, which runs only in %v", pl.Scenario.Name, f.Name, f.Only)
+			}
+		}
+		if pl.Scenario.Name == "mixed" && !slices.ContainsFunc(pl.Executors, func(f Factory) bool { return f.Name == "priopool" }) {
+			t.Errorf("mixed does not plan priopool")
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 )
 
 // Scenario is one workload. Run measures one executor once, in the calling
@@ -47,9 +48,13 @@ func Scenarios() []Scenario {
 	}
 }
 
-// runsOn reports whether sc runs on f: f is of sc's kind and sc accepts it.
+// runsOn reports whether sc runs on f: f is of sc's kind, runs in sc (its
+// Only) and sc accepts it.
 func runsOn(sc Scenario, f Factory) bool {
 	if sc.Durable != (f.Durable != nil) {
+		return false
+	}
+	if len(f.Only) > 0 && !slices.Contains(f.Only, sc.Name) {
 		return false
 	}
 	return sc.Accepts == nil || sc.Accepts(f)

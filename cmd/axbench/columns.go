@@ -84,8 +84,8 @@ var views = map[string]view{
 			{"rejected", "rejected"},
 			{"lost", "lost"},
 		},
-		headline: "wait_p99_us_high",
-		bars:     []string{"wait_p99_us_high", "wait_p99_us_low", "share_low"},
+		headline: "wait_p99_us_high", baseline: "priopool",
+		bars: []string{"wait_p99_us_high", "wait_p99_us_low", "share_low"},
 	},
 	"slow-upstream": {
 		columns: []column{

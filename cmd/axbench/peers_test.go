@@ -17,7 +17,7 @@ func TestRegistryHasEveryExecutor(t *testing.T) {
 	if err != nil {
 		t.Fatalf("registry() error = %v", err)
 	}
-	for _, name := range []string{"go", "errgroup", "semaphore", "chanpool", "chanpool-nb", "ants", "ants-nb", "pond", "pond-nb", "conc", "workerpool", "ax-memstore", "ax-mariadb-ack", "ax-mariadb-snapshot", "river-pg", "asynq-redis"} {
+	for _, name := range []string{"go", "errgroup", "semaphore", "chanpool", "chanpool-nb", "priopool", "priopool-nb", "ants", "ants-nb", "pond", "pond-nb", "conc", "workerpool", "ax-memstore", "ax-mariadb-ack", "ax-mariadb-snapshot", "river-pg", "asynq-redis"} {
 		if _, ok := reg.Executor(name); !ok {
 			t.Errorf("registry has no executor %q", name)
 		}

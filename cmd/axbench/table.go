@@ -157,9 +157,11 @@ func viewOf(rp bench.Report) view {
 
 // isPeer reports whether an executor is a peer of ax: a pool people use instead
 // (ants, pond, conc, workerpool, errgroup, semaphore), not ax itself nor the
-// references: `go`, which bounds nothing, and the hand-written chanpool.
+// references: `go`, which bounds nothing, and the hand-written chanpool and
+// priopool.
 func isPeer(name string) bool {
-	return !strings.HasPrefix(name, "ax") && name != "go" && !strings.HasPrefix(name, "chanpool")
+	return !strings.HasPrefix(name, "ax") && name != "go" &&
+		!strings.HasPrefix(name, "chanpool") && !strings.HasPrefix(name, "priopool")
 }
 
 // bestPeer returns the best headline median among the peers and its executor.
