@@ -18,8 +18,8 @@ func TestConfigZeroIsValid(t *testing.T) {
 	if r.MaxConcurrency != MaxConcurrencyDefault || r.Capacity.Normal != CapacityNormalDefault || r.Tick != TickDefault {
 		t.Fatalf("withDefaults() = %+v", r)
 	}
-	if r.Quotas.High != 250 || r.Quotas.Normal != 166 || r.Quotas.LowGuaranteed != 1 {
-		t.Fatalf("default quotas = %+v, want 250/166/1", r.Quotas)
+	if r.Quotas.High != 17 || r.Quotas.Normal != 2 || r.Quotas.LowGuaranteed != 1 {
+		t.Fatalf("default quotas = %+v, want 17/2/1 (85 %%, 10 %%, 5 %%)", r.Quotas)
 	}
 	if r.Retry.Low.MaxAttempts != RetryMaxAttemptsDefault || r.MaxZombies != MaxZombiesDefault {
 		t.Fatalf("withDefaults() retry/zombies = %+v / %d", r.Retry.Low, r.MaxZombies)

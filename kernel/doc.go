@@ -69,10 +69,18 @@
 //
 // # Priorities and admission
 //
-// Tasks wait in three bounded FIFO buckets (High, Normal, Low), picked in cycles by
-// Config.Quotas: High at most Quotas.High picks per cycle, Normal at most
-// Quotas.Normal, Low at least Quotas.LowGuaranteed while it has work; unused picks
-// pass on. Config.Reserve.High slots run only High tasks. Config.AgeAfter promotes
+// Tasks wait in three bounded FIFO buckets (High, Normal, Low). What a caller can
+// rely on: High runs first. A High task never waits for Normal or Low work, not
+// even work the loop picked ahead of time: it overtakes those picks and starts in
+// the next slot that frees, so its wait under saturation is the time to the next
+// completion (the same holds for Normal over Low). When every priority has more
+// work than the slots, the dispatches are shared by Config.Quotas: by default High
+// gets up to 85 %, and Normal and Low keep floors of 10 % and 5 %, so neither
+// starves; a priority with less work than its share leaves the rest to the others
+// (no slot idles while work waits), and within a priority the order is FIFO.
+// Reserve slots (Config.Reserve.High) when the next completion is too far for
+// High: when Normal or Low tasks run much longer than a High task's deadline, only
+// a slot no other priority may take starts it at once. Config.AgeAfter promotes
 // tasks that waited too long by one level.
 //
 // Each priority may hold Config.Capacity tasks waiting (queued, delayed or

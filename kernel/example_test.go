@@ -31,8 +31,10 @@ func ExampleMap() {
 
 // Tasks are picked by quota in cycles: here one slot and, per cycle, 2 High picks,
 // 1 Normal and 1 Low. Low's guaranteed pick comes first in a cycle, so it never
-// waits more than one cycle; the picks are interleaved, not run in blocks. The
-// task holding the slot was the first cycle's Normal pick.
+// waits more than one cycle; the picks are interleaved, not run in blocks. A
+// higher-priority pick overtakes a lower one picked ahead of it: when the slot
+// frees, Low's pick and the next High pick wait together, and the High one runs
+// first. The task holding the slot was the first cycle's Normal pick.
 func Example_priorities() {
 	k, err := kernel.New(kernel.Config{MaxConcurrency: 1, Quotas: kernel.Quotas{High: 2, Normal: 1, LowGuaranteed: 1}})
 	if err != nil {
@@ -70,7 +72,7 @@ func Example_priorities() {
 		got = append(got, s)
 	}
 	fmt.Println(strings.Join(got, " "))
-	// Output: low high high low high normal normal
+	// Output: high low high high low normal normal
 }
 
 // A task that fails is retried with backoff; Permanent stops retries.

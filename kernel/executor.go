@@ -18,8 +18,10 @@ import (
 type runq struct {
 	mu spinMutex
 
-	high        *queue.Ring[ritem] // chosen High attempts and light tasks, taken first
-	other       *queue.Ring[ritem] // chosen Normal and Low ones
+	// rings hold the chosen attempts and light tasks by level. An executor takes
+	// High first, then Normal, then Low: a pick made ahead never makes a
+	// higher-priority pick wait (see Kernel.dispatch).
+	rings       [queue.NumLevels]*queue.Ring[ritem]
 	done        []*attempt         // finished attempts, swapped out by the loop
 	lightFailed []lightDone        // light tasks that failed, swapped out by the loop
 
@@ -122,16 +124,19 @@ func (q *runq) takeRefillPoke() bool {
 // poppableLen returns how many waiting attempts and light tasks executors could
 // pop now (Normal and Low ones only while the reserve leaves them a slot).
 func (q *runq) poppableLen() int {
-	n := q.high.Len()
+	n := q.rings[queue.High].Len()
 	if q.runningOther < q.otherLimit {
-		n += q.other.Len()
+		n += q.otherLen()
 	}
 	return n
 }
 
+// otherLen returns how many Normal and Low picks wait in the run queue.
+func (q *runq) otherLen() int { return q.rings[queue.Normal].Len() + q.rings[queue.Low].Len() }
+
 // poppable reports whether an executor could pop something now.
 func (q *runq) poppable() bool {
-	return q.high.Len() > 0 || (q.other.Len() > 0 && q.runningOther < q.otherLimit)
+	return q.rings[queue.High].Len() > 0 || (q.otherLen() > 0 && q.runningOther < q.otherLimit)
 }
 
 // register adds e to execs, once.
@@ -155,20 +160,23 @@ func (q *runq) unregister(e *executor) {
 }
 
 // queued returns the number of attempts waiting in the run queue.
-func (q *runq) queued() int { return q.high.Len() + q.other.Len() }
+func (q *runq) queued() int { return q.rings[queue.High].Len() + q.otherLen() }
 
-// pop takes the next attempt or light task an executor may start, honouring the
+// pop takes the next attempt or light task an executor may start: the oldest
+// High pick, else the oldest Normal one, else the oldest Low one, honouring the
 // reserve.
 func (q *runq) pop() (ritem, bool) {
-	if it, ok := q.high.Pop(); ok {
+	if it, ok := q.rings[queue.High].Pop(); ok {
 		q.pops++
 		return it, true
 	}
 	if q.runningOther < q.otherLimit || q.stopping {
-		if it, ok := q.other.Pop(); ok {
-			q.pops++
-			q.runningOther++
-			return it, true
+		for _, r := range q.rings[queue.Normal:] {
+			if it, ok := r.Pop(); ok {
+				q.pops++
+				q.runningOther++
+				return it, true
+			}
 		}
 	}
 	return ritem{}, false

@@ -13,14 +13,15 @@ import (
 // overdue (its thread held back), none while the run queue is empty.
 func TestNeedsWakeBoundsTheWaitForAWokenExecutor(t *testing.T) {
 	var q runq
-	q.high, _ = queue.NewRing[ritem](4)
-	q.other, _ = queue.NewRing[ritem](4)
+	for l := range q.rings {
+		q.rings[l], _ = queue.NewRing[ritem](4)
+	}
 	const t0 = int64(time.Second)
 
 	if q.needsWake(t0) {
 		t.Error("needsWake with an empty run queue = true, want false")
 	}
-	_ = q.other.Push(ritem{a: &attempt{}})
+	_ = q.rings[queue.Normal].Push(ritem{a: &attempt{}})
 	if !q.needsWake(t0) {
 		t.Error("needsWake with work waiting and nobody coming = false, want true")
 	}

@@ -440,7 +440,7 @@ func (k *Kernel) runFastItem(h *Handle, l light, now int64) bool {
 	q.mu.Lock()
 	high := l.lvl == queue.High
 	if q.stopping || q.running+q.queued() >= q.limit ||
-		(!high && q.runningOther+q.other.Len() >= q.otherLimit) {
+		(!high && q.runningOther+q.otherLen() >= q.otherLimit) {
 		q.mu.Unlock()
 		k.in.fast = false
 		k.fastOpen.Store(false)
@@ -457,13 +457,9 @@ func (k *Kernel) runFastItem(h *Handle, l light, now int64) bool {
 		h.state.Store(uint32(Running))
 		h.attempts.Store(1)
 	}
-	if high {
-		grow(q.high, 1)
-		_ = q.high.Push(it)
-	} else {
-		grow(q.other, 1)
-		_ = q.other.Push(it)
-	}
+	r := q.rings[l.lvl]
+	grow(r, 1)
+	_ = r.Push(it)
 	q.fastStarted++
 	// As in the loop's hand-over, wake one executor only if none is on its way:
 	// each woken executor wakes the next while tasks wait. (Waking one per queued

@@ -112,8 +112,9 @@ func (k *Kernel) initLoop(rc *resolved) error {
 	k.gateWindow = math.MaxInt // durable kernels set theirs
 	// The run queue's rings grow as picks are handed over (grow), so a kernel's
 	// memory follows the work it holds, not the MaxConcurrency it may run.
-	k.rq.high, _ = queue.NewRing[ritem](min(c.MaxConcurrency+16, ringStart))
-	k.rq.other, _ = queue.NewRing[ritem](min(c.MaxConcurrency+16, ringStart))
+	for l := range k.rq.rings {
+		k.rq.rings[l], _ = queue.NewRing[ritem](min(c.MaxConcurrency+16, ringStart))
+	}
 	k.budget.init(c.RetryBudget)
 	k.apply(rc)
 	return nil
@@ -529,6 +530,15 @@ func (k *Kernel) onTimer(e timerEntry) {
 
 // dispatch moves picked tasks into the run queue while executors have or will
 // soon have a free slot, then wakes or starts executors for them.
+//
+// Each level has room for the free slots plus the lookahead, less the picks of
+// its own and higher levels already waiting: lower picks never count against a
+// higher level's room, and executors take the highest level first, so a task
+// never waits behind lower-priority work picked ahead of it. The picker still
+// decides the order: when the level it names has no room, a higher level with
+// room may take a pick within the current cycle, overtaking, while the level
+// passed over keeps its turn (queue.Buckets.PopInCycle) — so the shares hold
+// under saturation, and the run queue stays within three lookaheads.
 func (k *Kernel) dispatch() {
 	if k.buckets.Len() == 0 {
 		return
@@ -538,16 +548,38 @@ func (k *Kernel) dispatch() {
 	// running meanwhile: room only grows), then hand the picks over in one short
 	// critical section.
 	q.mu.Lock()
-	space := q.limit - q.running + k.lookahead - q.queued()
-	otherSpace := q.otherLimit - q.runningOther + k.lookahead - q.other.Len()
-	q.mu.Unlock()
-	picked := k.picked[:0]
-	for space > 0 && len(k.gated) < k.gateWindow {
-		mask := queue.AllLevels
-		if otherSpace <= 0 {
-			mask = highOnly
+	var r room
+	free := q.limit - q.running + k.lookahead
+	freeOther := q.otherLimit - q.runningOther + k.lookahead // Config.Reserve
+	above, aboveOther := 0, 0
+	for l, ring := range q.rings {
+		above += ring.Len()
+		r.all[l] = free - above
+		if l != int(queue.High) {
+			aboveOther += ring.Len()
+			r.other[l] = freeOther - aboveOther
 		}
-		it, lvl, ok := k.buckets.Pop(mask)
+	}
+	q.mu.Unlock()
+	r.other[queue.High] = math.MaxInt
+	picked := k.picked[:0]
+	for r.all[queue.High] > 0 && len(k.gated) < k.gateWindow {
+		// A level whose slots (Config.Reserve) are all taken, picks ahead included,
+		// is left out, as if it had no work: its share passes on. A level whose
+		// room overtaking picks took keeps its turn instead (PopInCycle).
+		mask := r.mask()
+		var it qitem
+		var lvl queue.Level
+		var ok bool
+		if r.all[queue.Low] > 0 {
+			it, lvl, ok = k.buckets.Pop(mask) // every level has room
+		} else if lvl, ok = k.buckets.Peek(mask); ok {
+			if r.all[lvl] > 0 {
+				it, lvl, ok = k.buckets.Pop(mask)
+			} else {
+				it, lvl, ok = k.buckets.PopInCycle(mask & r.above(lvl))
+			}
+		}
 		if !ok {
 			break
 		}
@@ -557,30 +589,66 @@ func (k *Kernel) dispatch() {
 			k.pendStarted[lvl]++
 			k.lightStarts++
 			k.freed = true
-			space--
-			if lvl != queue.High {
-				otherSpace--
-			}
-			picked = append(picked, pick{l: it.l, high: lvl == queue.High})
-			continue
-		}
-		h := it.h
-		if !k.start(h, h.cur) {
+		} else if !k.start(it.h, it.h.cur) {
 			// A durable pick waits for its stored start (gate) without a slot: the
 			// starts of up to gateWindow picks are written in the same group commits
 			// while the slots keep running. It takes a slot once handed over.
 			continue
 		}
-		space--
-		if h.prio != High {
-			otherSpace--
+		// An aged task waits with the level it was picked as, unless that is High
+		// for a Normal one: High's ring is for the slots only High may take.
+		as := max(k.buckets.PickedAs(), min(lvl, queue.Normal))
+		r.take(as)
+		if it.h == nil {
+			picked = append(picked, pick{l: it.l, lvl: as})
+		} else {
+			picked = append(picked, pick{a: it.h.cur, lvl: as})
 		}
-		picked = append(picked, pick{a: h.cur, high: h.prio == High})
 	}
 	k.flushCounts()
 	k.handOver(picked)
 	clear(picked)
 	k.picked = picked[:0]
+}
+
+// room is what dispatch may still pick per level: all is the free slots plus the
+// lookahead, less the picks waiting at the level and above; other is the same
+// within the slots Normal and Low may use (Config.Reserve), for Normal and Low.
+type room struct {
+	all, other [queue.NumLevels]int
+}
+
+// mask returns the levels whose slots are not all taken (room.other).
+func (r *room) mask() queue.Mask {
+	m := queue.AllLevels
+	for l := queue.Normal; l < queue.NumLevels; l++ {
+		if r.other[l] <= 0 {
+			m &^= 1 << l
+		}
+	}
+	return m
+}
+
+// above returns the levels of higher priority than l that have room.
+func (r *room) above(l queue.Level) queue.Mask {
+	var m queue.Mask
+	for h := queue.High; h < l; h++ {
+		if r.all[h] > 0 {
+			m |= 1 << h
+		}
+	}
+	return m
+}
+
+// take accounts for a pick of level l: it waits ahead of every level at or
+// below it.
+func (r *room) take(l queue.Level) {
+	for x := l; x < queue.NumLevels; x++ {
+		r.all[x]--
+		if l != queue.High {
+			r.other[x]--
+		}
+	}
 }
 
 // flushCounts applies the counts the loop gathered: submitted and started
@@ -608,13 +676,13 @@ func (k *Kernel) flushCounts() {
 	}
 }
 
-// pick is an attempt (or a light task, a nil) the loop chose to run, and whether
-// it is High: handOver reads it here rather than in the task's record, a cache
-// line it does not touch otherwise.
+// pick is an attempt (or a light task, a nil) the loop chose to run, and its
+// level: handOver reads it here rather than in the task's record, a cache line it
+// does not touch otherwise.
 type pick struct {
-	a    *attempt
-	l    light
-	high bool
+	a   *attempt
+	l   light
+	lvl queue.Level
 }
 
 // handOver moves picked attempts into the run queue and wakes or starts an
@@ -633,14 +701,11 @@ func (k *Kernel) handOver(picked []pick) {
 	// empty queue wakes one even while others keep popping (see runq.chainWake),
 	// unless one of them popped a moment ago and is coming back for more.
 	wasEmpty := q.queued() == 0 && !q.cycling(k.nowMono)
-	grow(q.high, len(picked))
-	grow(q.other, len(picked))
+	for _, r := range q.rings {
+		grow(r, len(picked))
+	}
 	for _, p := range picked {
-		if p.high {
-			_ = q.high.Push(ritem{a: p.a, l: p.l})
-		} else {
-			_ = q.other.Push(ritem{a: p.a, l: p.l})
-		}
+		_ = q.rings[p.lvl].Push(ritem{a: p.a, l: p.l})
 	}
 	// One wake-up at a time (unless the one on the way is overdue), and none while
 	// executors keep popping what was already queued: each woken executor wakes the
@@ -728,7 +793,7 @@ func (k *Kernel) ungate(as []*attempt) {
 			continue // Close ended it meanwhile
 		}
 		delete(k.gated, a)
-		picked = append(picked, pick{a: a, high: a.h.prio == High})
+		picked = append(picked, pick{a: a, lvl: a.h.bucket})
 	}
 	k.handOver(picked)
 	clear(picked)
@@ -1039,7 +1104,7 @@ func (k *Kernel) closeAll() {
 	}
 	var lightEnded [queue.NumLevels]int
 	k.lightClosed.Store(true) // a light task popped and not started yet does not start
-	for _, r := range []*queue.Ring[ritem]{q.high, q.other} {
+	for _, r := range q.rings {
 		// Light tasks leave the run queue here (nobody could tell an executor to
 		// skip one); attempts stay, settled, and are skipped when popped.
 		var keep []ritem
@@ -1152,6 +1217,3 @@ func (k *Kernel) checkStall() (wake *executor, spawn bool) {
 	k.stallAt = k.seenAt + overdue
 	return wake, spawn
 }
-
-// highOnly is the pick mask while the non-High slots (and their lookahead) are full.
-const highOnly = queue.Mask(1 << queue.High)

@@ -14,6 +14,7 @@ type Buckets[T any] struct {
 	rings    [NumLevels]Ring[T]
 	picker   Picker
 	agedFunc func(l Level, head T) bool // nil: aging is off
+	pickedAs Level                      // the credit the last pop spent (PickedAs)
 }
 
 // NewBuckets returns empty buckets with the capacities caps, indexed by level, and a
@@ -99,6 +100,12 @@ func (b *Buckets[T]) PopInCycle(allowed Mask) (v T, from Level, ok bool) {
 	return b.take(allowed, takeInCycle)
 }
 
+// PickedAs returns the level the element of the last successful [Buckets.Pop] or
+// [Buckets.PopInCycle] was picked as: the level of its bucket, or the level above
+// when it was aged (see Aging in the package documentation), whichever level's
+// credit it spent.
+func (b *Buckets[T]) PickedAs() Level { return b.pickedAs }
+
 // How take asks the picker.
 const (
 	takePick    = iota // Pick: pop, and start a new cycle if need be
@@ -155,6 +162,10 @@ func (b *Buckets[T]) take(allowed Mask, mode int) (v T, from Level, ok bool) {
 	}
 	if mode == takePeek {
 		return v, from, true
+	}
+	b.pickedAs = from
+	if (from == Normal && agedNormal) || (from == Low && agedLow) {
+		b.pickedAs = from - 1
 	}
 	v, _ = b.rings[from].Pop()
 	return v, from, true

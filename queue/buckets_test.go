@@ -455,3 +455,21 @@ func TestBucketsPopInCycleNeverRefills(t *testing.T) {
 		t.Fatalf("Pop after the cycle = %v (cycle %d), want low in a new cycle", from, b.Picker().Cycle())
 	}
 }
+
+// TestBucketsPickedAs checks that an aged element is reported as picked one level
+// higher, whichever credit it spent.
+func TestBucketsPickedAs(t *testing.T) {
+	b := mustBuckets(t, [NumLevels]int{8, 8, 8}, Quotas{High: 1, Normal: 1, LowGuaranteed: 1})
+	fill(t, b, [NumLevels][]int{{}, {1}, {2, 3}})
+	b.SetAged(func(_ Level, head int) bool { return head == 2 })
+	for _, want := range []struct {
+		v      int
+		from   Level
+		pickAs Level
+	}{{2, Low, Normal}, {1, Normal, Normal}, {3, Low, Low}} {
+		v, from, ok := b.Pop(AllLevels)
+		if !ok || v != want.v || from != want.from || b.PickedAs() != want.pickAs {
+			t.Fatalf("Pop() = %d@%v, PickedAs() = %v; want %d@%v as %v", v, from, b.PickedAs(), want.v, want.from, want.pickAs)
+		}
+	}
+}
