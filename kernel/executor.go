@@ -22,8 +22,8 @@ type runq struct {
 	// High first, then Normal, then Low: a pick made ahead never makes a
 	// higher-priority pick wait (see Kernel.dispatch).
 	rings       [queue.NumLevels]*queue.Ring[ritem]
-	done        []*attempt         // finished attempts, swapped out by the loop
-	lightFailed []lightDone        // light tasks that failed, swapped out by the loop
+	done        []*attempt  // finished attempts, swapped out by the loop
+	lightFailed []lightDone // light tasks that failed, swapped out by the loop
 
 	idle    []*executor // parked executors, most recent last
 	coming  int         // executors woken and not yet back under mu
