@@ -138,17 +138,14 @@ func ringCaps(c *Config) [queue.NumLevels]int {
 // lookaheadOf returns the lookahead of a kernel with the given slots: a quarter
 // of them up to 21 slots, all but 16 from there, at most maxLookahead.
 //
-// A lookahead trades a little ordering for throughput: a pick is final once made
-// (High still overtakes, taken first from its own run queue), and Stats counts it
-// as Dispatched until it starts; a timeout counts from the executor's start, not
-// from the pick. A small kernel keeps a quarter of its slots, so its picking order
-// stays near-exact. A large kernel needs one as deep as its slots: completions
-// come in bunches (the timers of tasks that sleep or wait on I/O fire together),
-// and the loop, poked to refill, waits on its P behind every executor the bunch
-// readied there. With a quarter of the slots (at most 256), a kernel of 500 slots
-// running 1 ms sleeps found its run queue empty while its buckets were full: 15 %
-// of the slots stood idle on average, and its efficiency was 0.57 where a plain
-// channel pool's was 0.62. Holding as many as its slots, 0.64.
+// A lookahead costs no ordering: a pick is final once made, but a later pick of
+// a higher level overtakes it (each level has its own ring and room, see
+// dispatch), and Stats counts it as Dispatched until it starts; a timeout counts
+// from the executor's start, not from the pick. A large kernel needs one about as
+// deep as its slots: completions come in bunches (the timers of tasks that sleep
+// or wait on I/O fire together), and the loop, poked to refill, waits on its P
+// behind every executor the bunch readied there, while the executors must find
+// work without it.
 func lookaheadOf(slots int) int {
 	return min(max(slots/4, slots-16), maxLookahead)
 }
