@@ -13,25 +13,39 @@ import (
 	"github.com/axsched/ax/kernel"
 )
 
-// AxFactories returns the ax executors: ax (blocking Submit and Go) and ax-nb
-// (TrySubmit and TryGo, refusing with [ErrRejected] when a bucket is full).
-// Both run a kernel with MaxConcurrency Conc, a Capacity of Queue per priority,
-// one attempt per task unless the task has a retry policy, and every other
-// setting at its default (quotas, retry budget, zombies).
+// AxFactories returns the ax executors: ax (blocking Submit and Go), ax-nb
+// (TrySubmit and TryGo, refusing with [ErrRejected] when a bucket is full)
+// and ax-reserve (ax with 5 % of its slots reserved for High, in
+// the saturation scenario only). They run a kernel with MaxConcurrency Conc,
+// a Capacity of Queue per priority, one attempt per task unless the task has
+// a retry policy, and every other setting at its default (quotas, retry
+// budget, zombies).
 func AxFactories() []Factory {
 	return []Factory{
 		{
 			Name: "ax", Mode: Blocking, Priorities: true, Delays: true,
 			Doc: "the ax kernel: Submit and Go wait for room (priorities, timeouts, delays and retries native)",
-			New: func(ctx context.Context, p Params) (Executor, error) { return newAx(ctx, p, false) },
+			New: func(ctx context.Context, p Params) (Executor, error) { return newAx(ctx, p, false, 0) },
 		},
 		{
 			Name: "ax-nb", Mode: NonBlocking, Priorities: true, Delays: true,
 			Doc: "the ax kernel: TrySubmit and TryGo refuse with ErrQueueFull or ErrDegraded when full",
-			New: func(ctx context.Context, p Params) (Executor, error) { return newAx(ctx, p, true) },
+			New: func(ctx context.Context, p Params) (Executor, error) { return newAx(ctx, p, true, 0) },
+		},
+		{
+			Name: "ax-reserve", Mode: Blocking, Priorities: true, Delays: true, Only: []string{"saturation"},
+			Doc: "ax with Config.Reserve.High = 5 % of conc: slots only High may occupy (saturation only)",
+			New: func(ctx context.Context, p Params) (Executor, error) {
+				return newAx(ctx, p, false, reserveHigh(p.Conc))
+			},
 		},
 	}
 }
+
+// reserveHigh returns the slots ax-reserve holds for High tasks out of conc:
+// 5 %, at least one, and always leaving one to the other priorities (so none
+// for conc 1).
+func reserveHigh(conc int) int { return max(0, min(max(1, conc/20), conc-1)) }
 
 // axExecutor adapts a *kernel.Kernel.
 type axExecutor struct {
@@ -57,12 +71,15 @@ var (
 	_ DelayPreparer = (*axExecutor)(nil)
 )
 
-func newAx(ctx context.Context, p Params, nonBlocking bool) (*axExecutor, error) {
+// newAx builds the adapter of a kernel for p that holds reserve slots
+// for High tasks.
+func newAx(ctx context.Context, p Params, nonBlocking bool, reserve int) (*axExecutor, error) {
 	once := kernel.RetryPolicy{MaxAttempts: 1}
 	k, err := kernel.New(kernel.Config{
 		MaxConcurrency: p.Conc,
 		Capacity:       kernel.ByPriority[int]{High: p.Queue, Normal: p.Queue, Low: p.Queue},
 		Retry:          kernel.ByPriority[kernel.RetryPolicy]{High: once, Normal: once, Low: once},
+		Reserve:        kernel.Reserve{High: reserve},
 	})
 	if err != nil {
 		return nil, err

@@ -14,7 +14,7 @@ import (
 // ns/refusal measures the kernel. (Capturing the func parameter in funcCache's
 // wrapper once moved it to the heap on every call: 8 B and ~15 ns per task.)
 func TestAxAdapterRefusesWithoutAllocating(t *testing.T) {
-	ex, err := newAx(context.Background(), Params{Conc: 1, Queue: 1}, true)
+	ex, err := newAx(context.Background(), Params{Conc: 1, Queue: 1}, true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestAxPreparedTimersRun(t *testing.T) {
 // the first submission.
 func runPrepared(t *testing.T, submit func(ex *axExecutor, task any, i int) error, delay func(int) time.Duration) {
 	t.Helper()
-	ex, err := newAx(context.Background(), Params{Conc: 4, Queue: 100}, false)
+	ex, err := newAx(context.Background(), Params{Conc: 4, Queue: 100}, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
