@@ -3,13 +3,14 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 )
 
-// mixedWindows is how many time windows the per-priority series of the mixed
-// scenario have.
-const mixedWindows = 40
+// seriesWindows is how many time windows the per-priority series of the
+// mixed and saturation scenarios have.
+const seriesWindows = 40
 
 func mixedScenario() Scenario {
 	return Scenario{
@@ -111,31 +112,45 @@ func runMixed(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	out.Metrics["rejected"] = float64(rejected)
 	out.Metrics["rate_per_sec"] = p.Rate
 	checkLost(out, int64(p.N)-rejected, executed)
-	out.Series = append(out.Series, mixedSeries(started, refused, due, window)...)
-	return out, nil
-}
-
-// mixedSeries computes, per time window, the p99 wait of each priority among
-// the tasks that started in it, and the backlog (arrived, accepted, not yet
-// started) at the window's end.
-func mixedSeries(started []int64, refused []bool, due func(int) int64, window int64) []Series {
+	recs := make([]waitRec, 0, executed)
 	end := window
-	for _, st := range started {
-		end = max(end, st)
-	}
-	step := max(end/mixedWindows, 1)
-	n := int(end/step) + 1
-	buckets := make([][numPriorities][]int64, n)
-	backlog := make([]float64, n)
 	for i, st := range started {
 		if refused[i] || st == 0 {
 			continue
 		}
-		pr := Priority(i % int(numPriorities))
-		b := int(st / step)
-		buckets[b][pr] = append(buckets[b][pr], st-due(i))
+		recs = append(recs, waitRec{pr: Priority(i % int(numPriorities)), due: due(i), start: st})
+		end = max(end, st)
+	}
+	out.Series = append(out.Series, prioritySeries(recs, end)...)
+	return out, nil
+}
+
+// waitRec is one task of a per-priority series: its priority, and its due
+// and start times in ns since the run's start (start 0: not started).
+type waitRec struct {
+	pr         Priority
+	due, start int64
+}
+
+// prioritySeries computes, per time window up to end, the p99 wait of each
+// priority among the tasks that started in it, and the backlog (arrived, not
+// yet started) at the window's end. A task not started by end is in the
+// backlog from its due time on.
+func prioritySeries(recs []waitRec, end int64) []Series {
+	step := max(end/seriesWindows, 1)
+	n := int(end/step) + 1
+	buckets := make([][numPriorities][]int64, n)
+	backlog := make([]float64, n)
+	for _, r := range recs {
+		st := r.start
+		if st <= 0 || st > end {
+			st = math.MaxInt64
+		} else {
+			b := int(st / step)
+			buckets[b][r.pr] = append(buckets[b][r.pr], st-r.due)
+		}
 		// The task is in the backlog at every window end in [due, start).
-		for w := int(due(i) / step); w < n && int64(w+1)*step <= st; w++ {
+		for w := int(r.due / step); w < n && int64(w+1)*step <= st; w++ {
 			backlog[w]++
 		}
 	}
