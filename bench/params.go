@@ -23,7 +23,10 @@ type Params struct {
 	Rate float64 `json:"rate,omitempty"`
 	// Work is each task's duration (a sleep). If zero, the scenario's default.
 	Work time.Duration `json:"work_ns,omitempty"`
-	// Scale multiplies the default N. If zero, 1.
+	// Duration is how long the arrivals of a fixed-time scenario (saturation)
+	// last. If zero, the scenario's default times Scale.
+	Duration time.Duration `json:"duration_ns,omitempty"`
+	// Scale multiplies the default N and the default Duration. If zero, 1.
 	Scale float64 `json:"scale,omitempty"`
 	// Shrink divides the upstream delays of slow-upstream (50 ms … 30 s) and
 	// the timeouts that go with them. If zero, ShrinkDefault.
@@ -38,11 +41,15 @@ const (
 	ShrinkDefault = 100
 )
 
-// resolve fills p's zero fields from def (a scenario's defaults), applying Scale to N.
+// resolve fills p's zero fields from def (a scenario's defaults), applying
+// Scale to N and Duration.
 func (p Params) resolve(def Params) Params {
 	p.Scale = cmp.Or(p.Scale, 1)
 	if p.N == 0 {
 		p.N = max(1, int(math.Round(float64(def.N)*p.Scale)))
+	}
+	if p.Duration == 0 {
+		p.Duration = time.Duration(math.Round(float64(def.Duration) * p.Scale))
 	}
 	p.Conc = cmp.Or(p.Conc, def.Conc, 500)
 	p.Queue = cmp.Or(p.Queue, def.Queue, QueueDefault)
@@ -66,6 +73,8 @@ func (p Params) Validate() error {
 		return fmt.Errorf("bench: Params.Rate = %v: must be a finite number >= 0", p.Rate)
 	case p.Work < 0:
 		return fmt.Errorf("bench: Params.Work = %v: must be >= 0", p.Work)
+	case p.Duration < 0:
+		return fmt.Errorf("bench: Params.Duration = %v: must be >= 0", p.Duration)
 	case p.Scale < 0 || math.IsNaN(p.Scale) || math.IsInf(p.Scale, 0):
 		return fmt.Errorf("bench: Params.Scale = %v: must be a finite number >= 0", p.Scale)
 	case p.Shrink < 0 || math.IsNaN(p.Shrink) || math.IsInf(p.Shrink, 0):

@@ -41,6 +41,7 @@ func Scenarios() []Scenario {
 		latencyScenario(),
 		burstScenario(),
 		mixedScenario(),
+		saturationScenario(),
 		slowUpstreamScenario(),
 		retryStormScenario(),
 		timersScenario(),

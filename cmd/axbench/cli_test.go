@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/axsched/ax/bench"
 )
@@ -136,6 +137,45 @@ func TestRunWritesTableJSONAndHTML(t *testing.T) {
 	for _, bad := range []string{"<script", `src="http`, `href="http`, "@import"} {
 		if strings.Contains(page, bad) {
 			t.Errorf("HTML contains %q: it must load nothing", bad)
+		}
+	}
+}
+
+// TestSaturationReport runs a scaled-down saturation in fresh processes and
+// checks its table and JSON: per-priority waits, shares, the ideal, and the
+// ratio to priopool.
+func TestSaturationReport(t *testing.T) {
+	jsonPath := filepath.Join(t.TempDir(), "s.json")
+	args := []string{
+		"-scenario", "saturation", "-exec", "priopool,chanpool,workerpool", "-conc", "20", "-queue", "200",
+		"-work", "20ms", "-duration", "300ms", "-reps", "1", "-quiet", "-json", jsonPath,
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), args, strings.NewReader(""), &stdout, &stderr); code != exitOK {
+		t.Fatalf("run = %d, want %d; stderr %q", code, exitOK, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{"== saturation", "duration 300ms", "High p99 µs", "Low longest µs", "ideal µs", "÷ priopool", "ideal: the mean time between completions"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rp bench.Report
+	if err := json.Unmarshal(b, &rp); err != nil {
+		t.Fatalf("JSON: %v", err)
+	}
+	if rp.Params.Duration != 300*time.Millisecond || len(rp.Results) != 3 {
+		t.Fatalf("JSON: duration %v, %d results; want 300ms and 3", rp.Params.Duration, len(rp.Results))
+	}
+	for _, r := range rp.Results {
+		for _, m := range []string{"wait_p50_us_high", "wait_p99_us_normal", "wait_max_us_low", "share_high", "share_low", "ideal_wait_us", "rejected", "lost"} {
+			if _, ok := r.Metrics[m]; !ok {
+				t.Errorf("saturation on %s: no %s in %v", r.Executor, m, r.Metrics)
+			}
 		}
 	}
 }

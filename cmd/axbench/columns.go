@@ -15,6 +15,7 @@ type view struct {
 	higher   bool     // a higher headline is better
 	bars     []string // metrics drawn as one bar chart each
 	baseline string   // the executor the headline is also divided by; if empty, chanpool
+	legend   string   // printed under the table, if not empty
 }
 
 // views maps each scenario to its view. A scenario missing here is shown with
@@ -86,6 +87,28 @@ var views = map[string]view{
 		},
 		headline: "wait_p99_us_high", baseline: "priopool",
 		bars: []string{"wait_p99_us_high", "wait_p99_us_low", "share_low"},
+	},
+	"saturation": {
+		columns: []column{
+			{"wait_p50_us_high", "High p50 µs"},
+			{"wait_p99_us_high", "High p99 µs"},
+			{"wait_max_us_high", "High max µs"},
+			{"wait_p50_us_normal", "Normal p50 µs"},
+			{"wait_p99_us_normal", "Normal p99 µs"},
+			{"wait_max_us_normal", "Normal max µs"},
+			{"wait_p50_us_low", "Low p50 µs"},
+			{"wait_p99_us_low", "Low p99 µs"},
+			{"wait_max_us_low", "Low longest µs"},
+			{"share_high", "High share"},
+			{"share_normal", "Normal share"},
+			{"share_low", "Low share"},
+			{"ideal_wait_us", "ideal µs"},
+			{"rejected", "rejected"},
+			{"lost", "lost"},
+		},
+		headline: "wait_p99_us_high", baseline: "priopool",
+		bars:   []string{"wait_p99_us_high", "ideal_wait_us", "wait_p99_us_normal", "wait_max_us_low", "share_low"},
+		legend: "waits from the intended arrival, of the tasks due after the first tenth; ideal: the mean time between completions then, the wait of a High task that takes the next slot to free",
 	},
 	"slow-upstream": {
 		columns: []column{

@@ -7,6 +7,13 @@
 // Each repetition runs in a fresh process (axbench re-runs itself), the
 // executors interleaved; tables show the median with min–max.
 //
+// The saturation scenario shows who waits behind whom while Low work saturates
+// the executor three times over (open-loop arrivals of every priority, for a
+// fixed time), on ax, ax-reserve, the strict-priority pool priopool (the ideal
+// for High, which starves Low) and pools with one FIFO:
+//
+//	axbench -scenario saturation -reps 3 -duration 4s
+//
 // The durable scenario runs on durable configurations instead of executors:
 // ax-memstore, ax on MariaDB ($AX_MYSQL_DSN, default
 // root@tcp(127.0.0.1:3306)/test), river on PostgreSQL ($AX_PG_DSN) and asynq

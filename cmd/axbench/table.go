@@ -84,6 +84,9 @@ func writeTable(w io.Writer, rp bench.Report) error {
 		t.AppendRow(row)
 	}
 	t.Render()
+	if v.legend != "" {
+		_, _ = fmt.Fprintf(w, "  %s\n", v.legend)
+	}
 	if bestName != "" {
 		_, _ = fmt.Fprintf(w, "  ratios: %s ÷ that of the best peer (%s)", v.headlineTitle(), bestName)
 		if hasPool {
@@ -221,6 +224,9 @@ func paramLine(p bench.Params) string {
 	}
 	if p.Work > 0 {
 		parts = append(parts, "work "+p.Work.String())
+	}
+	if p.Duration > 0 {
+		parts = append(parts, "duration "+p.Duration.String())
 	}
 	if p.Scale != 1 {
 		parts = append(parts, "scale "+strconv.FormatFloat(p.Scale, 'g', -1, 64))
