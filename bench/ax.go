@@ -84,9 +84,8 @@ func newAx(ctx context.Context, p Params, nonBlocking bool, reserve int) (*axExe
 	if err != nil {
 		return nil, err
 	}
-	// The default quotas (kernel.Config.Quotas): High MaxConcurrency/2, Normal
-	// MaxConcurrency/3, Low 1 per cycle, each at least 1.
-	h, n, l := float64(max(1, p.Conc/2)), float64(max(1, p.Conc/3)), 1.0
+	// The default quotas (kernel.Config.Quotas): picks per cycle.
+	h, n, l := float64(kernel.QuotaHighDefault), float64(kernel.QuotaNormalDefault), float64(kernel.QuotaLowDefault)
 	sum := h + n + l
 	return &axExecutor{k: k, ctx: ctx, nonBlocking: nonBlocking, quotas: [3]float64{h / sum, n / sum, l / sum}}, nil
 }
