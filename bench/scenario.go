@@ -39,6 +39,7 @@ func Scenarios() []Scenario {
 		noopScenario(),
 		sleepScenario(),
 		latencyScenario(),
+		latencyYieldScenario(),
 		burstScenario(),
 		mixedScenario(),
 		saturationScenario(),

@@ -6,6 +6,20 @@ import (
 	"time"
 )
 
+// latencyGen is how the latency scenario's generator waits for arrivals and
+// makes its tasks.
+type latencyGen uint8
+
+const (
+	// genPrepared paces with [OpenLoop] and makes each task before the clock
+	// read in the executor's own form ([Preparer]): the hand-over alone is timed.
+	genPrepared latencyGen = iota + 1
+	// genYield paces with [OpenLoopYield], as a busy service thread waits, and
+	// hands Go a fresh func() closure per arrival, as users hold their work:
+	// an executor that runs another form of task (ax) wraps it in the timed call.
+	genYield
+)
+
 func latencyScenario() Scenario {
 	return Scenario{
 		Name: "latency",
@@ -14,11 +28,28 @@ func latencyScenario() Scenario {
 		Defaults: Params{
 			N: 200_000, Conc: 500, Rate: 100_000,
 		},
-		Run: runLatency,
+		Run: func(ctx context.Context, f Factory, p Params) (*Sample, error) {
+			return runLatency(ctx, f, p, genPrepared)
+		},
 	}
 }
 
-func runLatency(ctx context.Context, f Factory, p Params) (*Sample, error) {
+func latencyYieldScenario() Scenario {
+	return Scenario{
+		Name: "latency-yield",
+		Key:  "wait_p99_us",
+		Doc: "latency with the generator of a busy service thread: it sleeps until 300 µs before each arrival, then yields until due, " +
+			"and hands every executor a fresh func() closure (ax wraps it into its task)",
+		Defaults: Params{
+			N: 200_000, Conc: 500, Rate: 100_000,
+		},
+		Run: func(ctx context.Context, f Factory, p Params) (*Sample, error) {
+			return runLatency(ctx, f, p, genYield)
+		},
+	}
+}
+
+func runLatency(ctx context.Context, f Factory, p Params, gen latencyGen) (*Sample, error) {
 	if p.Rate <= 0 {
 		return nil, fmt.Errorf("bench: latency needs a rate > 0")
 	}
@@ -40,19 +71,33 @@ func runLatency(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	var rejected int64
 	pr := preparerOf(ex)
 	body := func(i int) { started[i] = int64(time.Since(t0)) }
-	err = OpenLoop(ctx, t0, p.N, p.Rate, func(i int, _ time.Duration) {
-		// The task is the caller's, made before the call in the executor's own
-		// form (Preparer), one allocation for every executor: what is timed from
-		// the call is the executor's hand-over alone. (An allocation timed with
-		// it cost every executor its p99: the few that refill a span or assist
-		// the GC take 10-60 µs here.)
-		task := pr.Prepare(body, i)
-		submitted[i] = int64(time.Since(t0))
-		if err := pr.GoPrepared(task); err != nil {
-			started[i] = -1
-			rejected++
-		}
-	})
+	switch gen {
+	case genYield:
+		err = OpenLoopYield(ctx, t0, p.N, p.Rate, func(i int, _ time.Duration) {
+			// The caller's own closure, made before the call; an executor that
+			// wraps it does so in the timed call.
+			task := func() { body(i) }
+			submitted[i] = int64(time.Since(t0))
+			if err := ex.Go(task); err != nil {
+				started[i] = -1
+				rejected++
+			}
+		})
+	default:
+		err = OpenLoop(ctx, t0, p.N, p.Rate, func(i int, _ time.Duration) {
+			// The task is the caller's, made before the call in the executor's
+			// own form (Preparer), one allocation for every executor: what is
+			// timed from the call is the executor's hand-over alone. (An
+			// allocation timed with it cost every executor its p99: the few that
+			// refill a span or assist the GC take 10-60 µs here.)
+			task := pr.Prepare(body, i)
+			submitted[i] = int64(time.Since(t0))
+			if err := pr.GoPrepared(task); err != nil {
+				started[i] = -1
+				rejected++
+			}
+		})
+	}
 	genEnd := time.Since(t0)
 	ex.Wait()
 	smp.finish(out)

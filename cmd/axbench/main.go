@@ -7,6 +7,15 @@
 // Each repetition runs in a fresh process (axbench re-runs itself), the
 // executors interleaved; tables show the median with min–max.
 //
+// The latency scenarios differ in their generator: latency makes each task in
+// the executor's own form before the timed hand-over and waits for arrivals by
+// yielding; latency-yield waits like a busy service thread (it sleeps until
+// 300 µs before each arrival, then yields) and hands every executor a fresh
+// func() closure, as users hold their work (ax wraps it into its task).
+// -scenario all runs both:
+//
+//	axbench -scenario latency,latency-yield -exec ax,chanpool,workerpool
+//
 // The saturation scenario shows who waits behind whom while Low work saturates
 // the executor three times over (open-loop arrivals of every priority, for a
 // fixed time), on ax, ax-reserve, the strict-priority pool priopool (the ideal
