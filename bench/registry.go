@@ -66,8 +66,8 @@ func (r *Registry) Scenario(name string) (Scenario, bool) {
 
 // Baselines returns the executors built from the standard library and x/sync:
 // go, errgroup, semaphore, chanpool and chanpool-nb, and the strict-priority
-// pools priopool and priopool-nb, which run only in the scenarios with
-// priorities (mixed and saturation).
+// pools priopool (in mixed and saturation only) and priopool-nb (in mixed
+// only).
 func Baselines() []Factory {
 	return []Factory{
 		{
@@ -113,8 +113,8 @@ func Baselines() []Factory {
 			},
 		},
 		{
-			Name: "priopool-nb", Mode: NonBlocking, Priorities: true, Only: priorityScenarios,
-			Doc: "priopool refusing a task when its priority's channel is full (mixed and saturation only)",
+			Name: "priopool-nb", Mode: NonBlocking, Priorities: true, Only: []string{"mixed"},
+			Doc: "priopool refusing a task when its priority's channel is full (mixed only)",
 			New: func(_ context.Context, p Params) (Executor, error) {
 				return Emulate(newPrioPool(p.Conc, p.Queue, true)), nil
 			},
@@ -122,6 +122,6 @@ func Baselines() []Factory {
 	}
 }
 
-// priorityScenarios are the scenarios where the strict-priority baselines run:
-// those whose figures are per priority under saturation.
+// priorityScenarios are the scenarios where priopool runs: those whose figures
+// are per priority under saturation.
 var priorityScenarios = []string{"mixed", "saturation"}
