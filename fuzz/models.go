@@ -90,62 +90,81 @@ func (m *RingModel[T]) Clear() []T {
 	return out
 }
 
-// CycleModel is a counter model of the cycle rules of [queue.Picker]: it knows
-// which levels may take the next pick, not the order the picker chooses among them.
+// FloorModel is the rule of [queue.Picker] written out plainly, with fractions:
 //
-//   - A ready level has credit while its picks in the current cycle are below its
-//     quota.
-//   - The next pick goes to a ready level with credit; when there is none and some
-//     level is ready, that pick starts a new cycle with all credits refilled.
+//   - A cycle holds c = High + Normal + LowGuaranteed picks. It ends once it holds c
+//     picks and no ready floor level (Normal, Low) has had fewer picks than its
+//     quota, and at 2c picks in any case.
+//   - A ready floor level that has had fewer picks than its quota, and whose share
+//     of the cycle so far would stay below its quota's share counting the next
+//     pick, takes that pick (Low before Normal).
+//   - Otherwise the highest ready level takes it.
 //   - New quotas apply from the next pick; the counts of the cycle are kept.
-type CycleModel struct {
+type FloorModel struct {
 	Quota [queue.NumLevels]int
 	Used  [queue.NumLevels]int // picks per level in the current cycle
+	N     int                  // picks in the current cycle
 	Cycle uint64               // number of the current cycle
 }
 
-// NewCycleModel returns a model at the start of cycle 0 with quotas q.
-func NewCycleModel(q queue.Quotas) *CycleModel {
-	m := &CycleModel{}
+// NewFloorModel returns a model at the start of cycle 0 with quotas q.
+func NewFloorModel(q queue.Quotas) *FloorModel {
+	m := &FloorModel{}
 	m.SetQuotas(q)
 	return m
 }
 
 // SetQuotas replaces the quotas.
-func (m *CycleModel) SetQuotas(q queue.Quotas) {
+func (m *FloorModel) SetQuotas(q queue.Quotas) {
 	m.Quota = [queue.NumLevels]int{q.High, q.Normal, q.LowGuaranteed}
 }
 
-// Allowed returns the levels the next pick may go to when ready are the ready
-// levels, and whether that pick starts a new cycle. It returns 0 when nothing is
-// ready.
-func (m *CycleModel) Allowed(ready queue.Mask) (allowed queue.Mask, newCycle bool) {
+// Next returns the level the next pick goes to when ready are the ready levels,
+// and whether that pick starts a new cycle; ok is false when nothing is ready.
+func (m *FloorModel) Next(ready queue.Mask) (l queue.Level, newCycle, ok bool) {
 	ready &= queue.AllLevels
-	for l := range queue.Level(queue.NumLevels) {
-		if ready.Has(l) && m.Used[l] < m.Quota[l] {
-			allowed |= queue.MaskOf(l)
+	if ready == 0 {
+		return 0, false, false
+	}
+	c := m.Quota[queue.High] + m.Quota[queue.Normal] + m.Quota[queue.Low]
+	owed := false
+	for _, f := range []queue.Level{queue.Normal, queue.Low} {
+		if ready.Has(f) && m.Used[f] < m.Quota[f] {
+			owed = true
 		}
 	}
-	if allowed != 0 || ready == 0 {
-		return allowed, false
+	used, n := m.Used, m.N
+	if (n >= c && !owed) || n >= 2*c {
+		used, n, newCycle = [queue.NumLevels]int{}, 0, true
 	}
-	return ready, true
+	for _, f := range []queue.Level{queue.Low, queue.Normal} {
+		if ready.Has(f) && used[f] < m.Quota[f] && float64(used[f])/float64(m.Quota[f]) < float64(n+1)/float64(c) {
+			return f, newCycle, true
+		}
+	}
+	for _, l := range []queue.Level{queue.High, queue.Normal, queue.Low} {
+		if ready.Has(l) {
+			return l, newCycle, true
+		}
+	}
+	return 0, false, false
 }
 
-// Take records a pick of l; newCycle is what [CycleModel.Allowed] returned for it.
-func (m *CycleModel) Take(l queue.Level, newCycle bool) {
+// Take records a pick of l; newCycle is what [FloorModel.Next] returned for it.
+func (m *FloorModel) Take(l queue.Level, newCycle bool) {
 	if newCycle {
-		m.Used = [queue.NumLevels]int{}
+		m.Used, m.N = [queue.NumLevels]int{}, 0
 		m.Cycle++
 	}
 	m.Used[l]++
+	m.N++
 }
 
 // BucketsModel is the reference model of [queue.Buckets]: a slice per level and the
 // aging rule written out plainly. It takes the picker's decisions from Picker, a
 // [queue.Picker] of its own fed with the same readiness, so that it checks the
 // buckets and aging exactly while the picker itself is checked against
-// [CycleModel].
+// [FloorModel].
 type BucketsModel[T any] struct {
 	Buckets  [queue.NumLevels]RingModel[T]
 	Picker   *queue.Picker

@@ -178,11 +178,10 @@ func quotaOf(b byte, allowZero bool) int {
 }
 
 // FuzzPicker drives a queue.Picker with ready masks and quota changes decoded from
-// bytes, and checks every pick against CycleModel: the pick goes to a ready level
-// with credit, a new cycle starts exactly when no ready level has credit, every
-// cycle completed with all levels ready and unchanged quotas has exactly the quotas'
-// counts, and while Low stays ready at most High+Normal other picks come between two
-// picks of Low.
+// bytes, and checks every pick against FloorModel: the level it goes to, when a new
+// cycle starts, that every cycle completed with all levels ready and unchanged
+// quotas has exactly the quotas' counts, and that while Low stays ready at most two
+// cycles' picks of other levels come between two picks of Low.
 func FuzzPicker(f *testing.F) {
 	for _, s := range pickerSeeds {
 		f.Add(s.data)
@@ -194,7 +193,7 @@ func FuzzPicker(f *testing.F) {
 		if err != nil {
 			t.Fatalf("NewPicker(%+v) error = %v", q, err)
 		}
-		m := NewCycleModel(q)
+		m := NewFloorModel(q)
 		var (
 			inCycle   [queue.NumLevels]int
 			saturated = true // every pick of this cycle had every level ready, same quotas
@@ -224,16 +223,16 @@ func FuzzPicker(f *testing.F) {
 				continue
 			}
 			ready := queue.Mask(b & 0x3F)
-			allowed, newCycle := m.Allowed(ready)
+			want, newCycle, wantOK := m.Next(ready)
 			l, ok := p.Pick(ready)
-			if allowed == 0 {
+			if !wantOK {
 				if ok {
 					t.Fatalf("step %d: Pick(%06b) = %v, true, want false (nothing ready)", step, ready, l)
 				}
 				continue
 			}
-			if !ok || !allowed.Has(l) {
-				t.Fatalf("step %d: Pick(%06b) = %v, %t, want one of %03b (used %v of %v)", step, ready, l, ok, allowed, m.Used, m.Quota)
+			if !ok || l != want {
+				t.Fatalf("step %d: Pick(%06b) = %v, %t, want %v (used %v of %v, %d picks)", step, ready, l, ok, want, m.Used, m.Quota, m.N)
 			}
 			if newCycle {
 				// The pick that ends a cycle must see every level ready too.
@@ -255,8 +254,8 @@ func FuzzPicker(f *testing.F) {
 				lowRun = 0
 			case lowRun >= 0:
 				lowRun++
-				if lowRun > q.High+q.Normal {
-					t.Fatalf("step %d: %d picks of other levels since Low's last while Low stayed ready, want <= %d", step, lowRun, q.High+q.Normal)
+				if c := q.High + q.Normal + q.LowGuaranteed; lowRun > 2*c {
+					t.Fatalf("step %d: %d picks of other levels since Low's last while Low stayed ready, want <= %d", step, lowRun, 2*c)
 				}
 			}
 		}

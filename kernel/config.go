@@ -70,12 +70,14 @@ func (b *ByPriority[T]) Get(p Priority) T {
 }
 
 // Quotas shares the dispatches between the priorities, in picking cycles of
-// High + Normal + LowGuaranteed picks. While a priority has work it gets its picks
-// in every cycle: a cycle does not end before each priority with work had them.
-// High gets at most High picks; Normal and Low get their picks as floors. A
-// priority without work takes none, and its share passes to the others
-// (work-conserving). The defaults, 17/2/1, give High up to 85 % of dispatches and
-// Normal and Low floors of 10 % and 5 % while all three are saturated.
+// High + Normal + LowGuaranteed picks: Normal and LowGuaranteed are floors, the
+// picks each gets in every cycle while it has work, spread over the cycle; the
+// rest of the cycle goes to the highest priority with work. So while every
+// priority is saturated each gets its quota's share of the cycle; a priority
+// without work takes nothing, and its share goes to the highest priority that has
+// some (work-conserving). The defaults, 17/2/1, give High up to 85 % of the
+// dispatches while Normal and Low are saturated, and Normal and Low floors of 10 %
+// and 5 %.
 type Quotas struct {
 	High, Normal, LowGuaranteed int
 }

@@ -29,12 +29,13 @@ func ExampleMap() {
 	// Output: [ALPHA BETA GAMMA] <nil>
 }
 
-// Tasks are picked by quota in cycles: here one slot and, per cycle, 2 High picks,
-// 1 Normal and 1 Low. Low's guaranteed pick comes first in a cycle, so it never
-// waits more than one cycle; the picks are interleaved, not run in blocks. A
-// higher-priority pick overtakes a lower one picked ahead of it: when the slot
-// frees, Low's pick and the next High pick wait together, and the High one runs
-// first. The task holding the slot was the first cycle's Normal pick.
+// Tasks are picked in cycles: here one slot and cycles of 4 picks, in which Low
+// and Normal each have a floor of 1 pick and High takes the rest. Low's floor
+// comes first in a cycle, so it never waits more than one cycle; the floors are
+// spread over the cycle, not run in blocks. A higher-priority pick overtakes a
+// lower one picked ahead of it: when the slot frees, Low's pick and the next High
+// pick wait together, and the High one runs first. The task holding the slot was
+// the first cycle's Normal pick.
 func Example_priorities() {
 	k, err := kernel.New(kernel.Config{MaxConcurrency: 1, Quotas: kernel.Quotas{High: 2, Normal: 1, LowGuaranteed: 1}})
 	if err != nil {
@@ -72,7 +73,7 @@ func Example_priorities() {
 		got = append(got, s)
 	}
 	fmt.Println(strings.Join(got, " "))
-	// Output: high low high high low normal normal
+	// Output: high low high high normal low normal
 }
 
 // A task that fails is retried with backoff; Permanent stops retries.

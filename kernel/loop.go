@@ -533,9 +533,9 @@ func (k *Kernel) onTimer(e timerEntry) {
 // higher level's room, and executors take the highest level first, so a task
 // never waits behind lower-priority work picked ahead of it. The picker still
 // decides the order: when the level it names has no room, a higher level with
-// room may take a pick within the current cycle, overtaking, while the level
-// passed over keeps its turn (queue.Buckets.PopInCycle) — so the shares hold
-// under saturation, and the run queue stays within three lookaheads.
+// room may take a pick ahead, overtaking, while the level passed over keeps its
+// turn and its floor (queue.Buckets.PopAhead) — so the shares hold under
+// saturation, and the run queue stays within three lookaheads.
 func (k *Kernel) dispatch() {
 	if k.buckets.Len() == 0 {
 		return
@@ -563,7 +563,7 @@ func (k *Kernel) dispatch() {
 	for r.all[queue.High] > 0 && len(k.gated) < k.gateWindow {
 		// A level whose slots (Config.Reserve) are all taken, picks ahead included,
 		// is left out, as if it had no work: its share passes on. A level whose
-		// room overtaking picks took keeps its turn instead (PopInCycle).
+		// room overtaking picks took keeps its turn instead (PopAhead).
 		mask := r.mask()
 		var it qitem
 		var lvl queue.Level
@@ -574,7 +574,7 @@ func (k *Kernel) dispatch() {
 			if r.all[lvl] > 0 {
 				it, lvl, ok = k.buckets.Pop(mask)
 			} else {
-				it, lvl, ok = k.buckets.PopInCycle(mask & r.above(lvl))
+				it, lvl, ok = k.buckets.PopAhead(mask, r.above(lvl))
 			}
 		}
 		if !ok {

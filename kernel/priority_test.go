@@ -9,9 +9,10 @@ import (
 )
 
 // TestDefaultSharesAndFloors checks the default quotas through the whole kernel:
-// with every priority of a mix saturated, each gets its share of the dispatches
-// (per cycle of 17 High, 2 Normal and 1 Low picks) ± 1 pp, so the floors hold
-// with any mix and the share of an absent priority passes to the others.
+// with every priority of a mix saturated, Normal and Low get their floors (2 and 1
+// picks in every cycle of 20) and the highest priority of the mix the rest, ± 1 pp
+// of the dispatches: the floors hold with any mix, and the share of an absent
+// priority passes to the highest one present.
 func TestDefaultSharesAndFloors(t *testing.T) {
 	quota := map[Priority]float64{High: QuotaHighDefault, Normal: QuotaNormalDefault, Low: QuotaLowDefault}
 	n := 100_000
@@ -71,14 +72,17 @@ func TestDefaultSharesAndFloors(t *testing.T) {
 						break
 					}
 				}
-				total := 0.0
-				for _, p := range tt.mix {
-					total += quota[p]
+				// Normal and Low get their floors; the highest priority of the mix
+				// gets the rest.
+				cycle := quota[High] + quota[Normal] + quota[Low]
+				want := map[Priority]float64{tt.mix[0]: 1}
+				for _, p := range tt.mix[1:] {
+					want[p] = quota[p] / cycle
+					want[tt.mix[0]] -= want[p]
 				}
 				for _, p := range tt.mix {
-					want := quota[p] / total
-					if got := float64(counts[p]) / float64(n); got < want-0.01 || got > want+0.01 {
-						t.Errorf("share of %v = %.4f, want %.4f ± 0.01", p, got, want)
+					if got := float64(counts[p]) / float64(n); got < want[p]-0.01 || got > want[p]+0.01 {
+						t.Errorf("share of %v = %.4f, want %.4f ± 0.01", p, got, want[p])
 					}
 				}
 			})

@@ -83,49 +83,53 @@ func (b *Buckets[T]) SetAged(agedFunc func(l Level, head T) bool) {
 // documentation applies. Pop calls the aging hook at most once per level and does not
 // allocate.
 func (b *Buckets[T]) Pop(allowed Mask) (v T, from Level, ok bool) {
-	return b.take(allowed, takePick)
+	return b.take(allowed, allowed, takePick)
 }
 
 // Peek returns the level of the bucket the next [Buckets.Pop] with allowed would
 // take from, and changes nothing (the aging hook is called as Pop would).
 func (b *Buckets[T]) Peek(allowed Mask) (from Level, ok bool) {
-	_, from, ok = b.take(allowed, takePeek)
+	_, from, ok = b.take(allowed, allowed, takePeek)
 	return from, ok
 }
 
-// PopInCycle is [Buckets.Pop] that never starts a new picking cycle (see
-// [Picker.PickInCycle]): it returns ok == false, and changes nothing, when no
-// allowed level has credit left in the current cycle.
-func (b *Buckets[T]) PopInCycle(allowed Mask) (v T, from Level, ok bool) {
-	return b.take(allowed, takeInCycle)
+// PopAhead pops from a level of allowed for a caller that cannot take the level
+// [Buckets.Peek] with ready names: the level passed over keeps its turn (see
+// [Picker.PickAhead]). ready is the set of levels that count as having work,
+// allowed the subset that may be popped. It returns ok == false, and changes
+// nothing, when the picker may not pick ahead.
+func (b *Buckets[T]) PopAhead(ready, allowed Mask) (v T, from Level, ok bool) {
+	return b.take(ready, allowed&ready, takeAhead)
 }
 
 // PickedAs returns the level the element of the last successful [Buckets.Pop] or
-// [Buckets.PopInCycle] was picked as: the level of its bucket, or the level above
+// [Buckets.PopAhead] was picked as: the level of its bucket, or the level above
 // when it was aged (see Aging in the package documentation), whichever level's
 // credit it spent.
 func (b *Buckets[T]) PickedAs() Level { return b.pickedAs }
 
 // How take asks the picker.
 const (
-	takePick    = iota // Pick: pop, and start a new cycle if need be
-	takePeek           // Peek: only say where Pop would take from
-	takeInCycle        // PickInCycle: pop within the current cycle only
+	takePick  = iota // Pick: pop
+	takePeek         // Peek: only say where Pop would take from
+	takeAhead        // PickAhead: pop from allowed, the passed-over level keeping its turn
 )
 
-// take is Pop, Peek and PopInCycle, as mode says.
-func (b *Buckets[T]) take(allowed Mask, mode int) (v T, from Level, ok bool) {
-	var ready Mask // non-empty and allowed
+// take is Pop, Peek and PopAhead, as mode says: ready are the levels that count
+// as having work, allowed the subset it may pop from.
+func (b *Buckets[T]) take(ready, allowed Mask, mode int) (v T, from Level, ok bool) {
+	var nonEmpty Mask
 	if b.rings[High].n > 0 {
-		ready |= 1 << High
+		nonEmpty |= 1 << High
 	}
 	if b.rings[Normal].n > 0 {
-		ready |= 1 << Normal
+		nonEmpty |= 1 << Normal
 	}
 	if b.rings[Low].n > 0 {
-		ready |= 1 << Low
+		nonEmpty |= 1 << Low
 	}
-	ready &= allowed
+	ready &= nonEmpty
+	allowed &= ready
 	credit := ready // levels whose credit may be spent
 	var agedNormal, agedLow bool
 	if b.agedFunc != nil {
@@ -142,8 +146,15 @@ func (b *Buckets[T]) take(allowed Mask, mode int) (v T, from Level, ok bool) {
 	switch mode {
 	case takePeek:
 		l, ok = b.picker.Peek(credit)
-	case takeInCycle:
-		l, ok = b.picker.PickInCycle(credit)
+	case takeAhead:
+		allowedCredit := allowed
+		if agedNormal && allowed.Has(Normal) {
+			allowedCredit |= 1 << High
+		}
+		if agedLow && allowed.Has(Low) {
+			allowedCredit |= 1 << Normal
+		}
+		l, ok = b.picker.PickAhead(credit, allowedCredit)
 	default:
 		l, ok = b.picker.Pick(credit)
 	}
@@ -152,12 +163,12 @@ func (b *Buckets[T]) take(allowed Mask, mode int) (v T, from Level, ok bool) {
 	}
 	from = l
 	switch {
-	case l == High && agedNormal:
+	case l == High && agedNormal && allowed.Has(Normal):
 		// The aged Normal head takes High's pick unless High's own head is aged.
-		if !ready.Has(High) || !b.agedFunc(High, b.rings[High].buf[b.rings[High].head]) {
+		if !allowed.Has(High) || !b.agedFunc(High, b.rings[High].buf[b.rings[High].head]) {
 			from = Normal
 		}
-	case l == Normal && agedLow && !agedNormal:
+	case l == Normal && agedLow && allowed.Has(Low) && (!agedNormal || !allowed.Has(Normal)):
 		from = Low
 	}
 	if mode == takePeek {

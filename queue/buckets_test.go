@@ -135,14 +135,14 @@ func TestBucketsPop(t *testing.T) {
 			Quotas{2, 1, 1},
 			[NumLevels][]int{{1, 2, 3, 4}, {11, 12}, {21, 22}},
 			[]Mask{AllLevels},
-			"21@low 1@high 11@normal 2@high 22@low 3@high 12@normal 4@high -",
+			"21@low 11@normal 1@high 2@high 22@low 12@normal 3@high 4@high -",
 		},
 		{
-			"work conserving when high runs dry",
+			"work conserving when high runs dry: normal before low",
 			Quotas{5, 1, 1},
 			[NumLevels][]int{{1}, {11, 12, 13}, {21, 22}},
 			[]Mask{AllLevels},
-			"21@low 1@high 11@normal 22@low 12@normal 13@normal -",
+			"21@low 11@normal 1@high 12@normal 13@normal 22@low -",
 		},
 		{
 			"only high allowed",
@@ -163,7 +163,7 @@ func TestBucketsPop(t *testing.T) {
 			Quotas{1, 1, 1},
 			[NumLevels][]int{{1, 2}, {11, 12}, {21, 22}},
 			[]Mask{MaskOf(Low), MaskOf(Normal, Low), AllLevels},
-			"21@low 11@normal 1@high 22@low 2@high 12@normal -",
+			"21@low 11@normal 1@high 22@low 12@normal 2@high -",
 		},
 		{
 			"nothing allowed",
@@ -221,21 +221,21 @@ func TestBucketsAging(t *testing.T) {
 			Quotas{1, 1, 1},
 			[NumLevels][]int{{1, 2}, {11, 12}, {21, 22}},
 			[]Mask{AllLevels},
-			"21@low 1@high 11@normal 22@low 2@high 12@normal -",
+			"21@low 11@normal 1@high 22@low 12@normal 2@high -",
 		},
 		{
 			"aged normal takes high's pick over a fresh high head",
 			Quotas{1, 1, 1},
-			[NumLevels][]int{{1, 2}, {111, 12}, {21}},
+			[NumLevels][]int{{1, 2}, {11, 112, 13}, {21}},
 			[]Mask{AllLevels},
-			"21@low 111@normal 12@normal 1@high 2@high -",
+			"21@low 11@normal 112@normal 13@normal 1@high 2@high -",
 		},
 		{
 			"aged high head keeps its pick",
 			Quotas{1, 1, 1},
-			[NumLevels][]int{{101}, {111, 12}, {21}},
+			[NumLevels][]int{{101}, {11, 112}, {21}},
 			[]Mask{AllLevels},
-			"21@low 101@high 111@normal 12@normal -",
+			"21@low 11@normal 101@high 112@normal -",
 		},
 		{
 			"aged normal uses high's credit when high is empty",
@@ -256,14 +256,14 @@ func TestBucketsAging(t *testing.T) {
 			Quotas{1, 1, 1},
 			[NumLevels][]int{{1}, {11}, {21, 122, 23}},
 			[]Mask{AllLevels},
-			"21@low 1@high 122@low 23@low 11@normal -",
+			"21@low 122@low 1@high 23@low 11@normal -",
 		},
 		{
 			"aged normal head keeps its own pick from aged low",
 			Quotas{1, 1, 1},
 			[NumLevels][]int{{101}, {111, 112}, {21, 122}},
 			[]Mask{AllLevels},
-			"21@low 101@high 111@normal 122@low 112@normal -",
+			"21@low 111@normal 101@high 122@low 112@normal -",
 		},
 		{
 			"both lifted at once",
@@ -284,14 +284,14 @@ func TestBucketsAging(t *testing.T) {
 			Quotas{1, 1, 1},
 			[NumLevels][]int{{1}, {11, 12}, {121}},
 			[]Mask{MaskOf(High, Normal)},
-			"1@high 11@normal 12@normal -",
+			"11@normal 1@high 12@normal -",
 		},
 		{
 			"aged low with normal not allowed",
 			Quotas{1, 1, 1},
 			[NumLevels][]int{{1, 2}, {11}, {121, 122}},
 			[]Mask{MaskOf(High, Low)},
-			"121@low 1@high 122@low 2@high -",
+			"121@low 122@low 1@high 2@high -",
 		},
 	}
 	for _, tt := range tests {
@@ -336,7 +336,7 @@ func TestBucketsAgingHookCalls(t *testing.T) {
 	b.SetAged(nil)
 	fill(t, b, [NumLevels][]int{{1}, {111}, {121}})
 	calls = [NumLevels]int{}
-	if got := popAll(b, []Mask{AllLevels}); got != "121@low 1@high 111@normal -" {
+	if got := popAll(b, []Mask{AllLevels}); got != "121@low 111@normal 1@high -" {
 		t.Errorf("pops with aging off = %q, want plain quota order", got)
 	}
 	if calls != [NumLevels]int{} {
@@ -359,7 +359,7 @@ func TestBucketsSetQuotasBetweenPops(t *testing.T) {
 	for range 6 {
 		pop()
 	}
-	want := "21@low 1@high 11@normal 2@high 3@high 22@low 4@high"
+	want := "21@low 11@normal 1@high 2@high 3@high 22@low 12@normal"
 	if s := strings.Join(got, " "); s != want {
 		t.Errorf("pops = %q, want %q", s, want)
 	}
@@ -433,26 +433,30 @@ func TestBucketsPeekSaysWherePopTakes(t *testing.T) {
 	}
 }
 
-// TestBucketsPopInCycleNeverRefills checks that PopInCycle takes only levels with
-// credit left in the current cycle: a level passed over keeps its turn.
-func TestBucketsPopInCycleNeverRefills(t *testing.T) {
+// TestBucketsPopAheadKeepsTheFloor checks that picks ahead of a passed-over
+// floor level stop before they take its share of the cycle, and that it then
+// gets its pick.
+func TestBucketsPopAheadKeepsTheFloor(t *testing.T) {
 	b := mustBuckets(t, [NumLevels]int{64, 64, 64}, Quotas{High: 3, Normal: 1, LowGuaranteed: 1})
 	fill(t, b, [NumLevels][]int{{1, 2, 3, 4, 5, 6, 7, 8}, {}, {100, 101}})
-	// The cycle starts with Low (a tie goes to Low); High then has 3 picks in it.
-	if _, from, _ := b.Pop(AllLevels); from != Low {
-		t.Fatalf("first Pop from %v, want low", from)
-	}
-	for i := range 3 {
-		if _, from, ok := b.PopInCycle(1 << High); !ok || from != High {
-			t.Fatalf("PopInCycle(high) #%d = %v, %v; want high", i, from, ok)
+	// Low is due first in the cycle; a caller that cannot take it picks High ahead.
+	for i := range 4 {
+		if l, _ := b.Peek(AllLevels); l != Low {
+			t.Fatalf("Peek() before pick %d = %v, want low", i, l)
+		}
+		if _, from, ok := b.PopAhead(AllLevels, 1<<High); !ok || from != High {
+			t.Fatalf("PopAhead(high) #%d = %v, %v; want high", i, from, ok)
 		}
 	}
-	if v, from, ok := b.PopInCycle(1 << High); ok {
-		t.Fatalf("PopInCycle(high) with High's credit spent = %d@%v, want none", v, from)
+	// The cycle's last pick is Low's: no pick ahead may take it.
+	if v, from, ok := b.PopAhead(AllLevels, 1<<High); ok {
+		t.Fatalf("PopAhead(high) with Low owed the last pick = %d@%v, want none", v, from)
 	}
-	cycle := b.Picker().Cycle()
-	if _, from, _ := b.Pop(AllLevels); from != Low || b.Picker().Cycle() != cycle+1 {
-		t.Fatalf("Pop after the cycle = %v (cycle %d), want low in a new cycle", from, b.Picker().Cycle())
+	if v, from, _ := b.Pop(AllLevels); from != Low || v != 100 || b.Picker().Cycle() != 0 {
+		t.Fatalf("Pop() = %d@%v in cycle %d, want 100@low in cycle 0", v, from, b.Picker().Cycle())
+	}
+	if _, _, _ = b.Pop(AllLevels); b.Picker().Cycle() != 1 {
+		t.Fatalf("Cycle() after a full cycle = %d, want 1", b.Picker().Cycle())
 	}
 }
 

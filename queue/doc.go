@@ -18,34 +18,34 @@
 // # Levels and cycles
 //
 // There are three levels, [High], [Normal] and [Low]. A [Picker] hands out picks in
-// cycles, following [Quotas]:
+// cycles of High + Normal + LowGuaranteed picks, following [Quotas]: High first,
+// with floors for the others.
 //
-//   - In a cycle, High gets at most Quotas.High picks and Normal at most
-//     Quotas.Normal picks.
-//   - Low gets Quotas.LowGuaranteed picks in a cycle: a cycle never ends while Low is
-//     ready before Low has had them, whatever the other levels hold.
-//   - The picker is work-conserving: a level that is not ready (empty, or not allowed
-//     by the caller) takes no pick and blocks no other level. When no ready level has
-//     credit left, a new cycle starts with every credit refilled, so a lone ready
-//     level gets every pick.
-//   - Within a cycle the picks are interleaved: each pick goes to the ready level
-//     with credit that has used the smallest fraction of its quota; a tie goes to
-//     Low, else to High. So a cycle starts with Low whenever Low is ready, and while
-//     Low stays ready at most Quotas.High + Quotas.Normal picks go to other levels
-//     between two picks of Low: a Low element at the head of its bucket waits less
-//     than one cycle.
+//   - Floors: a ready Normal gets Quotas.Normal picks in a cycle, and a ready Low
+//     Quotas.LowGuaranteed, spread evenly over it: a floor level takes the pick
+//     whenever its share of the cycle so far, counting this pick, would stay below
+//     its quota's share (Low before Normal when both would). A cycle starts with
+//     Low whenever Low is ready, so a Low element at the head of its bucket waits
+//     less than one cycle while the cycles run their length.
+//   - The rest of each pick goes to the highest ready level: High, else Normal,
+//     else Low. With every level ready, each level's share is its quota divided
+//     by the cycle's length; a level that is not ready (empty, or not allowed by
+//     the caller) takes nothing and blocks nobody, and its share goes to the
+//     highest ready level (work-conserving).
+//   - A cycle ends when it holds its length in picks and no ready floor level is
+//     owed picks in it; it runs on, up to twice its length, while one is (a floor
+//     level that became ready late in the cycle gets its floor).
+//   - [Picker.Peek] says where the next pick would go without counting it, and
+//     [Picker.PickAhead] lets a caller that cannot take that level (the kernel,
+//     when that level's lookahead is full) take a higher one: the level passed
+//     over keeps its turn, and picks ahead stop before they would take a floor's
+//     share of the cycle.
 //   - [Picker.SetQuotas] takes effect at the next pick; the current cycle keeps the
 //     picks it has counted.
-//   - [Picker.Peek] says which level the next pick would go to without counting
-//     it, and [Picker.PickInCycle] picks only within the current cycle. A caller
-//     that cannot take the level Peek names (the kernel, when that level's
-//     lookahead is full) may take a higher one with PickInCycle: the passed-over
-//     level keeps its turn, as the cycle cannot end before it had its picks.
 //
-// With every level ready all the time, every cycle holds exactly
-// High + Normal + LowGuaranteed picks, so each level's share of the picks is its
-// quota divided by that sum. With quotas 250/166/1, for instance, Low gets one pick
-// in every 417.
+// With quotas 17/2/1, for instance, High gets 85 % of the picks while Normal and
+// Low are saturated, and Normal and Low never less than 10 % and 5 % while they
+// have work.
 //
 // # Aging
 //
@@ -74,7 +74,7 @@
 //
 //	b, err := queue.NewBuckets[*task](
 //		[queue.NumLevels]int{10_000, 30_000, 10_000},
-//		queue.Quotas{High: 150, Normal: 100, LowGuaranteed: 1},
+//		queue.Quotas{High: 17, Normal: 2, LowGuaranteed: 1},
 //	)
 //	if err != nil {
 //		return err

@@ -40,7 +40,8 @@ func ExampleBuckets() {
 		_ = b.Push(queue.Normal, fmt.Sprint("n", i))
 		_ = b.Push(queue.Low, fmt.Sprint("l", i))
 	}
-	// One cycle of 3+2+1 picks, interleaved, then the next cycle begins.
+	// One cycle of 3+2+1 picks — Low's and Normal's floors spread over it, High
+	// taking the rest — then the next cycle begins.
 	var picks []string
 	for range 8 {
 		v, _, _ := b.Pop(queue.AllLevels)
@@ -51,12 +52,12 @@ func ExampleBuckets() {
 	// Only Normal may be dispatched now.
 	v, from, ok := b.Pop(queue.MaskOf(queue.Normal))
 	fmt.Println(v, from, ok)
-	// High is empty, so a High-only pop finds nothing.
-	_, _, ok = b.Pop(queue.MaskOf(queue.High))
+	// Normal is empty, so a Normal-only pop finds nothing.
+	_, _, ok = b.Pop(queue.MaskOf(queue.Normal))
 	fmt.Println(ok, b.Len())
 	// Output:
-	// l0 h0 n0 h1 n1 h2 l1 h3
-	// n2 normal true
+	// l0 n0 h0 n1 h1 h2 l1 n2
+	// n3 normal true
 	// false 3
 }
 
@@ -74,17 +75,18 @@ func ExampleBuckets_SetAged() {
 	}
 	b.SetAged(func(_ queue.Level, head task) bool { return head.waited > 100 })
 	_ = b.Push(queue.High, task{"urgent", 1})
-	_ = b.Push(queue.Normal, task{"report", 500})
 	_ = b.Push(queue.Normal, task{"email", 2})
+	_ = b.Push(queue.Normal, task{"report", 500})
 
-	// The aged Normal task takes High's pick; Pop still says where it came from.
+	// Normal's floor takes the first pick; then the aged Normal task takes High's.
+	// Pop still says where each came from.
 	for range 3 {
 		t, from, _ := b.Pop(queue.AllLevels)
 		fmt.Println(t.name, from)
 	}
 	// Output:
-	// report normal
 	// email normal
+	// report normal
 	// urgent high
 }
 

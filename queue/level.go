@@ -8,12 +8,13 @@ type Level uint8
 
 // The levels, from most to least urgent.
 const (
-	// High is for urgent work; it gets up to [Quotas.High] picks per cycle.
+	// High is for urgent work; it takes every pick the floors leave.
 	High Level = iota
-	// Normal is for ordinary work; it gets up to [Quotas.Normal] picks per cycle.
+	// Normal is for ordinary work; it gets at least [Quotas.Normal] picks per cycle
+	// while it is ready, and what High leaves.
 	Normal
 	// Low is for bulk work; it gets at least [Quotas.LowGuaranteed] picks per cycle
-	// while it is ready.
+	// while it is ready, and what the others leave.
 	Low
 )
 

@@ -12,19 +12,20 @@ const (
 	QuotaMax = 1 << 30
 )
 
-// Quotas sets how a [Picker] shares its picks between the levels within one cycle
-// (see the package documentation). With every level ready, a cycle holds exactly
-// High + Normal + LowGuaranteed picks, so each level's share of the picks is its
-// quota divided by that sum. There is no usable zero value: every field must be
+// Quotas sets how a [Picker] shares its picks between the levels (see the package
+// documentation). A cycle holds High + Normal + LowGuaranteed picks; while every
+// level is ready, each level's share is its quota divided by that sum. Normal and
+// LowGuaranteed are floors: a ready level gets them in every cycle. High's quota
+// is its share when the others are saturated; what a floor level does not use goes
+// to the highest ready level. There is no usable zero value: every field must be
 // between [QuotaMin] and [QuotaMax].
 type Quotas struct {
-	// High is the most picks High gets in a cycle.
+	// High is High's share of a cycle while Normal and Low are saturated.
 	High int
-	// Normal is the most picks Normal gets in a cycle.
+	// Normal is Normal's floor: the picks it gets in every cycle while it is ready.
 	Normal int
-	// LowGuaranteed is the number of picks Low gets in a cycle: a cycle does not end
-	// while Low is ready and has had fewer. Low gets no more in one cycle, but a
-	// lone ready Low gets every pick, cycle after cycle.
+	// LowGuaranteed is Low's floor: the picks it gets in every cycle while it is
+	// ready.
 	LowGuaranteed int
 }
 
@@ -52,7 +53,7 @@ func (q Quotas) levels() [NumLevels]int {
 	return [NumLevels]int{High: q.High, Normal: q.Normal, Low: q.LowGuaranteed}
 }
 
-// Picker decides which level is dispatched next, following the cycle rules in the
+// Picker decides which level is dispatched next, following the rules in the
 // package documentation. It only counts: the caller says which levels are ready and
 // takes the element itself ([Buckets] does both).
 //
@@ -61,6 +62,7 @@ func (q Quotas) levels() [NumLevels]int {
 type Picker struct {
 	quota [NumLevels]int // per level; each in [QuotaMin, QuotaMax]
 	used  [NumLevels]int // picks of each level in the current cycle
+	n     int            // picks in the current cycle
 	cycle uint64         // number of the current cycle, from 0
 }
 
@@ -74,11 +76,8 @@ func NewPicker(q Quotas) (*Picker, error) {
 }
 
 // SetQuotas replaces the quotas from the next pick on. It returns the error of
-// [Quotas.Validate], and changes nothing, when q is invalid.
-//
-// The current cycle goes on with the picks it has already counted: a level that has
-// had at least its new quota in this cycle has no credit left until the next cycle.
-// Setting the same quotas again changes nothing.
+// [Quotas.Validate], and changes nothing, when q is invalid. The current cycle goes
+// on with the picks it has counted, under the new quotas.
 func (p *Picker) SetQuotas(q Quotas) error {
 	if err := q.Validate(); err != nil {
 		return err
@@ -92,97 +91,104 @@ func (p *Picker) Quotas() Quotas {
 	return Quotas{High: p.quota[High], Normal: p.quota[Normal], LowGuaranteed: p.quota[Low]}
 }
 
-// Cycle returns the number of the current cycle: 0 until the first refill, then one
-// more each time a pick starts a new cycle.
+// Cycle returns the number of the current cycle: 0 until the first one ends, then
+// one more each time a pick starts a new cycle.
 func (p *Picker) Cycle() uint64 { return p.cycle }
 
-// Pick chooses the level whose next element is dispatched now and counts the pick
-// against that level's credit. ready is the set of levels that have an element and
-// may be dispatched from; bits of invalid levels are ignored. Pick returns false,
-// and counts nothing, when ready is empty; otherwise the level it returns is in
-// ready.
+// Pick chooses the level whose next element is dispatched now and counts the pick.
+// ready is the set of levels that have an element and may be dispatched from; bits
+// of invalid levels are ignored. Pick returns false, and counts nothing, when ready
+// is empty; otherwise the level it returns is in ready.
 //
-// Among the ready levels with credit left in the current cycle, Pick returns the one
-// that has used the smallest fraction of its quota (used/quota). A tie goes to Low,
-// else to High. When no ready level has credit left, a new cycle starts with every
-// credit refilled. Pick does not allocate.
-//
-// So the picks of each level are spread evenly over a cycle, and a cycle starts with
-// Low when Low is ready. While Low stays ready and the quotas do not change, at most
-// Quotas.High + Quotas.Normal picks go to other levels between two picks of Low.
+// A floor level (Normal, Low) that is ready and behind its even spread over the
+// cycle takes the pick — Low first when both are; otherwise the highest ready
+// level does. A cycle ends once it holds High + Normal + LowGuaranteed picks and no
+// ready floor level is owed picks in it. Pick does not allocate.
 func (p *Picker) Pick(ready Mask) (Level, bool) {
-	ready &= AllLevels
-	if ready == 0 {
-		return 0, false
+	l, reset, ok := p.choose(ready&AllLevels, ready&AllLevels, false)
+	if ok {
+		p.count(l, reset)
 	}
-	l, ok := p.best(ready)
-	if !ok {
-		p.used = [NumLevels]int{}
-		p.cycle++
-		if l, ok = p.best(ready); !ok {
-			panic("queue: Picker used without NewPicker")
-		}
-	}
-	p.used[l]++
-	return l, true
+	return l, ok
 }
 
 // Peek returns the level [Picker.Pick] would choose for ready, and counts
 // nothing.
 func (p *Picker) Peek(ready Mask) (Level, bool) {
+	l, _, ok := p.choose(ready&AllLevels, ready&AllLevels, false)
+	return l, ok
+}
+
+// PickAhead picks a level of allowed, a subset of the ready levels, for a caller
+// that cannot take the level [Picker.Pick] would choose (the kernel, when that
+// level's lookahead is full): the level passed over keeps its turn. A floor level
+// of allowed that is owed picks takes it as Pick would; any other pick is taken
+// only while the cycle has picks left that no ready floor level is owed, so picks
+// ahead never take a floor's share. PickAhead returns false, and counts nothing,
+// when it may not pick.
+func (p *Picker) PickAhead(ready, allowed Mask) (Level, bool) {
 	ready &= AllLevels
-	if ready == 0 {
-		return 0, false
-	}
-	if l, ok := p.best(ready); ok {
-		return l, true
-	}
-	used := p.used
-	p.used = [NumLevels]int{} // as after the refill Pick would make
-	l, ok := p.best(ready)
-	p.used = used
-	return l, ok
-}
-
-// PickInCycle is [Picker.Pick] that never starts a new cycle: it returns false,
-// and counts nothing, when no level of ready has credit left in the current one.
-// A caller that may not take the level Pick would choose uses it to take another
-// without letting that level lose its turn: the cycle cannot end until the level
-// passed over had its picks or stopped being ready.
-func (p *Picker) PickInCycle(ready Mask) (Level, bool) {
-	l, ok := p.best(ready & AllLevels)
+	l, reset, ok := p.choose(ready, allowed&ready, true)
 	if ok {
-		p.used[l]++
+		p.count(l, reset)
 	}
 	return l, ok
 }
 
-// best returns the ready level with credit left whose used/quota is the smallest;
-// false when no ready level has credit. A tie goes to Low, which bounds Low's wait
-// (see [Picker.Pick]), else to High.
-func (p *Picker) best(ready Mask) (Level, bool) {
-	// Candidates in tie order (Low, High, Normal); a later one wins only when
-	// used/quota is strictly smaller, compared without division. The operands are at
-	// most QuotaMax = 2^30, so the products fit in an int64.
-	var (
-		best   Level
-		found  bool
-		bu, bq int64 // used and quota of best
-	)
-	if ready&(1<<Low) != 0 && p.used[Low] < p.quota[Low] {
-		best, found, bu, bq = Low, true, int64(p.used[Low]), int64(p.quota[Low])
+// choose is Pick's decision over ready, restricted to allowed; ahead applies
+// PickAhead's rule. reset reports that the pick starts a new cycle.
+func (p *Picker) choose(ready, allowed Mask, ahead bool) (l Level, reset, ok bool) {
+	if allowed == 0 {
+		return 0, false, false
 	}
-	if ready&(1<<High) != 0 && p.used[High] < p.quota[High] {
-		u, q := int64(p.used[High]), int64(p.quota[High])
-		if !found || u*bq < bu*q {
-			best, found, bu, bq = High, true, u, q
+	c := p.quota[High] + p.quota[Normal] + p.quota[Low]
+	if c == 0 {
+		panic("queue: Picker used without NewPicker")
+	}
+	used, n := p.used, p.n
+	// A cycle that owes a ready floor nothing ends once full; one that does may run
+	// over by up to another cycle's length while the floor waits for room.
+	if (n >= c && !owes(&p.quota, &used, ready)) || n >= 2*c {
+		used, n, reset = [NumLevels]int{}, 0, true
+	}
+	// The operands are at most 2^30 (quotas, used) and 2c <= 6·2^30: the products
+	// fit in an int64.
+	for _, f := range [...]Level{Low, Normal} {
+		if allowed.Has(f) && used[f] < p.quota[f] && int64(used[f])*int64(c) < int64(p.quota[f])*int64(n+1) {
+			return f, reset, true
 		}
 	}
-	if ready&(1<<Normal) != 0 && p.used[Normal] < p.quota[Normal] {
-		u, q := int64(p.used[Normal]), int64(p.quota[Normal])
-		if !found || u*bq < bu*q {
-			best, found = Normal, true
+	if ahead {
+		owed := 0
+		for _, f := range [...]Level{Normal, Low} {
+			if ready.Has(f) {
+				owed += max(p.quota[f]-used[f], 0)
+			}
+		}
+		if n+owed >= c {
+			return 0, false, false
 		}
 	}
-	return best, found
+	for l := High; l < NumLevels; l++ {
+		if allowed.Has(l) {
+			return l, reset, true
+		}
+	}
+	return 0, false, false
+}
+
+// owes reports whether a ready floor level (Normal, Low) has had fewer picks than
+// its quota.
+func owes(quota, used *[NumLevels]int, ready Mask) bool {
+	return (ready.Has(Normal) && used[Normal] < quota[Normal]) || (ready.Has(Low) && used[Low] < quota[Low])
+}
+
+// count records a pick of l, starting a new cycle first when reset.
+func (p *Picker) count(l Level, reset bool) {
+	if reset {
+		p.used, p.n = [NumLevels]int{}, 0
+		p.cycle++
+	}
+	p.used[l]++
+	p.n++
 }

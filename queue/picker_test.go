@@ -99,18 +99,18 @@ func TestPickerPick(t *testing.T) {
 		want   string
 		cycles uint64 // Cycle() after the picks
 	}{
-		{"one each", Quotas{1, 1, 1}, AllLevels, 9, "LHNLHNLHN", 2},
-		{"2/1/1", Quotas{2, 1, 1}, AllLevels, 8, "LHNH" + "LHNH", 1},
-		{"3/2/1 interleaved", Quotas{3, 2, 1}, AllLevels, 12, "LHNHNH" + "LHNHNH", 1},
-		{"5/3/2 interleaved", Quotas{5, 3, 2}, AllLevels, 10, "LHNHNHLHNH", 0},
-		{"low quota larger", Quotas{1, 1, 3}, AllLevels, 10, "LHNLL" + "LHNLL", 1},
-		{"lone high", Quotas{2, 1, 1}, h, 5, "HHHHH", 2},
-		{"lone normal", Quotas{2, 3, 1}, n, 4, "NNNN", 1},
-		{"lone low", Quotas{2, 1, 1}, l, 3, "LLL", 2},
-		{"high and normal", Quotas{2, 1, 1}, h | n, 6, "HNH" + "HNH", 1},
-		{"normal and low", Quotas{9, 2, 1}, n | l, 6, "LNN" + "LNN", 1},
-		{"high and low", Quotas{3, 9, 2}, h | l, 10, "LHHLH" + "LHHLH", 1},
-		{"stray bits ignored", Quotas{1, 1, 1}, 0xF8 | l, 2, "LL", 1},
+		{"one each", Quotas{1, 1, 1}, AllLevels, 9, "LNHLNHLNH", 2},
+		{"2/1/1", Quotas{2, 1, 1}, AllLevels, 8, "LNHH" + "LNHH", 1},
+		{"3/2/1 interleaved", Quotas{3, 2, 1}, AllLevels, 12, "LNHNHH" + "LNHNHH", 1},
+		{"5/3/2 interleaved", Quotas{5, 3, 2}, AllLevels, 10, "LNHNHLNHHH", 0},
+		{"low quota larger", Quotas{1, 1, 3}, AllLevels, 10, "LLNLH" + "LLNLH", 1},
+		{"lone high", Quotas{2, 1, 1}, h, 5, "HHHHH", 1},
+		{"lone normal", Quotas{2, 3, 1}, n, 4, "NNNN", 0},
+		{"lone low", Quotas{2, 1, 1}, l, 3, "LLL", 0},
+		{"high and normal", Quotas{2, 1, 1}, h | n, 6, "NHHH" + "NH", 1},
+		{"normal and low: the rest goes to normal", Quotas{9, 2, 1}, n | l, 6, "LNNNNN", 0},
+		{"high and low: low keeps its floor", Quotas{3, 9, 2}, h | l, 10, "LHHHHHHLHH", 0},
+		{"stray bits ignored", Quotas{1, 1, 1}, 0xF8 | l, 2, "LL", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -161,22 +161,21 @@ func TestPickerReadinessChanges(t *testing.T) {
 		ready []Mask
 		want  string
 	}{
-		// Low turns up mid-cycle with its credit unused: picked at once.
-		{"low arrives mid-cycle", Quotas{4, 2, 1}, []Mask{h | n, h | n, h | n, AllLevels, AllLevels}, "HNHLH"},
+		// Low turns up mid-cycle behind its spread: picked at once.
+		{"low arrives mid-cycle", Quotas{4, 2, 1}, []Mask{h | n, h | n, h | n, AllLevels, AllLevels}, "NHHLN"},
 		// Low stays ready while High and Normal flood: one Low per cycle, first.
 		{"low under flood", Quotas{2, 1, 1}, []Mask{
 			AllLevels, AllLevels, AllLevels, AllLevels, AllLevels, AllLevels, AllLevels, AllLevels,
-		}, "LHNH" + "LHNH"},
-		// Low was picked alone at the start of a cycle; the others then use their
-		// credit, and the next cycle starts with Low again.
-		{"low alone then flood", Quotas{2, 1, 1}, []Mask{l, AllLevels, AllLevels, AllLevels, AllLevels}, "LHNHL"},
-		// Low's credit is spent, High and Normal are gone: a new cycle starts for Low.
-		{"lone low refills", Quotas{3, 3, 1}, []Mask{AllLevels, AllLevels, AllLevels, l, l}, "LHNLL"},
-		// High has credit left but is not ready: Normal takes the picks, then Low's
-		// and Normal's credit are spent and a new cycle starts.
-		{"high not ready", Quotas{3, 3, 1}, []Mask{AllLevels, n | l, n | l, n | l, n | l}, "LNNNL"},
-		// No ready level has credit (High and Normal spent), Low never ready: refill.
-		{"refill without low", Quotas{1, 1, 5}, []Mask{h | n, h | n, h | n, h | n}, "HNHN"},
+		}, "LNHH" + "LNHH"},
+		// Low was picked alone at the start of a cycle; the others then take the
+		// rest of it, and the next cycle starts with Low again.
+		{"low alone then flood", Quotas{2, 1, 1}, []Mask{l, AllLevels, AllLevels, AllLevels, AllLevels}, "LNHHL"},
+		// Low had its floor, High and Normal are gone: the lone Low takes the rest.
+		{"lone low takes the rest", Quotas{3, 3, 1}, []Mask{AllLevels, AllLevels, AllLevels, l, l}, "LNNLL"},
+		// High is not ready: Normal, the highest ready level, takes its share.
+		{"high not ready", Quotas{3, 3, 1}, []Mask{AllLevels, n | l, n | l, n | l, n | l}, "LNNNN"},
+		// Low is never ready: its floor passes on, High and Normal share the cycle.
+		{"without low", Quotas{1, 1, 5}, []Mask{h | n, h | n, h | n, h | n}, "NHHH"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,11 +205,11 @@ func TestPickerSetQuotas(t *testing.T) {
 		after  int
 		want   string // all picks
 	}{
-		{"raise high mid-cycle", Quotas{1, 1, 1}, 1, Quotas{3, 1, 1}, "", 8, "L" + "HNHH" + "LHNH"},
-		{"lower high below used", Quotas{5, 1, 1}, 5, Quotas{2, 1, 1}, "", 4, "LHNHH" + "LHNH"},
-		{"same quotas", Quotas{2, 1, 1}, 2, Quotas{2, 1, 1}, "", 6, "LH" + "NH" + "LHNH"},
-		{"bad value changes nothing", Quotas{2, 1, 1}, 2, Quotas{2, 0, 1}, "queue: Quotas.Normal = 0: must be >= 1", 6, "LH" + "NH" + "LHNH"},
-		{"low guaranteed raised", Quotas{2, 2, 1}, 3, Quotas{2, 2, 2}, "", 5, "LHN" + "LHN" + "LH"},
+		{"raise high mid-cycle", Quotas{1, 1, 1}, 1, Quotas{3, 1, 1}, "", 8, "L" + "NHHH" + "LNHH"},
+		{"lower high below used", Quotas{5, 1, 1}, 5, Quotas{2, 1, 1}, "", 4, "LNHHH" + "LNHH"},
+		{"same quotas", Quotas{2, 1, 1}, 2, Quotas{2, 1, 1}, "", 6, "LN" + "HH" + "LNHH"},
+		{"bad value changes nothing", Quotas{2, 1, 1}, 2, Quotas{2, 0, 1}, "queue: Quotas.Normal = 0: must be >= 1", 6, "LN" + "HH" + "LNHH"},
+		{"low guaranteed raised", Quotas{2, 2, 1}, 3, Quotas{2, 2, 2}, "", 5, "LNN" + "LHH" + "LN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
