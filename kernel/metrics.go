@@ -171,25 +171,25 @@ func (s *Stats) Terminal() uint64 {
 func (k *Kernel) Stats() Stats {
 	m := k.m
 	var s Stats
-	submitted, lazies := k.intakeCounts()
+	// The outcomes are read before the submissions: a task is counted submitted
+	// before it can end, so no snapshot shows more tasks ended than submitted.
+	var ps [queue.NumLevels]PriorityStats
 	for l := range queue.NumLevels {
-		p := PriorityStats{
-			Submitted: submitted[l], Started: m.started[l].Get(), Succeeded: m.succeeded[l].Get(),
+		ps[l] = PriorityStats{
+			Started: m.started[l].Get(), Succeeded: m.succeeded[l].Get(),
 			Failed: m.failed[l].Get(), TimedOut: m.timedOut[l].Get(), Retried: m.retried[l].Get(),
 			Rejected: m.rejected[l].Get(), Evicted: m.evicted[l].Get(), Canceled: m.canceled[l].Get(),
 			Panics: m.panics[l].Get(), Abandoned: m.abandoned[l].Get(),
 			Queued: int(m.depth[l].Load()),
 			Wait:   m.wait[l].percentiles(), Exec: m.exec[l].percentiles(),
 		}
-		switch queue.Level(l) {
-		case queue.High:
-			s.ByPriority.High, s.Queued.High = p, p.Queued
-		case queue.Normal:
-			s.ByPriority.Normal, s.Queued.Normal = p, p.Queued
-		case queue.Low:
-			s.ByPriority.Low, s.Queued.Low = p, p.Queued
-		}
 	}
+	submitted, lazies := k.intakeCounts()
+	for l := range ps {
+		ps[l].Submitted = submitted[l]
+	}
+	s.ByPriority = ByPriority[PriorityStats]{High: ps[queue.High], Normal: ps[queue.Normal], Low: ps[queue.Low]}
+	s.Queued = ByPriority[int]{High: ps[queue.High].Queued, Normal: ps[queue.Normal].Queued, Low: ps[queue.Low].Queued}
 	s.Delayed = int(m.delayed.Load()) + lazies
 	lv := k.rq.live()
 	s.Running, s.Dispatched, s.Zombies, s.Executors = lv.running, lv.dispatched, lv.zombies, lv.workers
