@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -288,10 +289,16 @@ func Map[T, R any](ctx context.Context, k *Kernel, items []T, fn func(ctx contex
 	o.CancelOnError = true
 	b := k.NewBatch(ctx, &o)
 	out := make([]R, len(items))
+	// A member's result is stored by its function's goroutine, which may outlive
+	// the member (a timed-out zombie, a function that ignores Close): slot i is
+	// claimed once, by the first attempt that succeeds before Map returns, so
+	// nothing writes out after Map read it.
+	slots := make([]atomic.Uint32, len(items))
 	b.runI = func(ctx context.Context, i int) error {
 		r, err := fn(ctx, items[i])
-		if err == nil {
+		if err == nil && ctx.Err() == nil && slots[i].CompareAndSwap(slotFree, slotWriting) {
 			out[i] = r
+			slots[i].Store(slotWritten)
 		}
 		return err
 	}
@@ -300,5 +307,19 @@ func Map[T, R any](ctx context.Context, k *Kernel, items []T, fn func(ctx contex
 		b.setErr(err)
 	}
 	err := b.Wait()
+	for i := range slots {
+		// Close the slots nobody claimed; wait out a store under way.
+		for !slots[i].CompareAndSwap(slotFree, slotClosed) && slots[i].Load() == slotWriting {
+			runtime.Gosched()
+		}
+	}
 	return out, err
 }
+
+// The states of a Map result slot.
+const (
+	slotFree    = iota // no attempt stored a result
+	slotWriting        // an attempt is storing its result
+	slotWritten        // a result is stored
+	slotClosed         // Map returned: later attempts store nothing
+)

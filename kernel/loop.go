@@ -426,6 +426,7 @@ func (k *Kernel) accept(h *Handle) {
 	k.live++
 	k.pendSubmitted[h.bucket]++
 	if h.batch != nil && h.batch.canceled() {
+		k.flushCounts() // counted submitted before it is counted ended
 		k.release(h.ticket(), 1)
 		k.m.canceled[h.bucket].Inc()
 		k.end(h, Canceled, h.batch.cause())
@@ -956,7 +957,10 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 	case ctrlCancel:
 		k.cancel(m.h, ErrCanceled)
 	case ctrlCancelBatch:
-		for _, h := range m.b.members {
+		m.b.mu.Lock()
+		members := m.b.members // submitters append; the ones taken in so far suffice
+		m.b.mu.Unlock()
+		for _, h := range members {
 			k.cancel(h, m.b.cause())
 		}
 	case ctrlUpdate:
