@@ -149,8 +149,8 @@ func (b bodySpec) kind(attempt int) bodyKind { return b.kinds[min(attempt, 3)-1]
 
 // instant reports whether an attempt of kind k settles the task at once when it
 // has no timeout: it succeeds, or fails in a way that is never retried.
-func (k bodyKind) instant() bool {
-	return k == bodyOK || k == bodyPermanent || k == bodyPanic || k == bodyGoexit
+func (b bodyKind) instant() bool {
+	return b == bodyOK || b == bodyPermanent || b == bodyPanic || b == bodyGoexit
 }
 
 func (b bodySpec) String() string {
@@ -507,8 +507,10 @@ func (in *caseInput) retry() kernel.RetryPolicy {
 }
 
 // bodyWeights draws the kinds of attempts: success is the most common.
-var bodyWeights = []bodyKind{bodyOK, bodyOK, bodyOK, bodyFail, bodyPermanent, bodyPanic, bodyGoexit,
-	bodyWaitOK, bodyWaitOK, bodyWaitFail, bodyCtx, bodyTimer, bodyRelease, bodyLateGoexit}
+var bodyWeights = []bodyKind{
+	bodyOK, bodyOK, bodyOK, bodyFail, bodyPermanent, bodyPanic, bodyGoexit,
+	bodyWaitOK, bodyWaitOK, bodyWaitFail, bodyCtx, bodyTimer, bodyRelease, bodyLateGoexit,
+}
 
 // body decodes a task function.
 func (in *caseInput) body() bodySpec {

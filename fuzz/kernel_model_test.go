@@ -824,7 +824,7 @@ func (r *runner) wait(o kop) {
 	ctx, cancel := ctxFor(o.ctxD)
 	defer cancel()
 	err := rec.h.Wait(ctx)
-	if ctx.Err() != nil && err == ctx.Err() {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return // it may still run
 	}
 	select {
@@ -836,7 +836,7 @@ func (r *runner) wait(o kop) {
 	if st := rec.h.State(); !st.Terminal() {
 		r.errorf("%s: State() = %v after Wait returned, want a terminal state", rec.name(), st)
 	}
-	if got := rec.h.Err(); got != err {
+	if got := rec.h.Err(); !errors.Is(got, err) {
 		r.errorf("%s: Handle.Wait() = %v, want Err() = %v", rec.name(), err, got)
 	}
 }
@@ -870,7 +870,7 @@ func (r *runner) refuseHugeQuotas(cfg *kernel.Config) {
 
 // unjoin returns the errors an errors.Join holds, or err itself.
 func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok { //nolint:errorlint // unpacking a join on purpose
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		return j.Unwrap()
 	}
 	return []error{err}
@@ -895,7 +895,7 @@ func (r *runner) update(cfg *kernel.Config) {
 		c.Clock, c.Metrics, c.Logger, c.OnEvent = keep.Clock, keep.Metrics, keep.Logger, keep.OnEvent
 		c.Store, c.SnapshotEvery, c.StoreTimeout, c.StoreBatch = keep.Store, keep.SnapshotEvery, keep.StoreTimeout, keep.StoreBatch
 	})
-	if err != nil && !(errors.Is(err, kernel.ErrClosed) && r.stopping.Load()) {
+	if err != nil && (!errors.Is(err, kernel.ErrClosed) || !r.stopping.Load()) {
 		r.errorf("Update(%s) = %v, want nil", configString(&next), err)
 	}
 }
@@ -1096,7 +1096,7 @@ func (r *runner) shutdown(d time.Duration) {
 	}
 	var se *kernel.ShutdownError
 	closed := r.closeCalled.Load() && errors.Is(err, kernel.ErrClosed)
-	if !errors.As(err, &se) || !(errors.Is(err, context.DeadlineExceeded) || closed) {
+	if !errors.As(err, &se) || (!errors.Is(err, context.DeadlineExceeded) && !closed) {
 		r.errorf("Shutdown() = %v, want nil or a *ShutdownError wrapping context.DeadlineExceeded (or ErrClosed once Close began)", err)
 	}
 }
@@ -1128,7 +1128,6 @@ func (r *runner) checkDrained(when string) {
 }
 
 var prioNames = [3]string{"high", "normal", "low"}
-var prios = [3]kernel.Priority{kernel.High, kernel.Normal, kernel.Low}
 
 func prioIndex(p kernel.Priority) int {
 	switch p {
@@ -1453,7 +1452,7 @@ func (r *runner) checkHandle(rec *taskRec, avoid feature) {
 		r.errorf("%s ended %v: Err() = %v, want %s", rec.name(), st, err, bad)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	if got := h.Wait(ctx); got != err {
+	if got := h.Wait(ctx); !errors.Is(got, err) {
 		r.errorf("%s: Wait(ctx) = %v, want Err() = %v", rec.name(), got, err)
 	}
 	cancel()
@@ -1461,7 +1460,7 @@ func (r *runner) checkHandle(rec *taskRec, avoid feature) {
 		done, stop := context.WithCancel(context.Background())
 		stop()
 		for range 2 {
-			if got := h.Wait(done); got != err {
+			if got := h.Wait(done); !errors.Is(got, err) {
 				r.errorf("%s ended %v: Wait(a done ctx) = %v, want Err() = %v (the task had finished)", rec.name(), st, got, err)
 				break
 			}
