@@ -16,14 +16,16 @@ import (
 const BatchFlushSize = 256
 
 // BatchOptions configures a [Batch] or a [Map] call. A nil *BatchOptions means the
-// zero value: Normal priority, the kernel's default timeout and retry policy,
-// waiting for room when the kernel is full.
+// zero value: Normal priority, the kernel's default timeout, no retries, waiting
+// for room when the kernel is full.
 type BatchOptions struct {
 	// Priority of every member. The zero value is Normal.
 	Priority Priority
 	// Timeout of each member's attempts; zero means Config.DefaultTimeout.
 	Timeout time.Duration
-	// Retry replaces the kernel's retry policy for the members.
+	// Retry, if set, lets a failed member be retried under it. If nil, members are
+	// not retried: a member's first error is final, as in errgroup (the kernel's
+	// Config.Retry does not apply to batches).
 	Retry *RetryPolicy
 	// CancelOnError cancels the batch's context, and so every member not yet
 	// finished, when a member fails (errgroup.WithContext's behaviour). [Map]
@@ -182,6 +184,13 @@ func (b *Batch) submit(n int, init func(h *Handle, i int), slab []Handle) error 
 	if err := t.validate(); err != nil {
 		return err
 	}
+	// The members share one resolved policy (initHandle would copy it for each).
+	retry := &noRetry
+	if t.Retry != nil {
+		p := t.Retry.withDefaults()
+		retry = &p
+	}
+	t.Retry = nil
 	prio := t.Priority.normalize()
 	lvl := levelOf(prio)
 	wait := noWait
@@ -204,6 +213,7 @@ func (b *Batch) submit(n int, init func(h *Handle, i int), slab []Handle) error 
 				h = &Handle{}
 			}
 			k.initHandle(h, &t, prio, rc, b)
+			h.retry = retry
 			h.run = nil
 			init(h, i+j)
 			hs = append(hs, h)
@@ -221,6 +231,9 @@ func (b *Batch) submit(n int, init func(h *Handle, i int), slab []Handle) error 
 	}
 	return nil
 }
+
+// noRetry is the policy of batch members without BatchOptions.Retry.
+var noRetry = RetryPolicy{MaxAttempts: 1}.withDefaults()
 
 // acquireSome takes between 1 and want tickets of level lvl, waiting for room
 // while ctx allows (nil: no wait).
