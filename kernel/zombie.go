@@ -16,6 +16,8 @@ type zombie struct {
 	since   time.Time // when it timed out
 	gid     uint64
 
+	pastGrace bool // it outlived ZombieGrace (and was logged); loop-owned
+
 	mu    sync.Mutex
 	stack []byte // captured after ZombieGrace; guarded by mu
 }
@@ -69,7 +71,9 @@ func (k *Kernel) zombieReturned(a *attempt) {
 	k.zmu.Lock()
 	delete(k.zset, z)
 	k.zmu.Unlock()
-	if l := k.rcl.cfg.Logger; l != nil {
+	// A function that returned within ZombieGrace of its timeout is no news; one
+	// logged as still running is logged as returned too.
+	if l := k.rcl.cfg.Logger; l != nil && z.pastGrace {
 		l.Info("kernel: zombie task returned", "task", z.taskID, "attempt", z.attempt, "after", k.now.Sub(z.since))
 	}
 }
@@ -80,6 +84,7 @@ func (k *Kernel) onGrace(a *attempt) {
 	if z == nil {
 		return
 	}
+	z.pastGrace = true
 	logger := k.rcl.cfg.Logger
 	k.sidePool.submit(func() {
 		st := goroutineStack(z.gid)
