@@ -61,8 +61,52 @@ func (c *attemptCtx) Err() error {
 	return c.err
 }
 
-// Value returns the parent's value for key.
-func (c *attemptCtx) Value(key any) any { return c.parent.Value(key) }
+// Value returns the parent's value for key; for TaskInfo's key, c itself.
+func (c *attemptCtx) Value(key any) any {
+	if _, ok := key.(infoKey); ok {
+		return c
+	}
+	return c.parent.Value(key)
+}
+
+// Info describes the task and attempt a function runs for ([TaskInfo]).
+type Info struct {
+	// ID is the task's ID (Task.ID, or the one the kernel made; a durable task's
+	// stored ID), the same across its attempts.
+	ID string
+	// Priority is the task's priority (never PriorityDefault).
+	Priority Priority
+	// Attempt is the attempt's number, 1 for the first: with ID, a key for
+	// idempotency under retries and, for durable tasks, at-least-once runs.
+	Attempt int
+	// Kind is a durable task's registered kind; "" for an in-memory task.
+	Kind string
+}
+
+// infoKey is the context key TaskInfo asks for.
+type infoKey struct{}
+
+// TaskInfo returns the task and attempt that ctx, or a context derived from it,
+// belongs to, and false for any other context. A light task (a TryGo or Go task
+// due now, without a timeout or a Retry of its own, see [Kernel.TryGo]) runs under
+// a context shared by all of them and has no Info; give it a Timeout, or submit it
+// with a Handle, when its function needs one. Safe for concurrent use; it does not
+// allocate beyond the ID a kernel-made ID needs.
+func TaskInfo(ctx context.Context) (Info, bool) {
+	if ctx == nil {
+		return Info{}, false
+	}
+	c, ok := ctx.Value(infoKey{}).(*attemptCtx)
+	if !ok {
+		return Info{}, false
+	}
+	h := c.a.h
+	info := Info{ID: h.ID(), Priority: h.prio, Attempt: int(c.a.n)}
+	if h.dur != nil {
+		info.Kind = h.dur.kind
+	}
+	return info, true
+}
 
 // AfterFunc lets context.AfterFunc and derived contexts hook cancellation without a
 // goroutine each.

@@ -167,3 +167,21 @@ func ExampleKernel_SubmitDurable() {
 	// sending {"to":"ada@example.com"}
 	// succeeded 1
 }
+
+// A task's function learns which task and attempt it runs for: with the ID, the
+// attempt makes an idempotency key under retries.
+func ExampleTaskInfo() {
+	k, err := kernel.New(kernel.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Close() }()
+
+	h, _ := k.TrySubmit(kernel.Task{ID: "invoice-42", Priority: kernel.High, Run: func(ctx context.Context) error {
+		info, ok := kernel.TaskInfo(ctx)
+		fmt.Println(info.ID, info.Priority, info.Attempt, ok)
+		return nil
+	}})
+	_ = h.Wait(context.Background())
+	// Output: invoice-42 high 1 true
+}
