@@ -1,0 +1,319 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+
+	"github.com/axsched/ax/queue"
+)
+
+// Shutdown stops admitting tasks and drains: queued and running tasks run to their
+// end; delayed tasks and retries not yet due end Abandoned with [ErrAbandoned], and
+// attempts that fail while draining are not retried. It blocks until every task is
+// terminal, every executor goroutine has exited — zombies of timed-out tasks
+// included — and the OnEvent and OnTimeout callbacks have returned, and returns
+// nil. If ctx ends first it returns a [*ShutdownError] wrapping ctx.Err() that
+// counts what had not finished; the drain goes on, and [Kernel.Close] ends it. If
+// Close begins meanwhile, Shutdown returns once Close has ended the tasks, with a
+// *ShutdownError wrapping [ErrClosed] if executors were still running. Shutdown is
+// idempotent and safe to call concurrently with Close.
+//
+// Called from the kernel's own goroutines — a task's function, an OnEvent or
+// OnTimeout callback — Shutdown would wait for its caller: it begins the drain and
+// returns [ErrStopFromInside] at once, and the drain completes once the caller
+// returns.
+func (k *Kernel) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	k.beginStop(ctrlShutdown)
+	if k.onOwnGoroutine() {
+		go k.Shutdown(context.Background()) //nolint:errcheck // it ends the stop in the background
+		return ErrStopFromInside
+	}
+	select {
+	case <-k.loopDone:
+	case <-ctx.Done():
+		if !isDone(k.loopDone) {
+			st := k.Stats()
+			return &ShutdownError{Err: ctx.Err(), Queued: st.Queued.High + st.Queued.Normal + st.Queued.Low + st.Dispatched + st.Delayed, Running: st.Running}
+		}
+	}
+	select {
+	case <-k.workDone:
+	case <-k.closeCh:
+		// Close ended the tasks and waits for the functions itself: a Shutdown
+		// called from a goroutine a task waits for must not wait for that task.
+		if !isDone(k.workDone) {
+			return &ShutdownError{Err: ErrClosed, Running: k.Stats().Running}
+		}
+	case <-ctx.Done():
+		if !isDone(k.workDone) {
+			return &ShutdownError{Err: ctx.Err(), Running: k.Stats().Running}
+		}
+	}
+	if k.dur != nil {
+		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
+			return &ShutdownError{Err: err, Journal: int(k.dur.j.pending.Load())}
+		}
+		k.dur.j.stop()
+	}
+	if n := k.stopSide(ctx.Done()); n > 0 {
+		return &ShutdownError{Err: ctx.Err(), Callbacks: n}
+	}
+	return nil
+}
+
+// Close stops the kernel now: it refuses new tasks, ends queued, delayed and
+// retrying tasks Canceled with [ErrClosed], and cancels the contexts of running
+// tasks, which end Canceled with ErrClosed at once. It then waits up to
+// Config.ZombieGrace (on Config.Clock) for the running functions, zombies
+// included, and the OnEvent and OnTimeout callbacks to return, logs those that did
+// not, and returns nil: Close always returns. A callback still running then is
+// abandoned (its goroutine ends when it returns; Stats.CallbacksAbandoned counts
+// it). Close is idempotent; after Shutdown it ends what the drain left.
+//
+// Called from the kernel's own goroutines (a task's function, an OnEvent or
+// OnTimeout callback), Close ends the tasks as above but does not wait for its
+// caller: it returns [ErrStopFromInside] at once, and the rest of the stop
+// completes in the background.
+func (k *Kernel) Close() error {
+	k.beginStop(ctrlClose)
+	if k.onOwnGoroutine() {
+		go k.Close() //nolint:errcheck // it ends the stop in the background
+		return ErrStopFromInside
+	}
+	<-k.loopDone
+	expired := make(chan struct{})
+	t := k.clk.AfterFunc(k.rc.Load().cfg.ZombieGrace, func() { close(expired) })
+	defer t.Stop()
+	logger := k.rc.Load().cfg.Logger
+	select {
+	case <-k.workDone:
+	case <-expired:
+		if logger != nil {
+			logger.Warn("kernel: close returned with task functions still running", "running", k.Stats().Running)
+		}
+	}
+	if k.dur != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), k.rc.Load().cfg.StoreTimeout)
+		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
+			if logger != nil {
+				logger.Warn("kernel: close gave up writing the journal; the store keeps the tasks' earlier states", "changes", k.dur.j.pending.Load(), "err", err)
+			}
+		}
+		cancel()
+		k.dur.j.stop()
+	}
+	if n := k.stopSide(expired); n > 0 && logger != nil {
+		logger.Warn("kernel: close abandoned callbacks still running (OnEvent or OnTimeout)", "callbacks", n)
+	}
+	return nil
+}
+
+// isDone reports whether ch is closed.
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// onOwnGoroutine reports whether the caller runs on one of the kernel's own
+// goroutines: an executor (a task's function, a zombie's included), the OnEvent
+// goroutine or an OnTimeout worker. Shutdown and Close ask, since they wait for
+// those goroutines. It costs a stack read (about a microsecond).
+func (k *Kernel) onOwnGoroutine() bool {
+	gid := goroutineID()
+	if k.sidePool.has(gid) || (k.events != nil && k.events.gid.Load() == gid) {
+		return true
+	}
+	q := &k.rq
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, e := range q.execs {
+		if e.gid.Load() == gid {
+			return true
+		}
+	}
+	return false
+}
+
+// beginStop refuses further submissions and tells the loop to drain or close.
+func (k *Kernel) beginStop(kind ctrlKind) {
+	k.cfgMu.Lock()
+	k.in.mu.Lock()
+	first := !k.in.closed
+	k.in.closed = true
+	k.releaseLazyTickets()
+	k.in.mu.Unlock()
+	if first {
+		close(k.closedCh)
+	}
+	if kind == ctrlClose && !isDone(k.closeCh) {
+		close(k.closeCh)
+	}
+	k.cfgMu.Unlock()
+	select {
+	case <-k.loopDone:
+		return
+	default:
+	}
+	k.control(ctrlMsg{kind: kind})
+}
+
+// stopSide stops the OnTimeout pool and the event goroutine, waiting for them
+// until deadline, and returns how many of them were still running a callback then
+// (abandoned, counted in Stats.CallbacksAbandoned). It may be called again.
+func (k *Kernel) stopSide(deadline <-chan struct{}) int {
+	n := k.sidePool.stop(deadline)
+	if k.events != nil && !k.events.stop(deadline) {
+		n++
+	}
+	k.m.callbacksAbandoned.Store(int64(n))
+	return n
+}
+
+// The loop's side of stopping: only the loop goroutine calls what follows.
+
+// beginDrain starts Shutdown: delayed tasks and retries not yet due end Abandoned.
+func (k *Kernel) beginDrain() {
+	if k.draining || k.closing {
+		return
+	}
+	k.draining = true
+	k.dropBacklog()
+	k.endParked(Abandoned)
+	var keep []*attempt
+	k.wheel.Clear(func(e timerEntry) {
+		a := e.a
+		if a == nil {
+			k.endLazy(&e.t, Abandoned)
+			return
+		}
+		if a.tkind == timerDue {
+			h := a.h
+			a.tkind = timerNone
+			k.delayed--
+			k.release(h.ticket(), 1)
+			k.m.abandoned[h.bucket].Inc()
+			k.end(h, Abandoned, ErrAbandoned)
+			return
+		}
+		keep = append(keep, a)
+	})
+	for _, a := range keep {
+		k.schedule(a, a.tkind, a.timerAt)
+	}
+}
+
+// closeAll is Close: every task ends now.
+func (k *Kernel) closeAll() {
+	if k.closing {
+		return
+	}
+	k.closing = true
+	k.draining = false
+	k.dropBacklog()
+	k.endParked(Canceled)
+	for l := range queue.NumLevels {
+		k.buckets.Bucket(queue.Level(l)).Clear(func(it qitem) {
+			k.m.canceled[l].Inc()
+			if it.h == nil {
+				k.release(queue.Level(l), 1)
+				k.live-- // a light task ends here
+				return
+			}
+			k.release(it.h.ticket(), 1)
+			k.end(it.h, Canceled, ErrClosed)
+		})
+	}
+	k.wheel.Clear(func(e timerEntry) {
+		a := e.a
+		if a == nil {
+			k.endLazy(&e.t, Canceled)
+			return
+		}
+		if a.tkind == timerDue {
+			h := a.h
+			k.delayed--
+			k.release(h.ticket(), 1)
+			k.m.canceled[h.bucket].Inc()
+			k.end(h, Canceled, ErrClosed)
+		}
+		a.tkind = timerNone
+	})
+	var ended []*attempt
+	for a := range k.gated {
+		a.settled = true
+		ended = append(ended, a)
+	}
+	clear(k.gated)
+	q := &k.rq
+	q.mu.Lock()
+	// The attempts handed over and not handed back: waiting in the run queue, or
+	// running on an executor.
+	inflight := func(a *attempt) {
+		if !a.finished && !a.settled {
+			a.settled = true
+			ended = append(ended, a)
+		}
+	}
+	var lightEnded [queue.NumLevels]int
+	k.lightClosed.Store(true) // a light task popped and not started yet does not start
+	for _, r := range q.rings {
+		// Light tasks leave the run queue here (nobody could tell an executor to
+		// skip one); attempts stay, settled, and are skipped when popped.
+		var keep []ritem
+		r.Clear(func(it ritem) {
+			if it.a == nil {
+				lightEnded[it.l.lvl]++
+				return
+			}
+			inflight(it.a)
+			keep = append(keep, it)
+		})
+		for _, it := range keep {
+			_ = r.Push(it)
+		}
+	}
+	for _, e := range q.execs {
+		if e.cur != nil {
+			inflight(e.cur)
+		}
+		if e.lightRunning && !e.lightSettled {
+			e.lightSettled = true
+			lightEnded[e.light.lvl]++
+		}
+	}
+	q.mu.Unlock()
+	k.lightCancel()
+	for l, n := range lightEnded {
+		k.m.canceled[l].Add(n)
+		k.live -= n
+	}
+	for _, a := range ended {
+		a.ctx.cancel(context.Canceled)
+		k.m.canceled[a.h.bucket].Inc()
+		k.end(a.h, Canceled, ErrClosed)
+	}
+	k.freed = true
+}
+
+// stopExecutors tells idle executors to exit; busy ones exit when they finish.
+func (k *Kernel) stopExecutors() {
+	q := &k.rq
+	q.mu.Lock()
+	q.stopping = true
+	idle := q.idle
+	q.idle = nil
+	q.coming += len(idle)
+	k.checkWorkDone()
+	q.mu.Unlock()
+	for _, e := range idle {
+		e.wake <- struct{}{}
+	}
+	k.publish()
+}
