@@ -304,12 +304,14 @@ func Map[T, R any](ctx context.Context, k *Kernel, items []T, fn func(ctx contex
 	out := make([]R, len(items))
 	// A member's result is stored by its function's goroutine, which may outlive
 	// the member (a timed-out zombie, a function that ignores Close): slot i is
-	// claimed once, by the first attempt that succeeds before Map returns, so
-	// nothing writes out after Map read it.
+	// claimed once, by the first attempt that returns nil within its timeout
+	// before Map returns, so nothing writes out after Map read it.
 	slots := make([]atomic.Uint32, len(items))
 	b.runI = func(ctx context.Context, i int) error {
 		r, err := fn(ctx, items[i])
-		if err == nil && ctx.Err() == nil && slots[i].CompareAndSwap(slotFree, slotWriting) {
+		// A success counts even if the context was cancelled meanwhile (success
+		// outranks a cancel), but not past the attempt's timeout: it is a zombie.
+		if err == nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) && slots[i].CompareAndSwap(slotFree, slotWriting) {
 			out[i] = r
 			slots[i].Store(slotWritten)
 		}
