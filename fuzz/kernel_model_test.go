@@ -283,6 +283,9 @@ func (r *runner) hang(what string) {
 	kernelModelHung.Store(true)
 	r.errorf("hang: %s did not finish within %v; goroutines:\n%s", what, hangTimeout, goroutineDump())
 	r.abortAll()
+	if k := r.k; k != nil {
+		go func() { _ = k.Close() }() // best effort: the case failed already
+	}
 }
 
 // waitChan waits for ch to close, at most hangTimeout.
@@ -395,7 +398,7 @@ func runKernelCase(tb testing.TB, data []byte, avoid feature, replay string) {
 	r := &runner{t: tb, c: c, avoid: avoid, replay: replay, release: make(chan struct{}), abort: make(chan struct{})}
 	baseline := runtime.NumGoroutine()
 	before := goleak.IgnoreCurrent()
-	defer r.report(avoid)
+	defer r.report()
 
 	cfg := c.cfg
 	if c.events != evNone {
@@ -414,15 +417,19 @@ func runKernelCase(tb testing.TB, data []byte, avoid feature, replay string) {
 		return
 	}
 	r.noteConfig(&cfg)
+	var k *kernel.Kernel
 	var err error
-	r.call("New()", hangTimeout, func() { r.k, err = kernel.New(cfg) })
+	r.call("New()", hangTimeout, func() { k, err = kernel.New(cfg) })
 	switch {
-	case r.hung.Load() || r.k == nil && err == nil:
-		return // it hung or panicked
+	case r.hung.Load():
+		return
 	case err != nil:
 		r.errorf("New() = %v, want nil", err)
 		return
+	case k == nil:
+		return // it panicked
 	}
+	r.k = k
 
 	trigger := make(chan struct{})
 	var triggerOnce sync.Once
@@ -469,7 +476,7 @@ func runKernelCase(tb testing.TB, data []byte, avoid feature, replay string) {
 }
 
 // report fails the test with what the case found.
-func (r *runner) report(avoid feature) {
+func (r *runner) report() {
 	r.mu.Lock()
 	errs := r.errs
 	r.mu.Unlock()
