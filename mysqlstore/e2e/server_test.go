@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -73,11 +74,18 @@ func startPrivateServer(t *testing.T) *privateServer {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	s.dir = dir
+	if err := os.Mkdir(s.tmpDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	args := append([]string{
-		"--no-defaults", "--datadir=" + filepath.Join(dir, "data"),
+		"--no-defaults", "--datadir=" + filepath.Join(dir, "data"), "--tmpdir=" + s.tmpDir(),
 		"--auth-root-authentication-method=normal", "--skip-test-db",
 	}, serverSizes...)
+	// One bootstrap at a time: two at once in the same process tree have been seen to
+	// fail on each other's temporary tables.
+	installMu.Lock()
 	out, err := exec.Command(install, append(args, asRoot()...)...).CombinedOutput()
+	installMu.Unlock()
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", install, err, tail(string(out), 4000))
 	}
@@ -119,6 +127,7 @@ func (s *privateServer) start(t *testing.T) {
 		"--datadir=" + filepath.Join(s.dir, "data"),
 		"--socket=" + filepath.Join(s.dir, "sock"),
 		"--pid-file=" + filepath.Join(s.dir, "pid"),
+		"--tmpdir=" + s.tmpDir(),
 		"--log-error=" + s.errLog(),
 		"--port=" + strconv.Itoa(s.port),
 		"--bind-address=127.0.0.1",
@@ -183,6 +192,12 @@ func (s *privateServer) open(t *testing.T, name string) *sql.DB {
 	}
 	return sql.OpenDB(conn)
 }
+
+// installMu serialises mariadb-install-db runs of parallel tests.
+var installMu sync.Mutex
+
+// tmpDir is the server's own directory for temporary tables and files.
+func (s *privateServer) tmpDir() string { return filepath.Join(s.dir, "tmp") }
 
 func (s *privateServer) errLog() string { return filepath.Join(s.dir, "error.log") }
 
