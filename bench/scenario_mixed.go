@@ -111,6 +111,14 @@ func runMixed(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	}
 	out.Metrics["rejected"] = float64(rejected)
 	out.Metrics["rate_per_sec"] = p.Rate
+	// The capacity the executor reached in the saturated stretch (starts a
+	// second), and High's arrivals as a fraction of it: above a High share,
+	// High queues behind its own arrivals whatever the scheduler does.
+	if span := float64(window-window/10) / 1e9; span > 0 && total > 0 {
+		capacity := float64(total) / span
+		out.Metrics["capacity_per_sec"] = capacity
+		out.Metrics["demand_high"] = p.Rate / float64(numPriorities) / capacity
+	}
 	checkLost(out, int64(p.N)-rejected, executed)
 	recs := make([]waitRec, 0, executed)
 	end := window

@@ -69,11 +69,13 @@ var views = map[string]view{
 			{"share_normal", "Normal share"},
 			{"share_low", "Low share"},
 			{"share_error_pp_low", "Low share − quota pp"},
+			{"demand_high", "High demand"},
 			{"rejected", "rejected"},
 			{"lost", "lost"},
 		},
 		headline: "wait_p99_us_high", baseline: "priopool",
-		bars: []string{"wait_p99_us_high", "wait_p99_us_low", "share_low"},
+		bars:   []string{"wait_p99_us_high", "wait_p99_us_low", "share_low"},
+		legend: "High demand: High's arrivals over the starts a second the executor reached while saturated; Low share − quota pp: Low's share of those starts minus its configured share, in percentage points",
 	},
 	"saturation": {
 		columns: []column{
