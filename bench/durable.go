@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/kernel/storekit"
 )
 
 // DurableSetup is a durable-task configuration opened for one measured run:
@@ -63,15 +64,15 @@ func (s *DurableSetup) close() error {
 }
 
 // DurableFactories returns ax's durable configuration that needs no database:
-// ax-memstore, the kernel on [kernel.NewMemoryStore] in acknowledged mode. It
+// ax-memstore, the kernel on [storekit.NewMemoryStore] in acknowledged mode. It
 // is the baseline of the durable scenario: the kernel and its journal with a
 // store that costs nothing. cmd/axbench adds the MariaDB-backed ones.
 func DurableFactories() []Factory {
 	return []Factory{{
 		Name: "ax-memstore", Mode: Blocking, Priorities: true,
-		Doc: "durable scenario only: ax on kernel.NewMemoryStore, acknowledged mode (the kernel and journal without a database: the baseline)",
+		Doc: "durable scenario only: ax on storekit.NewMemoryStore, acknowledged mode (the kernel and journal without a database: the baseline)",
 		Durable: func(context.Context, Params) (*DurableSetup, error) {
-			return &DurableSetup{Store: kernel.NewMemoryStore()}, nil
+			return &DurableSetup{Store: storekit.NewMemoryStore()}, nil
 		},
 	}}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/kernel/storekit"
 )
 
 func TestDurableOnMemoryStore(t *testing.T) {
@@ -78,7 +79,7 @@ func TestDurableCountsWithSucceeded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := Factory{Name: "counting", Mode: Blocking, Durable: func(context.Context, Params) (*DurableSetup, error) {
-				ms := kernel.NewMemoryStore()
+				ms := storekit.NewMemoryStore()
 				var ids []string
 				setup := &DurableSetup{Store: &recordingStore{MemoryStore: ms, ids: &ids}}
 				setup.Succeeded = func(ctx context.Context) (int, error) {
@@ -106,7 +107,7 @@ func TestDurableCountsWithSucceeded(t *testing.T) {
 
 // recordingStore remembers the IDs it was asked to insert.
 type recordingStore struct {
-	*kernel.MemoryStore
+	*storekit.MemoryStore
 	ids *[]string // written by Commit, which the journal calls one at a time
 }
 

@@ -58,26 +58,3 @@ func TestTaskInfo(t *testing.T) {
 		}
 	})
 }
-
-// TestTaskInfoDurable: a durable task's Info names its kind and stored ID.
-func TestTaskInfoDurable(t *testing.T) {
-	k := newTestKernel(t, Config{Store: NewMemoryStore()})
-	infos := make(chan Info, 1)
-	if err := k.Register("email.send", func(ctx context.Context, _ []byte) error {
-		info, _ := TaskInfo(ctx)
-		infos <- info
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	h, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "email.send", Priority: Low})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Wait(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if info := <-infos; info.Kind != "email.send" || info.ID != h.ID() || info.Attempt != 1 || info.Priority != Low {
-		t.Errorf("TaskInfo of a durable task = %+v, want kind email.send, ID %q, attempt 1, Low", info, h.ID())
-	}
-}

@@ -160,7 +160,7 @@
 //
 // # Durable tasks
 //
-// With Config.Store (mysqlstore.Store on MySQL/MariaDB, or [MemoryStore] in tests)
+// With Config.Store (mysqlstore.Store on MySQL/MariaDB, or storekit.MemoryStore in tests)
 // a task may outlive the process. It names a kind registered with
 // [Kernel.Register] and carries a []byte payload; [Kernel.SubmitDurable] (or
 // [Kernel.SubmitDurableMany] for a backlog) stores it and schedules it. The store

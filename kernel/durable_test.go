@@ -1,4 +1,4 @@
-package kernel
+package kernel_test
 
 import (
 	"context"
@@ -10,10 +10,60 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/kernel/storetest"
 )
 
+// The durable tests run in package kernel_test: package kernel cannot import storekit,
+// which imports it.
+
+// newTestKernel starts a kernel closed at the end of the test.
+func newTestKernel(t testing.TB, cfg kernel.Config) *kernel.Kernel {
+	t.Helper()
+	k, err := kernel.New(cfg)
+	if err != nil {
+		t.Fatalf("New() = %v", err)
+	}
+	t.Cleanup(func() { _ = k.Close() })
+	return k
+}
+
+// gate is a task function that blocks until the gate opens or its context ends.
+type gate chan struct{}
+
+func (g gate) run(ctx context.Context) error {
+	select {
+	case <-g:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (g gate) open() { close(g) }
+
+// waitAll waits for every handle and returns the count per terminal state.
+func waitAll(t testing.TB, hs []*kernel.Handle) map[kernel.State]int {
+	t.Helper()
+	out := map[kernel.State]int{}
+	for _, h := range hs {
+		<-h.Done()
+		out[h.State()]++
+	}
+	return out
+}
+
+// advance moves a synctest bubble's virtual clock by d, then waits until every
+// goroutine of the bubble is blocked. Only for use inside synctest.Test.
+func advance(d time.Duration) {
+	<-time.After(d)
+	synctest.Wait()
+}
+
 // stored reads one task back from a store or fails the test.
-func stored(t *testing.T, s Store, id string) StoredTask {
+func stored(t *testing.T, s kernel.Store, id string) kernel.StoredTask {
 	t.Helper()
 	st, err := s.Get(context.Background(), id)
 	if err != nil {
@@ -51,18 +101,18 @@ func (r *recorder) count(p string) int {
 
 func TestDurableSubmitRunsAndJournals(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewMemoryStore()
-		k := newTestKernel(t, Config{MaxConcurrency: 4, Store: s})
+		s := storekit.NewMemoryStore()
+		k := newTestKernel(t, kernel.Config{MaxConcurrency: 4, Store: s})
 		rec := newRecorder()
 		if err := k.Register("rec", rec.run); err != nil {
 			t.Fatal(err)
 		}
-		h, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "rec", Payload: []byte("p1"), Priority: High})
+		h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "rec", Payload: []byte("p1"), Priority: kernel.High})
 		if err != nil {
 			t.Fatalf("SubmitDurable() = %v", err)
 		}
 		// Acknowledged: the insert is stored when SubmitDurable returns.
-		if st := stored(t, s, h.ID()); st.Kind != "rec" || string(st.Payload) != "p1" || st.Priority != High {
+		if st := stored(t, s, h.ID()); st.Kind != "rec" || string(st.Payload) != "p1" || st.Priority != kernel.High {
 			t.Fatalf("stored after ack = %+v", st)
 		}
 		if err := h.Wait(context.Background()); err != nil {
@@ -72,7 +122,7 @@ func TestDurableSubmitRunsAndJournals(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := stored(t, s, h.ID())
-		if st.State != Succeeded || st.Attempt != 1 || st.Fence != 2 || rec.count("p1") != 1 {
+		if st.State != kernel.Succeeded || st.Attempt != 1 || st.Fence != 2 || rec.count("p1") != 1 {
 			t.Fatalf("stored = state %v attempt %d fence %d, runs %d; want succeeded/1/2/1", st.State, st.Attempt, st.Fence, rec.count("p1"))
 		}
 		if got := k.Stats().Store; got.Commits == 0 || got.Changes != 3 || got.Refused != 0 || got.Pending != 0 {
@@ -83,26 +133,26 @@ func TestDurableSubmitRunsAndJournals(t *testing.T) {
 
 func TestDurableBadInput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewMemoryStore()
-		k := newTestKernel(t, Config{Store: s})
+		s := storekit.NewMemoryStore()
+		k := newTestKernel(t, kernel.Config{Store: s})
 		if err := k.Register("ok", func(context.Context, []byte) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 		for _, tc := range []struct {
 			name  string
-			task  DurableTask
+			task  kernel.DurableTask
 			field string
 		}{
-			{"unregistered", DurableTask{Kind: "nope"}, "DurableTask.Kind"},
-			{"empty kind", DurableTask{}, "DurableTask.Kind"},
-			{"negative delay", DurableTask{Kind: "ok", Delay: -1}, "DurableTask.Delay"},
-			{"delay and at", DurableTask{Kind: "ok", Delay: 1, At: time.Now()}, "DurableTask.At"},
-			{"negative attempts", DurableTask{Kind: "ok", MaxAttempts: -1}, "DurableTask.MaxAttempts"},
-			{"long key", DurableTask{Kind: "ok", UniqueKey: strings.Repeat("k", UniqueKeyMax+1)}, "DurableTask.UniqueKey"},
-			{"bad priority", DurableTask{Kind: "ok", Priority: 9}, "DurableTask.Priority"},
+			{"unregistered", kernel.DurableTask{Kind: "nope"}, "DurableTask.Kind"},
+			{"empty kind", kernel.DurableTask{}, "DurableTask.Kind"},
+			{"negative delay", kernel.DurableTask{Kind: "ok", Delay: -1}, "DurableTask.Delay"},
+			{"delay and at", kernel.DurableTask{Kind: "ok", Delay: 1, At: time.Now()}, "DurableTask.At"},
+			{"negative attempts", kernel.DurableTask{Kind: "ok", MaxAttempts: -1}, "DurableTask.MaxAttempts"},
+			{"long key", kernel.DurableTask{Kind: "ok", UniqueKey: strings.Repeat("k", kernel.UniqueKeyMax+1)}, "DurableTask.UniqueKey"},
+			{"bad priority", kernel.DurableTask{Kind: "ok", Priority: 9}, "DurableTask.Priority"},
 		} {
 			_, err := k.SubmitDurable(context.Background(), tc.task)
-			var ce *ConfigError
+			var ce *kernel.ConfigError
 			if !errors.As(err, &ce) || ce.Field != tc.field {
 				t.Errorf("%s: SubmitDurable() = %v, want a *ConfigError for %s", tc.name, err, tc.field)
 			}
@@ -113,38 +163,38 @@ func TestDurableBadInput(t *testing.T) {
 		if err := k.Register("ok", func(context.Context, []byte) error { return nil }); err == nil {
 			t.Fatal("second Register of a kind succeeded")
 		}
-		var ce *ConfigError
+		var ce *kernel.ConfigError
 		if err := k.Register("", nil); !errors.As(err, &ce) || ce.Field != "Register: kind" {
 			t.Fatalf("Register(\"\") = %v", err)
 		}
 		if err := k.Register("x", nil); !errors.As(err, &ce) || ce.Field != "Register: fn" {
 			t.Fatalf("Register(nil fn) = %v", err)
 		}
-		plain := newTestKernel(t, Config{})
-		if _, err := plain.SubmitDurable(context.Background(), DurableTask{Kind: "ok"}); err == nil {
+		plain := newTestKernel(t, kernel.Config{})
+		if _, err := plain.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "ok"}); err == nil {
 			t.Fatal("SubmitDurable without a store succeeded")
 		}
 	})
 }
 
 // cappedStore is a MemoryStore that announces a payload cap.
-type cappedStore struct{ *MemoryStore }
+type cappedStore struct{ *storekit.MemoryStore }
 
 func (cappedStore) MaxPayload() int { return 8 }
 
 func TestDurablePayloadCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := cappedStore{NewMemoryStore()}
-		k := newTestKernel(t, Config{Store: s})
+		s := cappedStore{storekit.NewMemoryStore()}
+		k := newTestKernel(t, kernel.Config{Store: s})
 		_ = k.Register("ok", func(context.Context, []byte) error { return nil })
-		_, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "ok", Payload: make([]byte, 9)})
-		if !errors.Is(err, ErrPayloadTooLarge) || !strings.Contains(err.Error(), "DurableTask.Payload") {
+		_, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "ok", Payload: make([]byte, 9)})
+		if !errors.Is(err, kernel.ErrPayloadTooLarge) || !strings.Contains(err.Error(), "DurableTask.Payload") {
 			t.Fatalf("SubmitDurable(9 bytes) = %v, want ErrPayloadTooLarge naming the field", err)
 		}
 		if k.Stats().Store.Changes != 0 {
 			t.Fatal("rows written for an oversized payload")
 		}
-		if _, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "ok", Payload: make([]byte, 8)}); err != nil {
+		if _, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "ok", Payload: make([]byte, 8)}); err != nil {
 			t.Fatalf("SubmitDurable(8 bytes) = %v", err)
 		}
 	})
@@ -152,19 +202,19 @@ func TestDurablePayloadCap(t *testing.T) {
 
 func TestDurableUniqueKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewMemoryStore()
-		k := newTestKernel(t, Config{Store: s})
+		s := storekit.NewMemoryStore()
+		k := newTestKernel(t, kernel.Config{Store: s})
 		g := make(gate)
 		_ = k.Register("wait", func(ctx context.Context, _ []byte) error { return g.run(ctx) })
-		h1, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "wait", UniqueKey: "order-7"})
+		h1, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "wait", UniqueKey: "order-7"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "wait", UniqueKey: "order-7"}); !errors.Is(err, ErrDuplicateKey) {
+		if _, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "wait", UniqueKey: "order-7"}); !errors.Is(err, kernel.ErrDuplicateKey) {
 			t.Fatalf("second submit with a live key = %v, want ErrDuplicateKey", err)
 		}
-		hs, err := k.SubmitDurableMany(context.Background(), []DurableTask{{Kind: "wait", UniqueKey: "a"}, {Kind: "wait", UniqueKey: "a"}})
-		if !errors.Is(err, ErrDuplicateKey) || hs[0] == nil || hs[1] != nil || !strings.Contains(err.Error(), "DurableTask[1]") {
+		hs, err := k.SubmitDurableMany(context.Background(), []kernel.DurableTask{{Kind: "wait", UniqueKey: "a"}, {Kind: "wait", UniqueKey: "a"}})
+		if !errors.Is(err, kernel.ErrDuplicateKey) || hs[0] == nil || hs[1] != nil || !strings.Contains(err.Error(), "DurableTask[1]") {
 			t.Fatalf("SubmitDurableMany(same key twice) = %v, %v", hs, err)
 		}
 		g.open()
@@ -172,7 +222,7 @@ func TestDurableUniqueKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		h3, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "wait", UniqueKey: "order-7"})
+		h3, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "wait", UniqueKey: "order-7"})
 		if err != nil {
 			t.Fatalf("submit after the holder ended = %v", err)
 		}
@@ -184,8 +234,8 @@ func TestDurableUniqueKey(t *testing.T) {
 
 func TestDurableRetriesAndDeadLetters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewMemoryStore()
-		k := newTestKernel(t, Config{Store: s, Retry: ByPriority[RetryPolicy]{Normal: RetryPolicy{Base: 10 * time.Millisecond, Jitter: JitterNone}}})
+		s := storekit.NewMemoryStore()
+		k := newTestKernel(t, kernel.Config{Store: s, Retry: kernel.ByPriority[kernel.RetryPolicy]{Normal: kernel.RetryPolicy{Base: 10 * time.Millisecond, Jitter: kernel.JitterNone}}})
 		var calls atomic.Int32
 		_ = k.Register("flaky", func(context.Context, []byte) error {
 			if calls.Add(1) < 3 {
@@ -194,11 +244,11 @@ func TestDurableRetriesAndDeadLetters(t *testing.T) {
 			return nil
 		})
 		_ = k.Register("bad", func(context.Context, []byte) error { return errors.New("always bad") })
-		h1, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "flaky"})
+		h1, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "flaky"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		h2, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "bad", MaxAttempts: 2})
+		h2, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "bad", MaxAttempts: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,11 +261,11 @@ func TestDurableRetriesAndDeadLetters(t *testing.T) {
 		if err := k.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if st := stored(t, s, h1.ID()); st.State != Succeeded || st.Attempt != 3 || st.LastError != "flaky" {
+		if st := stored(t, s, h1.ID()); st.State != kernel.Succeeded || st.Attempt != 3 || st.LastError != "flaky" {
 			t.Fatalf("flaky stored %+v", st)
 		}
 		st := stored(t, s, h2.ID())
-		if st.State != Failed || st.Attempt != 2 || st.LastError != "always bad" {
+		if st.State != kernel.Failed || st.Attempt != 2 || st.LastError != "always bad" {
 			t.Fatalf("bad stored %+v", st)
 		}
 		if n, _ := s.CountDeadLetters(context.Background()); n != 1 {
@@ -226,19 +276,19 @@ func TestDurableRetriesAndDeadLetters(t *testing.T) {
 
 func TestDurableRequeueRunsDeadLetters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewMemoryStore()
-		k := newTestKernel(t, Config{Store: s})
+		s := storekit.NewMemoryStore()
+		k := newTestKernel(t, kernel.Config{Store: s})
 		var fail atomic.Bool
 		fail.Store(true)
 		var runs atomic.Int32
 		_ = k.Register("k", func(context.Context, []byte) error {
 			runs.Add(1)
 			if fail.Load() {
-				return Permanent(errors.New("down"))
+				return kernel.Permanent(errors.New("down"))
 			}
 			return nil
 		})
-		h, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "k", UniqueKey: "once"})
+		h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", UniqueKey: "once"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -260,22 +310,22 @@ func TestDurableRequeueRunsDeadLetters(t *testing.T) {
 		if err := k.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if st := stored(t, s, h.ID()); st.State != Succeeded || st.Attempt != 1 {
+		if st := stored(t, s, h.ID()); st.State != kernel.Succeeded || st.Attempt != 1 {
 			t.Fatalf("requeued task stored %+v, want succeeded on its first new attempt", st)
 		}
 	})
 }
 
 // seed commits tasks to a store as a previous kernel would have left them.
-func seed(t *testing.T, s Store, tasks ...StoredTask) {
+func seed(t *testing.T, s kernel.Store, tasks ...kernel.StoredTask) {
 	t.Helper()
-	cs := make([]Change, len(tasks))
+	cs := make([]kernel.Change, len(tasks))
 	for i, st := range tasks {
 		if st.UpdatedAt.IsZero() {
 			st.UpdatedAt = time.Now()
 			st.CreatedAt = st.UpdatedAt
 		}
-		cs[i] = Change{Op: OpInsert, Task: st}
+		cs[i] = kernel.Change{Op: kernel.OpInsert, Task: st}
 	}
 	res, err := s.Commit(context.Background(), cs)
 	if err != nil {
@@ -290,23 +340,23 @@ func seed(t *testing.T, s Store, tasks ...StoredTask) {
 
 func TestDurableRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewMemoryStore()
+		s := storekit.NewMemoryStore()
 		now := time.Now()
 		seed(t, s,
-			StoredTask{ID: "queued", Kind: "rec", Payload: []byte("queued"), State: Queued, RunAt: now, Fence: 1},
-			StoredTask{ID: "late", Kind: "rec", Payload: []byte("late"), State: Delayed, RunAt: now.Add(-time.Hour), Fence: 1},
-			StoredTask{ID: "later", Kind: "rec", Payload: []byte("later"), State: Delayed, RunAt: now.Add(time.Minute), Fence: 1},
-			StoredTask{ID: "crashed", Kind: "rec", Payload: []byte("crashed"), State: Running, Attempt: 1, MaxAttempts: 3, Fence: 5},
-			StoredTask{ID: "spent", Kind: "rec", Payload: []byte("spent"), State: Running, Attempt: 2, MaxAttempts: 2, Fence: 7, UniqueKey: "u"},
-			StoredTask{ID: "other", Kind: "unknown", State: Queued, Fence: 1},
+			kernel.StoredTask{ID: "queued", Kind: "rec", Payload: []byte("queued"), State: kernel.Queued, RunAt: now, Fence: 1},
+			kernel.StoredTask{ID: "late", Kind: "rec", Payload: []byte("late"), State: kernel.Delayed, RunAt: now.Add(-time.Hour), Fence: 1},
+			kernel.StoredTask{ID: "later", Kind: "rec", Payload: []byte("later"), State: kernel.Delayed, RunAt: now.Add(time.Minute), Fence: 1},
+			kernel.StoredTask{ID: "crashed", Kind: "rec", Payload: []byte("crashed"), State: kernel.Running, Attempt: 1, MaxAttempts: 3, Fence: 5},
+			kernel.StoredTask{ID: "spent", Kind: "rec", Payload: []byte("spent"), State: kernel.Running, Attempt: 2, MaxAttempts: 2, Fence: 7, UniqueKey: "u"},
+			kernel.StoredTask{ID: "other", Kind: "unknown", State: kernel.Queued, Fence: 1},
 		)
-		k := newTestKernel(t, Config{Store: s})
+		k := newTestKernel(t, kernel.Config{Store: s})
 		if held := k.Stats().Store.Held; held != 6 {
 			t.Fatalf("Held = %d before Register, want 6", held)
 		}
 		// A recovered live unique key is held.
 		_ = k.Register("noop", func(context.Context, []byte) error { return nil })
-		if _, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "noop", UniqueKey: "u"}); !errors.Is(err, ErrDuplicateKey) {
+		if _, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "noop", UniqueKey: "u"}); !errors.Is(err, kernel.ErrDuplicateKey) {
 			t.Fatalf("submit with a recovered key = %v", err)
 		}
 		rec := newRecorder()
@@ -333,13 +383,13 @@ func TestDurableRecovery(t *testing.T) {
 		if err := k.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if st := stored(t, s, "crashed"); st.State != Succeeded || st.Attempt != 2 || st.Fence != 6 {
+		if st := stored(t, s, "crashed"); st.State != kernel.Succeeded || st.Attempt != 2 || st.Fence != 6 {
 			t.Fatalf("crashed stored %+v, want succeeded on attempt 2 with fence 6", st)
 		}
-		if st := stored(t, s, "spent"); st.State != Failed || !strings.Contains(st.LastError, "interrupted") {
+		if st := stored(t, s, "spent"); st.State != kernel.Failed || !strings.Contains(st.LastError, "interrupted") {
 			t.Fatalf("spent stored %+v, want a dead letter", st)
 		}
-		if st := stored(t, s, "other"); st.State != Queued {
+		if st := stored(t, s, "other"); st.State != kernel.Queued {
 			t.Fatalf("unregistered kind's task = %v, want left Queued", st.State)
 		}
 	})
@@ -347,40 +397,40 @@ func TestDurableRecovery(t *testing.T) {
 
 func TestDurableSurvivesShutdownAndClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewMemoryStore()
-		k1, err := New(Config{Store: s, MaxConcurrency: 1})
+		s := storekit.NewMemoryStore()
+		k1, err := kernel.New(kernel.Config{Store: s, MaxConcurrency: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		g := make(gate)
 		_ = k1.Register("k", func(ctx context.Context, _ []byte) error { return g.run(ctx) })
-		running, _ := k1.SubmitDurable(context.Background(), DurableTask{Kind: "k", Payload: []byte("running")})
+		running, _ := k1.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: []byte("running")})
 		synctest.Wait()
-		queued, _ := k1.SubmitDurable(context.Background(), DurableTask{Kind: "k", Payload: []byte("queued")})
-		delayed, err := k1.SubmitDurable(context.Background(), DurableTask{Kind: "k", Payload: []byte("delayed"), Delay: time.Hour})
+		queued, _ := k1.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: []byte("queued")})
+		delayed, err := k1.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: []byte("delayed"), Delay: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := k1.Close(); err != nil {
 			t.Fatal(err)
 		}
-		for _, h := range []*Handle{running, queued, delayed} {
-			if !errors.Is(h.Err(), ErrClosed) {
+		for _, h := range []*kernel.Handle{running, queued, delayed} {
+			if !errors.Is(h.Err(), kernel.ErrClosed) {
 				t.Fatalf("%s: Err() = %v, want ErrClosed in this process", h.ID(), h.Err())
 			}
 		}
-		if st := stored(t, s, running.ID()); st.State != Running {
+		if st := stored(t, s, running.ID()); st.State != kernel.Running {
 			t.Fatalf("running task stored %v after Close, want Running", st.State)
 		}
-		if st := stored(t, s, queued.ID()); st.State != Queued {
+		if st := stored(t, s, queued.ID()); st.State != kernel.Queued {
 			t.Fatalf("queued task stored %v after Close, want Queued", st.State)
 		}
-		if st := stored(t, s, delayed.ID()); st.State != Delayed {
+		if st := stored(t, s, delayed.ID()); st.State != kernel.Delayed {
 			t.Fatalf("delayed task stored %v after Close, want Delayed", st.State)
 		}
 
 		// The next kernel runs all three; the delayed one when due.
-		k2 := newTestKernel(t, Config{Store: s})
+		k2 := newTestKernel(t, kernel.Config{Store: s})
 		rec := newRecorder()
 		_ = k2.Register("k", rec.run)
 		synctest.Wait()
@@ -394,7 +444,7 @@ func TestDurableSurvivesShutdownAndClose(t *testing.T) {
 		if err := k2.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if st := stored(t, s, running.ID()); st.State != Succeeded || st.Attempt != 2 {
+		if st := stored(t, s, running.ID()); st.State != kernel.Succeeded || st.Attempt != 2 {
 			t.Fatalf("interrupted task stored %+v, want succeeded on attempt 2", st)
 		}
 	})
@@ -404,13 +454,13 @@ func TestDurableStoreDown(t *testing.T) {
 	for _, applied := range []bool{false, true} {
 		t.Run(fmt.Sprintf("applied=%v", applied), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := NewMemoryStore()
-				k := newTestKernel(t, Config{Store: s})
+				s := storetest.NewFaultStore(storekit.NewMemoryStore())
+				k := newTestKernel(t, kernel.Config{Store: s})
 				rec := newRecorder()
 				_ = k.Register("rec", rec.run)
 				s.InjectFault(1, applied)
-				_, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "rec", Payload: []byte("lost"), UniqueKey: "k"})
-				if !errors.Is(err, ErrStoreUnavailable) {
+				_, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "rec", Payload: []byte("lost"), UniqueKey: "k"})
+				if !errors.Is(err, kernel.ErrStoreUnavailable) {
 					t.Fatalf("submit while the store fails = %v, want ErrStoreUnavailable", err)
 				}
 				if !k.Stats().Store.Down {
@@ -418,7 +468,7 @@ func TestDurableStoreDown(t *testing.T) {
 				}
 				// Known down: fail fast, no commit attempted.
 				before := k.Stats().Store.Errors
-				if _, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "rec"}); !errors.Is(err, ErrStoreUnavailable) {
+				if _, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "rec"}); !errors.Is(err, kernel.ErrStoreUnavailable) {
 					t.Fatalf("second submit = %v, want a fast ErrStoreUnavailable", err)
 				}
 				if k.Stats().Store.Errors != before {
@@ -429,7 +479,7 @@ func TestDurableStoreDown(t *testing.T) {
 				if k.Stats().Store.Down {
 					t.Fatal("store still down after the fault cleared")
 				}
-				h, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "rec", Payload: []byte("ok"), UniqueKey: "k"})
+				h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "rec", Payload: []byte("ok"), UniqueKey: "k"})
 				if err != nil {
 					t.Fatalf("submit after recovery = %v", err)
 				}
@@ -454,13 +504,13 @@ func TestDurableStoreDown(t *testing.T) {
 
 func TestDurableSnapshotMode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewMemoryStore()
-		k := newTestKernel(t, Config{Store: s, SnapshotEvery: 50 * time.Millisecond})
+		s := storekit.NewMemoryStore()
+		k := newTestKernel(t, kernel.Config{Store: s, SnapshotEvery: 50 * time.Millisecond})
 		rec := newRecorder()
 		_ = k.Register("rec", rec.run)
-		var hs []*Handle
+		var hs []*kernel.Handle
 		for i := range 100 {
-			h, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "rec", Payload: fmt.Appendf(nil, "t%d", i)})
+			h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "rec", Payload: fmt.Appendf(nil, "t%d", i)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -476,7 +526,7 @@ func TestDurableSnapshotMode(t *testing.T) {
 			t.Fatalf("Stats.Store = %+v, want 300 changes in snapshots", st)
 		}
 		for _, h := range hs {
-			if got := stored(t, s, h.ID()); got.State != Succeeded {
+			if got := stored(t, s, h.ID()); got.State != kernel.Succeeded {
 				t.Fatalf("%s stored %v", h.ID(), got.State)
 			}
 		}
@@ -485,36 +535,36 @@ func TestDurableSnapshotMode(t *testing.T) {
 
 func TestDurableManyAndCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := NewMemoryStore()
-		k := newTestKernel(t, Config{Store: s, MaxConcurrency: 8})
+		s := storekit.NewMemoryStore()
+		k := newTestKernel(t, kernel.Config{Store: s, MaxConcurrency: 8})
 		rec := newRecorder()
 		_ = k.Register("rec", rec.run)
-		ts := make([]DurableTask, 1000)
+		ts := make([]kernel.DurableTask, 1000)
 		for i := range ts {
-			ts[i] = DurableTask{Kind: "rec", Payload: fmt.Appendf(nil, "m%d", i), Priority: Priority(1 + i%3)}
+			ts[i] = kernel.DurableTask{Kind: "rec", Payload: fmt.Appendf(nil, "m%d", i), Priority: kernel.Priority(1 + i%3)}
 		}
 		ts[500].Kind = "missing"
 		hs, err := k.SubmitDurableMany(context.Background(), ts)
 		if err == nil || !strings.Contains(err.Error(), "DurableTask[500]") || hs[500] != nil {
 			t.Fatalf("SubmitDurableMany with one bad kind = %v", err)
 		}
-		live := append(append([]*Handle{}, hs[:500]...), hs[501:]...)
-		if got := waitAll(t, live); got[Succeeded] != 999 {
+		live := append(append([]*kernel.Handle{}, hs[:500]...), hs[501:]...)
+		if got := waitAll(t, live); got[kernel.Succeeded] != 999 {
 			t.Fatalf("outcomes %v, want 999 succeeded", got)
 		}
-		d, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "rec", Delay: time.Hour})
+		d, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "rec", Delay: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
 		d.Cancel()
-		if err := d.Wait(context.Background()); !errors.Is(err, ErrCanceled) {
+		if err := d.Wait(context.Background()); !errors.Is(err, kernel.ErrCanceled) {
 			t.Fatalf("cancelled durable task: %v", err)
 		}
 		if err := k.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if st := stored(t, s, d.ID()); st.State != Canceled {
+		if st := stored(t, s, d.ID()); st.State != kernel.Canceled {
 			t.Fatalf("cancelled task stored %v", st.State)
 		}
 		if live, _ := s.Recover(context.Background()); len(live) != 0 {
@@ -525,13 +575,13 @@ func TestDurableManyAndCancel(t *testing.T) {
 
 // holdStarts is a MemoryStore whose commits holding an OpStart wait for release.
 type holdStarts struct {
-	*MemoryStore
+	*storekit.MemoryStore
 	release chan struct{}
 }
 
-func (s holdStarts) Commit(ctx context.Context, cs []Change) ([]error, error) {
+func (s holdStarts) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
 	for _, c := range cs {
-		if c.Op == OpStart {
+		if c.Op == kernel.OpStart {
 			<-s.release
 			break
 		}
@@ -541,23 +591,26 @@ func (s holdStarts) Commit(ctx context.Context, cs []Change) ([]error, error) {
 
 func TestDurableRunsOnlyOnceItsStartIsStored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := holdStarts{NewMemoryStore(), make(chan struct{})}
-		k := newTestKernel(t, Config{Store: s, MaxConcurrency: 1})
+		s := holdStarts{storekit.NewMemoryStore(), make(chan struct{})}
+		k := newTestKernel(t, kernel.Config{Store: s, MaxConcurrency: 1})
 		var ran atomic.Int32
 		_ = k.Register("k", func(context.Context, []byte) error { ran.Add(1); return nil })
-		h, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "k"})
+		h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if ran.Load() != 0 || h.State() != Running {
+		if ran.Load() != 0 || h.State() != kernel.Running {
 			t.Fatalf("ran %d times, state %v, before its start was stored", ran.Load(), h.State())
 		}
-		if st := stored(t, s, h.ID()); st.State != Queued {
+		if st := stored(t, s, h.ID()); st.State != kernel.Queued {
 			t.Fatalf("stored %v while the start commit is held", st.State)
 		}
 		// The waiting attempt holds no slot: a plain task runs meanwhile.
-		plain := mustSubmit(t, k, Task{Run: noop})
+		plain, err := k.TrySubmit(kernel.Task{Run: func(context.Context) error { return nil }})
+		if err != nil {
+			t.Fatalf("TrySubmit() = %v", err)
+		}
 		if err := plain.Wait(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -571,23 +624,23 @@ func TestDurableRunsOnlyOnceItsStartIsStored(t *testing.T) {
 
 func TestDurableCloseEndsGatedAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := holdStarts{NewMemoryStore(), make(chan struct{})}
-		k, err := New(Config{Store: s})
+		s := holdStarts{storekit.NewMemoryStore(), make(chan struct{})}
+		k, err := kernel.New(kernel.Config{Store: s})
 		if err != nil {
 			t.Fatal(err)
 		}
 		_ = k.Register("k", func(context.Context, []byte) error { return nil })
-		h, _ := k.SubmitDurable(context.Background(), DurableTask{Kind: "k"})
+		h, _ := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
 		synctest.Wait()
 		done := make(chan struct{})
 		go func() { _ = k.Close(); close(done) }()
 		<-h.Done()
-		if !errors.Is(h.Err(), ErrClosed) {
+		if !errors.Is(h.Err(), kernel.ErrClosed) {
 			t.Fatalf("gated task ended with %v, want ErrClosed", h.Err())
 		}
 		close(s.release) // the held commit lands; Close returns
 		<-done
-		if st := stored(t, s, h.ID()); st.State != Running {
+		if st := stored(t, s, h.ID()); st.State != kernel.Running {
 			t.Fatalf("stored %v, want Running (recovered as a new attempt next time)", st.State)
 		}
 	})
@@ -595,9 +648,9 @@ func TestDurableCloseEndsGatedAttempts(t *testing.T) {
 
 func TestDurableSnapshotBacklogIsBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := holdStarts{NewMemoryStore(), make(chan struct{})}
+		s := holdStarts{storekit.NewMemoryStore(), make(chan struct{})}
 		// Batches of 4: submits wait once 16 changes wait for the store.
-		k := newTestKernel(t, Config{Store: s, SnapshotEvery: time.Millisecond, StoreBatch: 4})
+		k := newTestKernel(t, kernel.Config{Store: s, SnapshotEvery: time.Millisecond, StoreBatch: 4})
 		var once sync.Once
 		release := func() { once.Do(func() { close(s.release) }) }
 		t.Cleanup(release) // runs before the kernel's Close
@@ -605,7 +658,7 @@ func TestDurableSnapshotBacklogIsBounded(t *testing.T) {
 		var submitted atomic.Int32
 		go func() {
 			for range 40 {
-				if _, err := k.SubmitDurable(context.Background(), DurableTask{Kind: "k"}); err != nil {
+				if _, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"}); err != nil {
 					t.Error(err)
 					return
 				}
@@ -623,4 +676,27 @@ func TestDurableSnapshotBacklogIsBounded(t *testing.T) {
 			t.Fatalf("%d of 40 submits returned after the store caught up", n)
 		}
 	})
+}
+
+// TestTaskInfoDurable: a durable task's Info names its kind and stored ID.
+func TestTaskInfoDurable(t *testing.T) {
+	k := newTestKernel(t, kernel.Config{Store: storekit.NewMemoryStore()})
+	infos := make(chan kernel.Info, 1)
+	if err := k.Register("email.send", func(ctx context.Context, _ []byte) error {
+		info, _ := kernel.TaskInfo(ctx)
+		infos <- info
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "email.send", Priority: kernel.Low})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if info := <-infos; info.Kind != "email.send" || info.ID != h.ID() || info.Attempt != 1 || info.Priority != kernel.Low {
+		t.Errorf("TaskInfo of a durable task = %+v, want kind email.send, ID %q, attempt 1, Low", info, h.ID())
+	}
 }

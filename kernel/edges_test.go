@@ -23,6 +23,7 @@ import (
 
 	"github.com/axsched/ax/internal/axtest"
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/kernel/storekit"
 )
 
 // Edge cases: each test below pins one behaviour at the edge of the kernel's
@@ -1045,10 +1046,10 @@ func TestEdgeClearErrors(t *testing.T) {
 	}
 }
 
-// edgeDurableKernel starts a kernel on a MemoryStore with kind "edge" registered.
+// edgeDurableKernel starts a kernel on a storekit.MemoryStore with kind "edge" registered.
 func edgeDurableKernel(t *testing.T) *kernel.Kernel {
 	t.Helper()
-	k := edgeKernel(t, kernel.Config{Store: kernel.NewMemoryStore()})
+	k := edgeKernel(t, kernel.Config{Store: storekit.NewMemoryStore()})
 	if err := k.Register("edge", func(context.Context, []byte) error { return nil }); err != nil {
 		t.Fatalf("Register(edge) = %v, want nil", err)
 	}

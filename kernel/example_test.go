@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/kernel/storekit"
 )
 
 // Fan out over a slice with Map: results come back in order, under the kernel's
@@ -142,7 +143,7 @@ func ExampleKernel_Shutdown() {
 // a crash after that loses nothing: the next kernel on the same store runs it.
 // (A real service passes a database store, such as mysqlstore.)
 func ExampleKernel_SubmitDurable() {
-	store := kernel.NewMemoryStore()
+	store := storekit.NewMemoryStore()
 	k, err := kernel.New(kernel.Config{Store: store})
 	if err != nil {
 		panic(err)

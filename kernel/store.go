@@ -58,7 +58,8 @@ import (
 // kernel on a mock clock sees its own times.
 //
 // Implementations must be safe for concurrent use. kernel/storetest holds the conformance
-// suite every implementation must pass; [NewMemoryStore] is the in-memory reference.
+// suite every implementation must pass; kernel/storekit holds the in-memory reference,
+// storekit.MemoryStore, and helpers for writing one.
 type Store interface {
 	// Commit applies changes, in order, in one transaction (a group commit) and returns
 	// once that transaction is durable. It blocks; it does not retain changes, their

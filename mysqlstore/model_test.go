@@ -12,12 +12,13 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/kernel/storekit"
 	"github.com/axsched/ax/mysqlstore"
 )
 
 // TestMatchesMemoryStore commits random batches of many tasks (inserts, chains of
 // starts, retries and ends, stale fences, unknown IDs, shared unique keys, replays) to
-// the store and to kernel.MemoryStore, the reference, and compares every result and the
+// the store and to storekit.MemoryStore, the reference, and compares every result and the
 // tasks after each batch. It runs under DSN settings that change what the server
 // reports: clientFoundRows (matched rows instead of changed ones) and the sql_mode
 // SIMULTANEOUS_ASSIGNMENT (every assignment of an UPDATE reads the old row).
@@ -75,7 +76,7 @@ func containsByte(s string, c byte) bool {
 // a stale fence.
 func compareWithModel(t *testing.T, s kernel.Store, prefix string, seed uint64, unknown, stale int) {
 	ctx := context.Background()
-	ref := kernel.NewMemoryStore()
+	ref := storekit.NewMemoryStore()
 	rng := rand.New(rand.NewPCG(seed, 1))
 	const tasks = 60
 	type model struct {
@@ -205,10 +206,10 @@ func describeTask(t kernel.StoredTask) string {
 
 // TestUniqueKeyOrderInBatch checks that the order of a batch decides whether an insert
 // meets a key that another change of the batch frees: before the change, the key is still
-// held; after it, free. Every batch is also compared with kernel.MemoryStore.
+// held; after it, free. Every batch is also compared with storekit.MemoryStore.
 func TestUniqueKeyOrderInBatch(t *testing.T) {
 	s, _ := setup(t, mysqlstore.Options{})
-	ref := kernel.NewMemoryStore()
+	ref := storekit.NewMemoryStore()
 	ctx := context.Background()
 	succeed := func(id string) kernel.Change {
 		return kernel.Change{Op: kernel.OpSucceed, Fence: 1, Task: kernel.StoredTask{ID: id, UpdatedAt: testNow}}

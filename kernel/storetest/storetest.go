@@ -1,5 +1,6 @@
 // Package storetest is the conformance suite of [kernel.Store]: every implementation
-// runs [Exercise] in its tests, as kernel's in-memory store and mysqlstore do.
+// runs [Exercise] in its tests, as storekit.MemoryStore and mysqlstore do. It also holds
+// [FaultStore], which makes any store's commits fail on demand in tests.
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Exercise(t, func(t *testing.T) kernel.Store {

@@ -1,4 +1,4 @@
-package kernel_test
+package storetest_test
 
 import (
 	"context"
@@ -7,18 +7,19 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/kernel/storekit"
 	"github.com/axsched/ax/kernel/storetest"
 )
 
-func TestMemoryStoreConformance(t *testing.T) {
+func TestFaultStoreConformance(t *testing.T) {
 	storetest.Exercise(t, func(t *testing.T) kernel.Store {
-		s := kernel.NewMemoryStore()
+		s := storetest.NewFaultStore(storekit.NewMemoryStore())
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	})
 }
 
-func TestMemoryStoreInjectFault(t *testing.T) {
+func TestFaultStoreInjectFault(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	insert := func(id string) []kernel.Change {
@@ -35,8 +36,11 @@ func TestMemoryStoreInjectFault(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := kernel.NewMemoryStore()
+			s := storetest.NewFaultStore(storekit.NewMemoryStore())
 			s.InjectFault(1, tt.applied)
+			if res, err := s.Commit(ctx, nil); res != nil || err != nil {
+				t.Fatalf("Commit(nil) = %v, %v; want nil, nil without using up the fault", res, err)
+			}
 			batch := insert("a")
 			if _, err := s.Commit(ctx, batch); !errors.Is(err, kernel.ErrStoreUnavailable) {
 				t.Fatalf("Commit() error = %v, want ErrStoreUnavailable", err)
@@ -56,30 +60,13 @@ func TestMemoryStoreInjectFault(t *testing.T) {
 	}
 }
 
-func TestChangeValidate(t *testing.T) {
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	ok := kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{ID: "a", Kind: "k", State: kernel.Queued, UpdatedAt: now}}
-	if err := ok.Validate(); err != nil {
-		t.Fatalf("Validate() = %v, want nil", err)
-	}
-	bad := ok
-	bad.Task.Kind = ""
-	err := bad.Validate()
-	if !errors.Is(err, kernel.ErrInvalidChange) {
-		t.Fatalf("Validate() = %v, want ErrInvalidChange", err)
-	}
-	if want := `kernel: invalid change: insert "a": Task.Kind must not be empty`; err.Error() != want {
-		t.Errorf("Validate() = %q, want %q", err.Error(), want)
-	}
-}
-
-func TestChangeOpString(t *testing.T) {
-	for op, want := range map[kernel.ChangeOp]string{
-		kernel.OpInsert: "insert", kernel.OpStart: "start", kernel.OpRetry: "retry",
-		kernel.OpSucceed: "succeed", kernel.OpFail: "fail", kernel.OpCancel: "cancel", 0: "op(0)", 42: "op(42)",
-	} {
-		if got := op.String(); got != want {
-			t.Errorf("ChangeOp(%d).String() = %q, want %q", op, got, want)
-		}
+func TestFaultStoreClear(t *testing.T) {
+	ctx := context.Background()
+	s := storetest.NewFaultStore(storekit.NewMemoryStore())
+	s.InjectFault(5, false)
+	s.InjectFault(0, false)
+	c := kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{ID: "a", Kind: "k", State: kernel.Queued, UpdatedAt: time.Now()}}
+	if res, err := s.Commit(ctx, []kernel.Change{c}); err != nil || res[0] != nil {
+		t.Fatalf("Commit() after InjectFault(0) = %v, %v; want [nil], nil", res, err)
 	}
 }

@@ -1,0 +1,294 @@
+package storekit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/axsched/ax/kernel"
+)
+
+// MemoryStore is a [kernel.Store] that keeps tasks in memory: the reference
+// implementation of the Store contract and a stand-in for a database in tests. Nothing
+// survives the process. It is safe for concurrent use; every method runs under one mutex
+// and none blocks on anything else. The zero value is not usable: call [NewMemoryStore].
+type MemoryStore struct {
+	mu     sync.Mutex
+	tasks  map[string]*kernel.StoredTask // guarded by mu; each task owned by the store
+	live   map[string]string             // guarded by mu; unique key → ID of the live task holding it
+	closed bool                          // guarded by mu
+}
+
+var _ kernel.Store = (*MemoryStore)(nil)
+
+// NewMemoryStore returns an empty [MemoryStore].
+func NewMemoryStore() *MemoryStore {
+	return &MemoryStore{tasks: make(map[string]*kernel.StoredTask), live: make(map[string]string)}
+}
+
+// Commit implements [kernel.Store.Commit]. It never blocks on anything but the store's
+// mutex.
+func (s *MemoryStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+	if len(changes) == 0 {
+		return nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("storekit: memory store: commit: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("storekit: memory store: commit: %w", kernel.ErrStoreClosed)
+	}
+	results := make([]error, len(changes))
+	for i := range changes {
+		results[i] = changes[i].Validate()
+	}
+	RefuseBeforeInsert(changes, results)
+	var next []int // built when a change needs to look ahead
+	for i := range changes {
+		c := &changes[i]
+		if results[i] != nil {
+			continue
+		}
+		if c.Op == kernel.OpInsert {
+			results[i] = s.insertLocked(c)
+			continue
+		}
+		t := s.tasks[c.Task.ID]
+		switch {
+		case t == nil:
+			results[i] = fmt.Errorf("storekit: memory store: %s %q: %w", c.Op, c.Task.ID, kernel.ErrUnknownTask)
+		case t.State.Live() && t.Fence == c.Fence:
+			s.applyLocked(t, c)
+		case s.lookAhead(changes, results, &next, i, t):
+			// The batch is a retry of one that landed: report what it reported then.
+		default:
+			results[i] = fmt.Errorf("storekit: memory store: %s %q: fence %d, stored %d (%s): %w",
+				c.Op, c.Task.ID, c.Fence, t.Fence, t.State, kernel.ErrStaleFence)
+		}
+	}
+	return results, nil
+}
+
+func (s *MemoryStore) lookAhead(changes []kernel.Change, results []error, next *[]int, i int, t *kernel.StoredTask) bool {
+	if *next == nil {
+		*next = NextOfTask(changes)
+	}
+	return AlreadyApplied(changes, results, *next, i, t.Fence, t.State, t.Attempt)
+}
+
+func (s *MemoryStore) insertLocked(c *kernel.Change) error {
+	if _, ok := s.tasks[c.Task.ID]; ok {
+		return nil // our own row: the retry of a commit whose answer was lost
+	}
+	if k := c.Task.UniqueKey; k != "" && c.Task.State.Live() {
+		if holder, ok := s.live[k]; ok {
+			return fmt.Errorf("storekit: memory store: insert %q: key %q held by %q: %w",
+				c.Task.ID, k, holder, kernel.ErrDuplicateKey)
+		}
+	}
+	t := c.Task
+	t.Payload = slices.Clone(t.Payload)
+	if t.Priority == kernel.PriorityDefault {
+		t.Priority = kernel.Normal
+	}
+	t.LastError = TruncateLastError(t.LastError)
+	t.RunAt, t.CreatedAt, t.UpdatedAt = msTime(t.RunAt), msTime(t.CreatedAt), msTime(t.UpdatedAt)
+	s.tasks[t.ID] = &t
+	if t.UniqueKey != "" && t.State.Live() {
+		s.live[t.UniqueKey] = t.ID
+	}
+	return nil
+}
+
+func (s *MemoryStore) applyLocked(t *kernel.StoredTask, c *kernel.Change) {
+	switch c.Op {
+	case kernel.OpStart:
+		t.Attempt, t.Fence = c.Task.Attempt, c.Task.Fence
+	case kernel.OpRetry:
+		t.RunAt = msTime(c.Task.RunAt)
+		t.LastError = TruncateLastError(c.Task.LastError)
+	case kernel.OpFail:
+		t.LastError = TruncateLastError(c.Task.LastError)
+	case kernel.OpCancel:
+		if c.Task.LastError != "" {
+			t.LastError = TruncateLastError(c.Task.LastError)
+		}
+	}
+	t.State = c.ResultState()
+	t.UpdatedAt = msTime(c.Task.UpdatedAt)
+	if !t.State.Live() && t.UniqueKey != "" && s.live[t.UniqueKey] == t.ID {
+		delete(s.live, t.UniqueKey)
+	}
+}
+
+// Recover implements [kernel.Store.Recover].
+func (s *MemoryStore) Recover(ctx context.Context) ([]kernel.StoredTask, error) {
+	var out []kernel.StoredTask
+	err := s.read(ctx, "recover", func() {
+		for _, t := range s.tasks {
+			if t.State.Live() {
+				out = append(out, copyTask(t))
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b kernel.StoredTask) int {
+		if a.Priority != b.Priority {
+			return int(a.Priority) - int(b.Priority)
+		}
+		if c := a.RunAt.Compare(b.RunAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// Get implements [kernel.Store.Get].
+func (s *MemoryStore) Get(ctx context.Context, id string) (kernel.StoredTask, error) {
+	var (
+		out kernel.StoredTask
+		ok  bool
+	)
+	err := s.read(ctx, "get", func() {
+		if t := s.tasks[id]; t != nil {
+			out, ok = copyTask(t), true
+		}
+	})
+	if err == nil && !ok {
+		err = fmt.Errorf("storekit: memory store: get %q: %w", id, kernel.ErrUnknownTask)
+	}
+	return out, err
+}
+
+// DeadLetters implements [kernel.Store.DeadLetters].
+func (s *MemoryStore) DeadLetters(ctx context.Context, limit int, afterID string) ([]kernel.StoredTask, error) {
+	if limit <= 0 {
+		limit = kernel.DeadLettersLimitDefault
+	}
+	var out []kernel.StoredTask
+	err := s.read(ctx, "dead letters", func() {
+		for _, t := range s.tasks {
+			if t.State.DeadLetter() && t.ID > afterID {
+				out = append(out, copyTask(t))
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b kernel.StoredTask) int { return strings.Compare(a.ID, b.ID) })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// CountDeadLetters implements [kernel.Store.CountDeadLetters].
+func (s *MemoryStore) CountDeadLetters(ctx context.Context) (int, error) {
+	n := 0
+	err := s.read(ctx, "count dead letters", func() {
+		for _, t := range s.tasks {
+			if t.State.DeadLetter() {
+				n++
+			}
+		}
+	})
+	return n, err
+}
+
+// Requeue implements [kernel.Store.Requeue].
+func (s *MemoryStore) Requeue(ctx context.Context, now time.Time, ids ...string) ([]kernel.StoredTask, error) {
+	var out []kernel.StoredTask
+	err := s.read(ctx, "requeue", func() {
+		for _, id := range ids {
+			t := s.tasks[id]
+			if t == nil || !t.State.DeadLetter() {
+				continue
+			}
+			if t.UniqueKey != "" {
+				if _, held := s.live[t.UniqueKey]; held {
+					continue
+				}
+				s.live[t.UniqueKey] = t.ID
+			}
+			t.State, t.Attempt, t.Fence = kernel.Queued, 0, t.Fence+1
+			t.RunAt, t.UpdatedAt = msTime(now), msTime(now)
+			out = append(out, copyTask(t))
+		}
+	})
+	return out, err
+}
+
+// Purge implements [kernel.Store.Purge].
+func (s *MemoryStore) Purge(ctx context.Context, ids ...string) (int, error) {
+	n := 0
+	err := s.read(ctx, "purge", func() {
+		for _, id := range ids {
+			if t := s.tasks[id]; t != nil && t.State.DeadLetter() {
+				delete(s.tasks, id)
+				n++
+			}
+		}
+	})
+	return n, err
+}
+
+// PurgeCompleted implements [kernel.Store.PurgeCompleted].
+func (s *MemoryStore) PurgeCompleted(ctx context.Context, olderThan time.Time) (int, error) {
+	n := 0
+	err := s.read(ctx, "purge completed", func() {
+		for id, t := range s.tasks {
+			if t.State.Completed() && t.UpdatedAt.Before(olderThan) {
+				delete(s.tasks, id)
+				n++
+			}
+		}
+	})
+	return n, err
+}
+
+// Close implements [kernel.Store.Close]: later calls fail with [kernel.ErrStoreClosed]
+// and the tasks are dropped. It is idempotent.
+func (s *MemoryStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.tasks, s.live = nil, nil
+	return nil
+}
+
+// read runs f under the mutex unless ctx is done or the store closed.
+func (s *MemoryStore) read(ctx context.Context, what string, f func()) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("storekit: memory store: %s: %w", what, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("storekit: memory store: %s: %w", what, kernel.ErrStoreClosed)
+	}
+	f()
+	return nil
+}
+
+func copyTask(t *kernel.StoredTask) kernel.StoredTask {
+	c := *t
+	c.Payload = slices.Clone(t.Payload)
+	return c
+}
+
+// msTime truncates t to the millisecond and drops its monotonic reading, as stores keep it.
+func msTime(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return time.UnixMilli(t.UnixMilli()).UTC()
+}
