@@ -12,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/kernel/storekit"
 )
 
 // Statement sizes, in rows; statementBudget bounds them in bytes too.
@@ -99,7 +100,7 @@ func (s *Store) newBatch(changes []kernel.Change) *batch {
 				c.Task.ID, len(c.Task.Payload), s.opts.MaxPayload, kernel.ErrPayloadTooLarge)
 		}
 	}
-	refuseBeforeInsert(changes, b.pre)
+	storekit.RefuseBeforeInsert(changes, b.pre)
 	seenID := make(map[string]bool, len(changes))
 	inserted := make(map[string]bool)
 	seenKey := make(map[string]bool)
@@ -127,7 +128,7 @@ func (s *Store) newBatch(changes []kernel.Change) *batch {
 			b.insertsFirst = true
 		}
 	}
-	b.next = nextOfTask(changes)
+	b.next = storekit.NextOfTask(changes)
 	return b
 }
 
@@ -361,7 +362,7 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 }
 
 // plan applies the batch to the rows as the kernel.Store contract says, in order, and
-// returns each change's outcome. It mirrors kernel.MemoryStore.
+// returns each change's outcome, as storekit.MemoryStore does.
 func plan(b *batch, rows map[string]*row, holders map[string]string) []error {
 	results := slices.Clone(b.pre)
 	for i := range b.changes {
@@ -379,7 +380,7 @@ func plan(b *batch, rows map[string]*row, holders map[string]string) []error {
 			results[i] = fmt.Errorf("mysqlstore: %s %q: %w", c.Op, c.Task.ID, kernel.ErrUnknownTask)
 		case r.state.Live() && r.fence == c.Fence:
 			r.apply(c, holders)
-		case alreadyApplied(b.changes, results, b.next, i, r.fence, r.state, r.attempt):
+		case storekit.AlreadyApplied(b.changes, results, b.next, i, r.fence, r.state, r.attempt):
 			// The batch is a retry of one that landed: report what it reported then.
 		default:
 			results[i] = fmt.Errorf("mysqlstore: %s %q: fence %d, stored %d (%s): %w",
@@ -403,7 +404,7 @@ func (r *row) insert(c *kernel.Change, holders map[string]string) error {
 	if t.Priority == kernel.PriorityDefault {
 		t.Priority = kernel.Normal
 	}
-	t.LastError = truncateLastError(t.LastError)
+	t.LastError = storekit.TruncateLastError(t.LastError)
 	r.ins = &t
 	r.present, r.fence, r.state, r.attempt, r.key, r.keyKnown = true, t.Fence, t.State, t.Attempt, t.UniqueKey, true
 	return nil
@@ -415,12 +416,12 @@ func (r *row) apply(c *kernel.Change, holders map[string]string) {
 		r.attempt, r.fence, r.setAttempt = c.Task.Attempt, c.Task.Fence, true
 	case kernel.OpRetry:
 		r.runAt, r.setRunAt = c.Task.RunAt, true
-		r.lastError, r.setLastError = truncateLastError(c.Task.LastError), true
+		r.lastError, r.setLastError = storekit.TruncateLastError(c.Task.LastError), true
 	case kernel.OpFail:
-		r.lastError, r.setLastError = truncateLastError(c.Task.LastError), true
+		r.lastError, r.setLastError = storekit.TruncateLastError(c.Task.LastError), true
 	case kernel.OpCancel:
 		if c.Task.LastError != "" {
-			r.lastError, r.setLastError = truncateLastError(c.Task.LastError), true
+			r.lastError, r.setLastError = storekit.TruncateLastError(c.Task.LastError), true
 		}
 	}
 	r.state, r.updatedAt = c.ResultState(), c.Task.UpdatedAt
@@ -776,80 +777,4 @@ func (s *Store) inserts(rows map[string]*row, ids []string) []statement {
 		ins = ins[n:]
 	}
 	return stmts
-}
-
-// alreadyApplied reports whether changes[i], which cannot apply to a task now at fence,
-// state and attempt (-1: unknown), is done nonetheless: the task is where changes[i]
-// leaves it, or where the changes after it leave it when changes[i] applied. It mirrors
-// the kernel's MemoryStore; see "Idempotence and lost answers" in [kernel.Store].
-func alreadyApplied(changes []kernel.Change, results []error, next []int, i int, fence uint64, state kernel.State, attempt int) bool {
-	c := &changes[i]
-	simFence, simState, simAttempt := c.ResultFence(), c.ResultState(), -1
-	if c.Op == kernel.OpStart {
-		simAttempt = c.Task.Attempt
-	}
-	for {
-		if fence == simFence && state == simState && (simAttempt < 0 || attempt == simAttempt) {
-			return true
-		}
-		if !simState.Live() {
-			return false
-		}
-		j := next[i]
-		for ; j >= 0; j = next[j] {
-			if results[j] == nil && changes[j].Op != kernel.OpInsert && changes[j].Fence == simFence {
-				break
-			}
-		}
-		if j < 0 {
-			return false
-		}
-		c, i = &changes[j], j
-		simFence, simState = c.ResultFence(), c.ResultState()
-		if c.Op == kernel.OpStart {
-			simAttempt = c.Task.Attempt
-		}
-	}
-}
-
-// refuseBeforeInsert refuses every change that comes before the first insert of its task
-// in the batch, as the kernel.Store contract says.
-func refuseBeforeInsert(changes []kernel.Change, results []error) {
-	var pending map[string][]int
-	seen := make(map[string]bool, len(changes))
-	for i := range changes {
-		c := &changes[i]
-		if results[i] != nil || seen[c.Task.ID] {
-			continue
-		}
-		if c.Op == kernel.OpInsert {
-			seen[c.Task.ID] = true
-			for _, j := range pending[c.Task.ID] {
-				results[j] = fmt.Errorf("mysqlstore: %s %q: comes before the task's insert in the batch: %w",
-					changes[j].Op, changes[j].Task.ID, kernel.ErrInvalidChange)
-			}
-			delete(pending, c.Task.ID)
-			continue
-		}
-		if pending == nil {
-			pending = make(map[string][]int)
-		}
-		pending[c.Task.ID] = append(pending[c.Task.ID], i)
-	}
-}
-
-// nextOfTask returns, for each change, the index of the next change of the same task, or -1.
-func nextOfTask(changes []kernel.Change) []int {
-	next := make([]int, len(changes))
-	last := make(map[string]int, len(changes))
-	for i := len(changes) - 1; i >= 0; i-- {
-		id := changes[i].Task.ID
-		if j, ok := last[id]; ok {
-			next[i] = j
-		} else {
-			next[i] = -1
-		}
-		last[id] = i
-	}
-	return next
 }

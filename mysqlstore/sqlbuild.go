@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/axsched/ax/kernel"
@@ -147,18 +146,6 @@ func decodePriority(code uint8) (kernel.Priority, error) {
 func millis(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
-
-// truncateLastError cuts s to at most kernel.LastErrorMax bytes at a UTF-8 boundary.
-func truncateLastError(s string) string {
-	if len(s) <= kernel.LastErrorMax {
-		return s
-	}
-	n := kernel.LastErrorMax
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
 
 func compareStrings(a, b string) int { return strings.Compare(a, b) }
 
