@@ -11,7 +11,8 @@ import (
 // until Done is called: its channel is made lazily. The loop cancels it (timeout,
 // Cancel, batch context, Close); nothing else does.
 type attemptCtx struct {
-	parent context.Context // values come from it: the batch's context or Background
+	parent context.Context // the batch's context or Background: deadline and values
+	values context.Context // Task.Values or the submitting ctx, consulted before parent; may be nil
 	a      *attempt
 
 	canceled atomic.Bool
@@ -61,12 +62,24 @@ func (c *attemptCtx) Err() error {
 	return c.err
 }
 
-// Value returns the parent's value for key; for TaskInfo's key, c itself.
+// Value returns the task's value for key (see Task.Values), else the parent's; for
+// TaskInfo's key, c itself.
 func (c *attemptCtx) Value(key any) any {
 	if _, ok := key.(infoKey); ok {
 		return c
 	}
+	if c.values != nil {
+		if v := c.values.Value(key); v != nil {
+			return v
+		}
+	}
 	return c.parent.Value(key)
+}
+
+// carriesValues reports whether ctx may hold values: any context but noWait,
+// context.Background and context.TODO.
+func carriesValues(ctx context.Context) bool {
+	return ctx != noWait && ctx != context.Background() && ctx != context.TODO()
 }
 
 // Info describes the task and attempt a function runs for ([TaskInfo]).

@@ -280,10 +280,13 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
+	if t.Values == nil && carriesValues(ctx) {
+		t.Values = ctx
+	}
 	prio := t.Priority.normalize()
 	lvl := levelOf(prio)
 	rc := k.rc.Load()
-	if pooled && t.Delay == 0 && t.At.IsZero() && t.Retry == nil && k.events == nil &&
+	if pooled && t.Delay == 0 && t.At.IsZero() && t.Retry == nil && t.Values == nil && k.events == nil &&
 		taskTimeout(t, prio, rc) == 0 {
 		return nil, k.submitLight(ctx, t, prio, lvl, rc)
 	}
@@ -371,6 +374,7 @@ func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *
 		parent = b.ctx
 	}
 	h.initFirst(parent)
+	h.first.ctx.values = t.Values
 }
 
 // taskTimeout resolves the timeout of t's attempts: Task.Timeout, else the

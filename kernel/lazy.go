@@ -146,7 +146,7 @@ func (t *lazyTask) timeout() time.Duration { return time.Duration(t.meta & lazyT
 
 // lazyFits reports whether a fire-and-forget task t travels as a lazyTask.
 func (k *Kernel) lazyFits(t *Task) bool {
-	return (t.Delay > 0 || !t.At.IsZero()) && t.ID == "" && t.OnTimeout == nil && t.Retry == nil &&
+	return (t.Delay > 0 || !t.At.IsZero()) && t.ID == "" && t.OnTimeout == nil && t.Retry == nil && t.Values == nil &&
 		k.events == nil && (t.Timeout <= lazyTimeoutMax || t.Timeout == NoTimeout)
 }
 

@@ -37,8 +37,21 @@ type Task struct {
 
 	// Run is the work. Its context is cancelled when the attempt times out, when the
 	// task is cancelled, when its batch's context ends and when the kernel closes; its
-	// Deadline is the attempt's timeout. Required.
+	// Deadline is the attempt's timeout. It carries the values of Values (see there)
+	// and [TaskInfo]. Required.
 	Run func(ctx context.Context) error
+
+	// Values, if set, lends its values (trace IDs, loggers, request-scoped data) to
+	// the context of every attempt of the task: a key is looked up in Values first,
+	// then in the batch's context for a member of a Map or Batch. Only the values
+	// pass on, never Values' cancellation or deadline: a task outlives the request
+	// that submitted it unless it is cancelled. If nil, [Kernel.Submit] and
+	// [Kernel.Go] use their ctx (unless it is context.Background or TODO), so the
+	// task sees the submitter's values; TrySubmit and TryGo have none. The task
+	// keeps the context reachable until it ends. A fire-and-forget task with values
+	// travels on a record of its own rather than as a light or compact task
+	// ([Kernel.TryGo]).
+	Values context.Context
 
 	// OnTimeout, if set, is called after an attempt timed out, with the attempt's
 	// number (1 for the first), on a small pool of goroutines of its own — never the
