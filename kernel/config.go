@@ -41,6 +41,7 @@ const (
 	QuotaNormalDefault        = 2
 	QuotaLowDefault           = 1
 	QuotaMax                  = queue.QuotaMax
+	NameMax                   = 64
 
 	RetryMaxAttemptsDefault = 3
 	RetryBaseDefault        = time.Second
@@ -239,8 +240,24 @@ type Config struct {
 	// Clock is the time source. If nil, the real clock. Not changeable.
 	Clock clock.Clock
 
-	// Metrics receives the kernel's metrics. If nil, the kernel makes its own set
-	// ([Kernel.Metrics]). Never the global set. Not changeable.
+	// Name adds the label kernel="<Name>" to every series of the kernel's metrics,
+	// so that several kernels can share one Config.Metrics set and one /metrics
+	// page. It is at most NameMax bytes of ASCII letters, digits, '_', '-' and
+	// '.'. Kernels sharing a set must all be named, each differently: [New]
+	// refuses a kernel whose name is taken on its set, or which is unnamed while
+	// the set holds another kernel (or named while it holds an unnamed one), with
+	// a [*ConfigError] for Config.Name. A name is taken from New until the kernel
+	// stopped ([Kernel.Shutdown] drained or [Kernel.Close] ended the tasks). If
+	// zero, the series carry no kernel label, and the kernel must be alone on its
+	// set. Not changeable.
+	Name string
+
+	// Metrics receives the kernel's metrics: New registers on it one writer that
+	// writes the families of every kernel on the set, each with its # HELP and
+	// # TYPE lines. A kernel's series are on a set given here from New until the
+	// kernel stopped, then the set leaves them out ([Kernel.WritePrometheus] still
+	// writes them). If nil, the kernel makes its own set ([Kernel.Metrics]), which
+	// keeps its series after the stop. Never the global set. Not changeable.
 	Metrics *metrics.Set
 
 	// Logger logs what matters: zombies, dropped events, shutdown reports. If nil,
@@ -374,7 +391,25 @@ func (c *Config) Validate() error {
 		bad("StoreTimeout", c.StoreTimeout, "must be >= 0")
 	}
 	inRange("StoreBatch", c.StoreBatch, StoreBatchMax)
+	if !validName(c.Name) {
+		bad("Name", c.Name, "must be at most "+itoa(NameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
+	}
 	return errors.Join(errs...)
+}
+
+// validName reports whether name is a valid Config.Name (the empty name is).
+func validName(name string) bool {
+	if len(name) > NameMax {
+		return false
+	}
+	for i := range len(name) {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // validate checks a retry policy; prefix names it ("Config.Retry.Low", "Task.Retry").

@@ -65,6 +65,11 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"negative grace", Config{ZombieGrace: -1}, "Config.ZombieGrace", ""},
 		{"negative ontimeout workers", Config{OnTimeoutWorkers: -1}, "Config.OnTimeoutWorkers", ""},
 		{"negative event buffer", Config{EventBuffer: -1}, "Config.EventBuffer", ""},
+		{"name with a space", Config{Name: "a b"}, "Config.Name", ""},
+		{"name with a quote", Config{Name: `a"b`}, "Config.Name", ""},
+		{"name with a newline", Config{Name: "a\nb"}, "Config.Name", ""},
+		{"name not ASCII", Config{Name: "caf\u00e9"}, "Config.Name", ""},
+		{"name too long", Config{Name: strings.Repeat("a", NameMax+1)}, "Config.Name", "must be at most 64 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,6 +91,14 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 				t.Fatalf("New(%s) = nil error, want one", tt.name)
 			}
 		})
+	}
+}
+
+func TestConfigValidateAcceptsNames(t *testing.T) {
+	for _, name := range []string{"", "api", "api-1.east_2", "A.b-C_9", strings.Repeat("a", NameMax)} {
+		if err := (&Config{Name: name}).Validate(); err != nil {
+			t.Errorf("Config{Name: %q}.Validate() = %v, want nil", name, err)
+		}
 	}
 }
 
@@ -138,6 +151,9 @@ func TestUpdateRefusesBadChanges(t *testing.T) {
 	}
 	if err := k.Update(func(c *Config) { c.Tick = 5 * time.Millisecond }); err == nil || !strings.Contains(err.Error(), "Config.Tick") {
 		t.Fatalf("Update(Tick) = %v, want an error naming Config.Tick", err)
+	}
+	if err := k.Update(func(c *Config) { c.Name = "b" }); err == nil || !strings.Contains(err.Error(), "Config.Name") {
+		t.Fatalf("Update(Name) = %v, want an error naming Config.Name", err)
 	}
 	if got := k.rc.Load().cfg.MaxConcurrency; got != 4 {
 		t.Fatalf("MaxConcurrency after refused updates = %d, want 4", got)

@@ -188,8 +188,26 @@
 //
 // # Observability
 //
-// Each kernel owns a metrics set ([Kernel.Metrics], [Kernel.WritePrometheus]) with
-// ax_-prefixed counters by priority, depth and running gauges and wait and
-// execution histograms; [Kernel.Stats] returns the same figures with percentiles;
-// Config.OnEvent receives every state change on a goroutine of its own.
+// [Kernel.Stats] returns the kernel's figures with percentiles; Config.OnEvent
+// receives every state change on a goroutine of its own; [Kernel.WritePrometheus]
+// writes the metrics in the Prometheus text format: ax_-prefixed counters by
+// priority, gauges read at the scrape (depths, running, delayed, zombies,
+// executors), wait and execution histograms (le buckets, _sum and _count) and,
+// with a store, the journal's figures. Every family has one # HELP and one # TYPE
+// line, and every series the label kernel="<Config.Name>" when the kernel is named.
+//
+// The same families are written by the kernel's metrics set ([Kernel.Metrics]),
+// which is Config.Metrics or one of the kernel's own; the global set is never
+// used, and nothing global (such as metrics.ExposeMetadata) is changed. To serve
+// several kernels on one /metrics page, give them one Config.Metrics set and a
+// Config.Name each, and write that set (or register it with metrics.RegisterSet):
+// it writes each family once, with the series of every kernel. New refuses, with
+// a [*ConfigError] for Config.Name, a kernel whose name another live kernel on the
+// set has, and an unnamed kernel on a set shared with another (or a named one on a
+// set an unnamed one holds), so a page never holds duplicate series, nor series
+// with and without the kernel label. A kernel on a shared set leaves it when it
+// stopped (Shutdown drained or Close ended its tasks), and its name is then free
+// for a new kernel, whose counters start at zero: Prometheus reads that as a
+// counter reset. Pages made by concatenating the output of several sets or
+// WritePrometheus calls repeat the families, which strict parsers refuse.
 package kernel

@@ -1,9 +1,8 @@
 package kernel
 
 import (
-	"fmt"
-	"io"
 	"math/bits"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -131,31 +130,42 @@ func (h *hist) percentiles() Percentiles {
 	return p
 }
 
-// writePrometheus writes h as a Prometheus histogram in seconds, with buckets at
-// the powers of two from about 1 µs to 68 s.
-func (h *hist) writePrometheus(w io.Writer, name, labels string) {
+// The Prometheus buckets' bounds are the powers of two from 2^histLeMin to
+// 2^histLeMax ns (about 1 µs to 68 s); histLe holds their le labels in seconds.
+const (
+	histLeMin = 10
+	histLeMax = 36
+)
+
+var histLe = func() (le [histLeMax - histLeMin + 1]string) {
+	for e := histLeMin; e <= histLeMax; e++ {
+		le[e-histLeMin] = `le="` + strconv.FormatFloat(float64(uint64(1)<<e)/1e9, 'g', -1, 64) + `"`
+	}
+	return le
+}()
+
+// appendPrometheus appends h as the samples of a Prometheus histogram in seconds,
+// with the buckets of histLe and +Inf, _sum and _count; labels (possibly empty) go
+// on every sample, before le.
+func (h *hist) appendPrometheus(b []byte, name, labels string) []byte {
 	var cum uint64
 	i := 0
-	for e := 10; e <= 36; e++ {
+	bucket := name + "_bucket"
+	for e := histLeMin; e <= histLeMax; e++ {
 		bound := uint64(1) << e
 		for i < histBuckets && histLower(i+1) <= bound {
 			cum += h.count(i)
 			i++
 		}
-		_, _ = fmt.Fprintf(w, "%s_bucket{%sle=\"%g\"} %d\n", name, labels, float64(bound)/1e9, cum)
+		b = appendSample(b, bucket, joinLabels(labels, histLe[e-histLeMin]), cum)
 	}
 	for ; i < histBuckets; i++ {
 		cum += h.count(i)
 	}
 	sum, _ := h.sumMax()
-	_, _ = fmt.Fprintf(w, "%s_bucket{%sle=\"+Inf\"} %d\n", name, labels, cum)
-	_, _ = fmt.Fprintf(w, "%s_sum{%s} %g\n", name, trimComma(labels), float64(sum)/1e9)
-	_, _ = fmt.Fprintf(w, "%s_count{%s} %d\n", name, trimComma(labels), cum)
-}
-
-func trimComma(s string) string {
-	if len(s) > 0 && s[len(s)-1] == ',' {
-		return s[:len(s)-1]
-	}
-	return s
+	b = appendSample(b, bucket, joinLabels(labels, `le="+Inf"`), cum)
+	b = appendSeries(b, name+"_sum", labels)
+	b = strconv.AppendFloat(b, float64(sum)/1e9, 'g', -1, 64)
+	b = append(b, '\n')
+	return appendSample(b, name+"_count", labels, cum)
 }

@@ -76,18 +76,10 @@ func newJournal(k *Kernel, c *Config) *journal {
 		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), doneCh: make(chan struct{}),
 		room: make(chan struct{}), limit: 4 * c.StoreBatch,
 	}
-	s := c.Metrics
-	j.commits = s.NewCounter("ax_store_commits_total")
-	j.changes = s.NewCounter("ax_store_changes_total")
-	j.commitErrors = s.NewCounter("ax_store_commit_errors_total")
-	j.refused = s.NewCounter("ax_store_refused_total")
-	s.NewGauge("ax_store_pending", func() float64 { return float64(j.pending.Load()) })
-	s.NewGauge("ax_store_up", func() float64 {
-		if j.down.Load() != nil {
-			return 0
-		}
-		return 1
-	})
+	j.commits = new(metrics.Counter)
+	j.changes = new(metrics.Counter)
+	j.commitErrors = new(metrics.Counter)
+	j.refused = new(metrics.Counter)
 	go j.run()
 	return j
 }

@@ -199,6 +199,7 @@ func trimmed[T any](s []T) []T {
 // timer armed for the wheel's next expiry.
 func (k *Kernel) loop() {
 	defer close(k.loopDone)
+	defer k.m.group.leave(k.m.name) // a stopped kernel gives its name on a shared set up
 	defer k.lightCancel()
 	for {
 		k.pass()

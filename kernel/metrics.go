@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"fmt"
-	"io"
 	"sync/atomic"
 	"time"
 
@@ -11,13 +9,15 @@ import (
 	"github.com/axsched/ax/queue"
 )
 
-// kernelMetrics holds the kernel's counters, gauges and histograms. Counters are
-// written by the loop (rejections by submitters, lazy tasks' submissions by
-// submitters in the intake, see Kernel.intakeCounts, and callback panics by the
-// callback goroutines). Gauges read what Stats reads: the depths and delayed
-// count the loop publishes after each pass (ax_tasks_delayed adds the intake's
-// lazy tasks, under its mutex), and the run queue's live counts under its lock
-// (runq.live), so they are safe for concurrent use.
+// kernelMetrics holds the kernel's counters, gauges' sources and histograms,
+// which WritePrometheus and Stats read. Counters are written by the loop
+// (rejections by submitters, lazy tasks' submissions by submitters in the intake,
+// see Kernel.intakeCounts, and callback panics by the callback goroutines). The
+// gauges' sources are the depths and delayed count the loop publishes after each
+// pass (the delayed figure adds the intake's lazy tasks, under its mutex) and the
+// run queue's live counts under its lock (runq.live), all safe for concurrent use.
+// The counters are registered on no set: the kernel's metrics writer
+// (prometheus.go) writes them.
 type kernelMetrics struct {
 	submitted, started, succeeded, failed, timedOut, retried, rejected,
 	evicted, canceled, panics, abandoned [queue.NumLevels]*metrics.Counter
@@ -28,72 +28,26 @@ type kernelMetrics struct {
 	depth              [queue.NumLevels]atomic.Int64
 	delayed            atomic.Int64
 	callbacksAbandoned atomic.Int64 // set by Shutdown and Close (stopSide)
+
+	group *promGroup // immutable: the kernel's group on its metrics set
+	name  string     // immutable: Config.Name
 }
 
 var levelNames = [queue.NumLevels]string{queue.High: "high", queue.Normal: "normal", queue.Low: "low"}
 
-func newKernelMetrics(k *Kernel, s *metrics.Set) *kernelMetrics {
-	m := &kernelMetrics{}
-	counters := []struct {
-		name string
-		c    *[queue.NumLevels]*metrics.Counter
-	}{
-		{"ax_tasks_started_total", &m.started},
-		{"ax_tasks_succeeded_total", &m.succeeded},
-		{"ax_tasks_failed_total", &m.failed},
-		{"ax_tasks_timed_out_total", &m.timedOut},
-		{"ax_tasks_retried_total", &m.retried},
-		{"ax_tasks_rejected_total", &m.rejected},
-		{"ax_tasks_evicted_total", &m.evicted},
-		{"ax_tasks_canceled_total", &m.canceled},
-		{"ax_tasks_panics_total", &m.panics},
-		{"ax_tasks_abandoned_total", &m.abandoned},
-	}
-	for _, c := range counters {
+func newKernelMetrics(g *promGroup, name string) *kernelMetrics {
+	m := &kernelMetrics{group: g, name: name}
+	for _, c := range []*[queue.NumLevels]*metrics.Counter{
+		&m.submitted, &m.started, &m.succeeded, &m.failed, &m.timedOut, &m.retried,
+		&m.rejected, &m.evicted, &m.canceled, &m.panics, &m.abandoned,
+	} {
 		for l := range queue.NumLevels {
-			c.c[l] = s.NewCounter(fmt.Sprintf(`%s{priority=%q}`, c.name, levelNames[l]))
+			c[l] = new(metrics.Counter)
 		}
 	}
-	// The submitted counters are written by the loop, and read with the intake's
-	// lazy tasks it has not counted yet (Kernel.intakeCounts).
-	for l := range queue.NumLevels {
-		m.submitted[l] = new(metrics.Counter)
-	}
-	s.RegisterMetricsWriter(func(w io.Writer) {
-		n, _ := k.intakeCounts()
-		metrics.WriteMetadataIfNeeded(w, "ax_tasks_submitted_total", "counter")
-		for l := range queue.NumLevels {
-			_, _ = fmt.Fprintf(w, "ax_tasks_submitted_total{priority=%q} %d\n", levelNames[l], n[l])
-		}
-	})
-	m.onTimeoutDropped = s.NewCounter("ax_ontimeout_dropped_total")
-	m.eventsDropped = s.NewCounter("ax_events_dropped_total")
-	for l := range queue.NumLevels {
-		d := &m.depth[l]
-		s.NewGauge(fmt.Sprintf(`ax_queue_depth{priority=%q}`, levelNames[l]), func() float64 { return float64(d.Load()) })
-	}
-	s.NewGauge("ax_tasks_delayed", func() float64 {
-		_, lazies := k.intakeCounts()
-		return float64(m.delayed.Load() + int64(lazies))
-	})
-	// Read live under the run queue's lock, as Stats reads them: executors change
-	// them without a loop pass, and a figure the loop published would go stale.
-	s.NewGauge("ax_tasks_running", func() float64 { return float64(k.rq.live().running) })
-	s.NewGauge("ax_tasks_dispatched", func() float64 { return float64(k.rq.live().dispatched) })
-	s.NewGauge("ax_zombies", func() float64 { return float64(k.rq.live().zombies) })
-	s.NewGauge("ax_executors", func() float64 { return float64(k.rq.live().workers) })
-	m.callbackPanics = s.NewCounter("ax_callback_panics_total")
-	s.NewGauge("ax_callbacks_abandoned", func() float64 { return float64(m.callbacksAbandoned.Load()) })
-	s.RegisterMetricsWriter(func(w io.Writer) {
-		_, _ = fmt.Fprintf(w, "# TYPE ax_task_wait_seconds histogram\n")
-		for l := range queue.NumLevels {
-			m.wait[l].writePrometheus(w, "ax_task_wait_seconds", fmt.Sprintf("priority=%q,", levelNames[l]))
-		}
-		_, _ = fmt.Fprintf(w, "# TYPE ax_task_exec_seconds histogram\n")
-		for l := range queue.NumLevels {
-			m.exec[l].writePrometheus(w, "ax_task_exec_seconds", fmt.Sprintf("priority=%q,", levelNames[l]))
-		}
-	})
+	m.onTimeoutDropped = new(metrics.Counter)
+	m.eventsDropped = new(metrics.Counter)
+	m.callbackPanics = new(metrics.Counter)
 	return m
 }
 
@@ -102,14 +56,6 @@ func newKernelMetrics(k *Kernel, s *metrics.Set) *kernelMetrics {
 func (m *kernelMetrics) observe(shard int, l queue.Level, wait, exec time.Duration) {
 	m.wait[l].observe(shard, wait)
 	m.exec[l].observe(shard, exec)
-}
-
-// WritePrometheus writes the kernel's metrics in the Prometheus text format:
-// counters by priority (ax_tasks_*_total), gauges (ax_queue_depth, ax_tasks_running,
-// ax_tasks_delayed, ax_zombies, ax_executors) and the wait and execution histograms
-// (ax_task_wait_seconds, ax_task_exec_seconds). Safe for concurrent use.
-func (k *Kernel) WritePrometheus(w io.Writer) {
-	k.Metrics().WritePrometheus(w)
 }
 
 // PriorityStats are the counts of one priority.

@@ -1,0 +1,346 @@
+package kernel
+
+import (
+	"cmp"
+	"io"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"weak"
+
+	"github.com/VictoriaMetrics/metrics"
+
+	"github.com/axsched/ax/queue"
+)
+
+// The metric families, in the order they are written.
+const (
+	famSubmitted = iota
+	famStarted
+	famSucceeded
+	famFailed
+	famTimedOut
+	famRetried
+	famRejected
+	famEvicted
+	famCanceled
+	famPanics
+	famAbandoned
+	famOnTimeoutDropped
+	famEventsDropped
+	famCallbackPanics
+	famQueueDepth
+	famDelayed
+	famRunning
+	famDispatched
+	famZombies
+	famExecutors
+	famCallbacksAbandoned
+	famWait
+	famExec
+	famStoreCommits
+	famStoreChanges
+	famStoreCommitErrors
+	famStoreRefused
+	famStorePending
+	famStoreUp
+	famCount
+)
+
+// promFamily is one metric family: its name, Prometheus type and help text.
+type promFamily struct{ name, typ, help string }
+
+var promFamilies = [famCount]promFamily{
+	famSubmitted:          {"ax_tasks_submitted_total", "counter", "Tasks accepted by the kernel, by priority."},
+	famStarted:            {"ax_tasks_started_total", "counter", "Attempts started, by priority."},
+	famSucceeded:          {"ax_tasks_succeeded_total", "counter", "Tasks that ended Succeeded, by priority."},
+	famFailed:             {"ax_tasks_failed_total", "counter", "Tasks that ended Failed, by priority."},
+	famTimedOut:           {"ax_tasks_timed_out_total", "counter", "Tasks that ended TimedOut, by priority."},
+	famRetried:            {"ax_tasks_retried_total", "counter", "Failed attempts scheduled to run again, by priority."},
+	famRejected:           {"ax_tasks_rejected_total", "counter", "Submissions refused for want of room, by priority."},
+	famEvicted:            {"ax_tasks_evicted_total", "counter", "Queued tasks that a High arrival replaced (Config.EvictLow), by priority."},
+	famCanceled:           {"ax_tasks_canceled_total", "counter", "Tasks that ended Canceled, by priority."},
+	famPanics:             {"ax_tasks_panics_total", "counter", "Attempts whose function panicked or called runtime.Goexit, by priority."},
+	famAbandoned:          {"ax_tasks_abandoned_total", "counter", "Tasks that ended Abandoned (not yet due at Shutdown), by priority."},
+	famOnTimeoutDropped:   {"ax_ontimeout_dropped_total", "counter", "Task.OnTimeout callbacks dropped because their queue was full."},
+	famEventsDropped:      {"ax_events_dropped_total", "counter", "Events dropped because Config.EventBuffer events were waiting for OnEvent."},
+	famCallbackPanics:     {"ax_callback_panics_total", "counter", "Panics recovered from OnEvent, OnTimeout and BackoffFunc callbacks."},
+	famQueueDepth:         {"ax_queue_depth", "gauge", "Tasks queued in the bucket of each priority."},
+	famDelayed:            {"ax_tasks_delayed", "gauge", "Tasks waiting to be due: delayed, or waiting for a retry."},
+	famRunning:            {"ax_tasks_running", "gauge", "Attempts executing, zombies excluded."},
+	famDispatched:         {"ax_tasks_dispatched", "gauge", "Tasks picked and handed to the run queue, not yet started."},
+	famZombies:            {"ax_zombies", "gauge", "Timed-out task functions still running on their own goroutine."},
+	famExecutors:          {"ax_executors", "gauge", "Executor goroutines, zombies excluded."},
+	famCallbacksAbandoned: {"ax_callbacks_abandoned", "gauge", "OnEvent and OnTimeout callbacks still running when Shutdown or Close stopped waiting for them."},
+	famWait:               {"ax_task_wait_seconds", "histogram", "Time from submission to the start of each attempt, by priority."},
+	famExec:               {"ax_task_exec_seconds", "histogram", "Execution time of each attempt, by priority."},
+	famStoreCommits:       {"ax_store_commits_total", "counter", "Group commits of the durable-task journal that landed."},
+	famStoreChanges:       {"ax_store_changes_total", "counter", "Changes held by the journal's commits that landed."},
+	famStoreCommitErrors:  {"ax_store_commit_errors_total", "counter", "Journal commits that failed."},
+	famStoreRefused:       {"ax_store_refused_total", "counter", "Changes the store refused (stale fence, unknown task)."},
+	famStorePending:       {"ax_store_pending", "gauge", "Journal changes waiting for a commit."},
+	famStoreUp:            {"ax_store_up", "gauge", "1 while the store answers, 0 while it is known to be down."},
+}
+
+// WritePrometheus writes the kernel's metrics in the Prometheus text format
+// (version 0.0.4): counters by priority (ax_tasks_*_total), the dropped and
+// panicking callbacks, gauges (ax_queue_depth, ax_tasks_running, ax_tasks_delayed,
+// ax_tasks_dispatched, ax_zombies, ax_executors, ax_callbacks_abandoned), the wait
+// and execution histograms (ax_task_wait_seconds, ax_task_exec_seconds) and, with
+// Config.Store, the journal's ax_store_* figures. Each family has one # HELP and
+// one # TYPE line before its samples, and each series the label kernel="<name>"
+// when Config.Name is set. Gauges are read at the call. It writes this kernel only,
+// with one call to w.Write: to put several kernels on one page, give them one
+// Config.Metrics set and write the set (a page made of several WritePrometheus
+// outputs repeats the families, which strict parsers refuse). Safe for concurrent
+// use, and after the kernel stopped.
+func (k *Kernel) WritePrometheus(w io.Writer) {
+	writeKernels(w, []*Kernel{k})
+}
+
+// writeKernels writes the families of ks, each family once with the samples of
+// every kernel in it.
+func writeKernels(w io.Writer, ks []*Kernel) {
+	var fams [famCount][]byte
+	for _, k := range ks {
+		k.appendSamples(&fams)
+	}
+	n := 0
+	for i := range fams {
+		n += len(fams[i])
+	}
+	out := make([]byte, 0, n+famCount*128)
+	for i, f := range promFamilies {
+		if len(fams[i]) == 0 {
+			continue
+		}
+		out = append(out, "# HELP "...)
+		out = append(out, f.name...)
+		out = append(out, ' ')
+		out = append(out, f.help...)
+		out = append(out, "\n# TYPE "...)
+		out = append(out, f.name...)
+		out = append(out, ' ')
+		out = append(out, f.typ...)
+		out = append(out, '\n')
+		out = append(out, fams[i]...)
+	}
+	_, _ = w.Write(out)
+}
+
+// appendSamples appends k's samples to the families in fams. It reads the figures
+// in the order Stats does (outcomes before submissions), so no scrape shows more
+// tasks ended than submitted.
+func (k *Kernel) appendSamples(fams *[famCount][]byte) {
+	m := k.m
+	kl := ""
+	if name := m.name; name != "" {
+		kl = `kernel="` + name + `"` // validName admits nothing that needs escaping
+	}
+	var prio [queue.NumLevels]string
+	for l := range queue.NumLevels {
+		prio[l] = joinLabels(kl, `priority="`+levelNames[l]+`"`)
+	}
+	for _, c := range []struct {
+		fam int
+		c   *[queue.NumLevels]*metrics.Counter
+	}{
+		{famStarted, &m.started},
+		{famSucceeded, &m.succeeded},
+		{famFailed, &m.failed},
+		{famTimedOut, &m.timedOut},
+		{famRetried, &m.retried},
+		{famRejected, &m.rejected},
+		{famEvicted, &m.evicted},
+		{famCanceled, &m.canceled},
+		{famPanics, &m.panics},
+		{famAbandoned, &m.abandoned},
+	} {
+		for l := range queue.NumLevels {
+			fams[c.fam] = appendSample(fams[c.fam], promFamilies[c.fam].name, prio[l], c.c[l].Get())
+		}
+	}
+	submitted, lazies := k.intakeCounts()
+	for l := range queue.NumLevels {
+		fams[famSubmitted] = appendSample(fams[famSubmitted], promFamilies[famSubmitted].name, prio[l], submitted[l])
+	}
+	one := func(fam int, v uint64) {
+		fams[fam] = appendSample(fams[fam], promFamilies[fam].name, kl, v)
+	}
+	one(famOnTimeoutDropped, m.onTimeoutDropped.Get())
+	one(famEventsDropped, m.eventsDropped.Get())
+	one(famCallbackPanics, m.callbackPanics.Get())
+	for l := range queue.NumLevels {
+		fams[famQueueDepth] = appendSample(fams[famQueueDepth], promFamilies[famQueueDepth].name, prio[l], nonNeg(m.depth[l].Load()))
+	}
+	one(famDelayed, nonNeg(m.delayed.Load()+int64(lazies)))
+	// Read live under the run queue's lock, as Stats reads them: executors change
+	// them without a loop pass, and a figure the loop published would go stale.
+	lv := k.rq.live()
+	one(famRunning, nonNeg(int64(lv.running)))
+	one(famDispatched, nonNeg(int64(lv.dispatched)))
+	one(famZombies, nonNeg(int64(lv.zombies)))
+	one(famExecutors, nonNeg(int64(lv.workers)))
+	one(famCallbacksAbandoned, nonNeg(m.callbacksAbandoned.Load()))
+	for l := range queue.NumLevels {
+		fams[famWait] = m.wait[l].appendPrometheus(fams[famWait], promFamilies[famWait].name, prio[l])
+		fams[famExec] = m.exec[l].appendPrometheus(fams[famExec], promFamilies[famExec].name, prio[l])
+	}
+	if d := k.dur; d != nil {
+		j := d.j
+		one(famStoreCommits, j.commits.Get())
+		one(famStoreChanges, j.changes.Get())
+		one(famStoreCommitErrors, j.commitErrors.Get())
+		one(famStoreRefused, j.refused.Get())
+		one(famStorePending, nonNeg(j.pending.Load()))
+		up := uint64(1)
+		if j.down.Load() != nil {
+			up = 0
+		}
+		one(famStoreUp, up)
+	}
+}
+
+// joinLabels joins two label lists, either of which may be empty.
+func joinLabels(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "," + b
+}
+
+// appendSample appends the line `name{labels} v`.
+func appendSample(b []byte, name, labels string, v uint64) []byte {
+	b = appendSeries(b, name, labels)
+	b = strconv.AppendUint(b, v, 10)
+	return append(b, '\n')
+}
+
+// appendSeries appends `name{labels} ` (without braces for no labels).
+func appendSeries(b []byte, name, labels string) []byte {
+	b = append(b, name...)
+	if labels != "" {
+		b = append(b, '{')
+		b = append(b, labels...)
+		b = append(b, '}')
+	}
+	return append(b, ' ')
+}
+
+func nonNeg(v int64) uint64 { return uint64(max(v, 0)) }
+
+// promGroup is the kernels whose series one metrics set writes: its writer,
+// registered once on the set, writes their families together, so that kernels
+// sharing a set make one valid page.
+type promGroup struct {
+	shared bool // the set came from Config.Metrics: members leave when they stop
+
+	mu      sync.Mutex
+	members []promMember // guarded by mu; sorted by name
+}
+
+// promMember is a name taken on a set: k is nil while New is still setting the
+// kernel up.
+type promMember struct {
+	name string
+	k    *Kernel
+}
+
+// sharedSets maps each set given as Config.Metrics to its group. The keys are
+// weak, and a group holds only kernels that have not stopped, so neither keeps a
+// set alive: a set the program dropped leaves the map (see joinMetrics).
+var sharedSets struct {
+	mu sync.Mutex
+	m  map[weak.Pointer[metrics.Set]]*promGroup
+}
+
+// joinMetrics takes name on set s for a kernel that New is setting up: on a set of
+// the kernel's own (shared false) a group of one; on a set given as Config.Metrics
+// the set's group, made and registered on first use. It returns a *ConfigError for
+// Config.Name when the name cannot be had there.
+func joinMetrics(s *metrics.Set, shared bool, name string) (*promGroup, error) {
+	if !shared {
+		g := &promGroup{members: []promMember{{name: name}}}
+		s.RegisterMetricsWriter(g.write)
+		return g, nil
+	}
+	key := weak.Make(s)
+	sharedSets.mu.Lock()
+	defer sharedSets.mu.Unlock()
+	g := sharedSets.m[key]
+	if g == nil {
+		g = &promGroup{shared: true}
+		if sharedSets.m == nil {
+			sharedSets.m = make(map[weak.Pointer[metrics.Set]]*promGroup)
+		}
+		sharedSets.m[key] = g
+		s.RegisterMetricsWriter(g.write)
+		runtime.AddCleanup(s, func(key weak.Pointer[metrics.Set]) {
+			sharedSets.mu.Lock()
+			delete(sharedSets.m, key)
+			sharedSets.mu.Unlock()
+		}, key)
+	}
+	return g, g.take(name)
+}
+
+// take adds name to g, unless a member has it or the set would mix named and
+// unnamed kernels.
+func (g *promGroup) take(name string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, m := range g.members {
+		switch {
+		case name == "":
+			return &ConfigError{Field: "Config.Name", Reason: "must be set: Config.Metrics holds another kernel, and kernels sharing a set must all be named"}
+		case m.name == "":
+			return &ConfigError{Field: "Config.Name", Value: name, Reason: "Config.Metrics holds an unnamed kernel, and kernels sharing a set must all be named"}
+		case m.name == name:
+			return &ConfigError{Field: "Config.Name", Value: name, Reason: "another kernel on Config.Metrics has this name"}
+		}
+	}
+	i, _ := slices.BinarySearchFunc(g.members, name, func(m promMember, n string) int { return cmp.Compare(m.name, n) })
+	g.members = slices.Insert(g.members, i, promMember{name: name})
+	return nil
+}
+
+// activate makes the member named name write k's series.
+func (g *promGroup) activate(name string, k *Kernel) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := range g.members {
+		if g.members[i].name == name {
+			g.members[i].k = k
+		}
+	}
+}
+
+// leave gives name up. On a set of the kernel's own it does nothing: the set
+// keeps writing the kernel.
+func (g *promGroup) leave(name string) {
+	if !g.shared {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.members = slices.DeleteFunc(g.members, func(m promMember) bool { return m.name == name })
+}
+
+// write is the set's metrics writer.
+func (g *promGroup) write(w io.Writer) {
+	g.mu.Lock()
+	ks := make([]*Kernel, 0, len(g.members))
+	for _, m := range g.members {
+		if m.k != nil {
+			ks = append(ks, m.k)
+		}
+	}
+	g.mu.Unlock()
+	if len(ks) > 0 {
+		writeKernels(w, ks)
+	}
+}
