@@ -11,8 +11,7 @@ import (
 // until Done is called: its channel is made lazily. The loop cancels it (timeout,
 // Cancel, batch context, Close); nothing else does.
 type attemptCtx struct {
-	parent context.Context // the batch's context or Background: deadline and values
-	values context.Context // Task.Values or the submitting ctx, consulted before parent; may be nil
+	parent context.Context // values come from it: the batch's context, Task.Values without its cancellation, or Background
 	a      *attempt
 
 	canceled atomic.Bool
@@ -62,16 +61,10 @@ func (c *attemptCtx) Err() error {
 	return c.err
 }
 
-// Value returns the task's value for key (see Task.Values), else the parent's; for
-// TaskInfo's key, c itself.
+// Value returns the parent's value for key; for TaskInfo's key, c itself.
 func (c *attemptCtx) Value(key any) any {
 	if _, ok := key.(infoKey); ok {
 		return c
-	}
-	if c.values != nil {
-		if v := c.values.Value(key); v != nil {
-			return v
-		}
 	}
 	return c.parent.Value(key)
 }

@@ -250,7 +250,9 @@ func (k *Kernel) TrySubmit(t Task) (*Handle, error) {
 }
 
 // Submit is [Kernel.TrySubmit] that waits for room while the kernel is full. It
-// returns ctx.Err() if ctx ends first, and ErrClosed if the kernel stops.
+// returns ctx.Err() if ctx ends first, and ErrClosed if the kernel stops. The
+// task's context carries ctx's values, unless t.Values is set, but not its
+// cancellation or deadline (see [Task.Values]).
 func (k *Kernel) Submit(ctx context.Context, t Task) (*Handle, error) {
 	return k.submit(ctx, &t, false)
 }
@@ -272,7 +274,9 @@ func (k *Kernel) TryGo(t Task) error {
 	return err
 }
 
-// Go is [Kernel.Submit] for fire-and-forget work.
+// Go is [Kernel.Submit] for fire-and-forget work. Its ctx only bounds the wait for
+// room: the task's context does not carry ctx's values, so that a task without
+// them may travel light ([Kernel.TryGo]); set t.Values to pass them on.
 func (k *Kernel) Go(ctx context.Context, t Task) error {
 	_, err := k.submit(ctx, &t, true)
 	return err
@@ -289,7 +293,7 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
-	if t.Values == nil && carriesValues(ctx) {
+	if t.Values == nil && !pooled && carriesValues(ctx) {
 		t.Values = ctx
 	}
 	prio := t.Priority.normalize()
@@ -379,11 +383,13 @@ func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *
 	h.dueAt, h.due = k.dueOf(t, now)
 	h.batch = b
 	parent := context.Background()
-	if b != nil {
+	switch {
+	case b != nil:
 		parent = b.ctx
+	case t.Values != nil:
+		parent = context.WithoutCancel(t.Values)
 	}
 	h.initFirst(parent)
-	h.first.ctx.values = t.Values
 }
 
 // taskTimeout resolves the timeout of t's attempts: Task.Timeout, else the

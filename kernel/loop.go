@@ -847,7 +847,6 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 		na := &attempt{h: h, n: a.n + 1}
 		na.ctx.a = na
 		na.ctx.parent = a.ctx.parent
-		na.ctx.values = a.ctx.values
 		h.cur = na
 		k.waiting[h.bucket].Add(1) // a retry re-enters without a ticket check (growBucket)
 		h.evicts = false           // ...and holds a ticket of its own level

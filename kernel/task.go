@@ -42,15 +42,14 @@ type Task struct {
 	Run func(ctx context.Context) error
 
 	// Values, if set, lends its values (trace IDs, loggers, request-scoped data) to
-	// the context of every attempt of the task: a key is looked up in Values first,
-	// then in the batch's context for a member of a Map or Batch. Only the values
+	// the context of every attempt of the task (a member of a Map or Batch has its
+	// batch's context's values instead). Only the values
 	// pass on, never Values' cancellation or deadline: a task outlives the request
-	// that submitted it unless it is cancelled. If nil, [Kernel.Submit] and
-	// [Kernel.Go] use their ctx (unless it is context.Background or TODO), so the
-	// task sees the submitter's values; TrySubmit and TryGo have none. The task
-	// keeps the context reachable until it ends. A fire-and-forget task with values
-	// travels on a record of its own rather than as a light or compact task
-	// ([Kernel.TryGo]).
+	// that submitted it unless it is cancelled. If nil, [Kernel.Submit] uses its
+	// ctx, so the task sees the submitter's values; the other submit methods pass
+	// none. The task keeps Values reachable until it ends. A fire-and-forget task
+	// with Values travels on a record of its own rather than as a light or compact
+	// task ([Kernel.TryGo]).
 	Values context.Context
 
 	// OnTimeout, if set, is called after an attempt timed out, with the attempt's

@@ -12,7 +12,7 @@ import (
 type traceKey struct{}
 
 // TestTaskContextValues: a task's context carries the values of the context it was
-// submitted with (Submit, Go) or of Task.Values (any submit method), on every
+// submitted with (Submit) or of Task.Values (any submit method), on every
 // attempt and whichever way the task travels (now, delayed, retried, in a batch),
 // but never the submitter's cancellation or deadline.
 func TestTaskContextValues(t *testing.T) {
@@ -80,8 +80,9 @@ func TestTaskContextValues(t *testing.T) {
 			ctx  context.Context
 		}{
 			{"Go", Task{}, sub},
-			{"Go delayed", Task{Delay: time.Second}, sub},
-			{"Go retried", Task{Retry: retry}, sub},
+			{"Go with Values", Task{Values: own}, sub},
+			{"Go delayed with Values", Task{Values: own, Delay: time.Second}, sub},
+			{"Go retried with Values", Task{Values: own, Retry: retry}, sub},
 			{"TryGo with Values", Task{Values: own}, nil},
 			{"TryGo delayed with Values", Task{Values: own, Delay: time.Second}, nil},
 		} {
@@ -123,9 +124,10 @@ func TestTaskContextValues(t *testing.T) {
 			"Values beats Submit's ctx": {"own"},
 			"TrySubmit with Values":     {"own"},
 			"TrySubmit":                 {nil},
-			"Go":                        {"req"},
-			"Go delayed":                {"req"},
-			"Go retried":                {"req", "req"},
+			"Go":                        {nil},
+			"Go with Values":            {"own"},
+			"Go delayed with Values":    {"own"},
+			"Go retried with Values":    {"own", "own"},
 			"TryGo with Values":         {"own"},
 			"TryGo delayed with Values": {"own"},
 			"Batch member":              {"batch"},
