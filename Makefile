@@ -41,8 +41,11 @@ lint: ## go vet, staticcheck and golangci-lint on every module.
 	@set -e; for m in $(MODULES); do echo "== lint $$m"; (cd $$m && go vet ./... && go run $(STATICCHECK) ./... && go run $(GOLANGCI) run ./...); done
 
 .PHONY: tidy-check
-tidy-check: ## Fail when go mod tidy would change a go.mod or go.sum.
+tidy-check: ## Fail when go mod tidy would change a go.mod or go.sum, or the workspace would change go.work.sum.
 	@set -e; for m in $(MODULES); do (cd $$m && go mod tidy && git diff --exit-code go.mod go.sum); done
+	@# Loading the workspace's module graph (as go doc, go list and the IDE do) writes the
+	@# checksums it lacks into go.work.sum and drops those it no longer needs.
+	@go list -m all >/dev/null && git diff --exit-code go.work.sum
 
 .PHONY: demo
 demo: ## A short axbench run (mixed priorities, in-memory kernel; under 30 s).

@@ -1,0 +1,258 @@
+package kernel_test
+
+// The README shows the bodies of these examples; internal/doccheck fails the tests
+// when a README block and the body it names differ.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/axsched/ax/kernel"
+)
+
+// High work overtakes queued Low work; under saturation the quotas share the slots.
+func Example_quotas() {
+	k, err := kernel.New(kernel.Config{
+		MaxConcurrency: 64,
+		Quotas:         kernel.Quotas{High: 17, Normal: 2, LowGuaranteed: 1}, // the defaults: 85 / 10 / 5 %
+		Reserve:        kernel.Reserve{High: 8},                              // 8 slots only High may take
+		AgeAfter:       10 * time.Second,                                     // then picked one level higher
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Close() }()
+
+	// Bulk work, fire-and-forget: no handle, no allocation.
+	for range 1000 {
+		if err := k.TryGo(kernel.Task{Priority: kernel.Low, Run: func(context.Context) error {
+			time.Sleep(time.Millisecond)
+			return nil
+		}}); err != nil {
+			panic(err)
+		}
+	}
+	// An urgent task starts in the next slot that frees, ahead of every queued Low task.
+	h, err := k.TrySubmit(kernel.Task{Priority: kernel.High, Run: func(context.Context) error { return nil }})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(h.Wait(context.Background()), h.State())
+
+	// Every field but a few (Tick, Clock, OnEvent...) may change while the kernel runs.
+	err = k.Update(func(c *kernel.Config) { c.Reserve.High = 16 })
+	fmt.Println(err)
+	// Output:
+	// <nil> succeeded
+	// <nil>
+}
+
+// A timeout cancels the attempt's context; a function that watches it ends at once.
+func Example_timeouts() {
+	k, err := kernel.New(kernel.Config{
+		DefaultTimeout: kernel.ByPriority[time.Duration]{High: time.Second, Normal: 30 * time.Second},
+		MaxZombies:     10,          // functions that ignore their context and give their slot back
+		ZombieGrace:    time.Second, // then they are logged with their stack (Kernel.Zombies)
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Close() }()
+
+	h, err := k.TrySubmit(kernel.Task{
+		Timeout: 20 * time.Millisecond, // this task's own timeout, per attempt
+		Retry:   &kernel.RetryPolicy{MaxAttempts: 1},
+		Run: func(ctx context.Context) error {
+			select {
+			case <-time.After(time.Minute): // a slow upstream
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	err = h.Wait(context.Background())
+	fmt.Println(errors.Is(err, kernel.ErrTimeout), h.State())
+	// Output: true timed_out
+}
+
+// A failed attempt is retried with backoff; Permanent ends the task at once.
+func Example_retries() {
+	k, err := kernel.New(kernel.Config{
+		Retry: kernel.ByPriority[kernel.RetryPolicy]{
+			Low: kernel.RetryPolicy{MaxAttempts: 1}, // no retries for bulk work
+		},
+		RetryBudget: kernel.RetryBudget{Ratio: 0.1}, // retries ≤ 10 % of first attempts (+ 10/s)
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Close() }()
+
+	h, err := k.TrySubmit(kernel.Task{
+		Retry: &kernel.RetryPolicy{MaxAttempts: 5, Base: time.Millisecond, Max: time.Second},
+		Run: func(ctx context.Context) error {
+			info, _ := kernel.TaskInfo(ctx)
+			if info.Attempt == 1 {
+				return errors.New("upstream: 503") // retried after a backoff
+			}
+			return kernel.Permanent(errors.New("upstream: 400 bad request")) // not retried
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	err = h.Wait(context.Background())
+	fmt.Println(h.Attempts(), h.State(), err)
+	// Output: 2 failed upstream: 400 bad request
+}
+
+// When a priority's bucket is full, TrySubmit refuses and Submit waits for room.
+func Example_admission() {
+	k, err := kernel.New(kernel.Config{
+		MaxConcurrency: 1,
+		Capacity:       kernel.ByPriority[int]{High: 100, Normal: 100, Low: 1},
+		EvictLow:       true, // a High task that finds no room replaces the newest queued Low one
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Close() }()
+
+	release := make(chan struct{})
+	busy := kernel.Task{Run: func(context.Context) error { <-release; return nil }}
+	low := kernel.Task{Priority: kernel.Low, Run: func(context.Context) error { return nil }}
+
+	_, _ = k.TrySubmit(busy) // takes the only slot
+	_, _ = k.TrySubmit(low)  // fills Low's bucket
+
+	_, err = k.TrySubmit(low)
+	fmt.Println(errors.Is(err, kernel.ErrQueueFull)) // refused at once; ErrDegraded near the total
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err = k.Submit(ctx, low)
+	fmt.Println(errors.Is(err, context.DeadlineExceeded)) // waited for room until ctx ended
+
+	close(release)
+	// Output:
+	// true
+	// true
+}
+
+// Map and Batch fan out under the kernel's limits and priorities.
+func Example_batch() {
+	k, err := kernel.New(kernel.Config{MaxConcurrency: 8})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Close() }()
+	ctx := context.Background()
+
+	// Map: results in the order of the items; the first error cancels the others.
+	ids := []int{1, 2, 3}
+	names, err := kernel.Map(ctx, k, ids, func(_ context.Context, id int) (string, error) {
+		return fmt.Sprintf("user-%d", id), nil
+	}, &kernel.BatchOptions{
+		Priority: kernel.Low,
+		Timeout:  time.Second,
+		Retry:    &kernel.RetryPolicy{MaxAttempts: 3}, // members are not retried without it
+	})
+	fmt.Println(names, err)
+
+	// Batch: errgroup-shaped; Wait returns the first error.
+	b := k.NewBatch(ctx, &kernel.BatchOptions{CancelOnError: true})
+	for _, id := range ids {
+		b.Go(func(ctx context.Context) error {
+			if id == 2 {
+				return fmt.Errorf("user %d: not found", id)
+			}
+			return nil
+		})
+	}
+	fmt.Println(b.Wait())
+	// Output:
+	// [user-1 user-2 user-3] <nil>
+	// user 2: not found
+}
+
+// TaskInfo tells a function which task and attempt it runs for.
+func Example_taskInfo() {
+	k, err := kernel.New(kernel.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Close() }()
+
+	h, err := k.TrySubmit(kernel.Task{
+		ID:    "invoice-42",
+		Retry: &kernel.RetryPolicy{Base: time.Millisecond},
+		Run: func(ctx context.Context) error {
+			info, _ := kernel.TaskInfo(ctx)
+			// The ID is the same for every attempt: an idempotency key for the upstream.
+			fmt.Println("charge", info.ID, "attempt", info.Attempt)
+			if info.Attempt == 1 {
+				return errors.New("connection reset")
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(h.Wait(context.Background()))
+	// Output:
+	// charge invoice-42 attempt 1
+	// charge invoice-42 attempt 2
+	// <nil>
+}
+
+// Stats, events and Prometheus metrics describe what the kernel does.
+func Example_observability() {
+	var mu sync.Mutex
+	var changes []string
+	k, err := kernel.New(kernel.Config{
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), // zombies, dropped events, shutdown
+		OnEvent: func(e kernel.Event) { // every state change, on a goroutine of its own
+			mu.Lock()
+			changes = append(changes, e.To.String())
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	h, err := k.TrySubmit(kernel.Task{Priority: kernel.High, Run: func(context.Context) error { return nil }})
+	if err != nil {
+		panic(err)
+	}
+	_ = h.Wait(context.Background())
+
+	st := k.Stats()
+	high := st.ByPriority.High
+	fmt.Println(high.Submitted, high.Succeeded, high.Wait.Count) // and Wait/Exec percentiles
+
+	var buf bytes.Buffer
+	k.WritePrometheus(&buf) // serve it on /metrics
+	fmt.Println(strings.Contains(buf.String(), "ax_tasks_succeeded_total"))
+
+	_ = k.Shutdown(context.Background()) // waits for OnEvent to return
+	mu.Lock()
+	fmt.Println(strings.Join(changes, " "))
+	mu.Unlock()
+	// Output:
+	// 1 1 1
+	// true
+	// queued running succeeded
+}

@@ -1,0 +1,62 @@
+package mysqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/mysqlstore"
+)
+
+// A kernel with a MySQL/MariaDB store runs durable tasks: SubmitDurable returns once
+// the task is committed, and a kernel started later on the same table runs what a
+// crashed process left. The README shows this body; it needs a database, so it is
+// compiled but not run.
+func Example() {
+	ctx := context.Background()
+	store, err := mysqlstore.Open(os.Getenv("AX_MYSQL_DSN"), mysqlstore.Options{Table: "ax_tasks"})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = store.Close() }()
+	if err := store.Migrate(ctx); err != nil { // CREATE TABLE IF NOT EXISTS
+		panic(err)
+	}
+
+	k, err := kernel.New(kernel.Config{Store: store}) // reads back what a previous kernel left
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Shutdown(ctx) }() // unfinished durable tasks stay in the table
+
+	// A closure cannot be stored: durable tasks name a registered kind and carry bytes.
+	if err := k.Register("email.send", func(ctx context.Context, payload []byte) error {
+		fmt.Printf("sending %s\n", payload)
+		return nil
+	}); err != nil {
+		panic(err)
+	}
+	h, err := k.SubmitDurable(ctx, kernel.DurableTask{
+		Kind:        "email.send",
+		Payload:     []byte(`{"to":"ada@example.com"}`),
+		UniqueKey:   "welcome-ada", // a second live task with this key is refused
+		MaxAttempts: 5,             // across restarts
+	})
+	if err != nil {
+		panic(err) // refused: ErrDuplicateKey, ErrQueueFull, ErrStoreUnavailable...
+	}
+	// Committed: a crash from here on does not lose the task.
+	_ = h.Wait(ctx)
+
+	// Tasks that used up their attempts are dead letters, kept until requeued or purged.
+	dead, err := store.DeadLetters(ctx, 100, "")
+	if err != nil {
+		panic(err)
+	}
+	for _, t := range dead {
+		if _, err := k.Requeue(ctx, t.ID); err != nil {
+			panic(err)
+		}
+	}
+}
