@@ -198,7 +198,7 @@ func (k *Kernel) checkWorkDone() {
 // durable (the loop journals its success). Called
 // with runq.mu held.
 func (k *Kernel) settlesItself(a *attempt) bool {
-	return a.err == nil && !a.settled && a.h.timeout == 0 && k.events == nil && a.h.dur == nil
+	return a.err == nil && !a.settled && a.h.timeout == 0 && k.events == nil && a.h.dur == nil && !a.h.named
 }
 
 // finishFast settles a succeeded attempt on its executor (see settlesItself). The

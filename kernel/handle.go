@@ -24,6 +24,7 @@ type Handle struct {
 	evicts   bool          // a High task holding the ticket of the Low task it evicted, until a retry; loop-owned once submitted
 	placed   bool          // loop-owned: the loop took it in (first state set)
 	ended    bool          // guarded by mu: finish ran
+	named    bool          // immutable: has a user's or a stored ID, and the loop indexes it for Kernel.Cancel
 	state    atomic.Uint32 // State; written by the loop, and by an executor that settles a success
 	attempts atomic.Int32  // attempts started; written by the loop only
 	cur      *attempt      // loop-owned: the current (or next, while Retrying) attempt

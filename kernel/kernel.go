@@ -299,11 +299,11 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 	prio := t.Priority.normalize()
 	lvl := levelOf(prio)
 	rc := k.rc.Load()
-	if pooled && t.Delay == 0 && t.At.IsZero() && t.Retry == nil && t.Values == nil && k.events == nil &&
+	if pooled && t.ID == "" && t.Delay == 0 && t.At.IsZero() && t.Retry == nil && t.Values == nil && k.events == nil &&
 		taskTimeout(t, prio, rc) == 0 {
 		return nil, k.submitLight(ctx, t, prio, lvl, rc)
 	}
-	fast := k.fastOpen.Load() && t.Delay == 0 && t.At.IsZero() && k.events == nil &&
+	fast := k.fastOpen.Load() && t.ID == "" && t.Delay == 0 && t.At.IsZero() && k.events == nil &&
 		(t.Timeout == NoTimeout || (t.Timeout == 0 && rc.cfg.DefaultTimeout.Get(prio) == 0))
 	lazy := pooled && k.lazyFits(t)
 	if lazy {
@@ -367,6 +367,7 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *Batch) {
 	h.k = k
 	h.id = t.ID
+	h.named = t.ID != ""
 	h.seq = k.seq.Add(1)
 	h.prio = prio
 	h.bucket = levelOf(prio)

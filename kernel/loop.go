@@ -18,6 +18,7 @@ type ctrlKind uint8
 const (
 	ctrlCancel      ctrlKind = iota + 1 // cancel one task (h)
 	ctrlCancelBatch                     // cancel a batch's members (b)
+	ctrlCancelID                        // cancel the live tasks of an ID (id); acks the count
 	ctrlUpdate                          // apply a new resolved config (rc), answer on ack
 	ctrlShutdown                        // drain and stop
 	ctrlClose                           // stop now
@@ -28,20 +29,24 @@ const (
 
 // ctrlMsg is a message from the API to the loop.
 type ctrlMsg struct {
-	kind ctrlKind
-	h    *Handle
-	b    *Batch
-	rc   *resolved
-	hs   []*Handle
-	as   []*attempt
-	ack  chan error // size 1
+	kind  ctrlKind
+	h     *Handle
+	b     *Batch
+	rc    *resolved
+	hs    []*Handle
+	as    []*attempt
+	id    string
+	ack   chan error // size 1
+	count chan int   // size 1
 }
 
 // loopState is everything only the loop goroutine touches: the buckets, the wheel,
 // the running list, the per-task loop fields. Nothing here is read elsewhere; what
 // others need (depths, counts) is published through atomics in kernelMetrics.
 type loopState struct {
-	readyMarked bool // Kernel.ready is closed
+	byID        map[string]*Handle   // live named tasks (Handle.named) by ID; Kernel.Cancel
+	dupID       map[string][]*Handle // further live named tasks sharing an ID of byID
+	readyMarked bool                 // Kernel.ready is closed
 
 	rcl     *resolved // the config the loop applies
 	now     time.Time // the clock, read once per pass
@@ -256,6 +261,9 @@ func (k *Kernel) pass() {
 	k.lazyDone = nil
 	for i := range tasks {
 		if it := &tasks[i]; it.h != nil {
+			if it.h.named {
+				k.index(it.h)
+			}
 			k.accept(it.h)
 		} else {
 			k.acceptLight(it.l)
@@ -892,6 +900,9 @@ func (k *Kernel) setState(h *Handle, to State) State {
 func (k *Kernel) end(h *Handle, to State, err error) {
 	from := k.setState(h, to)
 	k.live--
+	if h.named {
+		k.unindex(h)
+	}
 	if h.dur != nil {
 		k.journalEnd(h, to, err)
 	}
@@ -988,8 +999,11 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 			return
 		}
 		for _, h := range m.hs {
+			k.index(h)
 			k.backlog[h.bucket] = append(k.backlog[h.bucket], h)
 		}
+	case ctrlCancelID:
+		m.count <- k.cancelID(m.id)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/kernel/storekit"
 )
 
 // promWant is every family a kernel with a store writes, and its type.
@@ -54,7 +55,7 @@ var promWant = map[string]dto.MetricType{
 // type, every series labelled with its kernel, the histograms complete.
 func TestPrometheusExpositionParses(t *testing.T) {
 	set := metrics.NewSet()
-	api := newPromKernel(t, kernel.Config{Name: "api", Metrics: set, Store: kernel.NewMemoryStore()})
+	api := newPromKernel(t, kernel.Config{Name: "api", Metrics: set, Store: storekit.NewMemoryStore()})
 	batch := newPromKernel(t, kernel.Config{Name: "batch", Metrics: set})
 	h, err := api.TrySubmit(kernel.Task{Run: func(context.Context) error { return nil }})
 	if err != nil {

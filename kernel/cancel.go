@@ -1,0 +1,142 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"slices"
+)
+
+// Cancel cancels every live task whose ID is id and returns how many it found:
+// tasks submitted with that Task.ID (IDs need not be unique), and the durable task
+// of that stored ID, recovered ones included, even one whose kind is not
+// registered yet. A queued, delayed or retrying task ends Canceled with
+// [ErrCanceled] at once; a running one has its context cancelled and ends Canceled
+// when its function returns (a durable task's row is then stored Canceled). Only
+// tasks with an ID of their own or a stored one can be found: a task whose ID the
+// kernel made is cancelled through its [Handle]. Cancel blocks until the loop has
+// applied it, or until ctx ends (it returns ctx.Err(), and the cancellation may
+// still take effect). It returns [ErrClosed] once the kernel has stopped, and an
+// error for an empty id. Safe for concurrent use, also from inside a task.
+//
+// A task submitted with an ID never travels light nor by the fast lane, and the
+// loop keeps it in an index until it ends: naming tasks costs a little more than
+// leaving them anonymous.
+func (k *Kernel) Cancel(ctx context.Context, id string) (int, error) {
+	if id == "" {
+		return 0, errors.New("kernel: Cancel: id must not be empty")
+	}
+	n := k.cancelHeld(id)
+	count := make(chan int, 1)
+	k.control(ctrlMsg{kind: ctrlCancelID, id: id, count: count})
+	select {
+	case c := <-count:
+		return n + c, nil
+	case <-k.loopDone:
+		if n > 0 {
+			return n, nil
+		}
+		return 0, ErrClosed
+	case <-ctx.Done():
+		return n, ctx.Err()
+	}
+}
+
+// cancelHeld cancels the recovered durable task id if it waits for its kind's
+// Register: its row is stored Canceled. It reports how many it cancelled (0 or 1).
+func (k *Kernel) cancelHeld(id string) int {
+	d := k.dur
+	if d == nil {
+		return 0
+	}
+	d.mu.Lock()
+	var found *StoredTask
+	for kind, ts := range d.held {
+		if i := slices.IndexFunc(ts, func(t StoredTask) bool { return t.ID == id }); i >= 0 {
+			t := ts[i]
+			found = &t
+			if ts = slices.Delete(ts, i, i+1); len(ts) == 0 {
+				delete(d.held, kind)
+			} else {
+				d.held[kind] = ts
+			}
+			break
+		}
+	}
+	d.mu.Unlock()
+	if found == nil {
+		return 0
+	}
+	d.dropKey(found.UniqueKey)
+	now := k.clk.Now()
+	d.j.add([]jentry{{c: Change{Op: OpCancel, Fence: found.Fence, Task: StoredTask{ID: id, LastError: ErrCanceled.Error(), UpdatedAt: now}}}})
+	return 1
+}
+
+// index adds a named task to the loop's index of IDs. Loop only.
+func (k *Kernel) index(h *Handle) {
+	if k.byID == nil {
+		k.byID = make(map[string]*Handle)
+	}
+	if _, ok := k.byID[h.id]; !ok {
+		k.byID[h.id] = h
+		return
+	}
+	if k.dupID == nil {
+		k.dupID = make(map[string][]*Handle)
+	}
+	k.dupID[h.id] = append(k.dupID[h.id], h)
+}
+
+// unindex removes an ended named task from the index. Loop only.
+func (k *Kernel) unindex(h *Handle) {
+	dups := k.dupID[h.id]
+	if k.byID[h.id] == h {
+		if len(dups) == 0 {
+			delete(k.byID, h.id)
+			return
+		}
+		k.byID[h.id] = dups[0]
+		dups = dups[1:]
+	} else if i := slices.Index(dups, h); i >= 0 {
+		dups = slices.Delete(dups, i, i+1)
+	}
+	if len(dups) == 0 {
+		delete(k.dupID, h.id)
+	} else {
+		k.dupID[h.id] = dups
+	}
+}
+
+// cancelID cancels the live tasks of id and returns how many it found. Loop only.
+func (k *Kernel) cancelID(id string) int {
+	first, ok := k.byID[id]
+	if !ok {
+		return 0
+	}
+	hs := append([]*Handle{first}, k.dupID[id]...) // cancel unindexes what ends
+	for _, h := range hs {
+		if !h.placed && k.cancelBacklog(h) {
+			continue
+		}
+		k.cancel(h, ErrCanceled)
+	}
+	return len(hs)
+}
+
+// cancelBacklog ends a recovered task still waiting for a ticket in the backlog,
+// as if it had been taken in and cancelled at once. It reports false when h is not
+// in the backlog. Loop only.
+func (k *Kernel) cancelBacklog(h *Handle) bool {
+	b := k.backlog[h.bucket]
+	i := slices.Index(b, h)
+	if i < 0 {
+		return false
+	}
+	k.backlog[h.bucket] = slices.Delete(b, i, i+1)
+	k.live++
+	k.pendSubmitted[h.bucket]++
+	k.flushCounts() // counted submitted before it is counted ended
+	k.m.canceled[h.bucket].Inc()
+	k.end(h, Canceled, ErrCanceled)
+	return true
+}
