@@ -54,3 +54,44 @@ func TestMapFailsFastWithoutRetries(t *testing.T) {
 		})
 	}
 }
+
+// TestMapStopsQueuedItems: once an item failed, the items still queued behind the
+// slots never run: Map returns after the running ones saw their context end, not
+// after working through the queue.
+func TestMapStopsQueuedItems(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const slots, n = 2, 10_000
+		k := newTestKernel(t, Config{MaxConcurrency: slots, RetryBudget: RetryBudget{Disabled: true}})
+		errItem := errors.New("item failed")
+		var started atomic.Int32
+		items := make([]int, n)
+		for i := range items {
+			items[i] = i
+		}
+		_, err := Map(context.Background(), k, items, func(ctx context.Context, i int) (int, error) {
+			started.Add(1)
+			if i == 0 {
+				return 0, errItem
+			}
+			select { // a slow item, cut short by the cancellation
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(time.Second):
+				return i, nil
+			}
+		}, nil)
+		if !errors.Is(err, errItem) {
+			t.Fatalf("Map() = %v, want the item's error", err)
+		}
+		// The slots, and what the run queue held for them when the error came.
+		if got := started.Load(); got > 4*slots {
+			t.Errorf("%d of %d items started after the first error, want at most %d", got, n, 4*slots)
+		}
+		synctest.Wait()
+		s := k.Stats()
+		ps := s.ByPriority.Get(Normal)
+		if ps.Canceled+ps.Failed+ps.Succeeded != n {
+			t.Errorf("ended %d canceled + %d failed + %d succeeded, want %d in all", ps.Canceled, ps.Failed, ps.Succeeded, n)
+		}
+	})
+}
