@@ -217,6 +217,44 @@ func Example_taskInfo() {
 	// <nil>
 }
 
+
+// A task sees the values of the context it was submitted with, never its
+// cancellation; a task with an ID can be cancelled by that ID.
+func Example_valuesAndCancel() {
+	k, err := kernel.New(kernel.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Close() }()
+
+	type traceID struct{}
+	req, cancelReq := context.WithCancel(context.WithValue(context.Background(), traceID{}, "t-7f3a"))
+	h, err := k.Submit(req, kernel.Task{
+		Run: func(ctx context.Context) error {
+			fmt.Println("trace", ctx.Value(traceID{}))
+			return nil
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	cancelReq() // the request ends; the task does not
+	fmt.Println(h.Wait(context.Background()))
+
+	// A nightly report, due in an hour, cancelled by its ID (a durable task's
+	// stored ID works the same, also after a restart).
+	if err := k.TryGo(kernel.Task{ID: "report-2026-12-01", Delay: time.Hour, Run: func(context.Context) error {
+		return nil
+	}}); err != nil {
+		panic(err)
+	}
+	n, err := k.Cancel(context.Background(), "report-2026-12-01")
+	fmt.Println("cancelled", n, err)
+	// Output:
+	// trace t-7f3a
+	// <nil>
+	// cancelled 1 <nil>
+}
 // Stats, events and Prometheus metrics describe what the kernel does.
 func Example_observability() {
 	var mu sync.Mutex
