@@ -524,16 +524,16 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>axbench report</title>
 <style>
-body { font-family: "Liberation Sans", Arial, sans-serif; margin: 2em auto; max-width: 84em; padding: 0 1em; color: #222; }
+body { font-family: "Liberation Sans", Arial, sans-serif; margin: 2em auto; max-width: 100em; padding: 0 1em; color: #222; }
 section { margin-bottom: 3em; border-top: 1px solid #ccc; }
 .meta { color: #555; }
 .scroll { overflow-x: auto; }
-table.results { border-collapse: collapse; font-size: 13px; margin: .8em 0; }
-table.results th, table.results td { border-bottom: 1px solid #e3e3e3; padding: .3em .6em; vertical-align: top; }
+table.results { border-collapse: collapse; font-size: 12px; margin: .8em 0; }
+table.results th, table.results td { border-bottom: 1px solid #e3e3e3; padding: .25em .35em; vertical-align: top; }
 table.results th { background: #f2f2f2; text-align: right; font-weight: 600; }
 table.results th:first-child, table.results th:nth-child(2) { text-align: left; }
 table.results td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
-table.results td .range { display: block; color: #888; font-size: 11px; }
+table.results td .range { display: block; color: #888; font-size: 10px; }
 table.results tr.ax td { background: #fff1e0; font-weight: 700; }
 table.results tr.ax td:first-child { border-left: 4px solid #e66a00; }
 .legend, .notes { font-size: 13px; color: #444; }
