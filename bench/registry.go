@@ -66,8 +66,8 @@ func (r *Registry) Scenario(name string) (Scenario, bool) {
 
 // Baselines returns the executors built from the standard library and x/sync:
 // go, errgroup, semaphore, chanpool and chanpool-nb, and the strict-priority
-// pools priopool (in mixed and saturation only) and priopool-nb (in mixed
-// only).
+// pools priopool (in mixed, saturation and flood only) and priopool-nb (in
+// mixed only).
 func Baselines() []Factory {
 	return []Factory{
 		{
@@ -107,7 +107,7 @@ func Baselines() []Factory {
 		},
 		{
 			Name: "priopool", Mode: Blocking, Priorities: true, Only: priorityScenarios,
-			Doc: "hand-written strict-priority pool: conc workers always taking High before Normal before Low, one channel of queue funcs per priority; a full channel blocks (mixed and saturation only)",
+			Doc: "hand-written strict-priority pool: conc workers always taking High before Normal before Low, one channel of queue funcs per priority; a full channel blocks (mixed, saturation and flood only)",
 			New: func(_ context.Context, p Params) (Executor, error) {
 				return Emulate(newPrioPool(p.Conc, p.Queue, false)), nil
 			},
@@ -124,4 +124,4 @@ func Baselines() []Factory {
 
 // priorityScenarios are the scenarios where priopool runs: those whose figures
 // are per priority under saturation.
-var priorityScenarios = []string{"mixed", "saturation"}
+var priorityScenarios = []string{"mixed", "saturation", "flood"}

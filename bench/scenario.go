@@ -43,6 +43,7 @@ func Scenarios() []Scenario {
 		burstScenario(),
 		mixedScenario(),
 		saturationScenario(),
+		floodScenario(),
 		slowUpstreamScenario(),
 		retryStormScenario(),
 		timersScenario(),

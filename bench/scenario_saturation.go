@@ -5,25 +5,38 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// saturationClass is one priority's part of the saturation workload: its
-// tasks last work × [Params.Work] and arrive at load times the rate the
-// executor would complete them at alone (Conc / their duration).
+// saturationClass is one priority's part of an open-loop priority mix
+// (saturation, flood): its tasks last work × [Params.Work] and arrive at load
+// times the rate the executor would complete them at alone (Conc / their
+// duration).
 type saturationClass struct {
 	work, load float64
 }
 
+// saturationMixOf is a scenario's open-loop priority mix. Each task's
+// duration is its class's, or with a spread s drawn uniformly (seeded by
+// [Params.Seed]) from [1-s, 1+s] times it, so that slots do not free in step.
+// With a timeout, each task runs under that many times its class's duration.
+type saturationMixOf struct {
+	classes [numPriorities]saturationClass
+	spread  float64 // in [0, 1); zero: every task of a class lasts the same
+	timeout float64 // zero: no timeout
+}
+
 // saturationMix is the saturation workload: Low saturates the executor three
 // times over, Normal and High would fill a fifth and a twentieth of it.
-var saturationMix = [numPriorities]saturationClass{
+var saturationMix = saturationMixOf{classes: [numPriorities]saturationClass{
 	High:   {work: 1.0 / 50, load: 0.05},
 	Normal: {work: 1.0 / 10, load: 0.20},
 	Low:    {work: 1, load: 3},
-}
+}}
 
 // saturationExecutors are the executors saturation measures: ax with and
 // without a reservation for High, the strict-priority ideal, and pools with
@@ -44,6 +57,11 @@ func saturationScenario() Scenario {
 	}
 }
 
+// runSaturation runs the saturation scenario's mix once on f.
+func runSaturation(ctx context.Context, f Factory, p Params) (*Sample, error) {
+	return runPriorityMix(ctx, f, p, saturationMix)
+}
+
 // saturationArrivals is one priority's arrivals in a saturation run.
 type saturationArrivals struct {
 	work time.Duration // each task's duration
@@ -51,12 +69,17 @@ type saturationArrivals struct {
 	n    int           // arrivals in the run's duration
 }
 
-// saturationPlan returns each priority's arrivals for p: Low's rate is
-// p.Rate (if zero, 3 × Conc / Work), the others follow saturationMix.
+// saturationPlan returns each priority's arrivals of the saturation scenario for p.
 func saturationPlan(p Params) [numPriorities]saturationArrivals {
+	return mixPlan(saturationMix, p)
+}
+
+// mixPlan returns each priority's arrivals of mix for p: Low's rate is p.Rate
+// (if zero, Low's load × Conc / its duration), the others follow mix.
+func mixPlan(mix saturationMixOf, p Params) [numPriorities]saturationArrivals {
 	var plan [numPriorities]saturationArrivals
 	for pr := range numPriorities {
-		c, a := saturationMix[pr], &plan[pr]
+		c, a := mix.classes[pr], &plan[pr]
 		a.work = max(time.Duration(float64(p.Work)*c.work), time.Microsecond)
 		a.rate = c.load * float64(p.Conc) / a.work.Seconds()
 		if pr == Low && p.Rate > 0 {
@@ -69,11 +92,14 @@ func saturationPlan(p Params) [numPriorities]saturationArrivals {
 
 // fixSaturation sets Rate to Low's arrival rate and N to the arrivals of
 // every priority over Duration (the run's length; N given alone is not used).
-func fixSaturation(p Params) Params {
+func fixSaturation(p Params) Params { return fixMix(saturationMix, p) }
+
+// fixMix is fixSaturation for any mix.
+func fixMix(mix saturationMixOf, p Params) Params {
 	if p.Work <= 0 || p.Conc <= 0 || p.Duration <= 0 {
 		return p
 	}
-	plan := saturationPlan(p)
+	plan := mixPlan(mix, p)
 	p.Rate = plan[Low].rate
 	p.N = 0
 	for _, a := range plan {
@@ -91,11 +117,14 @@ type saturationTasks struct {
 	unsent         []bool // still due when the arrivals ended: never submitted
 }
 
-func runSaturation(ctx context.Context, f Factory, p Params) (*Sample, error) {
+// runPriorityMix runs one open-loop priority mix on f for p.Duration. Each
+// task sleeps its duration; with a timeout in mix, it runs under it and
+// counts as timed out when its context ends before its sleep does.
+func runPriorityMix(ctx context.Context, f Factory, p Params, mix saturationMixOf) (*Sample, error) {
 	if p.Work <= 0 || p.Duration <= 0 {
-		return nil, fmt.Errorf("bench: saturation needs work > 0 and a duration > 0")
+		return nil, fmt.Errorf("bench: a priority mix needs work > 0 and a duration > 0")
 	}
-	plan := saturationPlan(p)
+	plan := mixPlan(mix, p)
 	ex, err := build(ctx, f, p)
 	if err != nil {
 		return nil, err
@@ -121,23 +150,38 @@ func runSaturation(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	// (Low's, at 3× capacity) delays only its own priority's arrivals.
 	var gens sync.WaitGroup
 	var genErrs [numPriorities]error
+	var timedOut atomic.Int64
 	for pr := range numPriorities {
 		a, ts := plan[pr], &tasks[pr]
+		timeout := time.Duration(mix.timeout * float64(a.work))
+		rng := rand.New(rand.NewPCG(p.Seed, uint64(pr)))
 		gens.Go(func() {
 			genErrs[pr] = OpenLoop(ctx, t0, a.n, a.rate, func(i int, _ time.Duration) {
 				if time.Since(t0) >= end {
 					ts.unsent[i] = true
 					return
 				}
-				t := Task{Priority: pr, Run: func(context.Context) error {
+				work := a.work
+				if mix.spread > 0 {
+					work = time.Duration(float64(work) * (1 - mix.spread + 2*mix.spread*rng.Float64()))
+				}
+				t := Task{Priority: pr, Timeout: timeout, Run: func(ctx context.Context) error {
 					now := time.Since(t0)
 					ts.started[i] = max(1, int64(now))
 					// Past the end, queued tasks only drain: no figure needs them to work.
+					var err error
 					if now < end {
-						time.Sleep(a.work)
+						if timeout > 0 {
+							err = sleepCtx(ctx, work)
+						} else {
+							time.Sleep(work)
+						}
 					}
 					ts.ended[i] = int64(time.Since(t0))
-					return nil
+					if err != nil {
+						timedOut.Add(1)
+					}
+					return err
 				}}
 				if ex.Submit(t) != nil {
 					ts.refused[i] = true
@@ -222,6 +266,9 @@ func runSaturation(ctx context.Context, f Factory, p Params) (*Sample, error) {
 		out.Metrics["completions_per_sec"] = float64(completions) / (span / 1e9)
 	}
 	out.Metrics["rejected"] = float64(rejected)
+	if mix.timeout > 0 {
+		out.Metrics["timed_out"] = float64(timedOut.Load())
+	}
 	if censored > 0 {
 		out.note("waits include the tasks not started when the arrivals ended, counted as the time they had waited then (a lower bound)")
 	}
@@ -231,4 +278,16 @@ func runSaturation(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	checkLost(out, accepted, executed)
 	out.Series = append(out.Series, prioritySeries(recs, hi)...)
 	return out, nil
+}
+
+// sleepCtx sleeps for d, or until ctx is done; it returns ctx.Err() then.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

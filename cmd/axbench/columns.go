@@ -1,5 +1,7 @@
 package main
 
+import "github.com/axsched/ax/bench"
+
 // column is one metric shown in a scenario's table.
 type column struct {
 	metric string // the metric's name in the report
@@ -16,6 +18,11 @@ type view struct {
 	bars     []string // metrics drawn as one bar chart each
 	baseline string   // the executor the headline is also divided by; if empty, chanpool
 	legend   string   // printed under the table, if not empty
+	// compact tables fit 100 columns: medians only, with units (15.9ms,
+	// 4.8%), and no ratio columns (the conclusion gives them).
+	compact bool
+	// conclude, if not nil, returns the lines printed after the table.
+	conclude func(rp bench.Report) []string
 }
 
 // views maps each scenario to its view. A scenario missing here is shown with
@@ -68,14 +75,15 @@ var views = map[string]view{
 			{"share_high", "High share"},
 			{"share_normal", "Normal share"},
 			{"share_low", "Low share"},
-			{"share_error_pp_low", "Low share − quota pp"},
+			{"share_error_pp_low", "Low off quota pp"},
 			{"demand_high", "High demand"},
 			{"rejected", "rejected"},
 			{"lost", "lost"},
 		},
 		headline: "wait_p99_us_high", baseline: "priopool",
-		bars:   []string{"wait_p99_us_high", "wait_p99_us_low", "share_low"},
-		legend: "High demand: High's arrivals over the starts a second the executor reached while saturated; Low share − quota pp: Low's share of those starts minus its configured share, in percentage points",
+		bars:     []string{"wait_p99_us_high", "wait_p99_us_low", "wait_max_us_low"},
+		legend:   "waits (µs) from the intended arrival to the start; shares: each priority's part of the starts while saturated; High demand: High's arrivals over the starts a second the executor reached while saturated; Low off quota pp: Low's share minus the share its quota promises, in percentage points",
+		conclude: priorityConclusion,
 	},
 	"saturation": {
 		columns: []column{
@@ -96,8 +104,24 @@ var views = map[string]view{
 			{"lost", "lost"},
 		},
 		headline: "wait_p99_us_high", baseline: "priopool",
-		bars:   []string{"wait_p99_us_high", "ideal_wait_us", "wait_p99_us_normal", "wait_max_us_low", "share_low"},
-		legend: "waits from the intended arrival, of the tasks due after the first tenth; ideal: the mean time between completions then, the wait of a High task that takes the next slot to free",
+		bars:     []string{"wait_p99_us_high", "ideal_wait_us", "wait_p99_us_normal", "wait_max_us_low"},
+		legend:   "waits from the intended arrival, of the tasks due after the first tenth; shares: each priority's part of the starts then; ideal: the mean time between completions then, the wait of a High task that takes the next slot to free",
+		conclude: priorityConclusion,
+	},
+	"flood": {
+		columns: []column{
+			{"wait_p50_us_high", "High p50"},
+			{"wait_p99_us_high", "High p99"},
+			{"wait_p99_us_normal", "Normal p99"},
+			{"share_low", "Low share"},
+			{"rejected", "refused"},
+			{"timed_out", "timed out"},
+			{"lost", "lost"},
+		},
+		headline: "wait_p99_us_high", baseline: "priopool", compact: true,
+		bars:     []string{"wait_p99_us_high", "wait_p50_us_high", "wait_p99_us_normal"},
+		legend:   "High p50/p99, Normal p99: the wait from a task's arrival to its start, 50th/99th percentile; Low share: Low's part of the starts while saturated; refused: tasks Submit turned away; timed out: tasks that outlived their timeout; lost: tasks accepted but never run",
+		conclude: priorityConclusion,
 	},
 	"slow-upstream": {
 		columns: []column{

@@ -23,6 +23,14 @@
 //
 //	axbench -scenario saturation -reps 3 -duration 4s
 //
+// The flood scenario (make demo) is the short version of the point: a Low
+// flood while High and Normal ask for more than the rest of the capacity, so
+// that FIFO pools make High wait behind Low and the strict-priority pool
+// starves Low. Its table fits 100 columns and ends with a conclusion computed
+// from the figures:
+//
+//	axbench -scenario flood -reps 1
+//
 // The durable scenario runs on durable configurations instead of executors:
 // ax-memstore, ax on MariaDB ($AX_MYSQL_DSN, default
 // root@tcp(127.0.0.1:3306)/test), river on PostgreSQL ($AX_PG_DSN) and asynq
