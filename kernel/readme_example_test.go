@@ -217,7 +217,6 @@ func Example_taskInfo() {
 	// <nil>
 }
 
-
 // A task sees the values of the context it was submitted with, never its
 // cancellation; a task with an ID can be cancelled by that ID.
 func Example_valuesAndCancel() {
@@ -255,6 +254,7 @@ func Example_valuesAndCancel() {
 	// <nil>
 	// cancelled 1 <nil>
 }
+
 // Stats, events and Prometheus metrics describe what the kernel does.
 func Example_observability() {
 	var mu sync.Mutex
