@@ -140,3 +140,31 @@ func (k *Kernel) cancelBacklog(h *Handle) bool {
 	k.end(h, Canceled, ErrCanceled)
 	return true
 }
+
+// cancel ends or cancels one task, whatever its state.
+func (k *Kernel) cancel(h *Handle, err error) {
+	switch State(h.state.Load()) {
+	case Delayed, Retrying:
+		a := h.cur
+		k.wheel.Cancel(a.timer)
+		a.tkind = timerNone
+		k.delayed--
+		k.release(h.ticket(), 1)
+		k.freed = true
+		k.m.canceled[h.bucket].Inc()
+		k.end(h, Canceled, err)
+	case Queued:
+		if _, ok := k.buckets.Bucket(h.bucket).Remove(func(x qitem) bool { return x.h == h }); !ok {
+			return // still in the intake: impossible, the intake is drained first
+		}
+		k.release(h.ticket(), 1)
+		k.freed = true
+		k.m.canceled[h.bucket].Inc()
+		k.end(h, Canceled, err)
+	case Running:
+		if h.cancelErr == nil {
+			h.cancelErr = err
+		}
+		h.cur.ctx.cancel(context.Canceled)
+	}
+}
