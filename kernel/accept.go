@@ -9,8 +9,8 @@ import (
 
 // accept takes in a newly submitted task.
 func (k *Kernel) accept(h *Handle) {
-	k.live++
-	k.pendSubmitted[h.bucket]++
+	k.ls.live++
+	k.ls.pendSubmitted[h.bucket]++
 	if h.batch != nil && h.batch.canceled() {
 		k.flushCounts() // counted submitted before it is counted ended
 		k.release(h.ticket(), 1)
@@ -18,7 +18,7 @@ func (k *Kernel) accept(h *Handle) {
 		k.end(h, Canceled, h.batch.cause())
 		return
 	}
-	if h.due && h.dueAt > k.nowMono {
+	if h.due && h.dueAt > k.ls.nowMono {
 		k.toWheel(h, h.cur, Delayed, k.at(h.dueAt), nil)
 		return
 	}
@@ -27,9 +27,9 @@ func (k *Kernel) accept(h *Handle) {
 
 // toBucket queues a task in its bucket. from is its previous state (0 when new).
 func (k *Kernel) toBucket(h *Handle, from State) {
-	h.queuedAt = k.nowMono
+	h.queuedAt = k.ls.nowMono
 	k.growBucket(h.bucket)
-	_ = k.buckets.Push(h.bucket, qitem{h: h}) // growBucket made room: no error
+	_ = k.ls.buckets.Push(h.bucket, qitem{h: h}) // growBucket made room: no error
 	k.setState(h, Queued)
 	if from != 0 || k.events != nil {
 		k.emit(h, from, Queued, h.cur, nil)
@@ -42,14 +42,14 @@ func (k *Kernel) toWheel(h *Handle, a *attempt, to State, at time.Time, err erro
 	from := k.setState(h, to)
 	k.emit(h, from, to, a, err)
 	k.schedule(a, timerDue, at)
-	k.delayed++
+	k.ls.delayed++
 }
 
 // schedule puts an attempt's one wheel entry at at.
 func (k *Kernel) schedule(a *attempt, kind timerKind, at time.Time) {
 	a.tkind = kind
 	a.timerAt = at
-	a.timer = k.wheel.Schedule(at, timerEntry{a: a})
+	a.timer = k.ls.wheel.Schedule(at, timerEntry{a: a})
 }
 
 // growBucket makes room for one more task in bucket l's ring, doubling it when it
@@ -59,10 +59,10 @@ func (k *Kernel) schedule(a *attempt, kind timerKind, at time.Time) {
 // High task that evicted a Low one holds the Low task's ticket, so a bucket may
 // briefly hold more than its Capacity (see Config.Capacity).
 func (k *Kernel) growBucket(l queue.Level) {
-	if r := k.buckets.Bucket(l); r.Len() == r.Cap() {
+	if r := k.ls.buckets.Bucket(l); r.Len() == r.Cap() {
 		n := 2 * r.Cap()
-		if r.Cap() < k.ringMax[l] {
-			n = min(n, k.ringMax[l])
+		if r.Cap() < k.ls.ringMax[l] {
+			n = min(n, k.ls.ringMax[l])
 		}
 		_ = r.Resize(n) // growing: no error
 	}
@@ -72,7 +72,7 @@ func (k *Kernel) growBucket(l queue.Level) {
 func (k *Kernel) onTimer(e timerEntry) {
 	a := e.a
 	if a == nil {
-		k.delayed--
+		k.ls.delayed--
 		k.toBucket(k.lazyHandle(&e.t), 0)
 		return
 	}
@@ -81,7 +81,7 @@ func (k *Kernel) onTimer(e timerEntry) {
 	a.timer = timewheel.Handle[timerEntry]{}
 	switch kind {
 	case timerDue:
-		k.delayed--
+		k.ls.delayed--
 		k.toBucket(a.h, State(a.h.state.Load()))
 	case timerTimeout:
 		k.onTimeout(a)
@@ -96,16 +96,16 @@ func (k *Kernel) onTimer(e timerEntry) {
 // waiting tasks stays within the total capacity, and Low submitters find no room
 // the evicting task took.
 func (k *Kernel) evictNewestLow() bool {
-	if k.draining || k.closing {
+	if k.ls.draining || k.ls.closing {
 		return false
 	}
-	v, ok := k.buckets.Bucket(queue.Low).PopBack()
+	v, ok := k.ls.buckets.Bucket(queue.Low).PopBack()
 	if !ok {
 		return false
 	}
 	k.m.evicted[queue.Low].Inc()
 	if v.h == nil {
-		k.live-- // a light task ends here
+		k.ls.live-- // a light task ends here
 		return true
 	}
 	k.end(v.h, Evicted, ErrEvicted)
@@ -116,36 +116,36 @@ func (k *Kernel) evictNewestLow() bool {
 // buckets have room: recovery never overfills the kernel nor refuses a stored task.
 func (k *Kernel) admitBacklog() {
 	for l := range queue.NumLevels {
-		b := k.backlog[l]
+		b := k.ls.backlog[l]
 		if len(b) == 0 {
 			continue
 		}
 		n := 0
-		for n < len(b) && k.tryAcquire(queue.Level(l), 1, k.rcl) == nil {
+		for n < len(b) && k.tryAcquire(queue.Level(l), 1, k.ls.rcl) == nil {
 			k.accept(b[n])
 			n++
 		}
 		if n == len(b) {
-			k.backlog[l] = nil
+			k.ls.backlog[l] = nil
 		} else {
 			clear(b[:n])
-			k.backlog[l] = b[n:]
+			k.ls.backlog[l] = b[n:]
 		}
 	}
 }
 
 // backlogEmpty reports whether no recovered task waits for a ticket.
 func (k *Kernel) backlogEmpty() bool {
-	return len(k.backlog[0]) == 0 && len(k.backlog[1]) == 0 && len(k.backlog[2]) == 0
+	return len(k.ls.backlog[0]) == 0 && len(k.ls.backlog[1]) == 0 && len(k.ls.backlog[2]) == 0
 }
 
 // dropBacklog forgets the recovered tasks not taken in yet: the process stops and
 // their rows stay live for the next kernel.
 func (k *Kernel) dropBacklog() {
 	for l := range queue.NumLevels {
-		for _, h := range k.backlog[l] {
+		for _, h := range k.ls.backlog[l] {
 			k.abortDurable(h)
 		}
-		k.backlog[l] = nil
+		k.ls.backlog[l] = nil
 	}
 }

@@ -77,7 +77,7 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 			m.ack <- ErrQueueFull
 		}
 	case ctrlRecover:
-		if k.draining || k.closing {
+		if k.ls.draining || k.ls.closing {
 			for _, h := range m.hs {
 				k.abortDurable(h)
 			}
@@ -85,7 +85,7 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		}
 		for _, h := range m.hs {
 			k.index(h)
-			k.backlog[h.bucket] = append(k.backlog[h.bucket], h)
+			k.ls.backlog[h.bucket] = append(k.ls.backlog[h.bucket], h)
 		}
 	case ctrlCancelID:
 		m.count <- k.cancelID(m.id)

@@ -18,7 +18,7 @@ import (
 // turn and its floor (queue.Buckets.PopAhead) — so the shares hold under
 // saturation, and the run queue stays within three lookaheads.
 func (k *Kernel) dispatch() {
-	if k.buckets.Len() == 0 {
+	if k.ls.buckets.Len() == 0 {
 		return
 	}
 	q := &k.rq
@@ -27,8 +27,8 @@ func (k *Kernel) dispatch() {
 	// critical section.
 	q.mu.Lock()
 	var r room
-	free := q.limit - q.running + k.lookahead
-	freeOther := q.otherLimit - q.runningOther + k.lookahead // Config.Reserve
+	free := q.limit - q.running + k.ls.lookahead
+	freeOther := q.otherLimit - q.runningOther + k.ls.lookahead // Config.Reserve
 	above, aboveOther := 0, 0
 	for l, ring := range q.rings {
 		above += ring.Len()
@@ -40,8 +40,8 @@ func (k *Kernel) dispatch() {
 	}
 	q.mu.Unlock()
 	r.other[queue.High] = math.MaxInt
-	picked := k.picked[:0]
-	for r.all[queue.High] > 0 && len(k.gated) < k.gateWindow {
+	picked := k.ls.picked[:0]
+	for r.all[queue.High] > 0 && len(k.ls.gated) < k.ls.gateWindow {
 		// A level whose slots (Config.Reserve) are all taken, picks ahead included,
 		// is left out, as if it had no work: its share passes on. A level whose
 		// room overtaking picks took keeps its turn instead (PopAhead).
@@ -50,12 +50,12 @@ func (k *Kernel) dispatch() {
 		var lvl queue.Level
 		var ok bool
 		if r.all[queue.Low] > 0 {
-			it, lvl, ok = k.buckets.Pop(mask) // every level has room
-		} else if lvl, ok = k.buckets.Peek(mask); ok {
+			it, lvl, ok = k.ls.buckets.Pop(mask) // every level has room
+		} else if lvl, ok = k.ls.buckets.Peek(mask); ok {
 			if r.all[lvl] > 0 {
-				it, lvl, ok = k.buckets.Pop(mask)
+				it, lvl, ok = k.ls.buckets.Pop(mask)
 			} else {
-				it, lvl, ok = k.buckets.PopAhead(mask, r.above(lvl))
+				it, lvl, ok = k.ls.buckets.PopAhead(mask, r.above(lvl))
 			}
 		}
 		if !ok {
@@ -63,10 +63,10 @@ func (k *Kernel) dispatch() {
 		}
 		if it.h == nil {
 			// A light task: counted in bulk, its record never touched.
-			k.pendRelease[lvl]++
-			k.pendStarted[lvl]++
-			k.lightStarts++
-			k.freed = true
+			k.ls.pendRelease[lvl]++
+			k.ls.pendStarted[lvl]++
+			k.ls.lightStarts++
+			k.ls.freed = true
 		} else if !k.start(it.h, it.h.cur) {
 			// A durable pick waits for its stored start (gate) without a slot: the
 			// starts of up to gateWindow picks are written in the same group commits
@@ -75,7 +75,7 @@ func (k *Kernel) dispatch() {
 		}
 		// An aged task waits with the level it was picked as, unless that is High
 		// for a Normal one: High's ring is for the slots only High may take.
-		as := max(k.buckets.PickedAs(), min(lvl, queue.Normal))
+		as := max(k.ls.buckets.PickedAs(), min(lvl, queue.Normal))
 		r.take(as)
 		if it.h == nil {
 			picked = append(picked, pick{l: it.l, lvl: as})
@@ -86,7 +86,7 @@ func (k *Kernel) dispatch() {
 	k.flushCounts()
 	k.handOver(picked)
 	clear(picked)
-	k.picked = picked[:0]
+	k.ls.picked = picked[:0]
 }
 
 // room is what dispatch may still pick per level: all is the free slots plus the
@@ -135,22 +135,22 @@ func (r *room) take(l queue.Level) {
 // counted as submitted and started.
 func (k *Kernel) flushCounts() {
 	for l := range queue.NumLevels {
-		if n := k.pendSubmitted[l]; n > 0 {
+		if n := k.ls.pendSubmitted[l]; n > 0 {
 			k.m.submitted[l].Add(n)
-			k.pendSubmitted[l] = 0
+			k.ls.pendSubmitted[l] = 0
 		}
-		if n := k.pendStarted[l]; n > 0 {
+		if n := k.ls.pendStarted[l]; n > 0 {
 			k.m.started[l].Add(n)
-			k.pendStarted[l] = 0
+			k.ls.pendStarted[l] = 0
 		}
-		if n := k.pendRelease[l]; n > 0 {
+		if n := k.ls.pendRelease[l]; n > 0 {
 			k.release(queue.Level(l), n)
-			k.pendRelease[l] = 0
+			k.ls.pendRelease[l] = 0
 		}
 	}
-	if k.lightStarts > 0 {
-		k.budget.firstN(k.now, k.lightStarts)
-		k.lightStarts = 0
+	if k.ls.lightStarts > 0 {
+		k.ls.budget.firstN(k.ls.now, k.ls.lightStarts)
+		k.ls.lightStarts = 0
 	}
 }
 
@@ -178,7 +178,7 @@ func (k *Kernel) handOver(picked []pick) {
 	// Executors that found the run queue empty may have parked: new work for an
 	// empty queue wakes one even while others keep popping (see runq.chainWake),
 	// unless one of them popped a moment ago and is coming back for more.
-	wasEmpty := q.queued() == 0 && !q.cycling(k.nowMono)
+	wasEmpty := q.queued() == 0 && !q.cycling(k.ls.nowMono)
 	for _, r := range q.rings {
 		grow(r, len(picked))
 	}
@@ -188,8 +188,8 @@ func (k *Kernel) handOver(picked []pick) {
 	// One wake-up at a time (unless the one on the way is overdue), and none while
 	// executors keep popping what was already queued: each woken executor wakes the
 	// next while work waits (runq.chainWake).
-	if q.chainWake(k.nowMono, wasEmpty) {
-		w, sp := q.takeForWake(k.nowMono)
+	if q.chainWake(k.ls.nowMono, wasEmpty) {
+		w, sp := q.takeForWake(k.ls.nowMono)
 		if w != nil {
 			wake[0], nwake = w, 1
 		}
@@ -211,8 +211,8 @@ func (k *Kernel) handOver(picked []pick) {
 // false when the attempt must wait for its start to be stored first (a durable task
 // in acknowledged mode, see gate).
 func (k *Kernel) start(h *Handle, a *attempt) bool {
-	k.pendRelease[h.ticket()]++
-	k.freed = true
+	k.ls.pendRelease[h.ticket()]++
+	k.ls.freed = true
 	from := k.setState(h, Running)
 	// A new task's first attempt is number 1: known without reading a.n, whose
 	// cache line the loop does not touch otherwise (a recovered durable task's first
@@ -223,14 +223,14 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 	}
 	h.attempts.Store(n)
 	if n == 1 {
-		k.budget.first(k.now)
+		k.ls.budget.first(k.ls.now)
 	}
-	k.pendStarted[h.bucket]++
+	k.ls.pendStarted[h.bucket]++
 	if h.dur != nil {
 		k.journalStart(h, a)
 	}
 	if h.timeout > 0 {
-		k.schedule(a, timerTimeout, k.now.Add(h.timeout))
+		k.schedule(a, timerTimeout, k.ls.now.Add(h.timeout))
 	}
 	if k.events != nil {
 		k.emit(h, from, Running, a, nil)
@@ -249,24 +249,24 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 // while the slots keep running. (A crash counts such an attempt whether or not its
 // function had begun.) In periodic snapshot mode nothing waits for a commit.
 func (k *Kernel) gate(a *attempt) {
-	if k.gated == nil {
-		k.gated = make(map[*attempt]struct{})
+	if k.ls.gated == nil {
+		k.ls.gated = make(map[*attempt]struct{})
 	}
-	k.gated[a] = struct{}{}
-	k.jbuf[len(k.jbuf)-1].start = a // the OpStart journalStart just added
+	k.ls.gated[a] = struct{}{}
+	k.ls.jbuf[len(k.ls.jbuf)-1].start = a // the OpStart journalStart just added
 }
 
 // ungate hands attempts whose start the journal stored to the run queue.
 func (k *Kernel) ungate(as []*attempt) {
-	picked := k.picked[:0]
+	picked := k.ls.picked[:0]
 	for _, a := range as {
-		if _, ok := k.gated[a]; !ok {
+		if _, ok := k.ls.gated[a]; !ok {
 			continue // Close ended it meanwhile
 		}
-		delete(k.gated, a)
+		delete(k.ls.gated, a)
 		picked = append(picked, pick{a: a, lvl: a.h.bucket})
 	}
 	k.handOver(picked)
 	clear(picked)
-	k.picked = picked[:0]
+	k.ls.picked = picked[:0]
 }

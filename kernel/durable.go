@@ -110,7 +110,7 @@ func (k *Kernel) initDurable(c *Config) error {
 		}
 	}
 	k.dur = d
-	k.gateWindow = max(1, c.StoreBatch/2)
+	k.ls.gateWindow = max(1, c.StoreBatch/2)
 	d.j = newJournal(k, c)
 	return nil
 }

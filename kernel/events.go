@@ -110,20 +110,20 @@ func (k *Kernel) emit(h *Handle, from, to State, a *attempt, err error) {
 	if a != nil {
 		n = int(a.n)
 	}
-	k.evBuf = append(k.evBuf, Event{TaskID: h.ID(), Priority: h.prio, From: from, To: to, Time: k.now, Attempt: n, Err: err})
+	k.ls.evBuf = append(k.ls.evBuf, Event{TaskID: h.ID(), Priority: h.prio, From: from, To: to, Time: k.ls.now, Attempt: n, Err: err})
 }
 
 // flushEvents hands the pass's events to the event goroutine. Loop only.
 func (k *Kernel) flushEvents() {
-	if k.events == nil || len(k.evBuf) == 0 {
+	if k.events == nil || len(k.ls.evBuf) == 0 {
 		return
 	}
-	if d := k.events.push(k.evBuf); d > 0 {
+	if d := k.events.push(k.ls.evBuf); d > 0 {
 		k.m.eventsDropped.Add(d)
-		if l := k.rcl.cfg.Logger; l != nil {
+		if l := k.ls.rcl.cfg.Logger; l != nil {
 			l.Warn("kernel: events dropped: OnEvent is slower than the kernel", "dropped", d)
 		}
 	}
-	clear(k.evBuf)
-	k.evBuf = k.evBuf[:0]
+	clear(k.ls.evBuf)
+	k.ls.evBuf = k.ls.evBuf[:0]
 }

@@ -100,7 +100,7 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 	if prev != nil || e.lightRunning {
 		q.lastLong = long
 	}
-	var fast *attempt
+	var selfDone *attempt
 	lightOK := false
 	if e.lightRunning {
 		e.lightRunning = false
@@ -113,7 +113,7 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 			e.lightSettled = false // Close ended it
 		case e.lightErr == nil:
 			// As a record's success below: counted here, finished after the lock.
-			q.fastDone++
+			q.selfSettled++
 			lightOK = true
 			poke = q.takeRefillPoke() || poke
 		default:
@@ -150,8 +150,8 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 			if prev.h.prio != High {
 				q.runningOther--
 			}
-			q.fastDone++
-			fast = prev
+			q.selfSettled++
+			selfDone = prev
 			poke = q.takeRefillPoke() || poke
 		default:
 			q.running--
@@ -163,17 +163,17 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 			q.loopWaiting = false
 		}
 	}
-	// A success settled here (fast, lightOK) is finished after the lock is released
+	// A success settled here (selfDone, lightOK) is finished after the lock is released
 	// on the way out below, so that finishing one task and taking the next cost one
 	// critical section, not two.
 	for {
 		if q.workers > q.limit || (q.stopping && q.queued() == 0) {
-			if fast != nil || lightOK {
+			if selfDone != nil || lightOK {
 				// Finish it before this executor counts as gone: Shutdown returns once
 				// the last one is, and every task must be terminal by then.
 				q.mu.Unlock()
-				k.finishSuccess(e, fast, lightOK, now)
-				fast, lightOK = nil, false
+				k.finishSuccess(e, selfDone, lightOK, now)
+				selfDone, lightOK = nil, false
 				q.mu.Lock()
 				continue
 			}
@@ -213,8 +213,8 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 				wake, spawn = q.takeForWake(now)
 			}
 			q.mu.Unlock()
-			if fast != nil {
-				k.finishFast(fast)
+			if selfDone != nil {
+				k.finishSelfSettled(selfDone)
 			}
 			if lightOK {
 				k.finishLight(e, &done, e.lightStart, now)
@@ -239,9 +239,9 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 		}
 		q.idle = append(q.idle, e)
 		q.mu.Unlock()
-		if fast != nil || lightOK {
-			k.finishSuccess(e, fast, lightOK, now)
-			fast, lightOK = nil, false
+		if selfDone != nil || lightOK {
+			k.finishSuccess(e, selfDone, lightOK, now)
+			selfDone, lightOK = nil, false
 		}
 		if poke {
 			k.poke()

@@ -6,6 +6,26 @@ import (
 	"github.com/axsched/ax/queue"
 )
 
+// intake is the hand-off from submitters to the loop: submitters append under mu,
+// and only the loop drains it (Kernel.pass). Every field is guarded by mu.
+type intake struct {
+	mu          spinMutex
+	tasks       []qitem   // task records and light tasks, in submission order
+	lazy        lazyQueue // delayed fire-and-forget tasks in their compact form
+	ctrl        []ctrlMsg
+	loopWaiting bool  // the loop parked and asked for a poke
+	closed      bool  // Shutdown or Close began: refuse submissions
+	fast        bool  // the parked loop opened the fast lane (see runFast)
+	wakeAt      int64 // mono: when the parked loop's timer fires; math.MaxInt64 if none
+	lastFast    int64 // mono: the last task started on the fast lane
+	gapMean     int64 // ns: the mean gap between fast-lane tasks (runFastItem)
+	// Tickets taken ahead for lazy tasks, per level (see Kernel.takeLazyTicket),
+	// and the lazy tasks accepted since the loop last took the intake, not yet
+	// in the submitted counters (see Kernel.intakeCounts).
+	lazyTickets   [queue.NumLevels]int64
+	lazySubmitted [queue.NumLevels]uint64
+}
+
 // enqueue appends h to the intake. It reports false when the kernel is closed.
 func (k *Kernel) enqueue(h *Handle) bool { return k.enqueueMany([]*Handle{h}) }
 

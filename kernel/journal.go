@@ -433,13 +433,13 @@ func (j *journal) refuse(e jentry) {
 func (k *Kernel) journalStart(h *Handle, a *attempt) {
 	d := h.dur
 	next := d.fence + 1
-	k.jbuf = append(k.jbuf, jentry{c: Change{Op: OpStart, Fence: d.fence, Task: StoredTask{ID: h.id, Attempt: int(a.n), Fence: next, UpdatedAt: k.now}}})
+	k.ls.jbuf = append(k.ls.jbuf, jentry{c: Change{Op: OpStart, Fence: d.fence, Task: StoredTask{ID: h.id, Attempt: int(a.n), Fence: next, UpdatedAt: k.ls.now}}})
 	d.fence = next
 }
 
 // journalRetry records a failed attempt that will be tried again at at. Loop only.
 func (k *Kernel) journalRetry(h *Handle, at time.Time, err error) {
-	k.jbuf = append(k.jbuf, jentry{c: Change{Op: OpRetry, Fence: h.dur.fence, Task: StoredTask{ID: h.id, RunAt: at, LastError: errText(err), UpdatedAt: k.now}}})
+	k.ls.jbuf = append(k.ls.jbuf, jentry{c: Change{Op: OpRetry, Fence: h.dur.fence, Task: StoredTask{ID: h.id, RunAt: at, LastError: errText(err), UpdatedAt: k.ls.now}}})
 }
 
 // journalEnd records the end of a durable task, unless the end belongs to this
@@ -451,7 +451,7 @@ func (k *Kernel) journalEnd(h *Handle, to State, err error) {
 	if d.keepLive || to == Abandoned || (to == Canceled && errors.Is(err, ErrClosed)) {
 		return
 	}
-	c := Change{Fence: d.fence, Task: StoredTask{ID: h.id, UpdatedAt: k.now}}
+	c := Change{Fence: d.fence, Task: StoredTask{ID: h.id, UpdatedAt: k.ls.now}}
 	switch to {
 	case Succeeded:
 		c.Op = OpSucceed
@@ -463,7 +463,7 @@ func (k *Kernel) journalEnd(h *Handle, to State, err error) {
 		c.Task.State = to
 		c.Task.LastError = errText(err)
 	}
-	k.jbuf = append(k.jbuf, jentry{c: c})
+	k.ls.jbuf = append(k.ls.jbuf, jentry{c: c})
 }
 
 func errText(err error) string {

@@ -36,25 +36,8 @@ type Kernel struct {
 
 	_ cacheLinePad
 
-	// Intake: submitters append under in.mu; only the loop drains.
-	in struct {
-		mu          spinMutex
-		tasks       []qitem   // task records and light tasks, in submission order
-		lazy        lazyQueue // delayed fire-and-forget tasks in their compact form
-		ctrl        []ctrlMsg
-		loopWaiting bool  // the loop parked and asked for a poke
-		closed      bool  // Shutdown or Close began: refuse submissions
-		fast        bool  // the parked loop opened the fast lane (see runFast)
-		wakeAt      int64 // mono: when the parked loop's timer fires; math.MaxInt64 if none
-		lastFast    int64 // mono: the last task started on the fast lane
-		gapMean     int64 // ns: the mean gap between fast-lane tasks (runFastItem)
-		// Tickets taken ahead for lazy tasks, per level (see Kernel.takeLazyTicket),
-		// and the lazy tasks accepted since the loop last took the intake, not yet
-		// in the submitted counters (see Kernel.intakeCounts).
-		lazyTickets   [queue.NumLevels]int64
-		lazySubmitted [queue.NumLevels]uint64
-	}
-	_ cacheLinePad
+	in intake // submitters append under in.mu; only the loop drains
+	_  cacheLinePad
 
 	fastOpen atomic.Bool   // mirrors in.fast, read without the lock as a hint
 	fastEnd  atomic.Int64  // mono: when the last fast submission that yielded returned
@@ -101,7 +84,7 @@ type Kernel struct {
 	dur  *durables // nil without Config.Store
 	_    cacheLinePad
 
-	loopState // loop-owned
+	ls loopState // loop-owned: only the loop goroutine reads or writes it
 }
 
 // cacheLinePad separates fields that different goroutines write on every task,

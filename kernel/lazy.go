@@ -158,11 +158,11 @@ func (k *Kernel) lazyFits(t *Task) bool {
 func (k *Kernel) acceptLazies(c *lazyChunk) (emptied *lazyChunk) {
 	for c != nil {
 		next := c.next
-		k.live += c.n
-		if c.n == lazyChunkLen && c.minDue > k.nowMono+lazyParkAfter {
+		k.ls.live += c.n
+		if c.n == lazyChunkLen && c.minDue > k.ls.nowMono+lazyParkAfter {
 			c.next = nil
-			heap.Push(&k.parked, c)
-			k.delayed += c.n
+			heap.Push(&k.ls.parked, c)
+			k.ls.delayed += c.n
 		} else {
 			k.unpack(c)
 			c.next = emptied
@@ -174,14 +174,14 @@ func (k *Kernel) acceptLazies(c *lazyChunk) (emptied *lazyChunk) {
 }
 
 // unparkDue unpacks the parked chunks whose first task is due, and adds them to
-// k.lazyDone for reuse. Loop only.
+// k.ls.lazyDone for reuse. Loop only.
 func (k *Kernel) unparkDue() {
-	for len(k.parked) > 0 && k.parked[0].minDue <= k.nowMono {
-		c := heap.Pop(&k.parked).(*lazyChunk)
-		k.delayed -= c.n
+	for len(k.ls.parked) > 0 && k.ls.parked[0].minDue <= k.ls.nowMono {
+		c := heap.Pop(&k.ls.parked).(*lazyChunk)
+		k.ls.delayed -= c.n
 		k.unpack(c)
-		c.next = k.lazyDone
-		k.lazyDone = c
+		c.next = k.ls.lazyDone
+		k.ls.lazyDone = c
 	}
 }
 
@@ -198,21 +198,21 @@ func (k *Kernel) unpack(c *lazyChunk) {
 // endParked ends the tasks of the parked chunks (see endLazy) and drops the
 // chunks. Loop only.
 func (k *Kernel) endParked(to State) {
-	for _, c := range k.parked {
+	for _, c := range k.ls.parked {
 		for i := range c.n {
 			k.endLazy(&c.e[i].t, to)
 		}
 	}
-	clear(k.parked)
-	k.parked = k.parked[:0]
+	clear(k.ls.parked)
+	k.ls.parked = k.ls.parked[:0]
 }
 
 // placeLazy puts a lazy task into the wheel, or into its bucket if it is due
 // already. Loop only.
 func (k *Kernel) placeLazy(l *lazyIntake) {
-	if l.due > k.nowMono {
-		k.wheel.Schedule(k.at(l.due), timerEntry{t: l.t})
-		k.delayed++
+	if l.due > k.ls.nowMono {
+		k.ls.wheel.Schedule(k.at(l.due), timerEntry{t: l.t})
+		k.ls.delayed++
 		return
 	}
 	k.toBucket(k.lazyHandle(&l.t), 0)
@@ -253,8 +253,8 @@ func (h *chunkHeap) Pop() any {
 // Close. Loop only.
 func (k *Kernel) endLazy(t *lazyTask, to State) {
 	l := levelOf(t.prio())
-	k.delayed--
-	k.live--
+	k.ls.delayed--
+	k.ls.live--
 	k.release(l, 1)
 	if to == Abandoned {
 		k.m.abandoned[l].Inc()

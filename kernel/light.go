@@ -67,10 +67,10 @@ func priorityOf(l queue.Level) Priority {
 
 // acceptLight takes in a light task: into its bucket, as toBucket does a record.
 func (k *Kernel) acceptLight(l light) {
-	k.live++
-	k.pendSubmitted[l.lvl]++
+	k.ls.live++
+	k.ls.pendSubmitted[l.lvl]++
 	k.growBucket(l.lvl)
-	_ = k.buckets.Push(l.lvl, qitem{l: l}) // growBucket made room: no error
+	_ = k.ls.buckets.Push(l.lvl, qitem{l: l}) // growBucket made room: no error
 }
 
 // lightFailed settles a light task whose function failed or panicked: it gets the

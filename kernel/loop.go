@@ -16,7 +16,7 @@ func (k *Kernel) loop() {
 	defer k.lightCancel()
 	for {
 		k.pass()
-		if (k.draining || k.closing) && k.live == 0 {
+		if (k.ls.draining || k.ls.closing) && k.ls.live == 0 {
 			k.markReady()
 			k.stopExecutors()
 			return
@@ -29,16 +29,16 @@ func (k *Kernel) loop() {
 // markReady tells New, once, that the loop has run its first pass and parked.
 // Loop only.
 func (k *Kernel) markReady() {
-	if !k.readyMarked {
-		k.readyMarked = true
+	if !k.ls.readyMarked {
+		k.ls.readyMarked = true
 		close(k.ready)
 	}
 }
 
 // pass handles everything that arrived since the last pass, then dispatches.
 func (k *Kernel) pass() {
-	k.nowMono = k.mono()
-	k.now = k.at(k.nowMono)
+	k.ls.nowMono = k.mono()
+	k.ls.now = k.at(k.ls.nowMono)
 	if k.fastOpen.Load() {
 		// The loop decides again: it closes the fast lane before anything (a timer
 		// that came due) can fill a bucket, and reopens it as it parks.
@@ -51,13 +51,13 @@ func (k *Kernel) pass() {
 	// Timers first: what came due is dispatched before the loop takes in the
 	// intake, which may hold a batch of delayed tasks (see Kernel.enqueueLazy).
 	k.unparkDue()
-	k.wheel.Advance(k.now, k.fireFn)
+	k.ls.wheel.Advance(k.ls.now, k.ls.fireFn)
 	k.dispatch()
 
 	k.in.mu.Lock()
 	tasks, lazy, ctrl := k.in.tasks, k.in.lazy.take(), k.in.ctrl
-	k.in.tasks, k.in.ctrl = k.spareTasks, k.spareCtrl
-	k.in.lazy.recycle(k.lazyDone)
+	k.in.tasks, k.in.ctrl = k.ls.spareTasks, k.ls.spareCtrl
+	k.in.lazy.recycle(k.ls.lazyDone)
 	for l, n := range k.in.lazySubmitted {
 		if n > 0 {
 			// Under the lock, as readers add the two (Kernel.intakeCounts).
@@ -66,7 +66,7 @@ func (k *Kernel) pass() {
 		}
 	}
 	k.in.mu.Unlock()
-	k.lazyDone = nil
+	k.ls.lazyDone = nil
 	for i := range tasks {
 		if it := &tasks[i]; it.h != nil {
 			if it.h.named {
@@ -78,43 +78,43 @@ func (k *Kernel) pass() {
 		}
 	}
 	clear(tasks)
-	k.spareTasks = tasks[:0]
-	k.lazyDone = k.acceptLazies(lazy)
+	k.ls.spareTasks = tasks[:0]
+	k.ls.lazyDone = k.acceptLazies(lazy)
 	k.flushCounts()
 
 	k.rq.mu.Lock()
 	done := k.rq.done
-	k.rq.done = k.spareDone
+	k.rq.done = k.ls.spareDone
 	lightFailed := k.rq.lightFailed
-	k.rq.lightFailed = k.spareLight
-	k.live -= k.rq.fastDone
-	k.rq.fastDone = 0
+	k.rq.lightFailed = k.ls.spareLight
+	k.ls.live -= k.rq.selfSettled
+	k.rq.selfSettled = 0
 	fastStarted := k.rq.fastStarted
 	k.rq.fastStarted = 0
 	k.rq.mu.Unlock()
 	if fastStarted > 0 {
-		k.live += fastStarted
-		k.budget.firstN(k.now, fastStarted)
+		k.ls.live += fastStarted
+		k.ls.budget.firstN(k.ls.now, fastStarted)
 	}
 	for _, a := range done {
 		k.settleAttempt(a)
 	}
 	clear(done)
-	k.spareDone = done[:0]
+	k.ls.spareDone = done[:0]
 	for _, d := range lightFailed {
 		k.lightFailed(d)
 	}
 	clear(lightFailed)
-	k.spareLight = lightFailed[:0]
+	k.ls.spareLight = lightFailed[:0]
 
 	for _, m := range ctrl {
 		k.handleCtrl(m)
 	}
 	clear(ctrl)
-	k.spareCtrl = ctrl[:0]
+	k.ls.spareCtrl = ctrl[:0]
 
 	k.admitBacklog()
-	k.wheel.Advance(k.now, k.fireFn)
+	k.ls.wheel.Advance(k.ls.now, k.ls.fireFn)
 	k.dispatch()
 	k.publish()
 }
@@ -123,38 +123,38 @@ func (k *Kernel) pass() {
 // due, if sooner) and blocks until a submitter, an executor or the timer wakes
 // the loop. It returns at once if work is pending.
 func (k *Kernel) park() {
-	next, ok := k.wheel.Next()
-	if len(k.parked) > 0 {
-		if p := k.at(k.parked[0].minDue); !ok || p.Before(next) {
+	next, ok := k.ls.wheel.Next()
+	if len(k.ls.parked) > 0 {
+		if p := k.at(k.ls.parked[0].minDue); !ok || p.Before(next) {
 			next, ok = p, true
 		}
 	}
-	if k.stallAt != 0 {
-		if p := k.at(k.stallAt); !ok || p.Before(next) {
+	if k.ls.stallAt != 0 {
+		if p := k.at(k.ls.stallAt); !ok || p.Before(next) {
 			next, ok = p, true
 		}
 	}
 	if ok {
-		if !next.Equal(k.timerAt) {
+		if !next.Equal(k.ls.timerAt) {
 			d := next.Sub(k.clk.Now())
 			if d <= 0 {
 				return
 			}
-			if k.timer == nil {
-				k.timer = k.clk.Timer(d)
+			if k.ls.timer == nil {
+				k.ls.timer = k.clk.Timer(d)
 			} else {
-				k.timer.Stop()
-				k.timer.Reset(d)
+				k.ls.timer.Stop()
+				k.ls.timer.Reset(d)
 			}
-			k.timerAt = next
+			k.ls.timerAt = next
 		}
-	} else if !k.timerAt.IsZero() {
-		k.timer.Stop()
-		k.timerAt = time.Time{}
+	} else if !k.ls.timerAt.IsZero() {
+		k.ls.timer.Stop()
+		k.ls.timerAt = time.Time{}
 	}
 	wakeAt := int64(math.MaxInt64)
-	if !k.timerAt.IsZero() {
-		wakeAt = int64(k.timerAt.Sub(k.epoch))
+	if !k.ls.timerAt.IsZero() {
+		wakeAt = int64(k.ls.timerAt.Sub(k.epoch))
 	}
 
 	k.in.mu.Lock()
@@ -163,40 +163,40 @@ func (k *Kernel) park() {
 		return
 	}
 	k.in.loopWaiting = true
-	if k.buckets.Len() == 0 && !k.draining && !k.closing && k.backlogEmpty() {
+	if k.ls.buckets.Len() == 0 && !k.ls.draining && !k.ls.closing && k.backlogEmpty() {
 		k.in.fast = true
 		k.fastOpen.Store(true)
 	}
 	k.in.wakeAt = wakeAt
 	k.in.tasks = trimmed(k.in.tasks)
-	k.in.lazy.recycle(k.lazyDone)
+	k.in.lazy.recycle(k.ls.lazyDone)
 	k.in.mu.Unlock()
-	k.spareTasks, k.lazyDone = trimmed(k.spareTasks), nil
+	k.ls.spareTasks, k.ls.lazyDone = trimmed(k.ls.spareTasks), nil
 	k.rq.mu.Lock()
-	if len(k.rq.done) > 0 || len(k.rq.lightFailed) > 0 || k.rq.fastDone > 0 {
+	if len(k.rq.done) > 0 || len(k.rq.lightFailed) > 0 || k.rq.selfSettled > 0 {
 		k.rq.mu.Unlock()
 		return
 	}
 	k.rq.loopWaiting = true
-	k.rq.loopWantsRoom = k.buckets.Len() > 0 || k.draining || k.closing
+	k.rq.loopWantsRoom = k.ls.buckets.Len() > 0 || k.ls.draining || k.ls.closing
 	// An executor that finishes takes its next task from the run queue itself: the
 	// loop needs to refill it only once it runs low (a poke per completion cost the
 	// loop a pass, and the submitters waiting for room a wake-up, per task).
-	k.rq.loopRefillAt = k.lookahead / 2
-	if k.draining || k.closing {
+	k.rq.loopRefillAt = k.ls.lookahead / 2
+	if k.ls.draining || k.ls.closing {
 		k.rq.loopRefillAt = math.MaxInt
 	}
 	k.rq.mu.Unlock()
 
 	var timerC <-chan time.Time
-	if k.timer != nil && !k.timerAt.IsZero() {
-		timerC = k.timer.C
+	if k.ls.timer != nil && !k.ls.timerAt.IsZero() {
+		timerC = k.ls.timer.C
 	}
 	k.markReady()
 	select {
 	case <-k.pokeCh:
 	case <-timerC:
-		k.timerAt = time.Time{}
+		k.ls.timerAt = time.Time{}
 	}
 }
 
@@ -205,10 +205,10 @@ func (k *Kernel) publish() {
 	k.flushCounts()
 	m := k.m
 	for l := range queue.NumLevels {
-		m.depth[l].Store(int64(k.buckets.Bucket(queue.Level(l)).Len()))
+		m.depth[l].Store(int64(k.ls.buckets.Bucket(queue.Level(l)).Len()))
 	}
-	k.evictable.Store(int64(k.buckets.Bucket(queue.Low).Len()))
-	m.delayed.Store(int64(k.delayed))
+	k.evictable.Store(int64(k.ls.buckets.Bucket(queue.Low).Len()))
+	m.delayed.Store(int64(k.ls.delayed))
 	k.rq.mu.Lock()
 	wake, spawn := k.checkStall()
 	k.rq.mu.Unlock()
@@ -219,8 +219,8 @@ func (k *Kernel) publish() {
 		k.execWG.Add(1)
 		go k.runExecutor(newExecutor(), nil)
 	}
-	if k.freed {
-		k.freed = false
+	if k.ls.freed {
+		k.ls.freed = false
 		if k.roomWaiters.Load() > 0 {
 			k.roomMu.Lock()
 			close(k.roomCh)
@@ -229,10 +229,10 @@ func (k *Kernel) publish() {
 		}
 	}
 	k.flushEvents()
-	if len(k.jbuf) > 0 {
-		k.dur.j.add(k.jbuf)
-		clear(k.jbuf)
-		k.jbuf = k.jbuf[:0]
+	if len(k.ls.jbuf) > 0 {
+		k.dur.j.add(k.ls.jbuf)
+		clear(k.ls.jbuf)
+		k.ls.jbuf = k.ls.jbuf[:0]
 	}
 }
 
@@ -246,15 +246,15 @@ func (k *Kernel) publish() {
 func (k *Kernel) checkStall() (wake *executor, spawn bool) {
 	q := &k.rq
 	if !q.poppable() || q.running >= q.limit || q.stopping || (len(q.idle) == 0 && q.workers >= q.limit) {
-		k.seenPops, k.seenAt, k.stallAt = q.pops, k.nowMono, 0
+		k.ls.seenPops, k.ls.seenAt, k.ls.stallAt = q.pops, k.ls.nowMono, 0
 		return nil, false
 	}
-	if q.pops != k.seenPops {
-		k.seenPops, k.seenAt = q.pops, k.nowMono
-	} else if k.nowMono-k.seenAt >= overdue && q.needsWake(k.nowMono) {
-		wake, spawn = q.takeForWake(k.nowMono)
-		k.seenAt = k.nowMono
+	if q.pops != k.ls.seenPops {
+		k.ls.seenPops, k.ls.seenAt = q.pops, k.ls.nowMono
+	} else if k.ls.nowMono-k.ls.seenAt >= overdue && q.needsWake(k.ls.nowMono) {
+		wake, spawn = q.takeForWake(k.ls.nowMono)
+		k.ls.seenAt = k.ls.nowMono
 	}
-	k.stallAt = k.seenAt + overdue
+	k.ls.stallAt = k.ls.seenAt + overdue
 	return wake, spawn
 }

@@ -80,16 +80,16 @@ func (k *Kernel) initLoop(rc *resolved) error {
 	if err != nil {
 		return err
 	}
-	k.buckets = b
-	k.wheel = w
-	k.fireFn = k.onTimer
-	k.gateWindow = math.MaxInt // durable kernels set theirs
+	k.ls.buckets = b
+	k.ls.wheel = w
+	k.ls.fireFn = k.onTimer
+	k.ls.gateWindow = math.MaxInt // durable kernels set theirs
 	// The run queue's rings grow as picks are handed over (grow), so a kernel's
 	// memory follows the work it holds, not the MaxConcurrency it may run.
 	for l := range k.rq.rings {
 		k.rq.rings[l], _ = queue.NewRing[ritem](min(c.MaxConcurrency+16, ringStart))
 	}
-	k.budget.init(c.RetryBudget)
+	k.ls.budget.init(c.RetryBudget)
 	k.apply(rc)
 	return nil
 }
@@ -131,28 +131,28 @@ const maxLookahead = 1024
 // apply installs a resolved config in the loop (and the run queue's limits).
 func (k *Kernel) apply(rc *resolved) {
 	c := &rc.cfg
-	k.rcl = rc
-	k.lookahead = lookaheadOf(c.MaxConcurrency)
-	k.ringMax = ringCaps(c)
+	k.ls.rcl = rc
+	k.ls.lookahead = lookaheadOf(c.MaxConcurrency)
+	k.ls.ringMax = ringCaps(c)
 	for l := range queue.NumLevels {
-		if r := k.buckets.Bucket(queue.Level(l)); r.Cap() > k.ringMax[l] {
-			_ = r.Resize(max(k.ringMax[l], r.Len())) // never below Len: no error
+		if r := k.ls.buckets.Bucket(queue.Level(l)); r.Cap() > k.ls.ringMax[l] {
+			_ = r.Resize(max(k.ls.ringMax[l], r.Len())) // never below Len: no error
 		}
 	}
 	if c.AgeAfter > 0 {
 		age := c.AgeAfter
-		k.buckets.SetAged(func(_ queue.Level, it qitem) bool { return time.Duration(k.nowMono-it.queuedAt()) >= age })
+		k.ls.buckets.SetAged(func(_ queue.Level, it qitem) bool { return time.Duration(k.ls.nowMono-it.queuedAt()) >= age })
 	} else {
-		k.buckets.SetAged(nil)
+		k.ls.buckets.SetAged(nil)
 	}
-	k.budget.setConfig(c.RetryBudget)
+	k.ls.budget.setConfig(c.RetryBudget)
 	q := &k.rq
 	q.mu.Lock()
 	q.limit = c.MaxConcurrency
 	q.otherLimit = c.MaxConcurrency - c.Reserve.High
 	q.maxZombies = c.MaxZombies
 	q.mu.Unlock()
-	_ = k.buckets.Picker().SetQuotas(queue.Quotas{High: c.Quotas.High, Normal: c.Quotas.Normal, LowGuaranteed: c.Quotas.LowGuaranteed}) // validated: no error
+	_ = k.ls.buckets.Picker().SetQuotas(queue.Quotas{High: c.Quotas.High, Normal: c.Quotas.Normal, LowGuaranteed: c.Quotas.LowGuaranteed}) // validated: no error
 }
 
 // spareKeep bounds the intake buffers (in entries) the loop keeps while it parks:

@@ -36,7 +36,7 @@ type runq struct {
 	running      int // attempts executing, zombies excluded
 	runningOther int // of which not High
 	zombies      int
-	fastDone     int         // attempts executors settled themselves since the loop's last pass
+	selfSettled  int         // attempts executors settled themselves since the loop's last pass
 	fastStarted  int         // tasks submitters started on the fast lane since the loop's last pass
 	execs        []*executor // live executor goroutines, zombies included: Close finds running attempts here
 

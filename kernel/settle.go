@@ -16,7 +16,7 @@ func (k *Kernel) settleAttempt(a *attempt) {
 		return // timed out or closed earlier; the caller already knows
 	}
 	if a.tkind == timerTimeout {
-		k.wheel.Cancel(a.timer)
+		k.ls.wheel.Cancel(a.timer)
 		a.tkind = timerNone
 	}
 	k.m.observe(0, h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
@@ -46,11 +46,11 @@ func (k *Kernel) settleAttempt(a *attempt) {
 func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	p := h.retry
 	if p == nil {
-		p = k.rcl.retry[h.bucket]
+		p = k.ls.rcl.retry[h.bucket]
 	}
 	more := !IsPermanent(err) && int(a.n) < p.MaxAttempts
-	if more && !k.draining && !k.closing &&
-		(h.batch == nil || !h.batch.canceled()) && k.budget.allow(k.now) {
+	if more && !k.ls.draining && !k.ls.closing &&
+		(h.batch == nil || !h.batch.canceled()) && k.ls.budget.allow(k.ls.now) {
 		na := &attempt{h: h, n: a.n + 1}
 		na.ctx.a = na
 		na.ctx.parent = a.ctx.parent
@@ -58,17 +58,17 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 		k.waiting[h.bucket].Add(1) // a retry re-enters without a ticket check (growBucket)
 		h.evicts = false           // ...and holds a ticket of its own level
 		k.m.retried[h.bucket].Inc()
-		at := k.now.Add(k.backoff(p, int(a.n), err))
+		at := k.ls.now.Add(k.backoff(p, int(a.n), err))
 		if h.dur != nil {
 			k.journalRetry(h, at, err)
 		}
 		k.toWheel(h, na, Retrying, at, err)
 		return
 	}
-	if more && h.dur != nil && (k.draining || k.closing) {
+	if more && h.dur != nil && (k.ls.draining || k.ls.closing) {
 		// The process stops, not the task: the store keeps it for a retry by the next
 		// kernel, after its backoff.
-		k.journalRetry(h, k.now.Add(k.backoff(p, int(a.n), err)), err)
+		k.journalRetry(h, k.ls.now.Add(k.backoff(p, int(a.n), err)), err)
 		h.dur.keepLive = true
 	}
 	if final == TimedOut {
@@ -90,10 +90,10 @@ func (k *Kernel) onTimeout(a *attempt) {
 	}
 	if !a.started {
 		q.mu.Unlock() // still in the run queue: the timeout counts from the start
-		k.schedule(a, timerTimeout, k.now.Add(h.timeout))
+		k.schedule(a, timerTimeout, k.ls.now.Add(h.timeout))
 		return
 	}
-	if dl := k.at(a.startAt).Add(h.timeout); dl.After(k.now) {
+	if dl := k.at(a.startAt).Add(h.timeout); dl.After(k.ls.now) {
 		q.mu.Unlock()
 		k.schedule(a, timerTimeout, dl)
 		return
@@ -112,7 +112,7 @@ func (k *Kernel) onTimeout(a *attempt) {
 	a.settled = true
 	q.mu.Unlock()
 	a.ctx.cancel(context.DeadlineExceeded)
-	k.m.observe(0, h.bucket, time.Duration(startAt-h.submitAt), time.Duration(k.nowMono-startAt))
+	k.m.observe(0, h.bucket, time.Duration(startAt-h.submitAt), time.Duration(k.ls.nowMono-startAt))
 	if h.onTimeout != nil {
 		f, n := h.onTimeout, int(a.n)
 		if !k.sidePool.submit(func() { f(n) }) {
@@ -144,7 +144,7 @@ func (k *Kernel) setState(h *Handle, to State) State {
 // end moves a task to a terminal state, once.
 func (k *Kernel) end(h *Handle, to State, err error) {
 	from := k.setState(h, to)
-	k.live--
+	k.ls.live--
 	if h.named {
 		k.unindex(h)
 	}
@@ -171,11 +171,11 @@ func (k *Kernel) settlesItself(a *attempt) bool {
 	return a.err == nil && !a.settled && a.h.timeout == 0 && k.events == nil && a.h.dur == nil && !a.h.named
 }
 
-// finishFast settles a succeeded attempt on its executor (see settlesItself). The
-// task is Running and only the loop's Cancel could touch it, which success
-// outranks, so it ends Succeeded here; the loop takes runq.fastDone off its count
-// of live tasks at its next pass.
-func (k *Kernel) finishFast(a *attempt) {
+// finishSelfSettled settles a succeeded attempt on its executor (see
+// settlesItself). The task is Running and only the loop's Cancel could touch it,
+// which success outranks, so it ends Succeeded here; the loop takes
+// runq.selfSettled off its count of live tasks at its next pass.
+func (k *Kernel) finishSelfSettled(a *attempt) {
 	h := a.h
 	h.state.Store(uint32(Succeeded))
 	k.m.succeeded[h.bucket].Inc()
@@ -190,19 +190,19 @@ func (k *Kernel) finishFast(a *attempt) {
 	}
 }
 
-// finishSuccess finishes the successes next settled: a record's (fast) and e's
-// light task (lightOK), which ended at endAt.
-func (k *Kernel) finishSuccess(e *executor, fast *attempt, lightOK bool, endAt int64) {
-	if fast != nil {
-		k.finishFast(fast)
+// finishSuccess finishes the successes next settled on the executor: a record's
+// (selfDone) and e's light task (lightOK), which ended at endAt.
+func (k *Kernel) finishSuccess(e *executor, selfDone *attempt, lightOK bool, endAt int64) {
+	if selfDone != nil {
+		k.finishSelfSettled(selfDone)
 	}
 	if lightOK {
 		k.finishLight(e, &e.light, e.lightStart, endAt)
 	}
 }
 
-// finishLight settles a light task that succeeded on its executor, as finishFast
-// does a record.
+// finishLight settles a light task that succeeded on its executor, as
+// finishSelfSettled does a record.
 func (k *Kernel) finishLight(e *executor, l *light, startAt, endAt int64) {
 	k.m.succeeded[l.lvl].Inc()
 	k.m.observe(e.shard, l.lvl, time.Duration(startAt-l.at), time.Duration(endAt-startAt))

@@ -46,7 +46,7 @@ func (k *Kernel) Zombies() []ZombieInfo {
 
 // zombieStarted registers a detached attempt. Loop only.
 func (k *Kernel) zombieStarted(a *attempt) {
-	z := &zombie{taskID: a.h.ID(), attempt: int(a.n), since: k.now}
+	z := &zombie{taskID: a.h.ID(), attempt: int(a.n), since: k.ls.now}
 	if a.exec != nil {
 		z.gid = a.exec.gid.Load()
 	}
@@ -57,7 +57,7 @@ func (k *Kernel) zombieStarted(a *attempt) {
 	}
 	k.zset[z] = struct{}{}
 	k.zmu.Unlock()
-	k.schedule(a, timerGrace, k.now.Add(k.rcl.cfg.ZombieGrace))
+	k.schedule(a, timerGrace, k.ls.now.Add(k.ls.rcl.cfg.ZombieGrace))
 }
 
 // zombieReturned forgets a zombie whose function returned. Loop only.
@@ -65,7 +65,7 @@ func (k *Kernel) zombieReturned(a *attempt) {
 	z := a.zombie
 	a.zombie = nil
 	if a.tkind == timerGrace {
-		k.wheel.Cancel(a.timer)
+		k.ls.wheel.Cancel(a.timer)
 		a.tkind = timerNone
 	}
 	k.zmu.Lock()
@@ -73,8 +73,8 @@ func (k *Kernel) zombieReturned(a *attempt) {
 	k.zmu.Unlock()
 	// A function that returned within ZombieGrace of its timeout is no news; one
 	// logged as still running is logged as returned too.
-	if l := k.rcl.cfg.Logger; l != nil && z.pastGrace {
-		l.Info("kernel: zombie task returned", "task", z.taskID, "attempt", z.attempt, "after", k.now.Sub(z.since))
+	if l := k.ls.rcl.cfg.Logger; l != nil && z.pastGrace {
+		l.Info("kernel: zombie task returned", "task", z.taskID, "attempt", z.attempt, "after", k.ls.now.Sub(z.since))
 	}
 }
 
@@ -85,7 +85,7 @@ func (k *Kernel) onGrace(a *attempt) {
 		return
 	}
 	z.pastGrace = true
-	logger := k.rcl.cfg.Logger
+	logger := k.ls.rcl.cfg.Logger
 	k.sidePool.submit(func() {
 		st := goroutineStack(z.gid)
 		z.mu.Lock()
