@@ -49,7 +49,7 @@ func (k *Kernel) enqueueMany(hs []*Handle) bool {
 }
 
 // enqueueLazy appends t, of priority prio and level lvl, as a lazy task to the
-// intake (see lazyFits), reading the clock once for its submission and due times.
+// intake (see pathOf), reading the clock once for its submission and due times.
 // The task holds its ticket already if admitted; if not, it takes one from the
 // intake's reserve (takeLazyTicket), and enqueueLazy returns errNoTicket, queuing
 // nothing, when the level has no room. It returns ErrClosed once the kernel

@@ -26,7 +26,7 @@ import (
 // A task takes the full path instead when the lazy form could not carry it: it
 // has an ID, an OnTimeout, its own Retry policy or a timeout past lazyTimeoutMax,
 // it claimed the eviction of a Low task, or the kernel has an OnEvent (whose
-// events name the task from its submission on).
+// events name the task from its submission on). Kernel.pathOf decides.
 
 // lazyTask is the compact record of a delayed fire-and-forget task. Immutable.
 type lazyTask struct {
@@ -143,12 +143,6 @@ type timerEntry struct {
 
 func (t *lazyTask) prio() Priority         { return Priority(t.meta >> lazyPrioShift) }
 func (t *lazyTask) timeout() time.Duration { return time.Duration(t.meta & lazyTimeoutMax) }
-
-// lazyFits reports whether a fire-and-forget task t travels as a lazyTask.
-func (k *Kernel) lazyFits(t *Task) bool {
-	return (t.Delay > 0 || !t.At.IsZero()) && t.ID == "" && t.OnTimeout == nil && t.Retry == nil && t.Values == nil &&
-		k.events == nil && (t.Timeout <= lazyTimeoutMax || t.Timeout == NoTimeout)
-}
 
 // acceptLazies takes in the lazy tasks of the chunks from c on. A full chunk whose
 // tasks are all due past lazyParkAfter is parked whole, until its first task is due: a burst

@@ -113,8 +113,8 @@ func (k *Kernel) executeLight(l *light) (err error) {
 	return l.run(k.lightCtx)
 }
 
-// submitLight submits t as a light task (see light.go): a fire-and-forget task,
-// due now, without a timeout, a Retry of its own or an event listener.
+// submitLight submits t as a light task: a fire-and-forget task, due now,
+// without a timeout, a Retry of its own or an event listener (see pathOf).
 func (k *Kernel) submitLight(ctx context.Context, t *Task, prio Priority, lvl queue.Level, rc *resolved) error {
 	l := light{run: t.Run, lvl: lvl}
 	if k.fastOpen.Load() {

@@ -50,9 +50,8 @@ func (k *Kernel) Go(ctx context.Context, t Task) error {
 // wait for room, refuse at once.
 var noWait context.Context
 
-// submit validates, admits and hands one task to the loop. ctx noWait means do
-// not wait for room. A delayed fire-and-forget task that fits a lazyTask travels
-// and waits as one (see lazy.go); every other task gets its full record now.
+// submit validates, admits and hands one task to the loop, on the path pathOf
+// decides. ctx noWait means do not wait for room.
 func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
@@ -63,44 +62,32 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 	prio := t.Priority.normalize()
 	lvl := levelOf(prio)
 	rc := k.rc.Load()
-	if pooled && t.ID == "" && t.Delay == 0 && t.At.IsZero() && t.Retry == nil && t.Values == nil && k.events == nil &&
-		taskTimeout(t, prio, rc) == 0 {
+	var evicts bool
+	var err error
+	switch k.pathOf(t, prio, rc, pooled) {
+	case pathLight:
 		return nil, k.submitLight(ctx, t, prio, lvl, rc)
-	}
-	fast := k.fastOpen.Load() && t.ID == "" && t.Delay == 0 && t.At.IsZero() && k.events == nil &&
-		(t.Timeout == NoTimeout || (t.Timeout == 0 && rc.cfg.DefaultTimeout.Get(prio) == 0))
-	lazy := pooled && k.lazyFits(t)
-	if lazy {
+	case pathLazy:
 		// The usual way of a lazy task: its ticket comes from the intake's reserve.
-		// Without room, it is admitted below like any task (it may wait, evict or be
+		// Without room, it is admitted like any task (it may wait, evict or be
 		// refused), then queued with the ticket it got.
 		if err := k.enqueueLazy(t, prio, lvl, false, rc); err != errNoTicket { //nolint:errorlint // sentinel of enqueueLazy's own
 			return nil, err
 		}
-	}
-	var evicts bool
-	var err error
-	if !fast {
 		if evicts, err = k.admit(ctx, lvl, 1, rc, true); err != nil {
 			return nil, err
 		}
-	}
-	if lazy && !evicts {
-		if err := k.enqueueLazy(t, prio, lvl, true, rc); err != nil {
-			k.release(lvl, 1)
-			return nil, err
+		if !evicts {
+			if err := k.enqueueLazy(t, prio, lvl, true, rc); err != nil {
+				k.release(lvl, 1)
+				return nil, err
+			}
+			return nil, nil
 		}
-		return nil, nil
-	}
-	var h *Handle
-	if pooled {
-		h = handlePool.Get().(*Handle)
-		h.pooled = true
-	} else {
-		h = &Handle{}
-	}
-	k.initHandle(h, t, prio, rc, nil)
-	if fast {
+		// Holding an evicted Low task's ticket, it travels on a record, which knows
+		// which ticket to give back (Handle.ticket).
+	case pathFast:
+		h := k.newRecord(t, prio, rc, pooled)
 		if k.runFast(h) {
 			if pooled {
 				return nil, nil
@@ -115,7 +102,93 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 			}
 			return nil, err
 		}
+		return k.enqueueRecord(h, evicts, pooled)
+	default:
+		if evicts, err = k.admit(ctx, lvl, 1, rc, true); err != nil {
+			return nil, err
+		}
 	}
+	return k.enqueueRecord(k.newRecord(t, prio, rc, pooled), evicts, pooled)
+}
+
+// taskPath is the way a submitted task travels through the kernel (see pathOf).
+type taskPath uint8
+
+const (
+	pathRecord taskPath = iota // a full record, through the intake, the loop and the run queue
+	pathFast                   // a full record, handed straight to the run queue (fastlane.go)
+	pathLight                  // a 24-byte value and no record (light.go)
+	pathLazy                   // a compact form while it waits, a full record once due (lazy.go)
+)
+
+// pathOf decides the path of a task t of priority prio submitted under rc; pooled
+// marks a fire-and-forget submission (TryGo, Go). It is the only place that
+// decides it. The first row whose conditions all hold wins:
+//
+//	path       conditions
+//	---------  ----------------------------------------------------------------
+//	light      fire-and-forget; no ID; due now (no Delay, no At); no Retry of
+//	           its own; no Values; no timeout (Task.Timeout, else the
+//	           priority's DefaultTimeout, is 0 or NoTimeout); no OnEvent
+//	fast lane  the parked loop opened the lane (fastOpen); no ID; due now;
+//	           Task.Timeout is NoTimeout, or 0 with no DefaultTimeout for its
+//	           priority; no OnEvent
+//	lazy       fire-and-forget; delayed (Delay or At); no ID, OnTimeout, Retry
+//	           of its own or Values; Task.Timeout at most lazyTimeoutMax or
+//	           NoTimeout; no OnEvent
+//	record     every other task
+//
+// A path may change on the way. A light task tries the fast lane first while it
+// is open (submitLight). A fast-lane task goes by record when the lane closed
+// meanwhile (runFast), and a lazy or light task does when it took an evicted
+// Low task's ticket, which only a record knows to give back (Handle.ticket).
+//
+// How a task's attempt is settled is decided when it ends, on its executor
+// (Kernel.next):
+//
+//	settled    conditions
+//	---------  ----------------------------------------------------------------
+//	executor   a light task that succeeded; or a record's attempt that
+//	           succeeded, has no timeout, is not durable, has no ID, no OnEvent
+//	           listens and the loop did not end it already (settlesItself)
+//	loop       every other attempt (failed, panicked, timed out, cancelled,
+//	           durable, named, or watched by OnEvent)
+//
+// Batch members (Batch.Go, Map) and durable tasks do not pass here: they always
+// travel by record.
+func (k *Kernel) pathOf(t *Task, prio Priority, rc *resolved, pooled bool) taskPath {
+	switch {
+	case pooled && t.ID == "" && t.Delay == 0 && t.At.IsZero() && t.Retry == nil && t.Values == nil && k.events == nil &&
+		taskTimeout(t, prio, rc) == 0:
+		return pathLight
+	case k.fastOpen.Load() && t.ID == "" && t.Delay == 0 && t.At.IsZero() && k.events == nil &&
+		(t.Timeout == NoTimeout || (t.Timeout == 0 && rc.cfg.DefaultTimeout.Get(prio) == 0)):
+		return pathFast
+	case pooled && (t.Delay > 0 || !t.At.IsZero()) && t.ID == "" && t.OnTimeout == nil && t.Retry == nil && t.Values == nil &&
+		k.events == nil && (t.Timeout <= lazyTimeoutMax || t.Timeout == NoTimeout):
+		return pathLazy
+	}
+	return pathRecord
+}
+
+// newRecord returns a task record for t: pooled (recycled once the task ended)
+// for a fire-and-forget submission.
+func (k *Kernel) newRecord(t *Task, prio Priority, rc *resolved, pooled bool) *Handle {
+	var h *Handle
+	if pooled {
+		h = handlePool.Get().(*Handle)
+		h.pooled = true
+	} else {
+		h = &Handle{}
+	}
+	k.initHandle(h, t, prio, rc, nil)
+	return h
+}
+
+// enqueueRecord hands the admitted record h to the loop; evicts says it holds an
+// evicted Low task's ticket. It returns the Handle to give the caller: nil for a
+// fire-and-forget submission.
+func (k *Kernel) enqueueRecord(h *Handle, evicts, pooled bool) (*Handle, error) {
 	h.evicts = evicts
 	if !k.enqueue(h) {
 		k.release(h.ticket(), 1)
