@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/axsched/ax/internal/goid"
 )
 
 // eventQueue carries events from the loop to Config.OnEvent on a goroutine of its
@@ -51,7 +52,7 @@ func (q *eventQueue) push(evs []Event) int {
 
 func (q *eventQueue) run() {
 	defer close(q.done)
-	q.gid.Store(goroutineID())
+	q.gid.Store(goid.ID())
 	var batch []Event
 	for {
 		q.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
+	"github.com/axsched/ax/internal/goid"
 	"github.com/axsched/ax/queue"
 )
 
@@ -12,7 +13,7 @@ type executor struct {
 	wake  chan struct{} // size 1: a wake-up is never lost and never blocks the waker
 	fresh bool          // started by the loop and counted in runq.coming; guarded by runq.mu
 	gid   atomic.Uint64 // goroutine id, for zombie stack dumps and onOwnGoroutine; set by its goroutine
-	shard int           // immutable: its shard of the histograms (histShards)
+	shard int           // immutable: its shard of the histograms (hist.Shards)
 	cur   *attempt      // the attempt it runs, nil between attempts; guarded by runq.mu
 	slot  int           // its index in runq.execs, -1 while not in it; guarded by runq.mu
 
@@ -37,7 +38,7 @@ var executorSeq atomic.Uint32
 // queue until the kernel stops or the concurrency limit shrinks below the number of
 // executors. prev is an attempt to hand back first (see the Goexit case below).
 func (k *Kernel) runExecutor(e *executor, prev *attempt) {
-	e.gid.Store(goroutineID())
+	e.gid.Store(goid.ID())
 	var cur *attempt
 	inLight := false
 	defer func() {

@@ -3,13 +3,14 @@ package kernel
 import (
 	"errors"
 
+	"github.com/axsched/ax/internal/spin"
 	"github.com/axsched/ax/queue"
 )
 
 // intake is the hand-off from submitters to the loop: submitters append under mu,
 // and only the loop drains it (Kernel.pass). Every field is guarded by mu.
 type intake struct {
-	mu          spinMutex
+	mu          spin.Mutex
 	tasks       []qitem   // task records and light tasks, in submission order
 	lazy        lazyQueue // delayed fire-and-forget tasks in their compact form
 	ctrl        []ctrlMsg

@@ -3,6 +3,7 @@ package kernel
 import (
 	"time"
 
+	"github.com/axsched/ax/internal/spin"
 	"github.com/axsched/ax/queue"
 )
 
@@ -14,7 +15,7 @@ import (
 // Executors count their own starts and completions under mu, the lock they take
 // anyway to pop the next attempt: no channel operation per task.
 type runq struct {
-	mu spinMutex
+	mu spin.Mutex
 
 	// rings hold the chosen attempts and light tasks by level. An executor takes
 	// High first, then Normal, then Low: a pick made ahead never makes a

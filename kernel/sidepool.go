@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/axsched/ax/internal/goid"
 )
 
 // sidePool runs OnTimeout callbacks and zombie stack dumps on a few goroutines of
@@ -35,7 +36,7 @@ func (p *sidePool) work(i int) {
 			close(p.done)
 		}
 	}()
-	p.gids[i].Store(goroutineID())
+	p.gids[i].Store(goid.ID())
 	for f := range p.jobs {
 		p.call(f)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/axsched/ax/internal/goid"
 	"github.com/axsched/ax/queue"
 )
 
@@ -126,7 +127,7 @@ func isDone(ch <-chan struct{}) bool {
 // goroutine or an OnTimeout worker. Shutdown and Close ask, since they wait for
 // those goroutines. It costs a stack read (about a microsecond).
 func (k *Kernel) onOwnGoroutine() bool {
-	gid := goroutineID()
+	gid := goid.ID()
 	if k.sidePool.has(gid) || (k.events != nil && k.events.gid.Load() == gid) {
 		return true
 	}

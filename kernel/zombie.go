@@ -1,11 +1,10 @@
 package kernel
 
 import (
-	"bytes"
-	"runtime"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/axsched/ax/internal/goid"
 )
 
 // zombie is a timed-out attempt whose function still runs after its slot was
@@ -87,7 +86,7 @@ func (k *Kernel) onGrace(a *attempt) {
 	z.pastGrace = true
 	logger := k.ls.rcl.cfg.Logger
 	k.sidePool.submit(func() {
-		st := goroutineStack(z.gid)
+		st := goid.Stack(z.gid)
 		z.mu.Lock()
 		z.stack = st
 		z.mu.Unlock()
@@ -96,43 +95,4 @@ func (k *Kernel) onGrace(a *attempt) {
 				"attempt", z.attempt, "since", z.since, "stack", string(st))
 		}
 	})
-}
-
-// goroutineID returns the current goroutine's id, parsed from its stack header.
-// Executors call it once when they start.
-func goroutineID() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		id, _ := strconv.ParseUint(string(b[:i]), 10, 64)
-		return id
-	}
-	return 0
-}
-
-// goroutineStack returns the stack of goroutine gid, or nil if it is gone.
-func goroutineStack(gid uint64) []byte {
-	if gid == 0 {
-		return nil
-	}
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	head := []byte("goroutine " + strconv.FormatUint(gid, 10) + " [")
-	i := bytes.Index(buf, head)
-	if i < 0 {
-		return nil
-	}
-	rest := buf[i:]
-	if j := bytes.Index(rest, []byte("\n\n")); j >= 0 {
-		rest = rest[:j]
-	}
-	return bytes.Clone(rest)
 }
