@@ -153,12 +153,10 @@ func (k *Kernel) isClosed() bool {
 
 // spinRoom is how many times a submitter waiting for room yields its P, checking
 // for room after each, before it sleeps until the loop frees some. A submitter
-// that slept was woken by the loop onto the loop's own P, behind the executors
-// the loop had just woken there: on a 2-core machine a full kernel ran its
-// submitter, its loop and its executors in turn on one P while the other idled
-// (an execution trace of a no-op burst showed it). A yielding submitter lets the
-// others run where it was, and is picked up by the idle P: the burst used both
-// cores. It costs a few microseconds of a core per wait, and only one waiter
+// that slept is woken by the loop onto the loop's own P, behind the executors the
+// loop just woke there, so a full kernel would run its submitter, its loop and
+// its executors in turn on one P while another idles. A yielding submitter lets
+// the others run where it was, and is picked up by an idle P. Only one waiter
 // spins at a time.
 const spinRoom = 256
 
@@ -170,9 +168,8 @@ const lazyTicketBatch = 64
 // reserve if it holds one, and reports false if the level has no room. A ticket
 // costs a compare-and-swap on the level's count, shared by every submitter and by
 // the loop; under the intake's lock, which a lazy task takes anyway, a reserve
-// spares that for all but one in lazyTicketBatch: on the far-future timers
-// benchmark, a lazy task's two atomic operations less (this and the submitted
-// counter, see in.lazySubmitted) took a quarter off its cost.
+// spares that for all but one in lazyTicketBatch (as in.lazySubmitted spares the
+// submitted counter's atomic add).
 //
 // The reserve holds tickets no task uses, so it must never cost a task its room.
 // Any submission that finds no room gives it back first (flushLazyTickets), before

@@ -13,9 +13,8 @@ import (
 //
 // The lane exists for latency. A task that goes through the loop waits for the
 // loop's goroutine to be scheduled, and on a busy machine the OS sometimes holds
-// that thread back for milliseconds (an execution trace showed the loop's P making
-// no progress for ~4 ms while submitters spun on the other): every task submitted
-// meanwhile waited too. The loop still decides: it opens the lane only as it
+// that thread back for milliseconds: every task submitted meanwhile would wait
+// too. The loop still decides: it opens the lane only as it
 // parks with nothing queued — empty buckets, no backlog, no drain — so the one
 // candidate to run next is the arriving task, and it closes the lane as soon as it
 // wakes. Only tasks the loop needs to see start this way are excluded: delayed
@@ -59,9 +58,8 @@ func (k *Kernel) runFastItem(h *Handle, l light, now int64) bool {
 	_ = r.Push(it)
 	q.fastStarted++
 	// As in the loop's hand-over, wake one executor only if none is on its way:
-	// each woken executor wakes the next while tasks wait. (Waking one per queued
-	// task shortened the latency tail a little but cost a goroutine wake-up per
-	// task in bursts: no-op throughput fell by a third.)
+	// each woken executor wakes the next while tasks wait, rather than a
+	// goroutine wake-up per task in a burst.
 	var wake *executor
 	spawn := false
 	if q.needsWakeWithin(now, fastOverdue) {
@@ -88,10 +86,9 @@ func (k *Kernel) runFastItem(h *Handle, l light, now int64) bool {
 	}
 	if yield {
 		// As a send on an unbuffered channel does: the woken executor waits on this
-		// P, and a submitter that kept submitting would keep it waiting until the
-		// other P takes it (the runtime steals a just-woken goroutine only after a
-		// pause that lasts ~50 µs on a VM). At 100,000 tasks/s this halved the p99
-		// and cut the p99.9 by three. In a burst it cost half the throughput.
+		// P, and a submitter that kept submitting would keep it waiting until
+		// another P steals it, which the runtime does only after a pause. A burst
+		// does not yield (see yieldGap): it is better spread over the other Ps.
 		runtime.Gosched()
 		k.fastEnd.Store(k.mono())
 	}
@@ -101,9 +98,8 @@ func (k *Kernel) runFastItem(h *Handle, l light, now int64) bool {
 // fastOverdue is how long an executor woken for waiting work may take to arrive
 // before a fast-lane submitter wakes another (the loop and the executors wait
 // overdue). The lane is open only while the loop is parked with nothing queued,
-// so a task that finds one on its way finds it late: at 100,000 tasks/s, 1 in
-// 100 waited the full overdue (20 µs) for an executor that the OS held back,
-// which set the p99. An extra wake-up here is cheap, as the load is light.
+// so a task that finds one on its way finds it late, likely held back by the OS;
+// an extra wake-up here is cheap, as the load is light.
 const fastOverdue = int64(3 * time.Microsecond)
 
 // yieldGap is the mean gap between fast-lane submissions above which a

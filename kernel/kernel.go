@@ -172,10 +172,9 @@ func New(cfg Config) (*Kernel, error) {
 	}
 	go k.loop()
 	// Returned before the loop ran, a kernel would take its first tasks the slow
-	// way: the fast lane opens as the loop parks. A burst arriving at once queued
-	// behind the loop's first pass, and when the OS held the loop's thread back,
-	// for a tick of 4 ms, hundreds of tasks waited with it: 2 runs in 10 of the
-	// latency scenario lost their p99.9 to it (60-2,800 µs against 10-60 µs).
+	// way: the fast lane opens as the loop parks. A burst arriving at once would
+	// queue behind the loop's first pass, and wait with it whenever the OS holds
+	// the loop's thread back.
 	<-k.ready
 	g.activate(c.Name, k)
 	return k, nil

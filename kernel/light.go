@@ -14,10 +14,8 @@ import (
 // and nobody but the executor that runs it reads it: the loop moves it without a
 // cache miss, and no record goes back and forth between the cores. It gets a
 // record only if its function fails and its priority's retry policy allows
-// another attempt (lightFailed).
-//
-// This is how the design's prototype reached its no-op throughput: submitters
-// hand values to the loop, the loop hands values to the executors.
+// another attempt (lightFailed). Submitters hand values to the loop, and the
+// loop hands values to the executors.
 type light struct {
 	run func(context.Context) error
 	at  int64       // mono: when it was submitted

@@ -55,10 +55,9 @@ type runq struct {
 // overdue is how long an executor woken for waiting work may take to arrive
 // before another is woken for it. Normally one arrives within microseconds, and
 // each arrival wakes the next while work waits, so one wake-up is on the way at a
-// time. But the OS sometimes holds a thread back for milliseconds (a 2-core
-// machine showed 4 ms stalls): without a bound, every task submitted meanwhile
-// waited for that one executor, while the submitter's own core was free to run
-// another.
+// time. But the OS sometimes holds a thread back for milliseconds: without a
+// bound, every task submitted meanwhile would wait for that one executor, while
+// the submitter's own core was free to run another.
 const overdue = int64(20 * time.Microsecond)
 
 // needsWake reports whether work waiting in the run queue needs an executor woken
@@ -75,11 +74,10 @@ func (q *runq) needsWakeWithin(now, late int64) bool {
 // wake another executor for waiting work: needsWake, and either the work is
 // long (the caller's last task, or the last task any executor handed back, ran
 // overdue or longer: such work blocks, and needs more executors) or nobody but
-// the last one woken took work since the last wake-up. When executors keep popping short tasks, those awake drain them:
-// waking more only made them contend for mu (a no-op task cost a third less with
-// the chain damped so, and the executors used fell from about 60 to 8). If every
-// executor awake then takes a long task at once, the loop's stall check restarts
-// the chain (Kernel.checkStall).
+// the last one woken took work since the last wake-up. When executors keep
+// popping short tasks, those awake drain them, and waking more would only make
+// them contend for mu. If every executor awake then takes a long task at once,
+// the loop's stall check restarts the chain (Kernel.checkStall).
 func (q *runq) chainWake(now int64, long bool) bool {
 	return q.needsWake(now) && (long || q.lastLong || q.pops-q.wakeMark <= 1)
 }

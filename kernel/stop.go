@@ -125,7 +125,7 @@ func isDone(ch <-chan struct{}) bool {
 // onOwnGoroutine reports whether the caller runs on one of the kernel's own
 // goroutines: an executor (a task's function, a zombie's included), the OnEvent
 // goroutine or an OnTimeout worker. Shutdown and Close ask, since they wait for
-// those goroutines. It costs a stack read (about a microsecond).
+// those goroutines. It costs a stack read.
 func (k *Kernel) onOwnGoroutine() bool {
 	gid := goid.ID()
 	if k.sidePool.has(gid) || (k.events != nil && k.events.gid.Load() == gid) {

@@ -17,11 +17,10 @@ const (
 	Buckets     = 64 * histSub
 )
 
-// Shards is how many shards a Hist has. Executors on different cores that
-// recorded into one set of counters made those cache lines move between the
-// cores on every task: a third of the cost of a no-op task. Each executor
-// records into the shard of its slot (the loop into shard 0), and readers add
-// the shards up.
+// Shards is how many shards a Hist has, so that goroutines on different cores
+// recording on every task do not move one set of counters' cache lines between
+// the cores. Each recorder uses a shard of its own (the kernel's loop shard 0,
+// each executor the shard of its slot), and readers add the shards up.
 const Shards = 4
 
 // Hist is a log-linear histogram of durations in nanoseconds. The loop and the
