@@ -150,3 +150,73 @@ func (k *Kernel) isClosed() bool {
 		return false
 	}
 }
+
+// spinRoom is how many times a submitter waiting for room yields its P, checking
+// for room after each, before it sleeps until the loop frees some. A submitter
+// that slept is woken by the loop onto the loop's own P, behind the executors the
+// loop just woke there, so a full kernel would run its submitter, its loop and
+// its executors in turn on one P while another idles. A yielding submitter lets
+// the others run where it was, and is picked up by an idle P. Only one waiter
+// spins at a time.
+const spinRoom = 256
+
+// lazyTicketBatch is how many tickets the intake takes at once for lazy tasks
+// while their level has plenty of room.
+const lazyTicketBatch = 64
+
+// takeLazyTicket gives a lazy task of level lvl its ticket, from the intake's
+// reserve if it holds one, and reports false if the level has no room. A ticket
+// costs a compare-and-swap on the level's count, shared by every submitter and by
+// the loop; under the intake's lock, which a lazy task takes anyway, a reserve
+// spares that for all but one in lazyTicketBatch (as in.lazySubmitted spares the
+// submitted counter's atomic add).
+//
+// The reserve holds tickets no task uses, so it must never cost a task its room.
+// Any submission that finds no room gives it back first (flushLazyTickets), before
+// it waits, evicts or is refused; and it is taken only while the level has room
+// for twice the batch, so that a submitter already waiting for room, woken when
+// some frees up, finds it. Called with in.mu held.
+func (k *Kernel) takeLazyTicket(lvl queue.Level, rc *resolved) bool {
+	if k.in.lazyTickets[lvl] > 0 {
+		k.in.lazyTickets[lvl]--
+		return true
+	}
+	if k.waiting[lvl].Load()+2*lazyTicketBatch <= rc.capacity[lvl] {
+		// Set before the tickets are taken: a submitter refused for them meanwhile
+		// sees it, and takes them back once this lock is free.
+		if !k.lazyReserve.Load() {
+			k.lazyReserve.Store(true)
+		}
+		if k.acquireIfRoom(lvl, lazyTicketBatch, 2*lazyTicketBatch, rc) == nil {
+			k.in.lazyTickets[lvl] = lazyTicketBatch - 1
+			return true
+		}
+	}
+	return k.tryAcquire(lvl, 1, rc) == nil
+}
+
+// flushLazyTickets gives back the tickets the intake holds in reserve for lazy
+// tasks (takeLazyTicket) and reports whether there were any.
+func (k *Kernel) flushLazyTickets() bool {
+	if !k.lazyReserve.Load() {
+		return false
+	}
+	k.in.mu.Lock()
+	freed := k.releaseLazyTickets()
+	k.in.mu.Unlock()
+	return freed
+}
+
+// releaseLazyTickets is flushLazyTickets with in.mu held.
+func (k *Kernel) releaseLazyTickets() bool {
+	k.lazyReserve.Store(false)
+	freed := false
+	for l := range queue.NumLevels {
+		if n := k.in.lazyTickets[l]; n > 0 {
+			k.release(queue.Level(l), n)
+			k.in.lazyTickets[l] = 0
+			freed = true
+		}
+	}
+	return freed
+}

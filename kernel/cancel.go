@@ -74,46 +74,46 @@ func (k *Kernel) cancelHeld(id string) int {
 
 // index adds a named task to the loop's index of IDs. Loop only.
 func (k *Kernel) index(h *Handle) {
-	if k.byID == nil {
-		k.byID = make(map[string]*Handle)
+	if k.ls.byID == nil {
+		k.ls.byID = make(map[string]*Handle)
 	}
-	if _, ok := k.byID[h.id]; !ok {
-		k.byID[h.id] = h
+	if _, ok := k.ls.byID[h.id]; !ok {
+		k.ls.byID[h.id] = h
 		return
 	}
-	if k.dupID == nil {
-		k.dupID = make(map[string][]*Handle)
+	if k.ls.dupID == nil {
+		k.ls.dupID = make(map[string][]*Handle)
 	}
-	k.dupID[h.id] = append(k.dupID[h.id], h)
+	k.ls.dupID[h.id] = append(k.ls.dupID[h.id], h)
 }
 
 // unindex removes an ended named task from the index. Loop only.
 func (k *Kernel) unindex(h *Handle) {
-	dups := k.dupID[h.id]
-	if k.byID[h.id] == h {
+	dups := k.ls.dupID[h.id]
+	if k.ls.byID[h.id] == h {
 		if len(dups) == 0 {
-			delete(k.byID, h.id)
+			delete(k.ls.byID, h.id)
 			return
 		}
-		k.byID[h.id] = dups[0]
+		k.ls.byID[h.id] = dups[0]
 		dups = dups[1:]
 	} else if i := slices.Index(dups, h); i >= 0 {
 		dups = slices.Delete(dups, i, i+1)
 	}
 	if len(dups) == 0 {
-		delete(k.dupID, h.id)
+		delete(k.ls.dupID, h.id)
 	} else {
-		k.dupID[h.id] = dups
+		k.ls.dupID[h.id] = dups
 	}
 }
 
 // cancelID cancels the live tasks of id and returns how many it found. Loop only.
 func (k *Kernel) cancelID(id string) int {
-	first, ok := k.byID[id]
+	first, ok := k.ls.byID[id]
 	if !ok {
 		return 0
 	}
-	hs := append([]*Handle{first}, k.dupID[id]...) // cancel unindexes what ends
+	hs := append([]*Handle{first}, k.ls.dupID[id]...) // cancel unindexes what ends
 	for _, h := range hs {
 		if !h.placed && k.cancelBacklog(h) {
 			continue
@@ -127,16 +127,44 @@ func (k *Kernel) cancelID(id string) int {
 // as if it had been taken in and cancelled at once. It reports false when h is not
 // in the backlog. Loop only.
 func (k *Kernel) cancelBacklog(h *Handle) bool {
-	b := k.backlog[h.bucket]
+	b := k.ls.backlog[h.bucket]
 	i := slices.Index(b, h)
 	if i < 0 {
 		return false
 	}
-	k.backlog[h.bucket] = slices.Delete(b, i, i+1)
-	k.live++
-	k.pendSubmitted[h.bucket]++
+	k.ls.backlog[h.bucket] = slices.Delete(b, i, i+1)
+	k.ls.live++
+	k.ls.pendSubmitted[h.bucket]++
 	k.flushCounts() // counted submitted before it is counted ended
 	k.m.canceled[h.bucket].Inc()
 	k.end(h, Canceled, ErrCanceled)
 	return true
+}
+
+// cancel ends or cancels one task, whatever its state.
+func (k *Kernel) cancel(h *Handle, err error) {
+	switch State(h.state.Load()) {
+	case Delayed, Retrying:
+		a := h.cur
+		k.ls.wheel.Cancel(a.timer)
+		a.tkind = timerNone
+		k.ls.delayed--
+		k.release(h.ticket(), 1)
+		k.ls.freed = true
+		k.m.canceled[h.bucket].Inc()
+		k.end(h, Canceled, err)
+	case Queued:
+		if _, ok := k.ls.buckets.Bucket(h.bucket).Remove(func(x qitem) bool { return x.h == h }); !ok {
+			return // still in the intake: impossible, the intake is drained first
+		}
+		k.release(h.ticket(), 1)
+		k.ls.freed = true
+		k.m.canceled[h.bucket].Inc()
+		k.end(h, Canceled, err)
+	case Running:
+		if h.cancelErr == nil {
+			h.cancelErr = err
+		}
+		h.cur.ctx.cancel(context.Canceled)
+	}
 }

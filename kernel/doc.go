@@ -36,12 +36,11 @@
 // it goes through the intake, its bucket and the run queue as a 24-byte value,
 // never as a record, so the loop moves it without touching memory another core
 // wrote, and no record goes back and forth between the cores. It gets a record
-// only if it fails and may be retried. This took the no-op cost from ~620 to
-// ~300 ns a task. Executors also damp their wake-up chain while they keep popping
-// short tasks: no-op work runs on a few executors instead of dozens contending
-// for the run queue's lock, and the loop restarts the chain if work waits with
-// free slots while nobody takes any for 20 µs (all the awake executors took long
-// tasks).
+// only if it fails and may be retried. Executors also damp their wake-up chain
+// while they keep popping short tasks: short work runs on a few executors instead
+// of dozens contending for the run queue's lock, and the loop restarts the chain
+// if work waits with free slots while nobody takes any for 20 µs (all the awake
+// executors took long tasks).
 //
 // While the loop is parked with nothing queued, a submitter hands a task that
 // needs no wheel entry straight to the run queue (the fast lane) and, unless it
@@ -53,11 +52,10 @@
 //
 // The intake's and the run queue's locks try a while, yielding now and then,
 // before they sleep; and one submitter waiting for room yields its P a few hundred
-// times before it sleeps. Without these, a full kernel on 2 cores ran its
-// submitter, its loop and one executor in turn on one P — each woke the next onto
-// its own P, and every attempt at parallelism ended in a futex sleep on a lock
-// held for nanoseconds — while the other P idled. A burst now uses both cores: a
-// no-op task costs ~150 ns instead of ~210.
+// times before it sleeps, so that a burst on a full kernel uses every P: a
+// goroutine that slept on a lock held for nanoseconds, or was woken onto the P of
+// the goroutine that woke it, would run its submitter, its loop and its executors
+// in turn on one P while the others idle.
 //
 // A delayed fire-and-forget task ([Kernel.TryGo] or [Kernel.Go] with a Delay or an
 // At, no ID, OnTimeout or Retry of its own, and no Config.OnEvent) waits in a

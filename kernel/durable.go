@@ -110,7 +110,7 @@ func (k *Kernel) initDurable(c *Config) error {
 		}
 	}
 	k.dur = d
-	k.gateWindow = max(1, c.StoreBatch/2)
+	k.ls.gateWindow = max(1, c.StoreBatch/2)
 	d.j = newJournal(k, c)
 	return nil
 }
@@ -515,56 +515,12 @@ func (k *Kernel) abortDurable(h *Handle) {
 	k.dur.dropKey(h.dur.unique)
 }
 
-// journalStart records the start of a durable attempt. Loop only.
-func (k *Kernel) journalStart(h *Handle, a *attempt) {
-	d := h.dur
-	next := d.fence + 1
-	k.jbuf = append(k.jbuf, jentry{c: Change{Op: OpStart, Fence: d.fence, Task: StoredTask{ID: h.id, Attempt: int(a.n), Fence: next, UpdatedAt: k.now}}})
-	d.fence = next
-}
-
-// journalRetry records a failed attempt that will be tried again at at. Loop only.
-func (k *Kernel) journalRetry(h *Handle, at time.Time, err error) {
-	k.jbuf = append(k.jbuf, jentry{c: Change{Op: OpRetry, Fence: h.dur.fence, Task: StoredTask{ID: h.id, RunAt: at, LastError: errText(err), UpdatedAt: k.now}}})
-}
-
-// journalEnd records the end of a durable task, unless the end belongs to this
-// process only (Shutdown abandoned it, Close cancelled it, the process stops between
-// attempts): its row then stays live, for the next kernel on the store. Loop only.
-func (k *Kernel) journalEnd(h *Handle, to State, err error) {
-	d := h.dur
-	defer k.dur.dropKey(d.unique)
-	if d.keepLive || to == Abandoned || (to == Canceled && errors.Is(err, ErrClosed)) {
-		return
-	}
-	c := Change{Fence: d.fence, Task: StoredTask{ID: h.id, UpdatedAt: k.now}}
-	switch to {
-	case Succeeded:
-		c.Op = OpSucceed
-	case Canceled:
-		c.Op = OpCancel
-		c.Task.LastError = errText(err)
-	default: // Failed, TimedOut, Evicted
-		c.Op = OpFail
-		c.Task.State = to
-		c.Task.LastError = errText(err)
-	}
-	k.jbuf = append(k.jbuf, jentry{c: c})
-}
-
 // ceilMilli rounds t up to a whole millisecond.
 func ceilMilli(t time.Time) time.Time {
 	if r := t.Truncate(time.Millisecond); !r.Equal(t) {
 		return r.Add(time.Millisecond)
 	}
 	return t
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }
 
 // Requeue gives the named dead letters another life (see [Store.Requeue]: Queued,

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/axsched/ax/internal/goid"
 )
 
 // eventQueue carries events from the loop to Config.OnEvent on a goroutine of its
@@ -51,7 +52,7 @@ func (q *eventQueue) push(evs []Event) int {
 
 func (q *eventQueue) run() {
 	defer close(q.done)
-	q.gid.Store(goroutineID())
+	q.gid.Store(goid.ID())
 	var batch []Event
 	for {
 		q.mu.Lock()
@@ -110,97 +111,20 @@ func (k *Kernel) emit(h *Handle, from, to State, a *attempt, err error) {
 	if a != nil {
 		n = int(a.n)
 	}
-	k.evBuf = append(k.evBuf, Event{TaskID: h.ID(), Priority: h.prio, From: from, To: to, Time: k.now, Attempt: n, Err: err})
+	k.ls.evBuf = append(k.ls.evBuf, Event{TaskID: h.ID(), Priority: h.prio, From: from, To: to, Time: k.ls.now, Attempt: n, Err: err})
 }
 
 // flushEvents hands the pass's events to the event goroutine. Loop only.
 func (k *Kernel) flushEvents() {
-	if k.events == nil || len(k.evBuf) == 0 {
+	if k.events == nil || len(k.ls.evBuf) == 0 {
 		return
 	}
-	if d := k.events.push(k.evBuf); d > 0 {
+	if d := k.events.push(k.ls.evBuf); d > 0 {
 		k.m.eventsDropped.Add(d)
-		if l := k.rcl.cfg.Logger; l != nil {
+		if l := k.ls.rcl.cfg.Logger; l != nil {
 			l.Warn("kernel: events dropped: OnEvent is slower than the kernel", "dropped", d)
 		}
 	}
-	clear(k.evBuf)
-	k.evBuf = k.evBuf[:0]
-}
-
-// sidePool runs OnTimeout callbacks and zombie stack dumps on a few goroutines of
-// their own, off the loop. Its queue is bounded: submit reports false when full. A
-// panicking callback is recovered and counted.
-type sidePool struct {
-	jobs   chan func() // buffered: the bound of pending callbacks
-	panics *metrics.Counter
-	gids   []atomic.Uint64 // the workers' goroutine ids (Kernel.onOwnGoroutine)
-	live   atomic.Int32    // workers not yet returned
-	done   chan struct{}   // closed when the last worker returned
-	once   sync.Once
-}
-
-func newSidePool(workers, queue int, panics *metrics.Counter) *sidePool {
-	p := &sidePool{jobs: make(chan func(), queue), panics: panics, gids: make([]atomic.Uint64, workers), done: make(chan struct{})}
-	p.live.Store(int32(workers))
-	for i := range workers {
-		go p.work(i)
-	}
-	return p
-}
-
-// work is the body of worker i.
-func (p *sidePool) work(i int) {
-	defer func() {
-		if p.live.Add(-1) == 0 {
-			close(p.done)
-		}
-	}()
-	p.gids[i].Store(goroutineID())
-	for f := range p.jobs {
-		p.call(f)
-	}
-}
-
-// call runs f, recovering a panic: a panicking callback must not kill the pool.
-func (p *sidePool) call(f func()) {
-	defer func() {
-		if recover() != nil {
-			p.panics.Inc()
-		}
-	}()
-	f()
-}
-
-func (p *sidePool) submit(f func()) bool {
-	select {
-	case p.jobs <- f:
-		return true
-	default:
-		return false
-	}
-}
-
-// has reports whether gid is one of the pool's workers.
-func (p *sidePool) has(gid uint64) bool {
-	for i := range p.gids {
-		if p.gids[i].Load() == gid {
-			return true
-		}
-	}
-	return false
-}
-
-// stop lets the workers run what is queued and return, and waits for them until
-// deadline (nil: no bound). It returns how many are still running a callback
-// then: the kernel abandons them. Must not race submit: the kernel calls it after
-// its loop returned. It may be called again.
-func (p *sidePool) stop(deadline <-chan struct{}) int {
-	p.once.Do(func() { close(p.jobs) })
-	select {
-	case <-p.done:
-		return 0
-	case <-deadline:
-		return int(p.live.Load())
-	}
+	clear(k.ls.evBuf)
+	k.ls.evBuf = k.ls.evBuf[:0]
 }

@@ -428,3 +428,47 @@ func (j *journal) refuse(e jentry) {
 	j.k.release(e.h.ticket(), 1)
 	j.k.dur.dropKey(e.h.dur.unique)
 }
+
+// journalStart records the start of a durable attempt. Loop only.
+func (k *Kernel) journalStart(h *Handle, a *attempt) {
+	d := h.dur
+	next := d.fence + 1
+	k.ls.jbuf = append(k.ls.jbuf, jentry{c: Change{Op: OpStart, Fence: d.fence, Task: StoredTask{ID: h.id, Attempt: int(a.n), Fence: next, UpdatedAt: k.ls.now}}})
+	d.fence = next
+}
+
+// journalRetry records a failed attempt that will be tried again at at. Loop only.
+func (k *Kernel) journalRetry(h *Handle, at time.Time, err error) {
+	k.ls.jbuf = append(k.ls.jbuf, jentry{c: Change{Op: OpRetry, Fence: h.dur.fence, Task: StoredTask{ID: h.id, RunAt: at, LastError: errText(err), UpdatedAt: k.ls.now}}})
+}
+
+// journalEnd records the end of a durable task, unless the end belongs to this
+// process only (Shutdown abandoned it, Close cancelled it, the process stops between
+// attempts): its row then stays live, for the next kernel on the store. Loop only.
+func (k *Kernel) journalEnd(h *Handle, to State, err error) {
+	d := h.dur
+	defer k.dur.dropKey(d.unique)
+	if d.keepLive || to == Abandoned || (to == Canceled && errors.Is(err, ErrClosed)) {
+		return
+	}
+	c := Change{Fence: d.fence, Task: StoredTask{ID: h.id, UpdatedAt: k.ls.now}}
+	switch to {
+	case Succeeded:
+		c.Op = OpSucceed
+	case Canceled:
+		c.Op = OpCancel
+		c.Task.LastError = errText(err)
+	default: // Failed, TimedOut, Evicted
+		c.Op = OpFail
+		c.Task.State = to
+		c.Task.LastError = errText(err)
+	}
+	k.ls.jbuf = append(k.ls.jbuf, jentry{c: c})
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -26,7 +26,7 @@ import (
 // A task takes the full path instead when the lazy form could not carry it: it
 // has an ID, an OnTimeout, its own Retry policy or a timeout past lazyTimeoutMax,
 // it claimed the eviction of a Low task, or the kernel has an OnEvent (whose
-// events name the task from its submission on).
+// events name the task from its submission on). Kernel.pathOf decides.
 
 // lazyTask is the compact record of a delayed fire-and-forget task. Immutable.
 type lazyTask struct {
@@ -144,12 +144,6 @@ type timerEntry struct {
 func (t *lazyTask) prio() Priority         { return Priority(t.meta >> lazyPrioShift) }
 func (t *lazyTask) timeout() time.Duration { return time.Duration(t.meta & lazyTimeoutMax) }
 
-// lazyFits reports whether a fire-and-forget task t travels as a lazyTask.
-func (k *Kernel) lazyFits(t *Task) bool {
-	return (t.Delay > 0 || !t.At.IsZero()) && t.ID == "" && t.OnTimeout == nil && t.Retry == nil && t.Values == nil &&
-		k.events == nil && (t.Timeout <= lazyTimeoutMax || t.Timeout == NoTimeout)
-}
-
 // acceptLazies takes in the lazy tasks of the chunks from c on. A full chunk whose
 // tasks are all due past lazyParkAfter is parked whole, until its first task is due: a burst
 // of far-future tasks costs the loop one step per chunk, and each pending task its
@@ -158,11 +152,11 @@ func (k *Kernel) lazyFits(t *Task) bool {
 func (k *Kernel) acceptLazies(c *lazyChunk) (emptied *lazyChunk) {
 	for c != nil {
 		next := c.next
-		k.live += c.n
-		if c.n == lazyChunkLen && c.minDue > k.nowMono+lazyParkAfter {
+		k.ls.live += c.n
+		if c.n == lazyChunkLen && c.minDue > k.ls.nowMono+lazyParkAfter {
 			c.next = nil
-			heap.Push(&k.parked, c)
-			k.delayed += c.n
+			heap.Push(&k.ls.parked, c)
+			k.ls.delayed += c.n
 		} else {
 			k.unpack(c)
 			c.next = emptied
@@ -174,14 +168,14 @@ func (k *Kernel) acceptLazies(c *lazyChunk) (emptied *lazyChunk) {
 }
 
 // unparkDue unpacks the parked chunks whose first task is due, and adds them to
-// k.lazyDone for reuse. Loop only.
+// k.ls.lazyDone for reuse. Loop only.
 func (k *Kernel) unparkDue() {
-	for len(k.parked) > 0 && k.parked[0].minDue <= k.nowMono {
-		c := heap.Pop(&k.parked).(*lazyChunk)
-		k.delayed -= c.n
+	for len(k.ls.parked) > 0 && k.ls.parked[0].minDue <= k.ls.nowMono {
+		c := heap.Pop(&k.ls.parked).(*lazyChunk)
+		k.ls.delayed -= c.n
 		k.unpack(c)
-		c.next = k.lazyDone
-		k.lazyDone = c
+		c.next = k.ls.lazyDone
+		k.ls.lazyDone = c
 	}
 }
 
@@ -198,21 +192,21 @@ func (k *Kernel) unpack(c *lazyChunk) {
 // endParked ends the tasks of the parked chunks (see endLazy) and drops the
 // chunks. Loop only.
 func (k *Kernel) endParked(to State) {
-	for _, c := range k.parked {
+	for _, c := range k.ls.parked {
 		for i := range c.n {
 			k.endLazy(&c.e[i].t, to)
 		}
 	}
-	clear(k.parked)
-	k.parked = k.parked[:0]
+	clear(k.ls.parked)
+	k.ls.parked = k.ls.parked[:0]
 }
 
 // placeLazy puts a lazy task into the wheel, or into its bucket if it is due
 // already. Loop only.
 func (k *Kernel) placeLazy(l *lazyIntake) {
-	if l.due > k.nowMono {
-		k.wheel.Schedule(k.at(l.due), timerEntry{t: l.t})
-		k.delayed++
+	if l.due > k.ls.nowMono {
+		k.ls.wheel.Schedule(k.at(l.due), timerEntry{t: l.t})
+		k.ls.delayed++
 		return
 	}
 	k.toBucket(k.lazyHandle(&l.t), 0)
@@ -253,8 +247,8 @@ func (h *chunkHeap) Pop() any {
 // Close. Loop only.
 func (k *Kernel) endLazy(t *lazyTask, to State) {
 	l := levelOf(t.prio())
-	k.delayed--
-	k.live--
+	k.ls.delayed--
+	k.ls.live--
 	k.release(l, 1)
 	if to == Abandoned {
 		k.m.abandoned[l].Inc()

@@ -36,14 +36,14 @@ func TestLazyFits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := k.lazyFits(&tt.task); got != tt.want {
-				t.Fatalf("lazyFits() = %v, want %v", got, tt.want)
+			if got := k.pathOf(&tt.task, tt.task.Priority.normalize(), k.rc.Load(), true) == pathLazy; got != tt.want {
+				t.Fatalf("pathOf() == pathLazy = %v, want %v", got, tt.want)
 			}
 		})
 	}
 	ke := newTestKernel(t, Config{OnEvent: func(Event) {}})
-	if ke.lazyFits(&Task{Delay: time.Second, Run: noop}) {
-		t.Fatal("lazyFits() with OnEvent = true, want false: events name the task from its submission")
+	if ke.pathOf(&Task{Delay: time.Second, Run: noop}, Normal, ke.rc.Load(), true) == pathLazy {
+		t.Fatal("pathOf() == pathLazy with OnEvent = true, want false: events name the task from its submission")
 	}
 }
 

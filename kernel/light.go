@@ -3,7 +3,6 @@ package kernel
 import (
 	"context"
 	"runtime/debug"
-	"time"
 
 	"github.com/axsched/ax/queue"
 )
@@ -15,10 +14,8 @@ import (
 // and nobody but the executor that runs it reads it: the loop moves it without a
 // cache miss, and no record goes back and forth between the cores. It gets a
 // record only if its function fails and its priority's retry policy allows
-// another attempt (lightFailed).
-//
-// This is how the design's prototype reached its no-op throughput: submitters
-// hand values to the loop, the loop hands values to the executors.
+// another attempt (lightFailed). Submitters hand values to the loop, and the
+// loop hands values to the executors.
 type light struct {
 	run func(context.Context) error
 	at  int64       // mono: when it was submitted
@@ -68,10 +65,10 @@ func priorityOf(l queue.Level) Priority {
 
 // acceptLight takes in a light task: into its bucket, as toBucket does a record.
 func (k *Kernel) acceptLight(l light) {
-	k.live++
-	k.pendSubmitted[l.lvl]++
+	k.ls.live++
+	k.ls.pendSubmitted[l.lvl]++
 	k.growBucket(l.lvl)
-	_ = k.buckets.Push(l.lvl, qitem{l: l}) // growBucket made room: no error
+	_ = k.ls.buckets.Push(l.lvl, qitem{l: l}) // growBucket made room: no error
 }
 
 // lightFailed settles a light task whose function failed or panicked: it gets the
@@ -114,9 +111,50 @@ func (k *Kernel) executeLight(l *light) (err error) {
 	return l.run(k.lightCtx)
 }
 
-// finishLight settles a light task that succeeded on its executor, as finishFast
-// does a record.
-func (k *Kernel) finishLight(e *executor, l *light, startAt, endAt int64) {
-	k.m.succeeded[l.lvl].Inc()
-	k.m.observe(e.shard, l.lvl, time.Duration(startAt-l.at), time.Duration(endAt-startAt))
+// submitLight submits t as a light task: a fire-and-forget task, due now,
+// without a timeout, a Retry of its own or an event listener (see pathOf).
+func (k *Kernel) submitLight(ctx context.Context, t *Task, prio Priority, lvl queue.Level, rc *resolved) error {
+	l := light{run: t.Run, lvl: lvl}
+	if k.fastOpen.Load() {
+		l.at = k.mono()
+		if k.runFastItem(nil, l, l.at) {
+			return nil
+		}
+	}
+	evicts, err := k.admit(ctx, lvl, 1, rc, true)
+	if err != nil {
+		return err // a refusal does not read the clock
+	}
+	if l.at == 0 {
+		l.at = k.mono()
+	}
+	if evicts {
+		// A task holding an evicted Low task's ticket travels on a record, which
+		// knows which ticket to give back (Handle.ticket).
+		h := handlePool.Get().(*Handle)
+		h.pooled = true
+		k.initHandle(h, t, prio, rc, nil)
+		h.evicts = true
+		if !k.enqueue(h) {
+			k.release(queue.Low, 1)
+			*h = Handle{}
+			handlePool.Put(h)
+			return ErrClosed
+		}
+		return nil
+	}
+	k.in.mu.Lock()
+	if k.in.closed {
+		k.in.mu.Unlock()
+		k.release(lvl, 1)
+		return ErrClosed
+	}
+	k.in.tasks = append(k.in.tasks, qitem{l: l})
+	wake := k.in.loopWaiting
+	k.in.loopWaiting = false
+	k.in.mu.Unlock()
+	if wake {
+		k.poke()
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/axsched/ax/internal/hist"
 	"github.com/axsched/ax/queue"
 )
 
@@ -23,7 +24,7 @@ type kernelMetrics struct {
 	evicted, canceled, panics, abandoned [queue.NumLevels]*metrics.Counter
 	onTimeoutDropped, eventsDropped, callbackPanics *metrics.Counter
 
-	wait, exec [queue.NumLevels]hist
+	wait, exec [queue.NumLevels]hist.Hist
 
 	depth              [queue.NumLevels]atomic.Int64
 	delayed            atomic.Int64
@@ -52,10 +53,10 @@ func newKernelMetrics(g *promGroup, name string) *kernelMetrics {
 }
 
 // observe records one attempt's wait (submit to start) and execution time into
-// the histograms' shard (see histShards): the loop's 0, an executor's its own.
+// the histograms' shard (see hist.Shards): the loop's 0, an executor's its own.
 func (m *kernelMetrics) observe(shard int, l queue.Level, wait, exec time.Duration) {
-	m.wait[l].observe(shard, wait)
-	m.exec[l].observe(shard, exec)
+	m.wait[l].Observe(shard, wait)
+	m.exec[l].Observe(shard, exec)
 }
 
 // PriorityStats are the counts of one priority.
@@ -127,7 +128,7 @@ func (k *Kernel) Stats() Stats {
 			Rejected: m.rejected[l].Get(), Evicted: m.evicted[l].Get(), Canceled: m.canceled[l].Get(),
 			Panics: m.panics[l].Get(), Abandoned: m.abandoned[l].Get(),
 			Queued: int(m.depth[l].Load()),
-			Wait:   m.wait[l].percentiles(), Exec: m.exec[l].percentiles(),
+			Wait:   Percentiles(m.wait[l].Summary()), Exec: Percentiles(m.exec[l].Summary()),
 		}
 	}
 	submitted, lazies := k.intakeCounts()
@@ -166,4 +167,12 @@ func (q *runq) live() runqFigures {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return runqFigures{running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers}
+}
+
+// Percentiles summarises a distribution of durations.
+type Percentiles struct {
+	Count               uint64
+	Mean                time.Duration
+	P50, P90, P99, P999 time.Duration
+	Max                 time.Duration
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 
+	"github.com/axsched/ax/internal/hist"
 	"github.com/axsched/ax/queue"
 )
 
@@ -184,8 +185,8 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 	one(famExecutors, nonNeg(int64(lv.workers)))
 	one(famCallbacksAbandoned, nonNeg(m.callbacksAbandoned.Load()))
 	for l := range queue.NumLevels {
-		fams[famWait] = m.wait[l].appendPrometheus(fams[famWait], promFamilies[famWait].name, prio[l])
-		fams[famExec] = m.exec[l].appendPrometheus(fams[famExec], promFamilies[famExec].name, prio[l])
+		fams[famWait] = appendHist(fams[famWait], &m.wait[l], promFamilies[famWait].name, prio[l])
+		fams[famExec] = appendHist(fams[famExec], &m.exec[l], promFamilies[famExec].name, prio[l])
 	}
 	if d := k.dur; d != nil {
 		j := d.j
@@ -343,4 +344,44 @@ func (g *promGroup) write(w io.Writer) {
 	if len(ks) > 0 {
 		writeKernels(w, ks)
 	}
+}
+
+// The Prometheus buckets' bounds are the powers of two from 2^histLeMin to
+// 2^histLeMax ns (about 1 µs to 68 s); histLe holds their le labels in seconds.
+const (
+	histLeMin = 10
+	histLeMax = 36
+)
+
+var histLe = func() (le [histLeMax - histLeMin + 1]string) {
+	for e := histLeMin; e <= histLeMax; e++ {
+		le[e-histLeMin] = `le="` + strconv.FormatFloat(float64(uint64(1)<<e)/1e9, 'g', -1, 64) + `"`
+	}
+	return le
+}()
+
+// appendHist appends h as the samples of a Prometheus histogram in seconds,
+// with the buckets of histLe and +Inf, _sum and _count; labels (possibly empty) go
+// on every sample, before le.
+func appendHist(b []byte, h *hist.Hist, name, labels string) []byte {
+	var cum uint64
+	i := 0
+	bucket := name + "_bucket"
+	for e := histLeMin; e <= histLeMax; e++ {
+		bound := uint64(1) << e
+		for i < hist.Buckets && hist.Lower(i+1) <= bound {
+			cum += h.Count(i)
+			i++
+		}
+		b = appendSample(b, bucket, joinLabels(labels, histLe[e-histLeMin]), cum)
+	}
+	for ; i < hist.Buckets; i++ {
+		cum += h.Count(i)
+	}
+	sum, _ := h.SumMax()
+	b = appendSample(b, bucket, joinLabels(labels, `le="+Inf"`), cum)
+	b = appendSeries(b, name+"_sum", labels)
+	b = strconv.AppendFloat(b, float64(sum)/1e9, 'g', -1, 64)
+	b = append(b, '\n')
+	return appendSample(b, name+"_count", labels, cum)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/axsched/ax/internal/goid"
 	"github.com/axsched/ax/queue"
 )
 
@@ -124,9 +125,9 @@ func isDone(ch <-chan struct{}) bool {
 // onOwnGoroutine reports whether the caller runs on one of the kernel's own
 // goroutines: an executor (a task's function, a zombie's included), the OnEvent
 // goroutine or an OnTimeout worker. Shutdown and Close ask, since they wait for
-// those goroutines. It costs a stack read (about a microsecond).
+// those goroutines. It costs a stack read.
 func (k *Kernel) onOwnGoroutine() bool {
-	gid := goroutineID()
+	gid := goid.ID()
 	if k.sidePool.has(gid) || (k.events != nil && k.events.gid.Load() == gid) {
 		return true
 	}
@@ -180,14 +181,14 @@ func (k *Kernel) stopSide(deadline <-chan struct{}) int {
 
 // beginDrain starts Shutdown: delayed tasks and retries not yet due end Abandoned.
 func (k *Kernel) beginDrain() {
-	if k.draining || k.closing {
+	if k.ls.draining || k.ls.closing {
 		return
 	}
-	k.draining = true
+	k.ls.draining = true
 	k.dropBacklog()
 	k.endParked(Abandoned)
 	var keep []*attempt
-	k.wheel.Clear(func(e timerEntry) {
+	k.ls.wheel.Clear(func(e timerEntry) {
 		a := e.a
 		if a == nil {
 			k.endLazy(&e.t, Abandoned)
@@ -196,7 +197,7 @@ func (k *Kernel) beginDrain() {
 		if a.tkind == timerDue {
 			h := a.h
 			a.tkind = timerNone
-			k.delayed--
+			k.ls.delayed--
 			k.release(h.ticket(), 1)
 			k.m.abandoned[h.bucket].Inc()
 			k.end(h, Abandoned, ErrAbandoned)
@@ -211,26 +212,26 @@ func (k *Kernel) beginDrain() {
 
 // closeAll is Close: every task ends now.
 func (k *Kernel) closeAll() {
-	if k.closing {
+	if k.ls.closing {
 		return
 	}
-	k.closing = true
-	k.draining = false
+	k.ls.closing = true
+	k.ls.draining = false
 	k.dropBacklog()
 	k.endParked(Canceled)
 	for l := range queue.NumLevels {
-		k.buckets.Bucket(queue.Level(l)).Clear(func(it qitem) {
+		k.ls.buckets.Bucket(queue.Level(l)).Clear(func(it qitem) {
 			k.m.canceled[l].Inc()
 			if it.h == nil {
 				k.release(queue.Level(l), 1)
-				k.live-- // a light task ends here
+				k.ls.live-- // a light task ends here
 				return
 			}
 			k.release(it.h.ticket(), 1)
 			k.end(it.h, Canceled, ErrClosed)
 		})
 	}
-	k.wheel.Clear(func(e timerEntry) {
+	k.ls.wheel.Clear(func(e timerEntry) {
 		a := e.a
 		if a == nil {
 			k.endLazy(&e.t, Canceled)
@@ -238,7 +239,7 @@ func (k *Kernel) closeAll() {
 		}
 		if a.tkind == timerDue {
 			h := a.h
-			k.delayed--
+			k.ls.delayed--
 			k.release(h.ticket(), 1)
 			k.m.canceled[h.bucket].Inc()
 			k.end(h, Canceled, ErrClosed)
@@ -246,11 +247,11 @@ func (k *Kernel) closeAll() {
 		a.tkind = timerNone
 	})
 	var ended []*attempt
-	for a := range k.gated {
+	for a := range k.ls.gated {
 		a.settled = true
 		ended = append(ended, a)
 	}
-	clear(k.gated)
+	clear(k.ls.gated)
 	q := &k.rq
 	q.mu.Lock()
 	// The attempts handed over and not handed back: waiting in the run queue, or
@@ -292,14 +293,14 @@ func (k *Kernel) closeAll() {
 	k.lightCancel()
 	for l, n := range lightEnded {
 		k.m.canceled[l].Add(n)
-		k.live -= n
+		k.ls.live -= n
 	}
 	for _, a := range ended {
 		a.ctx.cancel(context.Canceled)
 		k.m.canceled[a.h.bucket].Inc()
 		k.end(a.h, Canceled, ErrClosed)
 	}
-	k.freed = true
+	k.ls.freed = true
 }
 
 // stopExecutors tells idle executors to exit; busy ones exit when they finish.

@@ -1,11 +1,10 @@
 package kernel
 
 import (
-	"bytes"
-	"runtime"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/axsched/ax/internal/goid"
 )
 
 // zombie is a timed-out attempt whose function still runs after its slot was
@@ -46,7 +45,7 @@ func (k *Kernel) Zombies() []ZombieInfo {
 
 // zombieStarted registers a detached attempt. Loop only.
 func (k *Kernel) zombieStarted(a *attempt) {
-	z := &zombie{taskID: a.h.ID(), attempt: int(a.n), since: k.now}
+	z := &zombie{taskID: a.h.ID(), attempt: int(a.n), since: k.ls.now}
 	if a.exec != nil {
 		z.gid = a.exec.gid.Load()
 	}
@@ -57,7 +56,7 @@ func (k *Kernel) zombieStarted(a *attempt) {
 	}
 	k.zset[z] = struct{}{}
 	k.zmu.Unlock()
-	k.schedule(a, timerGrace, k.now.Add(k.rcl.cfg.ZombieGrace))
+	k.schedule(a, timerGrace, k.ls.now.Add(k.ls.rcl.cfg.ZombieGrace))
 }
 
 // zombieReturned forgets a zombie whose function returned. Loop only.
@@ -65,7 +64,7 @@ func (k *Kernel) zombieReturned(a *attempt) {
 	z := a.zombie
 	a.zombie = nil
 	if a.tkind == timerGrace {
-		k.wheel.Cancel(a.timer)
+		k.ls.wheel.Cancel(a.timer)
 		a.tkind = timerNone
 	}
 	k.zmu.Lock()
@@ -73,8 +72,8 @@ func (k *Kernel) zombieReturned(a *attempt) {
 	k.zmu.Unlock()
 	// A function that returned within ZombieGrace of its timeout is no news; one
 	// logged as still running is logged as returned too.
-	if l := k.rcl.cfg.Logger; l != nil && z.pastGrace {
-		l.Info("kernel: zombie task returned", "task", z.taskID, "attempt", z.attempt, "after", k.now.Sub(z.since))
+	if l := k.ls.rcl.cfg.Logger; l != nil && z.pastGrace {
+		l.Info("kernel: zombie task returned", "task", z.taskID, "attempt", z.attempt, "after", k.ls.now.Sub(z.since))
 	}
 }
 
@@ -85,9 +84,9 @@ func (k *Kernel) onGrace(a *attempt) {
 		return
 	}
 	z.pastGrace = true
-	logger := k.rcl.cfg.Logger
+	logger := k.ls.rcl.cfg.Logger
 	k.sidePool.submit(func() {
-		st := goroutineStack(z.gid)
+		st := goid.Stack(z.gid)
 		z.mu.Lock()
 		z.stack = st
 		z.mu.Unlock()
@@ -96,43 +95,4 @@ func (k *Kernel) onGrace(a *attempt) {
 				"attempt", z.attempt, "since", z.since, "stack", string(st))
 		}
 	})
-}
-
-// goroutineID returns the current goroutine's id, parsed from its stack header.
-// Executors call it once when they start.
-func goroutineID() uint64 {
-	var buf [64]byte
-	b := buf[:runtime.Stack(buf[:], false)]
-	b = bytes.TrimPrefix(b, []byte("goroutine "))
-	if i := bytes.IndexByte(b, ' '); i > 0 {
-		id, _ := strconv.ParseUint(string(b[:i]), 10, 64)
-		return id
-	}
-	return 0
-}
-
-// goroutineStack returns the stack of goroutine gid, or nil if it is gone.
-func goroutineStack(gid uint64) []byte {
-	if gid == 0 {
-		return nil
-	}
-	buf := make([]byte, 1<<16)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	head := []byte("goroutine " + strconv.FormatUint(gid, 10) + " [")
-	i := bytes.Index(buf, head)
-	if i < 0 {
-		return nil
-	}
-	rest := buf[i:]
-	if j := bytes.Index(rest, []byte("\n\n")); j >= 0 {
-		rest = rest[:j]
-	}
-	return bytes.Clone(rest)
 }

@@ -1,19 +1,20 @@
-package kernel
+// Package spin provides a mutex that spins a while before it sleeps, for locks
+// held for tens of nanoseconds by many goroutines at once.
+package spin
 
 import (
 	"runtime"
 	"sync"
 )
 
-// spinMutex is a sync.Mutex that tries a while before it sleeps. The intake's and
+// Mutex is a sync.Mutex that tries a while before it sleeps. The intake's and
 // the run queue's locks are held for tens of nanoseconds per task, by the
 // submitters, the loop and the executors at once. A sync.Mutex that finds one
 // taken sleeps almost at once, and the wake-up costs far more than the wait would
-// have: on a 2-core machine a no-op burst spent its time in those sleeps, the
-// waiters parked on a futex while the holder had long let go. Trying again, and
-// yielding the P now and then so that a holder waiting for it can finish, kept the
-// goroutines running: with spinRoom, no-op throughput rose by a third.
-type spinMutex struct {
+// have: the waiters park on a futex while the holder has long let go. Trying
+// again, and yielding the P now and then so that a holder waiting for it can
+// finish, keeps the goroutines running.
+type Mutex struct {
 	sync.Mutex
 }
 
@@ -25,7 +26,7 @@ const (
 )
 
 // Lock locks m, trying spinLockTries times before it blocks like sync.Mutex.
-func (m *spinMutex) Lock() {
+func (m *Mutex) Lock() {
 	for i := 1; i <= spinLockTries; i++ {
 		if m.TryLock() {
 			return

@@ -1,0 +1,93 @@
+package kernel
+
+// ctrlKind is the kind of a control message.
+type ctrlKind uint8
+
+const (
+	ctrlCancel      ctrlKind = iota + 1 // cancel one task (h)
+	ctrlCancelBatch                     // cancel a batch's members (b)
+	ctrlCancelID                        // cancel the live tasks of an ID (id); acks the count
+	ctrlUpdate                          // apply a new resolved config (rc), answer on ack
+	ctrlShutdown                        // drain and stop
+	ctrlClose                           // stop now
+	ctrlRecover                         // schedule durable tasks read back from the store (hs)
+	ctrlStarted                         // the journal stored the starts of gated attempts (as)
+	ctrlEvict                           // evict the newest queued Low task for a High submitter, answer on ack
+)
+
+// ctrlMsg is a message from the API to the loop.
+type ctrlMsg struct {
+	kind  ctrlKind
+	h     *Handle
+	b     *Batch
+	rc    *resolved
+	hs    []*Handle
+	as    []*attempt
+	id    string
+	ack   chan error // size 1
+	count chan int   // size 1
+}
+
+// poke wakes the loop if it is parked. It never blocks.
+func (k *Kernel) poke() {
+	select {
+	case k.pokeCh <- struct{}{}:
+	default:
+	}
+}
+
+// control hands a control message to the loop.
+func (k *Kernel) control(m ctrlMsg) {
+	k.in.mu.Lock()
+	k.in.ctrl = append(k.in.ctrl, m)
+	wake := k.in.loopWaiting
+	k.in.loopWaiting = false
+	k.in.mu.Unlock()
+	if wake {
+		k.poke()
+	}
+}
+
+// handleCtrl applies one control message.
+func (k *Kernel) handleCtrl(m ctrlMsg) {
+	switch m.kind {
+	case ctrlCancel:
+		k.cancel(m.h, ErrCanceled)
+	case ctrlCancelBatch:
+		m.b.mu.Lock()
+		members := m.b.members // submitters append; the ones taken in so far suffice
+		m.b.mu.Unlock()
+		for _, h := range members {
+			k.cancel(h, m.b.cause())
+		}
+	case ctrlUpdate:
+		k.apply(m.rc)
+		k.rc.Store(m.rc)
+		m.ack <- nil
+	case ctrlShutdown:
+		k.beginDrain()
+	case ctrlClose:
+		k.closeAll()
+	case ctrlStarted:
+		k.ungate(m.as)
+	case ctrlEvict:
+		if k.evictNewestLow() {
+			m.ack <- nil
+		} else {
+			m.ack <- ErrQueueFull
+		}
+	case ctrlRecover:
+		if k.ls.draining || k.ls.closing {
+			for _, h := range m.hs {
+				k.abortDurable(h)
+			}
+			return
+		}
+		for _, h := range m.hs {
+			k.index(h)
+			k.ls.backlog[h.bucket] = append(k.ls.backlog[h.bucket], h)
+		}
+	case ctrlCancelID:
+		m.count <- k.cancelID(m.id)
+	}
+}

@@ -1,0 +1,272 @@
+package kernel
+
+import (
+	"math"
+
+	"github.com/axsched/ax/queue"
+)
+
+// dispatch moves picked tasks into the run queue while executors have or will
+// soon have a free slot, then wakes or starts executors for them.
+//
+// Each level has room for the free slots plus the lookahead, less the picks of
+// its own and higher levels already waiting: lower picks never count against a
+// higher level's room, and executors take the highest level first, so a task
+// never waits behind lower-priority work picked ahead of it. The picker still
+// decides the order: when the level it names has no room, a higher level with
+// room may take a pick ahead, overtaking, while the level passed over keeps its
+// turn and its floor (queue.Buckets.PopAhead) — so the shares hold under
+// saturation, and the run queue stays within three lookaheads.
+func (k *Kernel) dispatch() {
+	if k.ls.buckets.Len() == 0 {
+		return
+	}
+	q := &k.rq
+	// Read the room under the lock, pick and account without it (executors keep
+	// running meanwhile: room only grows), then hand the picks over in one short
+	// critical section.
+	q.mu.Lock()
+	var r room
+	free := q.limit - q.running + k.ls.lookahead
+	freeOther := q.otherLimit - q.runningOther + k.ls.lookahead // Config.Reserve
+	above, aboveOther := 0, 0
+	for l, ring := range q.rings {
+		above += ring.Len()
+		r.all[l] = free - above
+		if l != int(queue.High) {
+			aboveOther += ring.Len()
+			r.other[l] = freeOther - aboveOther
+		}
+	}
+	q.mu.Unlock()
+	r.other[queue.High] = math.MaxInt
+	picked := k.ls.picked[:0]
+	for r.all[queue.High] > 0 && len(k.ls.gated) < k.ls.gateWindow {
+		// A level whose slots (Config.Reserve) are all taken, picks ahead included,
+		// is left out, as if it had no work: its share passes on. A level whose
+		// room overtaking picks took keeps its turn instead (PopAhead).
+		mask := r.mask()
+		var it qitem
+		var lvl queue.Level
+		var ok bool
+		if r.all[queue.Low] > 0 {
+			it, lvl, ok = k.ls.buckets.Pop(mask) // every level has room
+		} else if lvl, ok = k.ls.buckets.Peek(mask); ok {
+			if r.all[lvl] > 0 {
+				it, lvl, ok = k.ls.buckets.Pop(mask)
+			} else {
+				it, lvl, ok = k.ls.buckets.PopAhead(mask, r.above(lvl))
+			}
+		}
+		if !ok {
+			break
+		}
+		if it.h == nil {
+			// A light task: counted in bulk, its record never touched.
+			k.ls.pendRelease[lvl]++
+			k.ls.pendStarted[lvl]++
+			k.ls.lightStarts++
+			k.ls.freed = true
+		} else if !k.start(it.h, it.h.cur) {
+			// A durable pick waits for its stored start (gate) without a slot: the
+			// starts of up to gateWindow picks are written in the same group commits
+			// while the slots keep running. It takes a slot once handed over.
+			continue
+		}
+		// An aged task waits with the level it was picked as, unless that is High
+		// for a Normal one: High's ring is for the slots only High may take.
+		as := max(k.ls.buckets.PickedAs(), min(lvl, queue.Normal))
+		r.take(as)
+		if it.h == nil {
+			picked = append(picked, pick{l: it.l, lvl: as})
+		} else {
+			picked = append(picked, pick{a: it.h.cur, lvl: as})
+		}
+	}
+	k.flushCounts()
+	k.handOver(picked)
+	clear(picked)
+	k.ls.picked = picked[:0]
+}
+
+// room is what dispatch may still pick per level: all is the free slots plus the
+// lookahead, less the picks waiting at the level and above; other is the same
+// within the slots Normal and Low may use (Config.Reserve), for Normal and Low.
+type room struct {
+	all, other [queue.NumLevels]int
+}
+
+// mask returns the levels whose slots are not all taken (room.other).
+func (r *room) mask() queue.Mask {
+	m := queue.AllLevels
+	for l := queue.Normal; l < queue.NumLevels; l++ {
+		if r.other[l] <= 0 {
+			m &^= 1 << l
+		}
+	}
+	return m
+}
+
+// above returns the levels of higher priority than l that have room.
+func (r *room) above(l queue.Level) queue.Mask {
+	var m queue.Mask
+	for h := queue.High; h < l; h++ {
+		if r.all[h] > 0 {
+			m |= 1 << h
+		}
+	}
+	return m
+}
+
+// take accounts for a pick of level l: it waits ahead of every level at or
+// below it.
+func (r *room) take(l queue.Level) {
+	for x := l; x < queue.NumLevels; x++ {
+		r.all[x]--
+		if l != queue.High {
+			r.other[x]--
+		}
+	}
+}
+
+// flushCounts applies the counts the loop gathered: submitted and started
+// tasks, and the tickets of tasks that left their bucket. It runs before any
+// task reaches an executor, so a reader never sees a task end that was not
+// counted as submitted and started.
+func (k *Kernel) flushCounts() {
+	for l := range queue.NumLevels {
+		if n := k.ls.pendSubmitted[l]; n > 0 {
+			k.m.submitted[l].Add(n)
+			k.ls.pendSubmitted[l] = 0
+		}
+		if n := k.ls.pendStarted[l]; n > 0 {
+			k.m.started[l].Add(n)
+			k.ls.pendStarted[l] = 0
+		}
+		if n := k.ls.pendRelease[l]; n > 0 {
+			k.release(queue.Level(l), n)
+			k.ls.pendRelease[l] = 0
+		}
+	}
+	if k.ls.lightStarts > 0 {
+		k.ls.budget.firstN(k.ls.now, k.ls.lightStarts)
+		k.ls.lightStarts = 0
+	}
+}
+
+// pick is an attempt (or a light task, a nil) the loop chose to run, and its
+// level: handOver reads it here rather than in the task's record, a cache line it
+// does not touch otherwise.
+type pick struct {
+	a   *attempt
+	l   light
+	lvl queue.Level
+}
+
+// handOver moves picked attempts into the run queue and wakes or starts an
+// executor for them.
+func (k *Kernel) handOver(picked []pick) {
+	if len(picked) == 0 {
+		return
+	}
+	q := &k.rq
+	var wake [8]*executor
+	nwake, spawn := 0, 0
+	q.mu.Lock()
+	// Durable picks handed over after their start was stored may exceed the slots
+	// and the lookahead (see gate): grow the rings rather than lose one.
+	// Executors that found the run queue empty may have parked: new work for an
+	// empty queue wakes one even while others keep popping (see runq.chainWake),
+	// unless one of them popped a moment ago and is coming back for more.
+	wasEmpty := q.queued() == 0 && !q.cycling(k.ls.nowMono)
+	for _, r := range q.rings {
+		grow(r, len(picked))
+	}
+	for _, p := range picked {
+		_ = q.rings[p.lvl].Push(ritem{a: p.a, l: p.l})
+	}
+	// One wake-up at a time (unless the one on the way is overdue), and none while
+	// executors keep popping what was already queued: each woken executor wakes the
+	// next while work waits (runq.chainWake).
+	if q.chainWake(k.ls.nowMono, wasEmpty) {
+		w, sp := q.takeForWake(k.ls.nowMono)
+		if w != nil {
+			wake[0], nwake = w, 1
+		}
+		if sp {
+			spawn = 1
+		}
+	}
+	q.mu.Unlock()
+	for i := range nwake {
+		wake[i].wake <- struct{}{}
+	}
+	for range spawn {
+		k.execWG.Add(1)
+		go k.runExecutor(newExecutor(), nil)
+	}
+}
+
+// start accounts for an attempt about to be handed to the run queue. It reports
+// false when the attempt must wait for its start to be stored first (a durable task
+// in acknowledged mode, see gate).
+func (k *Kernel) start(h *Handle, a *attempt) bool {
+	k.ls.pendRelease[h.ticket()]++
+	k.ls.freed = true
+	from := k.setState(h, Running)
+	// A new task's first attempt is number 1: known without reading a.n, whose
+	// cache line the loop does not touch otherwise (a recovered durable task's first
+	// attempt may be a later one).
+	n := int32(1)
+	if a != &h.first || h.dur != nil {
+		n = a.n
+	}
+	h.attempts.Store(n)
+	if n == 1 {
+		k.ls.budget.first(k.ls.now)
+	}
+	k.ls.pendStarted[h.bucket]++
+	if h.dur != nil {
+		k.journalStart(h, a)
+	}
+	if h.timeout > 0 {
+		k.schedule(a, timerTimeout, k.ls.now.Add(h.timeout))
+	}
+	if k.events != nil {
+		k.emit(h, from, Running, a, nil)
+	}
+	if h.dur != nil && k.dur.j.every == 0 {
+		k.gate(a)
+		return false
+	}
+	return true
+}
+
+// gate holds a durable attempt back until the journal stored its start: a task runs
+// only once the store knows it runs, so a crash re-runs only tasks the store shows
+// Running (at least once, and no more than the attempts in flight). Up to gateWindow
+// attempts wait so at once, without holding slots: their starts share group commits
+// while the slots keep running. (A crash counts such an attempt whether or not its
+// function had begun.) In periodic snapshot mode nothing waits for a commit.
+func (k *Kernel) gate(a *attempt) {
+	if k.ls.gated == nil {
+		k.ls.gated = make(map[*attempt]struct{})
+	}
+	k.ls.gated[a] = struct{}{}
+	k.ls.jbuf[len(k.ls.jbuf)-1].start = a // the OpStart journalStart just added
+}
+
+// ungate hands attempts whose start the journal stored to the run queue.
+func (k *Kernel) ungate(as []*attempt) {
+	picked := k.ls.picked[:0]
+	for _, a := range as {
+		if _, ok := k.ls.gated[a]; !ok {
+			continue // Close ended it meanwhile
+		}
+		delete(k.ls.gated, a)
+		picked = append(picked, pick{a: a, lvl: a.h.bucket})
+	}
+	k.handOver(picked)
+	clear(picked)
+	k.ls.picked = picked[:0]
+}

@@ -1,0 +1,197 @@
+package kernel
+
+import (
+	"time"
+
+	"github.com/axsched/ax/internal/spin"
+	"github.com/axsched/ax/queue"
+)
+
+// runq is the hand-off between the loop and the executors. The loop alone decides
+// what goes in, in which order and how many may run (limit, otherLimit); executors
+// take the head when they free a slot, without waiting for a loop pass, and hand
+// finished attempts back in done. Every field is guarded by mu.
+//
+// Executors count their own starts and completions under mu, the lock they take
+// anyway to pop the next attempt: no channel operation per task.
+type runq struct {
+	mu spin.Mutex
+
+	// rings hold the chosen attempts and light tasks by level. An executor takes
+	// High first, then Normal, then Low: a pick made ahead never makes a
+	// higher-priority pick wait (see Kernel.dispatch).
+	rings       [queue.NumLevels]*queue.Ring[ritem]
+	done        []*attempt  // finished attempts, swapped out by the loop
+	lightFailed []lightDone // light tasks that failed, swapped out by the loop
+
+	idle    []*executor // parked executors, most recent last
+	coming  int         // executors woken and not yet back under mu
+	wokenAt int64       // mono: when the last of them was woken or started
+
+	pops     uint64 // attempts and light tasks popped, ever
+	popAt    int64  // mono: when an executor last popped
+	lastLong bool   // the task handed back last ran overdue or longer
+	wakeMark uint64 // pops when an executor was last woken or started for waiting work
+	workers  int    // live executors, zombies excluded
+
+	running      int // attempts executing, zombies excluded
+	runningOther int // of which not High
+	zombies      int
+	selfSettled  int         // attempts executors settled themselves since the loop's last pass
+	fastStarted  int         // tasks submitters started on the fast lane since the loop's last pass
+	execs        []*executor // live executor goroutines, zombies included: Close finds running attempts here
+
+	limit      int // MaxConcurrency
+	otherLimit int // MaxConcurrency - Reserve.High
+	maxZombies int
+
+	loopWaiting    bool // the loop parked and wants a poke on the next completion
+	loopWantsRoom  bool // ...even one an executor settles itself (tasks wait, or the kernel drains)
+	loopRefillAt   int  // ...but, unless it drains, only once the run queue holds this many or fewer
+	stopping       bool // executors exit once nothing is left to run
+	workDoneClosed bool
+}
+
+// overdue is how long an executor woken for waiting work may take to arrive
+// before another is woken for it. Normally one arrives within microseconds, and
+// each arrival wakes the next while work waits, so one wake-up is on the way at a
+// time. But the OS sometimes holds a thread back for milliseconds: without a
+// bound, every task submitted meanwhile would wait for that one executor, while
+// the submitter's own core was free to run another.
+const overdue = int64(20 * time.Microsecond)
+
+// needsWake reports whether work waiting in the run queue needs an executor woken
+// at mono time now: none is on the way, or the last one woken is overdue.
+func (q *runq) needsWake(now int64) bool { return q.needsWakeWithin(now, overdue) }
+
+// needsWakeWithin is needsWake with late as the bound on a woken executor's
+// arrival (overdue, or fastOverdue on the fast lane).
+func (q *runq) needsWakeWithin(now, late int64) bool {
+	return q.queued() > 0 && (q.coming == 0 || now-q.wokenAt > late)
+}
+
+// chainWake reports whether an executor (or the loop, handing work over) should
+// wake another executor for waiting work: needsWake, and either the work is
+// long (the caller's last task, or the last task any executor handed back, ran
+// overdue or longer: such work blocks, and needs more executors) or nobody but
+// the last one woken took work since the last wake-up. When executors keep
+// popping short tasks, those awake drain them, and waking more would only make
+// them contend for mu. If every executor awake then takes a long task at once,
+// the loop's stall check restarts the chain (Kernel.checkStall).
+func (q *runq) chainWake(now int64, long bool) bool {
+	return q.needsWake(now) && (long || q.lastLong || q.pops-q.wakeMark <= 1)
+}
+
+// takeForWake takes an idle executor to wake, or counts one to start (spawn),
+// for work waiting at mono time now. Called with mu held.
+func (q *runq) takeForWake(now int64) (wake *executor, spawn bool) {
+	switch {
+	case len(q.idle) > 0:
+		wake = q.idle[len(q.idle)-1]
+		q.idle = q.idle[:len(q.idle)-1]
+	case q.workers < q.limit && !q.stopping:
+		q.workers++
+		spawn = true
+	default:
+		return nil, false
+	}
+	q.coming++
+	q.wokenAt = now
+	q.wakeMark = q.pops
+	return wake, spawn
+}
+
+// cycling reports whether some executor is awake and popped work in the last
+// overdue/4 before now: it will be back for more at once.
+func (q *runq) cycling(now int64) bool {
+	return q.workers > len(q.idle) && now-q.popAt < overdue/4
+}
+
+// takeRefillPoke reports whether a success an executor settled itself should
+// poke the parked loop: the loop waits for room (or drains) and the run queue
+// ran low (loopRefillAt). It clears loopWaiting when it does. Called with mu held.
+func (q *runq) takeRefillPoke() bool {
+	if q.loopWaiting && q.loopWantsRoom && q.poppableLen() <= q.loopRefillAt {
+		q.loopWaiting = false
+		return true
+	}
+	return false
+}
+
+// poppableLen returns how many waiting attempts and light tasks executors could
+// pop now (Normal and Low ones only while the reserve leaves them a slot).
+func (q *runq) poppableLen() int {
+	n := q.rings[queue.High].Len()
+	if q.runningOther < q.otherLimit {
+		n += q.otherLen()
+	}
+	return n
+}
+
+// otherLen returns how many Normal and Low picks wait in the run queue.
+func (q *runq) otherLen() int { return q.rings[queue.Normal].Len() + q.rings[queue.Low].Len() }
+
+// poppable reports whether an executor could pop something now.
+func (q *runq) poppable() bool {
+	return q.rings[queue.High].Len() > 0 || (q.otherLen() > 0 && q.runningOther < q.otherLimit)
+}
+
+// register adds e to execs, once.
+func (q *runq) register(e *executor) {
+	if e.slot < 0 {
+		e.slot = len(q.execs)
+		q.execs = append(q.execs, e)
+	}
+}
+
+// unregister removes e from execs: its goroutine exits.
+func (q *runq) unregister(e *executor) {
+	if i := e.slot; i >= 0 {
+		last := len(q.execs) - 1
+		q.execs[i] = q.execs[last]
+		q.execs[i].slot = i
+		q.execs[last] = nil
+		q.execs = q.execs[:last]
+		e.slot = -1
+	}
+}
+
+// queued returns the number of attempts waiting in the run queue.
+func (q *runq) queued() int { return q.rings[queue.High].Len() + q.otherLen() }
+
+// pop takes the next attempt or light task an executor may start: the oldest
+// High pick, else the oldest Normal one, else the oldest Low one, honouring the
+// reserve.
+func (q *runq) pop() (ritem, bool) {
+	if it, ok := q.rings[queue.High].Pop(); ok {
+		q.pops++
+		return it, true
+	}
+	if q.runningOther < q.otherLimit || q.stopping {
+		for _, r := range q.rings[queue.Normal:] {
+			if it, ok := r.Pop(); ok {
+				q.pops++
+				q.runningOther++
+				return it, true
+			}
+		}
+	}
+	return ritem{}, false
+}
+
+// checkWorkDone closes workDone once the kernel stops and no executor goroutine,
+// zombie or not, is left. Called with rq.mu held.
+func (k *Kernel) checkWorkDone() {
+	q := &k.rq
+	if q.stopping && q.workers == 0 && q.zombies == 0 && !q.workDoneClosed {
+		q.workDoneClosed = true
+		close(k.workDone)
+	}
+}
+
+// grow makes room for n more values in r.
+func grow(r *queue.Ring[ritem], n int) {
+	if r.Len()+n > r.Cap() {
+		_ = r.Resize(max(2*r.Cap(), r.Len()+n))
+	}
+}

@@ -1,0 +1,209 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// settleAttempt handles an attempt an executor handed back.
+func (k *Kernel) settleAttempt(a *attempt) {
+	h := a.h
+	if a.zombie != nil {
+		k.zombieReturned(a)
+	}
+	if a.settled {
+		return // timed out or closed earlier; the caller already knows
+	}
+	if a.tkind == timerTimeout {
+		k.ls.wheel.Cancel(a.timer)
+		a.tkind = timerNone
+	}
+	k.m.observe(0, h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
+	err := a.err
+	var pe *PanicError
+	switch {
+	case err == nil:
+		k.m.succeeded[h.bucket].Inc()
+		k.end(h, Succeeded, nil)
+		recycle(h, a)
+	case h.cancelErr != nil:
+		k.m.canceled[h.bucket].Inc()
+		k.end(h, Canceled, h.cancelErr)
+	case errors.As(err, &pe):
+		// A panic is a bug; retrying it rarely helps. It ends the task Failed.
+		k.m.panics[h.bucket].Inc()
+		k.m.failed[h.bucket].Inc()
+		k.end(h, Failed, err)
+		recycle(h, a)
+	default:
+		k.retryOrEnd(h, a, err, Failed)
+	}
+}
+
+// retryOrEnd schedules the next attempt if the policy and the budget allow, and
+// otherwise ends the task in state final with err.
+func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
+	p := h.retry
+	if p == nil {
+		p = k.ls.rcl.retry[h.bucket]
+	}
+	more := !IsPermanent(err) && int(a.n) < p.MaxAttempts
+	if more && !k.ls.draining && !k.ls.closing &&
+		(h.batch == nil || !h.batch.canceled()) && k.ls.budget.allow(k.ls.now) {
+		na := &attempt{h: h, n: a.n + 1}
+		na.ctx.a = na
+		na.ctx.parent = a.ctx.parent
+		h.cur = na
+		k.waiting[h.bucket].Add(1) // a retry re-enters without a ticket check (growBucket)
+		h.evicts = false           // ...and holds a ticket of its own level
+		k.m.retried[h.bucket].Inc()
+		at := k.ls.now.Add(k.backoff(p, int(a.n), err))
+		if h.dur != nil {
+			k.journalRetry(h, at, err)
+		}
+		k.toWheel(h, na, Retrying, at, err)
+		return
+	}
+	if more && h.dur != nil && (k.ls.draining || k.ls.closing) {
+		// The process stops, not the task: the store keeps it for a retry by the next
+		// kernel, after its backoff.
+		k.journalRetry(h, k.ls.now.Add(k.backoff(p, int(a.n), err)), err)
+		h.dur.keepLive = true
+	}
+	if final == TimedOut {
+		k.m.timedOut[h.bucket].Inc()
+	} else {
+		k.m.failed[h.bucket].Inc()
+	}
+	k.end(h, final, err)
+}
+
+// onTimeout handles the timeout entry of a running attempt.
+func (k *Kernel) onTimeout(a *attempt) {
+	h := a.h
+	q := &k.rq
+	q.mu.Lock()
+	if a.finished {
+		q.mu.Unlock() // its completion is on its way
+		return
+	}
+	if !a.started {
+		q.mu.Unlock() // still in the run queue: the timeout counts from the start
+		k.schedule(a, timerTimeout, k.ls.now.Add(h.timeout))
+		return
+	}
+	if dl := k.at(a.startAt).Add(h.timeout); dl.After(k.ls.now) {
+		q.mu.Unlock()
+		k.schedule(a, timerTimeout, dl)
+		return
+	}
+	detach := q.zombies < q.maxZombies
+	if detach {
+		a.detached = true
+		q.zombies++
+		q.running--
+		if h.prio != High {
+			q.runningOther--
+		}
+		q.workers--
+	}
+	startAt := a.startAt
+	a.settled = true
+	q.mu.Unlock()
+	a.ctx.cancel(context.DeadlineExceeded)
+	k.m.observe(0, h.bucket, time.Duration(startAt-h.submitAt), time.Duration(k.ls.nowMono-startAt))
+	if h.onTimeout != nil {
+		f, n := h.onTimeout, int(a.n)
+		if !k.sidePool.submit(func() { f(n) }) {
+			k.m.onTimeoutDropped.Inc()
+		}
+	}
+	if detach {
+		k.zombieStarted(a)
+	}
+	k.retryOrEnd(h, a, ErrTimeout, TimedOut)
+}
+
+// setState moves h to state to and returns the state it left, 0 for a new task
+// (Event.From). A change missing from the transition table is a kernel bug: it
+// panics rather than let a task end twice or skip a state. A new task (accepted
+// as Queued, not yet in a bucket) may enter any first state.
+func (k *Kernel) setState(h *Handle, to State) State {
+	from := State(h.state.Load())
+	if !h.placed {
+		h.placed = true
+		from = 0
+	} else if !canTransition(from, to) {
+		panic("kernel: task " + h.ID() + ": illegal state change " + from.String() + " -> " + to.String())
+	}
+	h.state.Store(uint32(to))
+	return from
+}
+
+// end moves a task to a terminal state, once.
+func (k *Kernel) end(h *Handle, to State, err error) {
+	from := k.setState(h, to)
+	k.ls.live--
+	if h.named {
+		k.unindex(h)
+	}
+	if h.dur != nil {
+		k.journalEnd(h, to, err)
+	}
+	if k.events != nil {
+		k.emit(h, from, to, h.cur, err)
+	}
+	if !h.pooled {
+		h.finish(err)
+	}
+	if h.batch != nil {
+		k.batchMemberDone(h, err)
+	}
+}
+
+// settlesItself reports whether an executor may settle a finished attempt without
+// the loop: it succeeded, the loop did not end it already (timeout, Close), it has
+// no timeout entry in the wheel to cancel, nobody listens for events, and it is not
+// durable (the loop journals its success). Called
+// with runq.mu held.
+func (k *Kernel) settlesItself(a *attempt) bool {
+	return a.err == nil && !a.settled && a.h.timeout == 0 && k.events == nil && a.h.dur == nil && !a.h.named
+}
+
+// finishSelfSettled settles a succeeded attempt on its executor (see
+// settlesItself). The task is Running and only the loop's Cancel could touch it,
+// which success outranks, so it ends Succeeded here; the loop takes
+// runq.selfSettled off its count of live tasks at its next pass.
+func (k *Kernel) finishSelfSettled(a *attempt) {
+	h := a.h
+	h.state.Store(uint32(Succeeded))
+	k.m.succeeded[h.bucket].Inc()
+	k.m.observe(a.exec.shard, h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
+	if h.batch != nil {
+		h.batch.memberDone()
+	}
+	if h.pooled {
+		recycle(h, a)
+	} else {
+		h.finish(nil)
+	}
+}
+
+// finishSuccess finishes the successes next settled on the executor: a record's
+// (selfDone) and e's light task (lightOK), which ended at endAt.
+func (k *Kernel) finishSuccess(e *executor, selfDone *attempt, lightOK bool, endAt int64) {
+	if selfDone != nil {
+		k.finishSelfSettled(selfDone)
+	}
+	if lightOK {
+		k.finishLight(e, &e.light, e.lightStart, endAt)
+	}
+}
+
+// finishLight settles a light task that succeeded on its executor, as
+// finishSelfSettled does a record.
+func (k *Kernel) finishLight(e *executor, l *light, startAt, endAt int64) {
+	k.m.succeeded[l.lvl].Inc()
+	k.m.observe(e.shard, l.lvl, time.Duration(startAt-l.at), time.Duration(endAt-startAt))
+}
