@@ -94,7 +94,7 @@ type infoKey struct{}
 
 // TaskInfo returns the task and attempt that ctx, or a context derived from it,
 // belongs to, and false for any other context. A light task (a TryGo or Go task
-// due now, without a timeout or a Retry of its own, see [Kernel.TryGo]) runs under
+// due now, without an ID, a timeout or a Retry of its own, see [Kernel.TryGo]) runs under
 // a context shared by all of them and has no Info; give it a Timeout, or submit it
 // with a Handle, when its function needs one. Safe for concurrent use; it does not
 // allocate beyond the ID a kernel-made ID needs.

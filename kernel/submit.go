@@ -25,8 +25,8 @@ func (k *Kernel) Submit(ctx context.Context, t Task) (*Handle, error) {
 // task's outcome still shows in Stats, metrics and events. TryGo does not
 // allocate: the function must not use its context after it returned.
 //
-// A task due now, without a timeout (its own or its priority's DefaultTimeout)
-// or a Retry of its own, while no OnEvent listens, travels as a 24-byte value
+// A task due now, without an ID, Values, a timeout (its own or its priority's
+// DefaultTimeout) or a Retry of its own, while no OnEvent listens, travels as a 24-byte value
 // with no record at all (a light task): the cheapest way through the kernel. Its
 // context is shared with the kernel's other light tasks: it has no deadline and
 // ends when Close begins. It gets a record only if its function fails and its
