@@ -41,7 +41,8 @@ func TestFloorsHoldUnderArrivals(t *testing.T) {
 					d = 10 * work // outlives its timeout, ignoring its context
 				}
 				mu.Unlock()
-				time.Sleep(d)
+				busy := time.NewTimer(d) // on the bubble's clock, ignoring ctx
+				<-busy.C
 				return nil
 			}
 		}
@@ -57,8 +58,10 @@ func TestFloorsHoldUnderArrivals(t *testing.T) {
 			every time.Duration
 		}{{High, time.Second / 1500}, {Normal, time.Second / 1000}} {
 			wg.Go(func() {
+				arrivals := time.NewTicker(a.every)
+				defer arrivals.Stop()
 				for end := time.Now().Add(span); time.Now().Before(end); {
-					time.Sleep(a.every)
+					<-arrivals.C
 					if err := k.TryGo(Task{Priority: a.p, Timeout: 4 * work, Run: run(a.p)}); err != nil {
 						t.Error(err)
 						return

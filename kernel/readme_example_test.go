@@ -32,9 +32,13 @@ func Example_quotas() {
 
 	// Bulk work, fire-and-forget: no handle, no allocation.
 	for range 1000 {
-		if err := k.TryGo(kernel.Task{Priority: kernel.Low, Run: func(context.Context) error {
-			time.Sleep(time.Millisecond)
-			return nil
+		if err := k.TryGo(kernel.Task{Priority: kernel.Low, Run: func(ctx context.Context) error {
+			select { // a millisecond of work that stops when its context ends
+			case <-time.After(time.Millisecond):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}}); err != nil {
 			panic(err)
 		}
