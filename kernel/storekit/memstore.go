@@ -20,17 +20,26 @@ type MemoryStore struct {
 	tasks  map[string]*kernel.StoredTask // guarded by mu; each task owned by the store
 	live   map[string]string             // guarded by mu; unique key → ID of the live task holding it
 	closed bool                          // guarded by mu
+	shared                               // guarded by mu: owners and named leases
 }
 
-var _ kernel.Store = (*MemoryStore)(nil)
+var (
+	_ kernel.Store       = (*MemoryStore)(nil)
+	_ kernel.SharedStore = (*MemoryStore)(nil)
+)
 
-// NewMemoryStore returns an empty [MemoryStore].
+// NewMemoryStore returns an empty [MemoryStore]. Its leases run on the real clock
+// (time.Now, which a testing/synctest bubble makes virtual); see [MemoryStore.SetClock].
 func NewMemoryStore() *MemoryStore {
-	return &MemoryStore{tasks: make(map[string]*kernel.StoredTask), live: make(map[string]string)}
+	return &MemoryStore{
+		tasks:  make(map[string]*kernel.StoredTask),
+		live:   make(map[string]string),
+		shared: newShared(),
+	}
 }
 
 // Commit implements [kernel.Store.Commit]. It never blocks on anything but the store's
-// mutex.
+// mutex. Tasks it inserts have no owner.
 func (s *MemoryStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
 	if len(changes) == 0 {
 		return nil, nil
@@ -43,6 +52,11 @@ func (s *MemoryStore) Commit(ctx context.Context, changes []kernel.Change) ([]er
 	if s.closed {
 		return nil, fmt.Errorf("storekit: memory store: commit: %w", kernel.ErrStoreClosed)
 	}
+	return s.commitLocked(changes, 0), nil
+}
+
+// commitLocked applies changes for owner (0: none). Called with mu held.
+func (s *MemoryStore) commitLocked(changes []kernel.Change, owner uint64) []error {
 	results := make([]error, len(changes))
 	for i := range changes {
 		results[i] = changes[i].Validate()
@@ -55,7 +69,7 @@ func (s *MemoryStore) Commit(ctx context.Context, changes []kernel.Change) ([]er
 			continue
 		}
 		if c.Op == kernel.OpInsert {
-			results[i] = s.insertLocked(c)
+			results[i] = s.insertLocked(c, owner)
 			continue
 		}
 		t := s.tasks[c.Task.ID]
@@ -71,7 +85,7 @@ func (s *MemoryStore) Commit(ctx context.Context, changes []kernel.Change) ([]er
 				c.Op, c.Task.ID, c.Fence, t.Fence, t.State, kernel.ErrStaleFence)
 		}
 	}
-	return results, nil
+	return results
 }
 
 func (s *MemoryStore) lookAhead(changes []kernel.Change, results []error, next *[]int, i int, t *kernel.StoredTask) bool {
@@ -81,7 +95,7 @@ func (s *MemoryStore) lookAhead(changes []kernel.Change, results []error, next *
 	return AlreadyApplied(changes, results, *next, i, t.Fence, t.State, t.Attempt)
 }
 
-func (s *MemoryStore) insertLocked(c *kernel.Change) error {
+func (s *MemoryStore) insertLocked(c *kernel.Change, owner uint64) error {
 	if _, ok := s.tasks[c.Task.ID]; ok {
 		return nil // our own row: the retry of a commit whose answer was lost
 	}
@@ -99,6 +113,9 @@ func (s *MemoryStore) insertLocked(c *kernel.Change) error {
 	t.LastError = TruncateLastError(t.LastError)
 	t.RunAt, t.CreatedAt, t.UpdatedAt = msTime(t.RunAt), msTime(t.CreatedAt), msTime(t.UpdatedAt)
 	s.tasks[t.ID] = &t
+	if owner != 0 {
+		s.owner[t.ID] = owner
+	}
 	if t.UniqueKey != "" && t.State.Live() {
 		s.live[t.UniqueKey] = t.ID
 	}
@@ -121,8 +138,11 @@ func (s *MemoryStore) applyLocked(t *kernel.StoredTask, c *kernel.Change) {
 	}
 	t.State = c.ResultState()
 	t.UpdatedAt = msTime(c.Task.UpdatedAt)
-	if !t.State.Live() && t.UniqueKey != "" && s.live[t.UniqueKey] == t.ID {
-		delete(s.live, t.UniqueKey)
+	if !t.State.Live() {
+		delete(s.owner, t.ID)
+		if t.UniqueKey != "" && s.live[t.UniqueKey] == t.ID {
+			delete(s.live, t.UniqueKey)
+		}
 	}
 }
 
@@ -139,6 +159,13 @@ func (s *MemoryStore) Recover(ctx context.Context) ([]kernel.StoredTask, error) 
 	if err != nil {
 		return nil, err
 	}
+	sortRecovered(out)
+	return out, nil
+}
+
+// sortRecovered sorts tasks in the order of [kernel.Store.Recover]: priority (High
+// first), then RunAt, then ID.
+func sortRecovered(out []kernel.StoredTask) {
 	slices.SortFunc(out, func(a, b kernel.StoredTask) int {
 		if a.Priority != b.Priority {
 			return int(a.Priority) - int(b.Priority)
@@ -148,7 +175,6 @@ func (s *MemoryStore) Recover(ctx context.Context) ([]kernel.StoredTask, error) 
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	return out, nil
 }
 
 // Get implements [kernel.Store.Get].
@@ -204,10 +230,17 @@ func (s *MemoryStore) CountDeadLetters(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// Requeue implements [kernel.Store.Requeue].
+// Requeue implements [kernel.Store.Requeue]. The requeued tasks have no owner.
 func (s *MemoryStore) Requeue(ctx context.Context, now time.Time, ids ...string) ([]kernel.StoredTask, error) {
 	var out []kernel.StoredTask
-	err := s.read(ctx, "requeue", func() {
+	err := s.read(ctx, "requeue", func() { out = s.requeueLocked(now, ids, 0) })
+	return out, err
+}
+
+// requeueLocked requeues ids for owner (0: none). Called with mu held.
+func (s *MemoryStore) requeueLocked(now time.Time, ids []string, owner uint64) []kernel.StoredTask {
+	var out []kernel.StoredTask
+	{
 		for _, id := range ids {
 			t := s.tasks[id]
 			if t == nil || !t.State.DeadLetter() {
@@ -221,10 +254,13 @@ func (s *MemoryStore) Requeue(ctx context.Context, now time.Time, ids ...string)
 			}
 			t.State, t.Attempt, t.Fence = kernel.Queued, 0, t.Fence+1
 			t.RunAt, t.UpdatedAt = msTime(now), msTime(now)
+			if owner != 0 {
+				s.owner[t.ID] = owner
+			}
 			out = append(out, copyTask(t))
 		}
-	})
-	return out, err
+	}
+	return out
 }
 
 // Purge implements [kernel.Store.Purge].
@@ -262,6 +298,7 @@ func (s *MemoryStore) Close() error {
 	defer s.mu.Unlock()
 	s.closed = true
 	s.tasks, s.live = nil, nil
+	s.shared = newShared()
 	return nil
 }
 

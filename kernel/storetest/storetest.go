@@ -74,6 +74,10 @@ func Exercise(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 	t.Run("ReplayMatchesSingleCommit", func(t *testing.T) {
 		testReplayMatchesSingle(t, newStore(t), newStore(t))
 	})
+	probe := newStore(t)
+	if _, ok := probe.(kernel.SharedStore); ok {
+		exerciseShared(t, newStore)
+	}
 }
 
 // t0 is the suite's base time, a whole millisecond.

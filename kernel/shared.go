@@ -1,0 +1,138 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// SharedStore is a [Store] that several kernels share, in one process or many: every
+// kernel on it is an owner with a lease, every live task belongs to one owner, and a
+// kernel takes over the tasks of owners whose lease expired. The database is the
+// coordinator: no broker, no leader.
+//
+// # Owners and leases
+//
+// [SharedStore.Join] makes a kernel an owner: a name (stable across restarts if the
+// user chose it) and an epoch, a number the store never hands out twice, larger than
+// every epoch and fence it handed out before. The owner's lease runs on the store's
+// clock: it is renewed by every [SharedStore.CommitAs] (the heartbeat rides on the group
+// commits; an idle kernel commits no changes to renew) and ends Lease after the last
+// renewal. A commit whose owner's lease has ended is refused whole with [ErrLeaseLost]:
+// nothing of it applies, and the owner never renews again — its kernel must stop
+// starting attempts and join again with a new epoch. Joining under a name whose earlier
+// epochs are still members ends those at once (a restarted process takes its own tasks
+// back without waiting for their lease).
+//
+// # Rescue
+//
+// [SharedStore.Rescue] moves the live tasks of owners whose lease ended (and of tasks with
+// no owner: rows written by [Store.Commit], or by a store without owners) to the caller,
+// in one transaction that locks each ended owner before its tasks, so that it never
+// overwrites a change the ended owner committed: either that commit renewed the lease
+// first, or it was refused. Each rescued task gets a new fence, greater than any its
+// earlier owners could have written, so their late writes are refused with
+// [ErrStaleFence]. Rescue changes no state: a task that was Running comes back Running
+// with the attempt it had, and the caller decides to run it again (a new attempt: the
+// interrupted one is spent) or dead-letter it.
+//
+// # Named leases
+//
+// [SharedStore.AcquireLease], [SharedStore.RenewLease] and [SharedStore.ReleaseLease]
+// hold a lease on a name for one holder at a time, on the store's clock, fenced: each
+// grant has a fence greater than every earlier grant of that name, so a holder that
+// lost the lease can tell (its renewal is refused) and writes it guards with the fence
+// are refused too. They do not depend on owners.
+type SharedStore interface {
+	Store
+
+	// Join registers a new owner named name with a lease of the given length and
+	// returns it. name is 1 to [OwnerNameMax] bytes; lease is at least [LeaseMin].
+	// Earlier epochs of the same name end at once (their tasks become rescuable).
+	Join(ctx context.Context, name string, lease time.Duration) (Owner, error)
+
+	// CommitAs is [Store.Commit] by owner o: in the same transaction it first renews o's
+	// lease (o.Lease from the store's clock now), and inserted tasks belong to o. When
+	// o's lease has ended, or o left, it applies nothing and returns an error wrapping
+	// [ErrLeaseLost]. A CommitAs of no changes only renews the lease: the heartbeat of
+	// an idle owner.
+	CommitAs(ctx context.Context, o Owner, changes []Change) (results []error, err error)
+
+	// Rescue takes over, for the live owner o, the live tasks of ended owners and of no
+	// owner, at most limit of them (limit <= 0: no limit), and returns them in the order
+	// of [Store.Recover]. Each gets o as owner and a new fence (see "Rescue" above). An
+	// ended owner whose tasks were all taken is forgotten. It returns an error wrapping
+	// [ErrLeaseLost] when o's own lease has ended.
+	Rescue(ctx context.Context, o Owner, limit int) ([]StoredTask, error)
+
+	// RequeueAs is [Store.Requeue] by owner o: the requeued tasks belong to o.
+	RequeueAs(ctx context.Context, o Owner, now time.Time, ids ...string) ([]StoredTask, error)
+
+	// Leave ends o's membership now: its live tasks become rescuable at once. It is
+	// idempotent.
+	Leave(ctx context.Context, o Owner) error
+
+	// Owners returns the owners the store knows, live and ended ones not yet forgotten.
+	Owners(ctx context.Context) ([]OwnerInfo, error)
+
+	// AcquireLease grants the lease on name to holder for ttl, when nobody holds it, its
+	// holder's lease ended, or holder holds it already, and returns the grant's fence.
+	// Otherwise it returns an error wrapping [ErrLeaseHeld]. name is 1 to
+	// [LeaseNameMax] bytes, holder 1 to [OwnerNameMax] bytes, ttl at least [LeaseMin].
+	AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (fence uint64, err error)
+
+	// RenewLease extends the grant fence of name to ttl from now. It returns an error
+	// wrapping [ErrLeaseLost] when that grant ended or another replaced it.
+	RenewLease(ctx context.Context, name string, fence uint64, ttl time.Duration) error
+
+	// ReleaseLease ends the grant fence of name now. Releasing a grant that ended
+	// already is not an error.
+	ReleaseLease(ctx context.Context, name string, fence uint64) error
+}
+
+// Owner is one membership of a kernel in a [SharedStore], made by [SharedStore.Join].
+type Owner struct {
+	// Name is the owner's name, as given to Join.
+	Name string
+	// Epoch identifies this membership; the store never hands it out twice.
+	Epoch uint64
+	// Lease is how long a renewal keeps the membership alive.
+	Lease time.Duration
+}
+
+// OwnerInfo is an owner as [SharedStore.Owners] lists it.
+type OwnerInfo struct {
+	Owner
+	// Expires is when the lease ends (or ended), on the store's clock.
+	Expires time.Time
+	// Live reports whether the lease had not ended when the store read it.
+	Live bool
+	// Tasks counts the owner's live tasks.
+	Tasks int
+}
+
+// Limits of a [SharedStore].
+const (
+	// OwnerNameMax is the longest owner or lease-holder name, in bytes.
+	OwnerNameMax = 64
+	// LeaseNameMax is the longest name of a named lease, in bytes.
+	LeaseNameMax = 255
+	// LeaseMin is the shortest lease a [SharedStore] grants.
+	LeaseMin = 10 * time.Millisecond
+)
+
+// Errors of a [SharedStore].
+var (
+	// ErrLeaseLost: the owner's (or the grant's) lease ended, or another replaced it;
+	// nothing was applied. An owner must join again.
+	ErrLeaseLost = errors.New("kernel: lease lost")
+	// ErrLeaseHeld: another holder's lease on the name is live. Returned (wrapped) by
+	// [SharedStore.AcquireLease].
+	ErrLeaseHeld = errors.New("kernel: lease held by another")
+)
+
+// FenceOfEpoch returns the first fence of epoch e: rescued tasks take the fence of a
+// new epoch, and each start adds one to a task's fence, so the fences of every epoch lie
+// above those of the epochs before it (as long as a task starts fewer than 2^32 times
+// within one epoch).
+func FenceOfEpoch(e uint64) uint64 { return e << 32 }

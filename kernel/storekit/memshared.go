@@ -1,0 +1,318 @@
+package storekit
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/axsched/ax/kernel"
+)
+
+// shared is the owner and lease state of a MemoryStore; guarded by its mutex.
+type shared struct {
+	clk    clock.Clock          // nil: time.Now
+	epoch  uint64               // the last epoch handed out
+	owners map[uint64]*memOwner // by epoch: owners not yet forgotten
+	owner  map[string]uint64    // task ID → owner epoch, for live tasks that have one
+	leases map[string]*memLease // named leases
+}
+
+type memOwner struct {
+	name    string
+	lease   time.Duration
+	expires time.Time
+}
+
+type memLease struct {
+	holder  string
+	fence   uint64
+	expires time.Time
+}
+
+func newShared() shared {
+	return shared{
+		owners: make(map[uint64]*memOwner),
+		owner:  make(map[string]uint64),
+		leases: make(map[string]*memLease),
+	}
+}
+
+// SetClock makes the store read leases' time from c instead of time.Now (a
+// clock.Mock in tests). Call it before the store is used.
+func (s *MemoryStore) SetClock(c clock.Clock) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clk = c
+}
+
+func (s *MemoryStore) nowLocked() time.Time {
+	if s.clk != nil {
+		return s.clk.Now()
+	}
+	return time.Now()
+}
+
+// nextEpochLocked hands out a new epoch, above the epoch part of every stored fence.
+func (s *MemoryStore) nextEpochLocked() uint64 {
+	for _, t := range s.tasks {
+		s.epoch = max(s.epoch, t.Fence>>32)
+	}
+	s.epoch++
+	return s.epoch
+}
+
+// liveOwnerLocked reports whether o is a member whose lease has not ended.
+func (s *MemoryStore) liveOwnerLocked(o kernel.Owner) bool {
+	m := s.owners[o.Epoch]
+	return m != nil && m.name == o.Name && s.nowLocked().Before(m.expires)
+}
+
+func checkOwnerArgs(name string, lease time.Duration, what string) error {
+	switch {
+	case name == "" || len(name) > kernel.OwnerNameMax:
+		return fmt.Errorf("storekit: memory store: %s: name %q: must be 1 to %d bytes: %w", what, name, kernel.OwnerNameMax, kernel.ErrInvalidChange)
+	case lease < kernel.LeaseMin:
+		return fmt.Errorf("storekit: memory store: %s: lease %v: must be at least %v: %w", what, lease, kernel.LeaseMin, kernel.ErrInvalidChange)
+	}
+	return nil
+}
+
+// Join implements [kernel.SharedStore.Join].
+func (s *MemoryStore) Join(ctx context.Context, name string, lease time.Duration) (kernel.Owner, error) {
+	if err := checkOwnerArgs(name, lease, "join"); err != nil {
+		return kernel.Owner{}, err
+	}
+	var o kernel.Owner
+	err := s.read(ctx, "join", func() {
+		now := s.nowLocked()
+		for _, m := range s.owners {
+			if m.name == name && m.expires.After(now) {
+				m.expires = now // an earlier epoch of this name ends now
+			}
+		}
+		o = kernel.Owner{Name: name, Epoch: s.nextEpochLocked(), Lease: lease}
+		s.owners[o.Epoch] = &memOwner{name: name, lease: lease, expires: now.Add(lease)}
+	})
+	return o, err
+}
+
+// CommitAs implements [kernel.SharedStore.CommitAs].
+func (s *MemoryStore) CommitAs(ctx context.Context, o kernel.Owner, changes []kernel.Change) ([]error, error) {
+	var (
+		results []error
+		lost    bool
+	)
+	err := s.read(ctx, "commit", func() {
+		if !s.liveOwnerLocked(o) {
+			lost = true
+			return
+		}
+		m := s.owners[o.Epoch]
+		m.expires = s.nowLocked().Add(m.lease)
+		if len(changes) > 0 {
+			results = s.commitLocked(changes, o.Epoch)
+		}
+	})
+	if err == nil && lost {
+		err = fmt.Errorf("storekit: memory store: commit by owner %s/%d: %w", o.Name, o.Epoch, kernel.ErrLeaseLost)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// Rescue implements [kernel.SharedStore.Rescue].
+func (s *MemoryStore) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]kernel.StoredTask, error) {
+	var (
+		out  []kernel.StoredTask
+		lost bool
+	)
+	err := s.read(ctx, "rescue", func() {
+		if !s.liveOwnerLocked(o) {
+			lost = true
+			return
+		}
+		now := s.nowLocked()
+		var cand []kernel.StoredTask
+		for id, t := range s.tasks {
+			if !t.State.Live() {
+				continue
+			}
+			if e, ok := s.owner[id]; ok {
+				if m := s.owners[e]; m != nil && m.expires.After(now) {
+					continue // a live owner's
+				}
+			}
+			cand = append(cand, *t)
+		}
+		if len(cand) == 0 {
+			s.forgetEndedLocked(now)
+			return
+		}
+		sortRecovered(cand)
+		if limit > 0 && len(cand) > limit {
+			cand = cand[:limit]
+		}
+		fence := kernel.FenceOfEpoch(s.nextEpochLocked())
+		for _, c := range cand {
+			t := s.tasks[c.ID]
+			t.Fence = fence
+			s.owner[c.ID] = o.Epoch
+			out = append(out, copyTask(t))
+		}
+		s.forgetEndedLocked(now)
+	})
+	if err == nil && lost {
+		err = fmt.Errorf("storekit: memory store: rescue by owner %s/%d: %w", o.Name, o.Epoch, kernel.ErrLeaseLost)
+	}
+	return out, err
+}
+
+// forgetEndedLocked drops ended owners that hold no live task.
+func (s *MemoryStore) forgetEndedLocked(now time.Time) {
+	held := make(map[uint64]bool)
+	for _, e := range s.owner {
+		held[e] = true
+	}
+	for e, m := range s.owners {
+		if !m.expires.After(now) && !held[e] {
+			delete(s.owners, e)
+		}
+	}
+}
+
+// RequeueAs implements [kernel.SharedStore.RequeueAs].
+func (s *MemoryStore) RequeueAs(ctx context.Context, o kernel.Owner, now time.Time, ids ...string) ([]kernel.StoredTask, error) {
+	var (
+		out  []kernel.StoredTask
+		lost bool
+	)
+	err := s.read(ctx, "requeue", func() {
+		if !s.liveOwnerLocked(o) {
+			lost = true
+			return
+		}
+		out = s.requeueLocked(now, ids, o.Epoch)
+	})
+	if err == nil && lost {
+		err = fmt.Errorf("storekit: memory store: requeue by owner %s/%d: %w", o.Name, o.Epoch, kernel.ErrLeaseLost)
+	}
+	return out, err
+}
+
+// Leave implements [kernel.SharedStore.Leave].
+func (s *MemoryStore) Leave(ctx context.Context, o kernel.Owner) error {
+	return s.read(ctx, "leave", func() {
+		if m := s.owners[o.Epoch]; m != nil && m.name == o.Name {
+			now := s.nowLocked()
+			if m.expires.After(now) {
+				m.expires = now
+			}
+		}
+	})
+}
+
+// Owners implements [kernel.SharedStore.Owners].
+func (s *MemoryStore) Owners(ctx context.Context) ([]kernel.OwnerInfo, error) {
+	var out []kernel.OwnerInfo
+	err := s.read(ctx, "owners", func() {
+		now := s.nowLocked()
+		count := make(map[uint64]int)
+		for _, e := range s.owner {
+			count[e]++
+		}
+		for e, m := range s.owners {
+			out = append(out, kernel.OwnerInfo{
+				Owner:   kernel.Owner{Name: m.name, Epoch: e, Lease: m.lease},
+				Expires: m.expires, Live: m.expires.After(now), Tasks: count[e],
+			})
+		}
+	})
+	sortOwners(out)
+	return out, err
+}
+
+func sortOwners(out []kernel.OwnerInfo) {
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j].Epoch < out[j-1].Epoch; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+}
+
+func checkLeaseArgs(name string, ttl time.Duration, what string) error {
+	switch {
+	case name == "" || len(name) > kernel.LeaseNameMax:
+		return fmt.Errorf("storekit: memory store: %s: lease name %q: must be 1 to %d bytes: %w", what, name, kernel.LeaseNameMax, kernel.ErrInvalidChange)
+	case ttl < kernel.LeaseMin:
+		return fmt.Errorf("storekit: memory store: %s: ttl %v: must be at least %v: %w", what, ttl, kernel.LeaseMin, kernel.ErrInvalidChange)
+	}
+	return nil
+}
+
+// AcquireLease implements [kernel.SharedStore.AcquireLease].
+func (s *MemoryStore) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (uint64, error) {
+	if err := checkLeaseArgs(name, ttl, "acquire lease"); err != nil {
+		return 0, err
+	}
+	if holder == "" || len(holder) > kernel.OwnerNameMax {
+		return 0, fmt.Errorf("storekit: memory store: acquire lease: holder %q: must be 1 to %d bytes: %w", holder, kernel.OwnerNameMax, kernel.ErrInvalidChange)
+	}
+	var (
+		fence uint64
+		held  *memLease
+	)
+	err := s.read(ctx, "acquire lease", func() {
+		now := s.nowLocked()
+		l := s.leases[name]
+		if l != nil && l.holder != holder && l.expires.After(now) {
+			c := *l
+			held = &c
+			return
+		}
+		if l == nil {
+			l = &memLease{}
+			s.leases[name] = l
+		}
+		s.epoch++
+		l.holder, l.fence, l.expires = holder, s.epoch, now.Add(ttl)
+		fence = l.fence
+	})
+	if err == nil && held != nil {
+		err = fmt.Errorf("storekit: memory store: acquire lease %q: held by %q until %v: %w", name, held.holder, held.expires, kernel.ErrLeaseHeld)
+	}
+	return fence, err
+}
+
+// RenewLease implements [kernel.SharedStore.RenewLease].
+func (s *MemoryStore) RenewLease(ctx context.Context, name string, fence uint64, ttl time.Duration) error {
+	if err := checkLeaseArgs(name, ttl, "renew lease"); err != nil {
+		return err
+	}
+	lost := false
+	err := s.read(ctx, "renew lease", func() {
+		now := s.nowLocked()
+		l := s.leases[name]
+		if l == nil || l.fence != fence || !l.expires.After(now) {
+			lost = true
+			return
+		}
+		l.expires = now.Add(ttl)
+	})
+	if err == nil && lost {
+		err = fmt.Errorf("storekit: memory store: renew lease %q (fence %d): %w", name, fence, kernel.ErrLeaseLost)
+	}
+	return err
+}
+
+// ReleaseLease implements [kernel.SharedStore.ReleaseLease].
+func (s *MemoryStore) ReleaseLease(ctx context.Context, name string, fence uint64) error {
+	return s.read(ctx, "release lease", func() {
+		if l := s.leases[name]; l != nil && l.fence == fence {
+			delete(s.leases, name)
+		}
+	})
+}

@@ -1,0 +1,480 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/axsched/ax/kernel"
+)
+
+// The leases of the shared-store cases. They run on the store's clock (a database's),
+// so the cases wait for an end by polling, never by sleeping a guessed time.
+const (
+	shortLease = 150 * time.Millisecond
+	longLease  = time.Minute
+	leaseWait  = 10 * time.Second // the longest a case waits for a lease to end
+)
+
+// exerciseShared runs the cases of [kernel.SharedStore]: owners, rescue and named
+// leases. Exercise calls it when the store implements SharedStore.
+func exerciseShared(t *testing.T, newStore func(t *testing.T) kernel.Store) {
+	tests := []struct {
+		name string
+		run  func(t *testing.T, s kernel.SharedStore)
+	}{
+		{"Epochs", testEpochs},
+		{"JoinArgs", testJoinArgs},
+		{"LiveOwnerKeepsTasks", testLiveOwnerKeepsTasks},
+		{"RescueAfterExpiry", testRescueAfterExpiry},
+		{"HeartbeatKeepsLease", testHeartbeatKeepsLease},
+		{"LeaveMakesRescuable", testLeaveMakesRescuable},
+		{"JoinSameNameEndsEarlier", testJoinSameName},
+		{"RescueUnowned", testRescueUnowned},
+		{"RescueLimit", testRescueLimit},
+		{"RequeueAs", testRequeueAs},
+		{"RescueRacesCommit", testRescueRacesCommit},
+		{"NamedLeases", testNamedLeases},
+		{"NamedLeaseExpiry", testNamedLeaseExpiry},
+	}
+	for _, tt := range tests {
+		t.Run("Shared/"+tt.name, func(t *testing.T) {
+			tt.run(t, newStore(t).(kernel.SharedStore))
+		})
+	}
+}
+
+func join(t *testing.T, s kernel.SharedStore, name string, lease time.Duration) kernel.Owner {
+	t.Helper()
+	o, err := s.Join(context.Background(), name, lease)
+	if err != nil {
+		t.Fatalf("Join(%q, %v) error = %v", name, lease, err)
+	}
+	if o.Name != name || o.Lease != lease || o.Epoch == 0 {
+		t.Fatalf("Join(%q, %v) = %+v, want that name and lease and an epoch > 0", name, lease, o)
+	}
+	return o
+}
+
+// commitAs commits changes as o and fails the test unless every change applied.
+func commitAs(t *testing.T, s kernel.SharedStore, o kernel.Owner, changes ...kernel.Change) {
+	t.Helper()
+	res, err := s.CommitAs(context.Background(), o, changes)
+	if err != nil {
+		t.Fatalf("CommitAs(%s/%d, %d changes) error = %v", o.Name, o.Epoch, len(changes), err)
+	}
+	for i, r := range res {
+		if r != nil {
+			t.Fatalf("CommitAs: results[%d] (%s %q) = %v, want nil", i, changes[i].Op, changes[i].Task.ID, r)
+		}
+	}
+}
+
+func rescue(t *testing.T, s kernel.SharedStore, o kernel.Owner, limit int) []kernel.StoredTask {
+	t.Helper()
+	ts, err := s.Rescue(context.Background(), o, limit)
+	if err != nil {
+		t.Fatalf("Rescue(%s/%d) error = %v", o.Name, o.Epoch, err)
+	}
+	return ts
+}
+
+// rescueWithin rescues as o until it returns want tasks, failing after leaseWait. o's
+// lease is renewed on the way.
+func rescueWithin(t *testing.T, s kernel.SharedStore, o kernel.Owner, want int) []kernel.StoredTask {
+	t.Helper()
+	deadline := time.Now().Add(leaseWait)
+	var got []kernel.StoredTask
+	for {
+		got = append(got, rescue(t, s, o, 0)...)
+		if len(got) >= want {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Rescue(%s/%d) gave %d tasks within %v, want %d", o.Name, o.Epoch, len(got), leaseWait, want)
+		}
+		commitAs(t, s, o) // renew
+		pause(5 * time.Millisecond)
+	}
+}
+
+// pause waits d: the cases poll a store whose clock they do not control.
+func pause(d time.Duration) {
+	tm := time.NewTimer(d)
+	<-tm.C
+}
+
+// waitLeaseLost commits nothing as o until the store refuses it with ErrLeaseLost.
+func waitLeaseLost(t *testing.T, s kernel.SharedStore, o kernel.Owner) {
+	t.Helper()
+	deadline := time.Now().Add(leaseWait)
+	for {
+		_, err := s.CommitAs(context.Background(), o, nil)
+		if errors.Is(err, kernel.ErrLeaseLost) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("CommitAs(%s/%d, nil) = %v, want nil or ErrLeaseLost", o.Name, o.Epoch, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lease of %s/%d did not end within %v", o.Name, o.Epoch, leaseWait)
+		}
+		// A renewal would keep it alive: wait a whole lease instead.
+		pause(o.Lease + 10*time.Millisecond)
+	}
+}
+
+func testEpochs(t *testing.T, s kernel.SharedStore) {
+	tk := task("e1")
+	tk.Fence = kernel.FenceOfEpoch(7) + 3
+	mustCommit(t, s, ins(tk))
+	a := join(t, s, "a", longLease)
+	b := join(t, s, "b", longLease)
+	if a.Epoch <= 7 || b.Epoch <= a.Epoch {
+		t.Fatalf("epochs %d then %d, want increasing and above the stored fence's epoch 7", a.Epoch, b.Epoch)
+	}
+	owners, err := s.Owners(context.Background())
+	if err != nil {
+		t.Fatalf("Owners() error = %v", err)
+	}
+	live := 0
+	for _, o := range owners {
+		if o.Live && (o.Epoch == a.Epoch || o.Epoch == b.Epoch) {
+			live++
+		}
+	}
+	if live != 2 {
+		t.Fatalf("Owners() = %+v, want %d and %d live", owners, a.Epoch, b.Epoch)
+	}
+}
+
+func testJoinArgs(t *testing.T, s kernel.SharedStore) {
+	ctx := context.Background()
+	long := string(make([]byte, kernel.OwnerNameMax+1))
+	for _, tt := range []struct {
+		name  string
+		lease time.Duration
+	}{{"", time.Second}, {long, time.Second}, {"a", 0}, {"a", kernel.LeaseMin - 1}} {
+		if _, err := s.Join(ctx, tt.name, tt.lease); !errors.Is(err, kernel.ErrInvalidChange) {
+			t.Errorf("Join(%d-byte name, %v) = %v, want ErrInvalidChange", len(tt.name), tt.lease, err)
+		}
+	}
+	o := join(t, s, "a", longLease)
+	if _, err := s.AcquireLease(ctx, "", "a", time.Second); !errors.Is(err, kernel.ErrInvalidChange) {
+		t.Errorf("AcquireLease(\"\") = %v, want ErrInvalidChange", err)
+	}
+	if _, err := s.AcquireLease(ctx, "n", "", time.Second); !errors.Is(err, kernel.ErrInvalidChange) {
+		t.Errorf("AcquireLease(holder \"\") = %v, want ErrInvalidChange", err)
+	}
+	if _, err := s.AcquireLease(ctx, "n", "a", 0); !errors.Is(err, kernel.ErrInvalidChange) {
+		t.Errorf("AcquireLease(ttl 0) = %v, want ErrInvalidChange", err)
+	}
+	commitAs(t, s, o)
+}
+
+func testLiveOwnerKeepsTasks(t *testing.T, s kernel.SharedStore) {
+	a := join(t, s, "a", longLease)
+	b := join(t, s, "b", longLease)
+	commitAs(t, s, a, ins(task("k1")), ins(task("k2")), start("k2", 1, 2, 1))
+	if got := rescue(t, s, b, 0); len(got) != 0 {
+		t.Fatalf("Rescue by b of a live owner's tasks = %v, want none", ids(got))
+	}
+	owners, err := s.Owners(context.Background())
+	if err != nil {
+		t.Fatalf("Owners() error = %v", err)
+	}
+	for _, o := range owners {
+		if o.Epoch == a.Epoch && o.Tasks != 2 {
+			t.Fatalf("Owners(): a holds %d tasks, want 2", o.Tasks)
+		}
+	}
+	// a keeps writing its tasks.
+	commitAs(t, s, a, succeed("k2", 2))
+	if st := get(t, s, "k2").State; st != kernel.Succeeded {
+		t.Fatalf("k2 state = %v, want succeeded", st)
+	}
+}
+
+func testRescueAfterExpiry(t *testing.T, s kernel.SharedStore) {
+	a := join(t, s, "a", shortLease)
+	b := join(t, s, "b", longLease)
+	commitAs(t, s, a, ins(task("r1")), ins(task("r2")), start("r2", 1, 2, 1), ins(task("r3")), succeed("r3", 1))
+	got := rescueWithin(t, s, b, 2)
+	if len(got) != 2 || got[0].ID != "r1" && got[1].ID != "r1" {
+		t.Fatalf("Rescue() = %v, want r1 and r2 (live), not r3 (ended)", ids(got))
+	}
+	for _, tk := range got {
+		if tk.Fence>>32 <= a.Epoch || tk.Fence>>32 <= b.Epoch {
+			t.Errorf("rescued %q has fence %#x, want the fence of an epoch above %d", tk.ID, tk.Fence, b.Epoch)
+		}
+		if tk.ID == "r2" && (tk.State != kernel.Running || tk.Attempt != 1) {
+			t.Errorf("rescued r2 = %v attempt %d, want running attempt 1 (the caller decides)", tk.State, tk.Attempt)
+		}
+		if stored := get(t, s, tk.ID); stored.Fence != tk.Fence {
+			t.Errorf("rescued %q: returned fence %#x, stored %#x", tk.ID, tk.Fence, stored.Fence)
+		}
+	}
+	// The ended owner can write nothing: not with its lease, not with its fences.
+	if _, err := s.CommitAs(context.Background(), a, []kernel.Change{succeed("r2", 2)}); !errors.Is(err, kernel.ErrLeaseLost) {
+		t.Fatalf("CommitAs by the ended owner = %v, want ErrLeaseLost", err)
+	}
+	res := commit(t, s, succeed("r2", 2), cancel("r1", 1))
+	wantResults(t, []kernel.Change{succeed("r2", 2), cancel("r1", 1)}, res, kernel.ErrStaleFence, kernel.ErrStaleFence)
+	// The rescuer owns them now: a second rescue finds nothing, and its writes apply.
+	if again := rescue(t, s, b, 0); len(again) != 0 {
+		t.Fatalf("second Rescue() = %v, want none", ids(again))
+	}
+	var f2 uint64
+	for _, tk := range got {
+		if tk.ID == "r2" {
+			f2 = tk.Fence
+		}
+	}
+	commitAs(t, s, b, start("r2", f2, f2+1, 2), succeed("r2", f2+1))
+	if _, err := s.Rescue(context.Background(), a, 0); !errors.Is(err, kernel.ErrLeaseLost) {
+		t.Fatalf("Rescue by the ended owner = %v, want ErrLeaseLost", err)
+	}
+}
+
+func testHeartbeatKeepsLease(t *testing.T, s kernel.SharedStore) {
+	a := join(t, s, "a", shortLease)
+	b := join(t, s, "b", longLease)
+	commitAs(t, s, a, ins(task("h1")))
+	// Renew a every fifth of its lease for three leases: b rescues nothing.
+	for end := time.Now().Add(3 * shortLease); time.Now().Before(end); {
+		commitAs(t, s, a)
+		if got := rescue(t, s, b, 0); len(got) != 0 {
+			t.Fatalf("Rescue() of a renewing owner's task = %v, want none", ids(got))
+		}
+		pause(shortLease / 5)
+	}
+	rescueWithin(t, s, b, 1)
+}
+
+func testLeaveMakesRescuable(t *testing.T, s kernel.SharedStore) {
+	ctx := context.Background()
+	a := join(t, s, "a", longLease)
+	b := join(t, s, "b", longLease)
+	commitAs(t, s, a, ins(task("l1")))
+	if err := s.Leave(ctx, a); err != nil {
+		t.Fatalf("Leave() error = %v", err)
+	}
+	if err := s.Leave(ctx, a); err != nil {
+		t.Fatalf("second Leave() error = %v, want nil", err)
+	}
+	if got := rescue(t, s, b, 0); len(got) != 1 || got[0].ID != "l1" {
+		t.Fatalf("Rescue() after Leave = %v, want l1 at once", ids(got))
+	}
+	if _, err := s.CommitAs(ctx, a, nil); !errors.Is(err, kernel.ErrLeaseLost) {
+		t.Fatalf("CommitAs after Leave = %v, want ErrLeaseLost", err)
+	}
+}
+
+func testJoinSameName(t *testing.T, s kernel.SharedStore) {
+	a := join(t, s, "svc-1", longLease)
+	commitAs(t, s, a, ins(task("j1")))
+	a2 := join(t, s, "svc-1", longLease)
+	if _, err := s.CommitAs(context.Background(), a, nil); !errors.Is(err, kernel.ErrLeaseLost) {
+		t.Fatalf("CommitAs by the earlier epoch of a name joined again = %v, want ErrLeaseLost", err)
+	}
+	if got := rescue(t, s, a2, 0); len(got) != 1 || got[0].ID != "j1" {
+		t.Fatalf("Rescue() by the new epoch = %v, want j1 at once", ids(got))
+	}
+}
+
+func testRescueUnowned(t *testing.T, s kernel.SharedStore) {
+	mustCommit(t, s, ins(task("u1")), ins(task("u2")), succeed("u2", 1))
+	a := join(t, s, "a", longLease)
+	got := rescue(t, s, a, 0)
+	if len(got) != 1 || got[0].ID != "u1" {
+		t.Fatalf("Rescue() = %v, want the unowned live task u1", ids(got))
+	}
+	if res := commit(t, s, cancel("u1", 1)); !errors.Is(res[0], kernel.ErrStaleFence) {
+		t.Fatalf("a write with the fence before the rescue = %v, want ErrStaleFence", res[0])
+	}
+}
+
+func testRescueLimit(t *testing.T, s kernel.SharedStore) {
+	a := join(t, s, "a", longLease)
+	b := join(t, s, "b", longLease)
+	var cs []kernel.Change
+	for i := range 5 {
+		tk := task(fmt.Sprintf("m%d", i))
+		tk.RunAt = at(i)
+		cs = append(cs, ins(tk))
+	}
+	commitAs(t, s, a, cs...)
+	if err := s.Leave(context.Background(), a); err != nil {
+		t.Fatalf("Leave() error = %v", err)
+	}
+	first := rescue(t, s, b, 2)
+	if len(first) != 2 || first[0].ID != "m0" || first[1].ID != "m1" {
+		t.Fatalf("Rescue(limit 2) = %v, want [m0 m1] (recovery order)", ids(first))
+	}
+	if rest := rescue(t, s, b, 0); len(rest) != 3 {
+		t.Fatalf("Rescue() after = %v, want the 3 others", ids(rest))
+	}
+}
+
+func testRequeueAs(t *testing.T, s kernel.SharedStore) {
+	ctx := context.Background()
+	mustCommit(t, s, ins(task("q1")), fail("q1", 1, kernel.Failed, "boom"))
+	a := join(t, s, "a", longLease)
+	b := join(t, s, "b", longLease)
+	got, err := s.RequeueAs(ctx, a, at(10), "q1")
+	if err != nil || len(got) != 1 {
+		t.Fatalf("RequeueAs() = %v, %v; want q1", ids(got), err)
+	}
+	if res := rescue(t, s, b, 0); len(res) != 0 {
+		t.Fatalf("Rescue() of a live owner's requeued task = %v, want none", ids(res))
+	}
+	commitAs(t, s, a, start("q1", got[0].Fence, got[0].Fence+1, 1))
+}
+
+// testRescueRacesCommit races an owner committing completions near the end of its
+// lease against a rescuer: each task ends either completed by its owner (and never
+// rescued) or rescued (and the owner's completion refused), never both.
+func testRescueRacesCommit(t *testing.T, s kernel.SharedStore) {
+	ctx := context.Background()
+	const rounds, perRound = 6, 20
+	b := join(t, s, "b", longLease)
+	for r := range rounds {
+		a := join(t, s, fmt.Sprintf("racer-%d", r), 20*time.Millisecond)
+		var cs []kernel.Change
+		for i := range perRound {
+			id := fmt.Sprintf("race-%d-%d", r, i)
+			cs = append(cs, ins(task(id)), start(id, 1, 2, 1))
+		}
+		commitAs(t, s, a, cs...)
+		completed := make(map[string]bool)
+		rescued := make(map[string]bool)
+		var wg sync.WaitGroup
+		wg.Go(func() { // the owner completes its tasks one by one, without renewing otherwise
+			rng := rand.New(rand.NewPCG(uint64(r), 1))
+			for i := range perRound {
+				pause(time.Duration(rng.IntN(25)) * time.Millisecond)
+				id := fmt.Sprintf("race-%d-%d", r, i)
+				res, err := s.CommitAs(ctx, a, []kernel.Change{succeed(id, 2)})
+				if err == nil && res[0] == nil {
+					completed[id] = true
+				}
+			}
+		})
+		wg.Go(func() {
+			for end := time.Now().Add(leaseWait); time.Now().Before(end); {
+				ts, err := s.Rescue(ctx, b, 0)
+				if err != nil {
+					t.Errorf("Rescue() error = %v", err)
+					return
+				}
+				for _, tk := range ts {
+					rescued[tk.ID] = true
+				}
+				if _, err := s.CommitAs(ctx, b, nil); err != nil {
+					t.Errorf("CommitAs(b) error = %v", err)
+					return
+				}
+				live := 0
+				for i := range perRound {
+					st, err := s.Get(ctx, fmt.Sprintf("race-%d-%d", r, i))
+					if err != nil {
+						t.Errorf("Get() error = %v", err)
+						return
+					}
+					if st.State.Live() {
+						live++
+					}
+				}
+				if live == len(rescued) { // every live row is the rescuer's
+					return
+				}
+				pause(time.Millisecond)
+			}
+		})
+		wg.Wait()
+		t.Logf("round %d: %d completed by the owner, %d rescued", r, len(completed), len(rescued))
+		for i := range perRound {
+			id := fmt.Sprintf("race-%d-%d", r, i)
+			st := get(t, s, id)
+			switch {
+			case completed[id] && rescued[id]:
+				t.Fatalf("%s was completed by its owner and rescued too", id)
+			case completed[id] && st.State != kernel.Succeeded:
+				t.Fatalf("%s: the owner's completion was acknowledged, the row is %v", id, st.State)
+			case rescued[id] && st.State != kernel.Running:
+				t.Fatalf("%s was rescued, the row is %v, want running", id, st.State)
+			case !completed[id] && !rescued[id]:
+				t.Fatalf("%s was neither completed nor rescued (row %v)", id, st.State)
+			}
+		}
+	}
+}
+
+func testNamedLeases(t *testing.T, s kernel.SharedStore) {
+	ctx := context.Background()
+	f1, err := s.AcquireLease(ctx, "sched/report", "h1", longLease)
+	if err != nil {
+		t.Fatalf("AcquireLease(h1) error = %v", err)
+	}
+	if _, err := s.AcquireLease(ctx, "sched/report", "h2", longLease); !errors.Is(err, kernel.ErrLeaseHeld) {
+		t.Fatalf("AcquireLease(h2) of a held lease = %v, want ErrLeaseHeld", err)
+	}
+	if err := s.RenewLease(ctx, "sched/report", f1, longLease); err != nil {
+		t.Fatalf("RenewLease(f1) error = %v", err)
+	}
+	// The holder acquires again: a new grant, the old fence is stale.
+	f2, err := s.AcquireLease(ctx, "sched/report", "h1", longLease)
+	if err != nil || f2 <= f1 {
+		t.Fatalf("AcquireLease(h1) again = %d, %v; want a fence above %d", f2, err, f1)
+	}
+	if err := s.RenewLease(ctx, "sched/report", f1, longLease); !errors.Is(err, kernel.ErrLeaseLost) {
+		t.Fatalf("RenewLease(stale fence) = %v, want ErrLeaseLost", err)
+	}
+	if err := s.ReleaseLease(ctx, "sched/report", f1); err != nil {
+		t.Fatalf("ReleaseLease(stale fence) = %v, want nil", err)
+	}
+	if _, err := s.AcquireLease(ctx, "sched/report", "h2", longLease); !errors.Is(err, kernel.ErrLeaseHeld) {
+		t.Fatalf("AcquireLease(h2) after a stale release = %v, want ErrLeaseHeld", err)
+	}
+	if err := s.ReleaseLease(ctx, "sched/report", f2); err != nil {
+		t.Fatalf("ReleaseLease(f2) error = %v", err)
+	}
+	f3, err := s.AcquireLease(ctx, "sched/report", "h2", longLease)
+	if err != nil || f3 <= f2 {
+		t.Fatalf("AcquireLease(h2) after release = %d, %v; want a fence above %d", f3, err, f2)
+	}
+	// Names are independent.
+	if _, err := s.AcquireLease(ctx, "sched/other", "h1", longLease); err != nil {
+		t.Fatalf("AcquireLease(other name) error = %v", err)
+	}
+}
+
+func testNamedLeaseExpiry(t *testing.T, s kernel.SharedStore) {
+	ctx := context.Background()
+	f1, err := s.AcquireLease(ctx, "x", "h1", shortLease)
+	if err != nil {
+		t.Fatalf("AcquireLease(h1) error = %v", err)
+	}
+	deadline := time.Now().Add(leaseWait)
+	var f2 uint64
+	for {
+		f2, err = s.AcquireLease(ctx, "x", "h2", longLease)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, kernel.ErrLeaseHeld) || time.Now().After(deadline) {
+			t.Fatalf("AcquireLease(h2) = %v, want the lease once h1's ended", err)
+		}
+		pause(shortLease / 3)
+	}
+	if f2 <= f1 {
+		t.Fatalf("fence after expiry = %d, want above %d", f2, f1)
+	}
+	if err := s.RenewLease(ctx, "x", f1, longLease); !errors.Is(err, kernel.ErrLeaseLost) {
+		t.Fatalf("RenewLease(expired holder) = %v, want ErrLeaseLost", err)
+	}
+}
