@@ -120,6 +120,15 @@ func (s *recordingStore) Commit(ctx context.Context, changes []kernel.Change) ([
 	return s.MemoryStore.Commit(ctx, changes)
 }
 
+func (s *recordingStore) CommitAs(ctx context.Context, o kernel.Owner, changes []kernel.Change) ([]error, error) {
+	for _, c := range changes {
+		if c.Op == kernel.OpInsert {
+			*s.ids = append(*s.ids, c.Task.ID)
+		}
+	}
+	return s.MemoryStore.CommitAs(ctx, o, changes)
+}
+
 func TestDurableStoreErrorFailsTheRun(t *testing.T) {
 	errDown := errors.New("no database here")
 	f := Factory{Name: "down", Mode: Blocking, Durable: func(context.Context, Params) (*DurableSetup, error) {

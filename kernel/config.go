@@ -42,6 +42,9 @@ const (
 	QuotaLowDefault           = 1
 	QuotaMax                  = queue.QuotaMax
 	NameMax                   = 64
+	LeaseDefault              = 15 * time.Second
+	LeaseConfigMin            = 100 * time.Millisecond
+	LeaseConfigMax            = time.Hour
 
 	RetryMaxAttemptsDefault = 3
 	RetryBaseDefault        = time.Second
@@ -291,6 +294,26 @@ type Config struct {
 	// zero, StoreTimeoutDefault (5 s). Not changeable.
 	StoreTimeout time.Duration
 
+	// Owner names this kernel as an owner of a [SharedStore] (see there): its tasks'
+	// rows carry it, and a kernel that joins under the same name ends the earlier
+	// membership at once and takes its tasks back, so a restarted process need not
+	// wait for its old lease to end. Give each replica a name of its own that it keeps
+	// across restarts (a pod name, a host and slot); two live kernels under one name
+	// take each other's tasks in turn. At most OwnerNameMax bytes. If empty, a name
+	// is generated, and a crashed kernel's tasks are rescued once its lease ended.
+	// Unused with a Store that is not a SharedStore. Not changeable.
+	Owner string
+
+	// Lease is how long the store keeps this kernel an owner after its last renewal
+	// (every group commit renews it; an idle kernel renews it every Lease/5). A kernel
+	// that could not renew for Lease − Lease/3 starts no durable attempt until it
+	// renews, so it never starts one its lease may not cover; once the lease has ended
+	// the store refuses its commits, and it joins again as a new owner. Live kernels
+	// rescue the tasks of an ended owner within about Lease + Lease/3. If zero,
+	// LeaseDefault (15 s); from LeaseConfigMin (100 ms) to LeaseConfigMax (1 h). Unused
+	// with a Store that is not a SharedStore. Not changeable.
+	Lease time.Duration
+
 	// StoreBatch is the most changes in one group commit (the inserts of one
 	// SubmitDurableMany are never split). If zero, StoreBatchDefault (4,096) in
 	// acknowledged mode and StoreSnapshotBatchDefault (65,536) in periodic snapshot
@@ -391,6 +414,12 @@ func (c *Config) Validate() error {
 		bad("StoreTimeout", c.StoreTimeout, "must be >= 0")
 	}
 	inRange("StoreBatch", c.StoreBatch, StoreBatchMax)
+	if len(c.Owner) > OwnerNameMax {
+		bad("Owner", c.Owner, "must be at most "+itoa(OwnerNameMax)+" bytes (OwnerNameMax)")
+	}
+	if c.Lease != 0 && (c.Lease < LeaseConfigMin || c.Lease > LeaseConfigMax) {
+		bad("Lease", c.Lease, "must be 0 (LeaseDefault) or from "+LeaseConfigMin.String()+" to "+LeaseConfigMax.String())
+	}
 	if !validName(c.Name) {
 		bad("Name", c.Name, "must be at most "+itoa(NameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
 	}
@@ -472,6 +501,7 @@ func (c Config) withDefaults() Config {
 	c.OnTimeoutWorkers = cmp.Or(c.OnTimeoutWorkers, OnTimeoutWorkersDefault)
 	c.EventBuffer = cmp.Or(c.EventBuffer, EventBufferDefault)
 	c.StoreTimeout = cmp.Or(c.StoreTimeout, StoreTimeoutDefault)
+	c.Lease = cmp.Or(c.Lease, LeaseDefault)
 	if c.SnapshotEvery > 0 {
 		c.StoreBatch = cmp.Or(c.StoreBatch, StoreSnapshotBatchDefault)
 	} else {

@@ -23,7 +23,10 @@ type ctrlMsg struct {
 	rc    *resolved
 	hs    []*Handle
 	as    []*attempt
-	id    string
+	// ctrlStarted: attempts whose start the store refused, and why.
+	refused []*attempt
+	errs    []error
+	id      string
 	ack   chan error // size 1
 	count chan int   // size 1
 }
@@ -70,6 +73,7 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		k.closeAll()
 	case ctrlStarted:
 		k.ungate(m.as)
+		k.abortGated(m.refused, m.errs)
 	case ctrlEvict:
 		if k.evictNewestLow() {
 			m.ack <- nil

@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/axsched/ax/queue"
@@ -235,7 +236,10 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 	if k.events != nil {
 		k.emit(h, from, Running, a, nil)
 	}
-	if h.dur != nil && k.dur.j.every == 0 {
+	// In periodic snapshot mode a start waits for the store only while this kernel's
+	// lease on a SharedStore is in doubt: it must not start an attempt the lease may
+	// not cover.
+	if h.dur != nil && (k.dur.j.every == 0 || k.dur.own != nil && k.dur.own.doubt()) {
 		k.gate(a)
 		return false
 	}
@@ -254,6 +258,28 @@ func (k *Kernel) gate(a *attempt) {
 	}
 	k.ls.gated[a] = struct{}{}
 	k.ls.jbuf[len(k.ls.jbuf)-1].start = a // the OpStart journalStart just added
+}
+
+// abortGated ends the gated attempts whose start the store refused: another owner
+// holds their tasks (it rescued them, or this kernel's lease ended), so they never
+// run here. Each ends Abandoned with an error wrapping [ErrTaskTaken] and the store's
+// refusal; its row is left to its owner. Loop only.
+func (k *Kernel) abortGated(as []*attempt, errs []error) {
+	for i, a := range as {
+		if _, ok := k.ls.gated[a]; !ok {
+			continue // Close ended it meanwhile
+		}
+		delete(k.ls.gated, a)
+		h := a.h
+		if a.tkind == timerTimeout {
+			k.ls.wheel.Cancel(a.timer)
+			a.tkind = timerNone
+		}
+		a.settled = true
+		h.dur.keepLive = true
+		k.m.abandoned[h.bucket].Inc()
+		k.end(h, Abandoned, fmt.Errorf("%w: %w", ErrTaskTaken, errs[i]))
+	}
 }
 
 // ungate hands attempts whose start the journal stored to the run queue.

@@ -78,6 +78,7 @@ type durables struct {
 	prefix   string                  // immutable: the ID prefix of this kernel instance
 	maxBytes int                     // immutable: the store's payload cap, 0 if unknown
 	j        *journal
+	own      *ownership // nil unless the store is a SharedStore
 }
 
 // payloadCapper is implemented by stores that cap payload sizes; the kernel then
@@ -97,11 +98,21 @@ func (k *Kernel) initDurable(c *Config) error {
 	if pc, ok := c.Store.(payloadCapper); ok {
 		d.maxBytes = pc.MaxPayload()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
-	tasks, err := storeCall("Recover", func() ([]StoredTask, error) { return c.Store.Recover(ctx) })
-	cancel()
-	if err != nil {
-		return fmt.Errorf("kernel: recover durable tasks: %w", err)
+	var tasks []StoredTask
+	if ss, ok := c.Store.(SharedStore); ok {
+		own, ts, err := k.joinStore(ss, c)
+		if err != nil {
+			return err
+		}
+		d.own, tasks = own, ts
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
+		ts, err := storeCall("Recover", func() ([]StoredTask, error) { return c.Store.Recover(ctx) })
+		cancel()
+		if err != nil {
+			return fmt.Errorf("kernel: recover durable tasks: %w", err)
+		}
+		tasks = ts
 	}
 	for _, t := range tasks {
 		d.held[t.Kind] = append(d.held[t.Kind], t)
@@ -525,7 +536,8 @@ func ceilMilli(t time.Time) time.Time {
 
 // Requeue gives the named dead letters another life (see [Store.Requeue]: Queued,
 // attempts counted from zero, a new fence) and schedules them in this kernel — or
-// holds them until their kind is registered. It returns how many it requeued; IDs
+// holds them until their kind is registered. With a [SharedStore] they belong to this
+// kernel's owner ([SharedStore.RequeueAs]). It returns how many it requeued; IDs
 // that are unknown or not dead letters are skipped. List dead letters with the
 // store's [Store.DeadLetters].
 func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
@@ -536,29 +548,15 @@ func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
 	if k.isClosed() {
 		return 0, ErrClosed
 	}
-	ts, err := storeCall("Requeue", func() ([]StoredTask, error) { return d.j.store.Requeue(ctx, k.clk.Now(), ids...) })
+	ts, err := storeCall("Requeue", func() ([]StoredTask, error) {
+		if d.own != nil {
+			return d.own.store.RequeueAs(ctx, d.own.owner(), k.clk.Now(), ids...)
+		}
+		return d.j.store.Requeue(ctx, k.clk.Now(), ids...)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("kernel: requeue: %w", err)
 	}
-	byKind := make(map[string][]StoredTask)
-	d.mu.Lock()
-	for _, t := range ts {
-		if t.UniqueKey != "" {
-			d.keys[t.UniqueKey] = struct{}{}
-		}
-		if _, ok := d.kinds[t.Kind]; ok {
-			byKind[t.Kind] = append(byKind[t.Kind], t)
-		} else {
-			d.held[t.Kind] = append(d.held[t.Kind], t)
-		}
-	}
-	fns := make(map[string]DurableFunc, len(byKind))
-	for kind := range byKind {
-		fns[kind] = d.kinds[kind]
-	}
-	d.mu.Unlock()
-	for kind, group := range byKind {
-		k.recover(group, fns[kind])
-	}
+	k.recoverStored(ts)
 	return len(ts), nil
 }

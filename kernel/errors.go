@@ -39,6 +39,12 @@ var (
 	// ended before it was due.
 	ErrAbandoned = errors.New("kernel: task abandoned at shutdown")
 
+	// ErrTaskTaken is the error of a durable task whose attempt the store refused to
+	// start because another owner of a [SharedStore] holds the task now (it rescued the
+	// task after this kernel's lease ended). The task ends Abandoned here, without
+	// running; its owner runs it.
+	ErrTaskTaken = errors.New("kernel: another owner of the store holds the task")
+
 	// ErrNilFunc is the error of [Batch.Go] with a nil function (returned by
 	// [Batch.Wait]) and of [Map] with a nil fn: nothing is submitted for it.
 	ErrNilFunc = errors.New("fn must not be nil")

@@ -231,12 +231,10 @@ func (j *journal) run() {
 				backoff = j.probe(backoff)
 				continue
 			}
-			select {
-			case <-j.wake:
-				continue
-			case <-j.stopCh:
+			if !j.idle() {
 				return
 			}
+			continue
 		}
 		if j.every > 0 && !flushNow && j.down.Load() == nil {
 			if wait := j.every - time.Since(lastCommit); wait > 0 {
@@ -267,6 +265,36 @@ func (j *journal) run() {
 			return
 		}
 	}
+}
+
+// idle waits for changes to commit, renewing an owner's lease meanwhile. It returns
+// false when the journal stops.
+func (j *journal) idle() bool {
+	own := j.k.dur.own
+	if own == nil {
+		select {
+		case <-j.wake:
+			return true
+		case <-j.stopCh:
+			return false
+		}
+	}
+	t := time.NewTimer(own.heartbeatEvery())
+	defer t.Stop()
+	select {
+	case <-j.wake:
+		return true
+	case <-j.stopCh:
+		return false
+	case <-t.C:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+	_, err := own.commit(ctx, nil) // the lone heartbeat
+	cancel()
+	if err != nil && !errors.Is(err, ErrLeaseLost) && j.logger != nil {
+		j.logger.Warn("kernel: renew the lease on the store", "owner", own.name, "err", err)
+	}
+	return true
 }
 
 func nextBackoff(d time.Duration) time.Duration {
@@ -327,7 +355,15 @@ func (j *journal) take() []jentry {
 // first in the next commit); its other changes go back to the front of the queue.
 func (j *journal) commit(batch []jentry, changes []Change) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
-	results, err := storeCall("Commit", func() ([]error, error) { return j.store.Commit(ctx, changes) })
+	var (
+		results []error
+		err     error
+	)
+	if own := j.k.dur.own; own != nil {
+		results, err = own.commit(ctx, changes)
+	} else {
+		results, err = storeCall("Commit", func() ([]error, error) { return j.store.Commit(ctx, changes) })
+	}
 	cancel()
 	if err == nil && len(results) != len(changes) {
 		err = fmt.Errorf("kernel: Store.Commit returned %d results for %d changes", len(results), len(changes))
@@ -366,7 +402,8 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 		j.logger.Info("kernel: the store answers again; durable submits resume")
 	}
 	var handed []*Handle
-	var started []*attempt
+	var started, refused []*attempt
+	var refusals []error
 	for i := range batch {
 		e := &batch[i]
 		r := results[i]
@@ -381,14 +418,17 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 		case e.comp:
 			// Undoing an insert that may not have landed: unknown is the expected answer.
 		case e.start != nil:
-			// The attempt runs whatever the answer: a refusal means another writer
-			// owns the row (logged), and holding the task back would not change that.
-			started = append(started, e.start)
+			// A refused start means another owner holds the task now: the attempt
+			// never runs here.
 			if r != nil {
+				refused = append(refused, e.start)
+				refusals = append(refusals, r)
 				j.refused.Inc()
 				if j.logger != nil {
-					j.logger.Warn("kernel: the store refused a change", "op", e.c.Op.String(), "task", e.c.Task.ID, "err", r)
+					j.logger.Warn("kernel: the store refused a start; the attempt does not run", "task", e.c.Task.ID, "err", r)
 				}
+			} else {
+				started = append(started, e.start)
 			}
 		case r != nil:
 			j.refused.Inc()
@@ -403,8 +443,8 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 			j.k.abortDurable(h)
 		}
 	}
-	if len(started) > 0 {
-		j.k.control(ctrlMsg{kind: ctrlStarted, as: started})
+	if len(started) > 0 || len(refused) > 0 {
+		j.k.control(ctrlMsg{kind: ctrlStarted, as: started, refused: refused, errs: refusals})
 	}
 	settleGroups(batch)
 	return true

@@ -176,6 +176,9 @@ func New(cfg Config) (*Kernel, error) {
 	// queue behind the loop's first pass, and wait with it whenever the OS holds
 	// the loop's thread back.
 	<-k.ready
+	if k.dur != nil && k.dur.own != nil {
+		k.dur.own.startRescuer()
+	}
 	g.activate(c.Name, k)
 	return k, nil
 }
@@ -208,7 +211,7 @@ func (k *Kernel) at(m int64) time.Time { return k.epoch.Add(time.Duration(m)) }
 // MaxConcurrency, Quotas, Reserve, AgeAfter, Capacity, DegradeAt, EvictLow,
 // DefaultTimeout, Retry, RetryBudget, MaxZombies and ZombieGrace may change; Tick,
 // OnTimeoutWorkers, EventBuffer, Clock, Name, Metrics, Logger, OnEvent and the
-// store's fields may not (an update that changes them is refused). Lowering
+// store's fields (Owner and Lease too) may not (an update that changes them is refused). Lowering
 // MaxConcurrency lets running tasks finish; no new one starts until the running
 // count is below the new limit.
 func (k *Kernel) Update(fn func(*Config)) error {
@@ -244,6 +247,8 @@ func (k *Kernel) Update(fn func(*Config)) error {
 	fixed("SnapshotEvery", next.SnapshotEvery != old.SnapshotEvery)
 	fixed("StoreTimeout", next.StoreTimeout != old.StoreTimeout)
 	fixed("StoreBatch", next.StoreBatch != old.StoreBatch)
+	fixed("Owner", next.Owner != old.Owner)
+	fixed("Lease", next.Lease != old.Lease)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

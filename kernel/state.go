@@ -6,7 +6,9 @@ package kernel
 //	   ▲          ▲           │
 //	   │          └─ Retrying ◀┘ (a failed attempt that will be tried again)
 //
-// Queued, Delayed and Retrying tasks may also end Canceled, Evicted or Abandoned.
+// Queued, Delayed and Retrying tasks may also end Canceled, Evicted or Abandoned;
+// a durable task whose start a [SharedStore] refused ends Abandoned from Running,
+// without running.
 // Every accepted task reaches exactly one terminal state (see [State.Terminal]).
 // A refused submission never becomes a task: its caller gets the error instead.
 type State uint8
@@ -32,7 +34,8 @@ const (
 	// Evicted: a High arrival took its place in a full kernel. Terminal.
 	Evicted
 	// Abandoned: [Kernel.Shutdown] ended it before it ran (a delayed or retrying task
-	// not yet due). Terminal.
+	// not yet due), or another owner of a [SharedStore] holds the durable task now
+	// ([ErrTaskTaken]). Terminal.
 	Abandoned
 )
 
@@ -65,7 +68,7 @@ func (s State) Terminal() bool { return s >= Succeeded && s <= Abandoned }
 var transitions = [...][]State{
 	Delayed:  {Queued, Canceled, Abandoned},
 	Queued:   {Running, Canceled, Evicted, Abandoned},
-	Running:  {Succeeded, Failed, TimedOut, Canceled, Retrying},
+	Running:  {Succeeded, Failed, TimedOut, Canceled, Retrying, Abandoned},
 	Retrying: {Queued, Canceled, Abandoned},
 }
 

@@ -54,10 +54,16 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 		}
 	}
 	if k.dur != nil {
+		if own := k.dur.own; own != nil {
+			own.stopRescuer()
+		}
 		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
 			return &ShutdownError{Err: err, Journal: int(k.dur.j.pending.Load())}
 		}
 		k.dur.j.stop()
+		if own := k.dur.own; own != nil {
+			own.leave(ctx)
+		}
 	}
 	if n := k.stopSide(ctx.Done()); n > 0 {
 		return &ShutdownError{Err: ctx.Err(), Callbacks: n}
@@ -97,14 +103,21 @@ func (k *Kernel) Close() error {
 		}
 	}
 	if k.dur != nil {
+		own := k.dur.own
+		if own != nil {
+			own.stopRescuer()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), k.rc.Load().cfg.StoreTimeout)
 		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
 			if logger != nil {
 				logger.Warn("kernel: close gave up writing the journal; the store keeps the tasks' earlier states", "changes", k.dur.j.pending.Load(), "err", err)
 			}
 		}
-		cancel()
 		k.dur.j.stop()
+		if own != nil {
+			own.leave(ctx)
+		}
+		cancel()
 	}
 	if n := k.stopSide(expired); n > 0 && logger != nil {
 		logger.Warn("kernel: close abandoned callbacks still running (OnEvent or OnTimeout)", "callbacks", n)

@@ -1,0 +1,250 @@
+package kernel
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ownership is a kernel's membership in a [SharedStore]: the owner it is now, how long
+// its last renewal covers, and the rescuer goroutine that takes over the tasks of ended
+// owners. The journal renews the lease with every commit (and alone when idle) and
+// joins again when the store says the lease ended. Lease times run on the real clock:
+// they are about the database, not about task times.
+type ownership struct {
+	k      *Kernel
+	store  SharedStore // immutable
+	name   string      // immutable
+	lease  time.Duration
+	margin time.Duration // starts stop this long before the lease may end
+	logger *slog.Logger
+
+	cur     atomic.Pointer[Owner] // the membership now; replaced by the journal on a rejoin
+	okUntil atomic.Int64          // unix ns: durable attempts may start without a commit until then
+
+	rescueNow chan struct{} // size 1: rescue at once (after a rejoin)
+	stopCh    chan struct{}
+	stopOnce  sync.Once
+	wg        sync.WaitGroup
+
+	joins, rescued, lost atomicCounter
+}
+
+// atomicCounter is a counter read by Stats and the metrics.
+type atomicCounter struct{ atomic.Int64 }
+
+// ownerName returns name, or a generated one when it is empty.
+func ownerName(name string) string {
+	if name != "" {
+		return name
+	}
+	var b [6]byte
+	_, _ = crand.Read(b[:])
+	return "ax-" + hex.EncodeToString(b[:])
+}
+
+// joinStore makes the kernel an owner of s and reads back the tasks it rescues from
+// ended owners (and from no owner): the recovery at New.
+func (k *Kernel) joinStore(s SharedStore, c *Config) (*ownership, []StoredTask, error) {
+	o := &ownership{
+		k: k, store: s, name: ownerName(c.Owner), lease: c.Lease, margin: c.Lease / 3,
+		logger: c.Logger, rescueNow: make(chan struct{}, 1), stopCh: make(chan struct{}),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
+	defer cancel()
+	t0 := time.Now()
+	m, err := storeCall("Join", func() (Owner, error) { return s.Join(ctx, o.name, o.lease) })
+	if err != nil {
+		return nil, nil, fmt.Errorf("kernel: join the store as owner %q: %w", o.name, err)
+	}
+	o.cur.Store(&m)
+	o.renewed(t0)
+	o.joins.Add(1)
+	tasks, err := o.rescueAll(ctx, &m)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kernel: rescue the tasks of ended owners: %w", err)
+	}
+	return o, tasks, nil
+}
+
+// rescueBatch is the most tasks one Rescue call takes over.
+const rescueBatch = 4096
+
+// rescueAll rescues for m until the store has nothing left to rescue.
+func (o *ownership) rescueAll(ctx context.Context, m *Owner) ([]StoredTask, error) {
+	var all []StoredTask
+	for {
+		t0 := time.Now()
+		ts, err := storeCall("Rescue", func() ([]StoredTask, error) { return o.store.Rescue(ctx, *m, rescueBatch) })
+		if err != nil {
+			return all, err
+		}
+		o.renewed(t0)
+		all = append(all, ts...)
+		if len(ts) < rescueBatch {
+			o.rescued.Add(int64(len(all)))
+			return all, nil
+		}
+	}
+}
+
+// renewed records a renewal of the lease sent at t0: the store's clock read its "now"
+// after t0, so the lease lasts at least until t0 + lease.
+func (o *ownership) renewed(t0 time.Time) {
+	until := t0.Add(o.lease - o.margin).UnixNano()
+	for {
+		cur := o.okUntil.Load()
+		if until <= cur || o.okUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// doubt reports whether the lease may end before an attempt started now got going:
+// the kernel then starts a durable attempt only once a commit renewed the lease.
+func (o *ownership) doubt() bool { return time.Now().UnixNano() >= o.okUntil.Load() }
+
+// owner returns the membership now.
+func (o *ownership) owner() Owner { return *o.cur.Load() }
+
+// commit is the journal's Store.Commit: CommitAs by the owner now. On ErrLeaseLost
+// it joins again and rescues what the ended membership left (its own tasks among
+// them: their rows get new fences, so the kernel's earlier writes for them are
+// refused) before it returns, so that no later commit lands on a row of the ended
+// membership. It returns the commit's error.
+func (o *ownership) commit(ctx context.Context, changes []Change) ([]error, error) {
+	m := o.cur.Load()
+	t0 := time.Now()
+	res, err := storeCall("CommitAs", func() ([]error, error) { return o.store.CommitAs(ctx, *m, changes) })
+	if err == nil {
+		o.renewed(t0)
+		return res, nil
+	}
+	if errors.Is(err, ErrLeaseLost) {
+		o.lost.Add(1)
+		o.okUntil.Store(0)
+		if o.logger != nil {
+			o.logger.Warn("kernel: this kernel's lease on the store ended; it joins again as a new owner", "owner", o.name, "epoch", m.Epoch, "err", err)
+		}
+		o.rejoin(m)
+	}
+	return nil, err
+}
+
+// rejoin joins the store again after the membership old ended, and takes back what
+// it can. It retries until it joined or the kernel stops. Journal goroutine only.
+func (o *ownership) rejoin(old *Owner) {
+	backoff := time.Duration(0)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), o.k.dur.j.timeout)
+		t0 := time.Now()
+		m, err := storeCall("Join", func() (Owner, error) { return o.store.Join(ctx, o.name, o.lease) })
+		if err == nil {
+			o.cur.Store(&m)
+			o.renewed(t0)
+			o.joins.Add(1)
+			ts, rerr := o.rescueAll(ctx, &m)
+			cancel()
+			if len(ts) > 0 {
+				o.k.recoverStored(ts)
+			}
+			if rerr != nil && o.logger != nil {
+				o.logger.Warn("kernel: rescue after joining again", "owner", o.name, "err", rerr)
+			}
+			if o.logger != nil {
+				o.logger.Info("kernel: joined the store again", "owner", o.name, "epoch", m.Epoch, "ended", old.Epoch, "rescued", len(ts))
+			}
+			return
+		}
+		cancel()
+		backoff = nextBackoff(backoff)
+		if !o.k.dur.j.sleep(backoff) {
+			return
+		}
+	}
+}
+
+// heartbeatEvery is how often an idle kernel renews its lease.
+func (o *ownership) heartbeatEvery() time.Duration { return o.lease / 5 }
+
+// startRescuer starts the goroutine that rescues the tasks of ended owners every
+// quarter lease (with jitter), so that they run again within about lease + margin.
+func (o *ownership) startRescuer() {
+	o.wg.Go(func() {
+		for {
+			d := o.lease / 4
+			d += time.Duration(rand.Int64N(int64(d/5)+1)) - d/10
+			t := time.NewTimer(d)
+			select {
+			case <-o.stopCh:
+				t.Stop()
+				return
+			case <-o.rescueNow:
+				t.Stop()
+			case <-t.C:
+			}
+			m := o.cur.Load()
+			ctx, cancel := context.WithTimeout(context.Background(), o.k.dur.j.timeout)
+			ts, err := o.rescueAll(ctx, m)
+			cancel()
+			if len(ts) > 0 {
+				if o.logger != nil {
+					o.logger.Info("kernel: rescued the tasks of ended owners", "owner", o.name, "tasks", len(ts))
+				}
+				o.k.recoverStored(ts)
+			}
+			if err != nil && !errors.Is(err, ErrLeaseLost) && o.logger != nil {
+				o.logger.Warn("kernel: rescue of ended owners' tasks", "owner", o.name, "err", err)
+			}
+		}
+	})
+}
+
+// stopRescuer stops the rescuer goroutine and waits for it.
+func (o *ownership) stopRescuer() {
+	o.stopOnce.Do(func() { close(o.stopCh) })
+	o.wg.Wait()
+}
+
+// leave ends the membership, so that the tasks left live (a Shutdown's abandoned
+// ones, a Close's cancelled ones) are rescued at once by the other kernels.
+func (o *ownership) leave(ctx context.Context) {
+	m := o.cur.Load()
+	_, err := storeCall("Leave", func() (struct{}, error) { return struct{}{}, o.store.Leave(ctx, *m) })
+	if err != nil && o.logger != nil {
+		o.logger.Warn("kernel: leave the store; its tasks are rescued once the lease ends", "owner", o.name, "err", err)
+	}
+}
+
+// recoverStored schedules tasks read back from the store (rescued ones): those of a
+// registered kind now, the others once their kind is registered.
+func (k *Kernel) recoverStored(ts []StoredTask) {
+	d := k.dur
+	byKind := make(map[string][]StoredTask)
+	d.mu.Lock()
+	for _, t := range ts {
+		if t.UniqueKey != "" {
+			d.keys[t.UniqueKey] = struct{}{}
+		}
+		if _, ok := d.kinds[t.Kind]; ok {
+			byKind[t.Kind] = append(byKind[t.Kind], t)
+		} else {
+			d.held[t.Kind] = append(d.held[t.Kind], t)
+		}
+	}
+	fns := make(map[string]DurableFunc, len(byKind))
+	for kind := range byKind {
+		fns[kind] = d.kinds[kind]
+	}
+	d.mu.Unlock()
+	for kind, group := range byKind {
+		k.recover(group, fns[kind])
+	}
+}
