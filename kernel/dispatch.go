@@ -42,11 +42,16 @@ func (k *Kernel) dispatch() {
 	q.mu.Unlock()
 	r.other[queue.High] = math.MaxInt
 	picked := k.ls.picked[:0]
-	for r.all[queue.High] > 0 && len(k.ls.gated) < k.ls.gateWindow {
+	for r.all[queue.High] > 0 {
 		// A level whose slots (Config.Reserve) are all taken, picks ahead included,
 		// is left out, as if it had no work: its share passes on. A level whose
-		// room overtaking picks took keeps its turn instead (PopAhead).
+		// room overtaking picks took keeps its turn instead (PopAhead). So is a
+		// level whose next task is durable while the durable attempts in flight
+		// fill the slots (durableFull).
 		mask := r.mask()
+		if k.durableFull() {
+			mask &^= k.durableHeads()
+		}
 		var it qitem
 		var lvl queue.Level
 		var ok bool
@@ -70,7 +75,7 @@ func (k *Kernel) dispatch() {
 			k.ls.freed = true
 		} else if !k.start(it.h, it.h.cur) {
 			// A durable pick waits for its stored start (gate) without a slot: the
-			// starts of up to gateWindow picks are written in the same group commits
+			// starts of the picks of a pass are written in the same group commits
 			// while the slots keep running. It takes a slot once handed over.
 			continue
 		}
@@ -174,8 +179,8 @@ func (k *Kernel) handOver(picked []pick) {
 	var wake [8]*executor
 	nwake, spawn := 0, 0
 	q.mu.Lock()
-	// Durable picks handed over after their start was stored may exceed the slots
-	// and the lookahead (see gate): grow the rings rather than lose one.
+	// Durable picks handed over after their start was stored may exceed the free
+	// slots and the lookahead (see gate): grow the rings rather than lose one.
 	// Executors that found the run queue empty may have parked: new work for an
 	// empty queue wakes one even while others keep popping (see runq.chainWake),
 	// unless one of them popped a moment ago and is coming back for more.
@@ -229,6 +234,8 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 	k.ls.pendStarted[h.bucket]++
 	if h.dur != nil {
 		k.journalStart(h, a)
+		a.durRunning = true
+		k.ls.durRunning++
 	}
 	if h.timeout > 0 {
 		k.schedule(a, timerTimeout, k.ls.now.Add(h.timeout))
@@ -248,10 +255,12 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 
 // gate holds a durable attempt back until the journal stored its start: a task runs
 // only once the store knows it runs, so a crash re-runs only tasks the store shows
-// Running (at least once, and no more than the attempts in flight). Up to gateWindow
-// attempts wait so at once, without holding slots: their starts share group commits
-// while the slots keep running. (A crash counts such an attempt whether or not its
-// function had begun.) In periodic snapshot mode nothing waits for a commit.
+// Running (at least once). Gated attempts hold no slot, so that their starts share
+// group commits while the slots keep running; but they count among the durable
+// attempts in flight, which never outnumber the slots (durableFull), so the rows
+// stored Running are at most the attempts that could have begun. (A crash counts
+// such an attempt whether or not its function had begun.) In periodic snapshot
+// mode nothing waits for a commit.
 func (k *Kernel) gate(a *attempt) {
 	if k.ls.gated == nil {
 		k.ls.gated = make(map[*attempt]struct{})
@@ -295,4 +304,37 @@ func (k *Kernel) ungate(as []*attempt) {
 	k.handOver(picked)
 	clear(picked)
 	k.ls.picked = picked[:0]
+}
+
+// durableFull reports whether the durable attempts in flight (ls.durRunning) fill
+// the slots, MaxConcurrency as now in force: dispatch then starts no durable
+// attempt until one of them ends. A durable attempt counts from the pick that
+// journals its start to the journaling of its end or retry (durableEnded), the span
+// its row is Running for the store (or will be once the journal caught up; the
+// journal writes changes in the order the loop made them).
+func (k *Kernel) durableFull() bool {
+	return k.ls.durRunning > 0 && k.ls.durRunning >= k.ls.rcl.cfg.MaxConcurrency
+}
+
+// durableHeads returns the levels whose bucket's next task is durable. While
+// durableFull, dispatch leaves them out as if they had no work: their share passes
+// on to the other levels, and the tasks behind such a head wait their turn (FIFO).
+func (k *Kernel) durableHeads() queue.Mask {
+	var m queue.Mask
+	for l := range queue.NumLevels {
+		if it, ok := k.ls.buckets.Bucket(queue.Level(l)).Peek(); ok && it.h != nil && it.h.dur != nil {
+			m |= 1 << l
+		}
+	}
+	return m
+}
+
+// durableEnded takes a durable attempt off the attempts in flight: its end or retry
+// is journaled, or the process stops and it will never be (Close). It does nothing
+// for an attempt not counted, or counted off already.
+func (k *Kernel) durableEnded(a *attempt) {
+	if a.durRunning {
+		a.durRunning = false
+		k.ls.durRunning--
+	}
 }

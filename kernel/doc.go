@@ -174,10 +174,16 @@
 // or delayed with their priority and due time (a due time that passed runs at
 // once), and tasks that were running as a new attempt — they run again, which is
 // the "at least once"; an attempt interrupted on its last try dead-letters the
-// task. What a crash does lose is the record of completions not yet committed:
-// those tasks run again. In periodic snapshot mode (Config.SnapshotEvery) a submit
-// returns before its commit, and a crash loses what was submitted in the last
-// interval. Shutdown and Close leave durable tasks that did not finish live in
+// task. A task is stored running only while it holds, or is about to take, one of
+// the slots: the durable attempts whose start is stored and whose end is not never
+// outnumber MaxConcurrency, so a crash interrupts at most MaxConcurrency of them.
+// While they fill the slots, the next durable task waits at the head of its bucket
+// (and the tasks behind it with it); the other buckets go on. What a crash does
+// lose is the record of completions not yet committed: those tasks run again. In
+// periodic snapshot mode (Config.SnapshotEvery) a submit returns before its
+// commit, and a crash loses what was submitted in the last interval; the bound on
+// the tasks stored running holds there too (a start is journaled at the pick, and
+// the store learns it at the next snapshot). Shutdown and Close leave durable tasks that did not finish live in
 // the store for the next kernel (in this process their handles end Abandoned or
 // Canceled with [ErrClosed]). Tasks that ended Failed, TimedOut, Evicted or
 // Abandoned in the store are dead letters: [Store.DeadLetters], [Store.Requeue]

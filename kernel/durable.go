@@ -121,7 +121,6 @@ func (k *Kernel) initDurable(c *Config) error {
 		}
 	}
 	k.dur = d
-	k.ls.gateWindow = max(1, c.StoreBatch/2)
 	d.j = newJournal(k, c)
 	return nil
 }
@@ -287,7 +286,11 @@ func (t *DurableTask) validate(prefix string, maxBytes int) error {
 //
 // In acknowledged mode a durable task starts running only once its start is stored
 // too (one more group commit), so that a crash re-runs only tasks the store shows
-// running; its slot is held meanwhile.
+// running; it holds no slot meanwhile. In both modes the durable attempts whose
+// start is stored (or being stored) and that did not end never outnumber
+// Config.MaxConcurrency: a durable task waits in its bucket while they fill the
+// slots, and the tasks a crash finds Running are at most those that could have
+// begun.
 func (k *Kernel) SubmitDurable(ctx context.Context, t DurableTask) (*Handle, error) {
 	hs, err := k.submitDurable(ctx, []DurableTask{t}, false)
 	if err != nil {

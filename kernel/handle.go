@@ -190,9 +190,10 @@ type attempt struct {
 	exec *executor // the executor running it (zombie stack dumps)
 
 	// Loop-owned.
-	timer   timewheel.Handle[timerEntry]
-	timerAt time.Time // when its wheel entry is due
-	tkind   timerKind
-	settled bool    // the loop ended it (timeout, Close) before it returned
-	zombie  *zombie // set while it is a zombie
+	timer      timewheel.Handle[timerEntry]
+	timerAt    time.Time // when its wheel entry is due
+	tkind      timerKind
+	settled    bool    // the loop ended it (timeout, Close) before it returned
+	durRunning bool    // counted in loopState.durRunning (durableEnded)
+	zombie     *zombie // set while it is a zombie
 }

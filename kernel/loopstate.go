@@ -1,7 +1,6 @@
 package kernel
 
 import (
-	"math"
 	"time"
 
 	"github.com/axsched/ax/queue"
@@ -51,10 +50,13 @@ type loopState struct {
 	budget          retryBudget
 	evBuf           []Event
 
-	jbuf       []jentry                   // durable-task changes of this pass, for the journal
-	backlog    [queue.NumLevels][]*Handle // recovered durable tasks waiting for a ticket
-	gated      map[*attempt]struct{}      // durable attempts waiting for their start to be stored
-	gateWindow int                        // the most gated attempts: Config.StoreBatch / 2 (no limit without a store)
+	jbuf    []jentry                   // durable-task changes of this pass, for the journal
+	backlog [queue.NumLevels][]*Handle // recovered durable tasks waiting for a ticket
+	gated   map[*attempt]struct{}      // durable attempts waiting for their start to be stored
+	// durRunning counts the durable attempts in flight: their start is journaled
+	// and their end or retry is not (gated, in the run queue, running). At most
+	// MaxConcurrency while none ends (see durableFull).
+	durRunning int
 
 	spareTasks []qitem
 	spareLight []lightDone
@@ -83,7 +85,6 @@ func (k *Kernel) initLoop(rc *resolved) error {
 	k.ls.buckets = b
 	k.ls.wheel = w
 	k.ls.fireFn = k.onTimer
-	k.ls.gateWindow = math.MaxInt // durable kernels set theirs
 	// The run queue's rings grow as picks are handed over (grow), so a kernel's
 	// memory follows the work it holds, not the MaxConcurrency it may run.
 	for l := range k.rq.rings {

@@ -9,6 +9,7 @@ import (
 // settleAttempt handles an attempt an executor handed back.
 func (k *Kernel) settleAttempt(a *attempt) {
 	h := a.h
+	k.durableEnded(a) // what follows journals its end or retry, if not done at its timeout
 	if a.zombie != nil {
 		k.zombieReturned(a)
 	}
@@ -122,6 +123,9 @@ func (k *Kernel) onTimeout(a *attempt) {
 	if detach {
 		k.zombieStarted(a)
 	}
+	// Its retry or end is journaled now, even if its function runs on: the store no
+	// longer shows it Running.
+	k.durableEnded(a)
 	k.retryOrEnd(h, a, ErrTimeout, TimedOut)
 }
 

@@ -309,6 +309,7 @@ func (k *Kernel) closeAll() {
 		k.ls.live -= n
 	}
 	for _, a := range ended {
+		k.durableEnded(a)
 		a.ctx.cancel(context.Canceled)
 		k.m.canceled[a.h.bucket].Inc()
 		k.end(a.h, Canceled, ErrClosed)

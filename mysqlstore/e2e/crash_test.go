@@ -296,6 +296,15 @@ type child struct {
 
 func startChild(t *testing.T, dir, table string, run, share, signal int) *child {
 	t.Helper()
+	return spawnChild(t, "TestCrashChild", run, envChild+"=1", envChildTable+"="+table, envChildDir+"="+dir,
+		envChildRun+"="+strconv.Itoa(run), envChildShare+"="+strconv.Itoa(share), envChildSignal+"="+strconv.Itoa(signal))
+}
+
+// spawnChild runs the test named test of this binary as child number run, with env
+// added to the environment: it writes to fd 3 to signal the parent, and its stdin
+// closes when the parent goes away. t.Cleanup kills and reaps it.
+func spawnChild(t *testing.T, test string, run int, env ...string) *child {
+	t.Helper()
 	progR, progW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -308,10 +317,8 @@ func startChild(t *testing.T, dir, table string, run, share, signal int) *child 
 		run: run, out: &bytes.Buffer{}, stdin: inW,
 		signal: make(chan struct{}, 1), reader: make(chan struct{}), exited: make(chan struct{}),
 	}
-	c.cmd = exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1", "-test.timeout="+crashChildTimeout.String())
-	c.cmd.Env = append(os.Environ(),
-		envChild+"=1", envChildTable+"="+table, envChildDir+"="+dir,
-		envChildRun+"="+strconv.Itoa(run), envChildShare+"="+strconv.Itoa(share), envChildSignal+"="+strconv.Itoa(signal))
+	c.cmd = exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.timeout="+crashChildTimeout.String())
+	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout = c.out
 	c.cmd.Stderr = c.out
 	c.cmd.Stdin = inR
