@@ -17,18 +17,18 @@ const (
 
 // ctrlMsg is a message from the API to the loop.
 type ctrlMsg struct {
-	kind  ctrlKind
-	h     *Handle
-	b     *Batch
-	rc    *resolved
-	hs    []*Handle
-	as    []*attempt
+	kind ctrlKind
+	h    *Handle
+	b    *Batch
+	rc   *resolved
+	hs   []*Handle
+	as   []*attempt
 	// ctrlStarted: attempts whose start the store refused, and why.
 	refused []*attempt
 	errs    []error
 	id      string
-	ack   chan error // size 1
-	count chan int   // size 1
+	ack     chan error // size 1
+	count   chan int   // size 1
 }
 
 // poke wakes the loop if it is parked. It never blocks.

@@ -279,6 +279,7 @@ func (k *Kernel) abortGated(as []*attempt, errs []error) {
 			continue // Close ended it meanwhile
 		}
 		delete(k.ls.gated, a)
+		k.durableEnded(a)
 		h := a.h
 		if a.tkind == timerTimeout {
 			k.ls.wheel.Cancel(a.timer)

@@ -27,6 +27,16 @@ type runningStore struct {
 
 func (s *runningStore) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
 	res, err := s.MemoryStore.Commit(ctx, cs)
+	return s.count(ctx, cs, res, err)
+}
+
+func (s *runningStore) CommitAs(ctx context.Context, o kernel.Owner, cs []kernel.Change) ([]error, error) {
+	res, err := s.MemoryStore.CommitAs(ctx, o, cs)
+	return s.count(ctx, cs, res, err)
+}
+
+// count records the rows Running after a commit of cs that returned res, err.
+func (s *runningStore) count(ctx context.Context, cs []kernel.Change, res []error, err error) ([]error, error) {
 	if err != nil {
 		return res, err
 	}

@@ -261,6 +261,9 @@ func (j *journal) run() {
 			continue
 		}
 		backoff = nextBackoff(backoff)
+		if own := j.k.dur.own; own != nil {
+			backoff = min(backoff, own.heartbeatEvery()) // a retry renews the lease
+		}
 		if !j.sleep(backoff) {
 			return
 		}
@@ -367,6 +370,25 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 	cancel()
 	if err == nil && len(results) != len(changes) {
 		err = fmt.Errorf("kernel: Store.Commit returned %d results for %d changes", len(results), len(changes))
+	}
+	if errors.Is(err, ErrLeaseLost) {
+		// Nothing of the batch applied, and the owner joined again (ownership.commit):
+		// refuse its acknowledged inserts, and commit the rest at once as the new owner.
+		keep := make([]jentry, 0, len(batch))
+		for _, e := range batch {
+			if e.ack == nil {
+				keep = append(keep, e)
+				continue
+			}
+			e.ack.all = fmt.Errorf("kernel: durable submit: %w", err)
+			j.refuse(e)
+		}
+		j.mu.Lock()
+		j.queue = append(keep, j.queue...)
+		j.pending.Store(int64(len(j.queue)))
+		j.mu.Unlock()
+		settleGroups(batch)
+		return true
 	}
 	if err != nil {
 		j.commitErrors.Inc()
