@@ -108,26 +108,6 @@ func pause(d time.Duration) {
 	<-tm.C
 }
 
-// waitLeaseLost commits nothing as o until the store refuses it with ErrLeaseLost.
-func waitLeaseLost(t *testing.T, s kernel.SharedStore, o kernel.Owner) {
-	t.Helper()
-	deadline := time.Now().Add(leaseWait)
-	for {
-		_, err := s.CommitAs(context.Background(), o, nil)
-		if errors.Is(err, kernel.ErrLeaseLost) {
-			return
-		}
-		if err != nil {
-			t.Fatalf("CommitAs(%s/%d, nil) = %v, want nil or ErrLeaseLost", o.Name, o.Epoch, err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the lease of %s/%d did not end within %v", o.Name, o.Epoch, leaseWait)
-		}
-		// A renewal would keep it alive: wait a whole lease instead.
-		pause(o.Lease + 10*time.Millisecond)
-	}
-}
-
 func testEpochs(t *testing.T, s kernel.SharedStore) {
 	tk := task("e1")
 	tk.Fence = kernel.FenceOfEpoch(7) + 3
