@@ -41,7 +41,9 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 	}
 	defer func() {
 		_ = s.Close()
-		_, _ = db.Exec("DROP TABLE IF EXISTS `" + table + "`")
+		for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix} {
+			_, _ = db.Exec("DROP TABLE IF EXISTS `" + table + suffix + "`")
+		}
 	}()
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("Migrate() = %v (run scripts/ensure-mariadb.sh if no server answers)", err)
@@ -86,7 +88,7 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 			rows[id] = &row{id: id, attempt: -1, exists: true, present: true, preFence: c.Fence, fence: c.Fence, state: kernel.Queued}
 		}
 		plan(b, rows, map[string]string{})
-		stmts := s.statements(rows, b.ids, false)
+		stmts := s.statements(rows, b.ids, false, 0)
 		q := newQuery(64).raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").hexList(b.ids).raw(" FOR UPDATE")
 		queries := []string{q.String()}
 		for _, st := range stmts {
