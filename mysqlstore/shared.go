@@ -1,10 +1,12 @@
 package mysqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -196,7 +198,7 @@ func (s *Store) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]kernel
 	}
 	var (
 		out   []kernel.StoredTask
-		taken []uint64 // the epochs of this call's tries
+		taken []rescued // by this call's tries
 	)
 	err := s.retryAs(ctx, "rescue", &o, func() error {
 		var err error
@@ -207,12 +209,18 @@ func (s *Store) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]kernel
 		return nil, err
 	}
 	if len(taken) > 0 {
-		s.pruneEpochs(taken[len(taken)-1])
+		s.pruneEpochs(taken[len(taken)-1].epoch)
 	}
 	return out, nil
 }
 
-func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, taken *[]uint64) ([]kernel.StoredTask, error) {
+// rescued is what one try of a rescue took: the IDs given the first fence of epoch.
+type rescued struct {
+	epoch uint64
+	ids   []string
+}
+
+func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, taken *[]rescued) ([]kernel.StoredTask, error) {
 	var out []kernel.StoredTask
 	err := s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
 		out = nil
@@ -231,38 +239,44 @@ func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, take
 		if err != nil {
 			return err
 		}
-		var (
-			fresh []int // indexes in out of the rows to take
-			floor uint64
-		)
-		err = scanAll(ctx, tx, s.rescueQuery(o.Epoch, ended, *taken, limit), func(sc scanner) error {
-			var owner uint64
-			t, err := scanTask(ownerScanner{sc, &owner})
+		// The tasks an earlier try took, if its answer was lost: still o's, with the
+		// fence it gave them, since o never learned of them.
+		for _, r := range *taken {
+			err := scanAll(ctx, tx, s.takenQuery(o.Epoch, r), func(sc scanner) error {
+				t, err := scanTask(sc)
+				out = append(out, t)
+				return err
+			})
 			if err != nil {
 				return err
 			}
-			if owner != o.Epoch { // not taken by an earlier try of this call
-				fresh = append(fresh, len(out))
-				floor = max(floor, t.Fence>>32)
-			}
-			out = append(out, t)
+		}
+		prior := len(out)
+		if limit > 0 && prior >= limit {
 			return nil
+		}
+		floor := uint64(0)
+		err = scanAll(ctx, tx, s.rescueQuery(ended, max(0, limit-prior), limit > 0), func(sc scanner) error {
+			t, err := scanTask(sc)
+			floor = max(floor, t.Fence>>32)
+			out = append(out, t)
+			return err
 		})
 		if err != nil {
 			return err
 		}
-		if len(fresh) > 0 {
+		if fresh := out[prior:]; len(fresh) > 0 {
 			e, err := s.nextEpoch(ctx, tx, floor)
 			if err != nil {
 				return err
 			}
-			*taken = append(*taken, e) // before COMMIT: its answer may be lost
 			fence := kernel.FenceOfEpoch(e)
 			ids := make([]string, len(fresh))
-			for i, k := range fresh {
-				ids[i] = out[k].ID
-				out[k].Fence = fence
+			for i := range fresh {
+				ids[i] = fresh[i].ID
+				fresh[i].Fence = fence
 			}
+			*taken = append(*taken, rescued{epoch: e, ids: ids}) // before COMMIT: its answer may be lost
 			q := newQuery(128 + len(ids)*(2*kernel.StoredIDMax+4)).raw("UPDATE ").raw(s.table).raw(" SET owner = ").uint(o.Epoch).
 				raw(", fence = ").uint(fence).raw(", version = version + 1 WHERE id IN ").hexList(ids).raw(" AND state <= " + liveMaxCode)
 			res, err := tx.ExecContext(ctx, q.String())
@@ -272,6 +286,9 @@ func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, take
 			if n, err := res.RowsAffected(); err != nil || n != int64(len(ids)) {
 				return errors.Join(err, fmt.Errorf("rescue updated %d rows, want %d for locked rows", n, len(ids)))
 			}
+		}
+		if prior > 0 {
+			slices.SortFunc(out, compareRecovered)
 		}
 		if len(ended) == 0 {
 			return nil
@@ -290,43 +307,41 @@ func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, take
 	return out, nil
 }
 
-// rescueQuery returns the SELECT … FOR UPDATE of the rows a rescue by owner takes: the
-// live rows of the ended owners and of no owner (0), and the live rows owner took with
-// the epochs taken (tries of the same call whose answer was lost), in recovery order. It
-// reads the index owner_state.
-func (s *Store) rescueQuery(owner uint64, ended, taken []uint64, limit int) string {
-	q := newQuery(256 + 24*(len(ended)+len(taken))).raw("SELECT " + columns + ", owner FROM ").raw(s.table).raw(" WHERE owner IN (0")
+// rescueQuery returns the SELECT … FOR UPDATE of the live rows of the ended owners and of
+// no owner (0), in recovery order, at most limit of them when limited. It reads the
+// index owner_state.
+func (s *Store) rescueQuery(ended []uint64, limit int, limited bool) string {
+	q := newQuery(256 + 24*len(ended)).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE owner IN (0")
 	for _, e := range ended {
 		q.raw(",").uint(e)
 	}
-	if len(taken) > 0 {
-		q.raw(",").uint(owner)
-	}
-	q.raw(") AND state <= " + liveMaxCode)
-	if len(taken) > 0 {
-		q.raw(" AND (owner <> ").uint(owner).raw(" OR fence IN (")
-		for i, e := range taken {
-			if i > 0 {
-				q.raw(",")
-			}
-			q.uint(kernel.FenceOfEpoch(e))
-		}
-		q.raw("))")
-	}
-	q.raw(" ORDER BY priority, run_at, id")
-	if limit > 0 {
+	q.raw(") AND state <= " + liveMaxCode + " ORDER BY priority, run_at, id")
+	if limited {
 		q.raw(" LIMIT ").int(int64(limit))
 	}
 	return q.raw(" FOR UPDATE").String()
 }
 
-// ownerScanner scans the columns of columns, then owner.
-type ownerScanner struct {
-	sc    scanner
-	owner *uint64
+// takenQuery returns the SELECT … FOR UPDATE of the rows r took for owner that are
+// still live, theirs and at the fence r gave them. It reads the primary key.
+func (s *Store) takenQuery(owner uint64, r rescued) string {
+	q := newQuery(256 + len(r.ids)*(2*kernel.StoredIDMax+4)).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE id IN ").
+		hexList(r.ids).raw(" AND owner = ").uint(owner).raw(" AND fence = ").uint(kernel.FenceOfEpoch(r.epoch)).
+		raw(" AND state <= " + liveMaxCode + " FOR UPDATE")
+	return q.String()
 }
 
-func (w ownerScanner) Scan(dest ...any) error { return w.sc.Scan(append(dest, w.owner)...) }
+// compareRecovered orders tasks as [kernel.Store.Recover] does: by priority (High
+// first), run time, then ID.
+func compareRecovered(a, b kernel.StoredTask) int {
+	if c := cmp.Compare(priorityCode(a.Priority), priorityCode(b.Priority)); c != 0 {
+		return c
+	}
+	if c := a.RunAt.Compare(b.RunAt); c != 0 {
+		return c
+	}
+	return compareStrings(a.ID, b.ID)
+}
 
 // uintList writes "(1,2,3)".
 func uintList(ns []uint64) string {
