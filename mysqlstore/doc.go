@@ -41,10 +41,12 @@
 // package's own stable encoding. A unique index on live_key, a copy of the task's unique
 // key that is NULL once the task is terminal, keeps one live task per key. owner is the
 // epoch of the owner the task belongs to (see "Owners"), 0 for none: [Store.Commit] and
-// [Store.Requeue] write 0. Three secondary indexes: (state, priority, run_at) holds the
-// live rows in the order recovery reads them, (state, updated_at) serves dead letters and
-// the retention purge, and (owner, state) finds the live tasks of given owners for
-// [Store.Rescue] and [Store.Owners]. Each costs every state change one more index write.
+// [Store.Requeue] write 0. Two secondary indexes: (state, owner, priority, run_at)
+// holds the live rows of each owner in the order recovery reads them, so that the live
+// tasks of given owners ([Store.Rescue], [Store.Owners]) are a few ranges of it, one per
+// live state and owner; and (state, updated_at) serves dead letters and the retention
+// purge. Each costs every state change one more index write; owner, written only by
+// inserts, rescues and requeues, costs nothing more.
 // The store's throughput is in docs/performance.md.
 //
 // Three more tables are named after it, which is why a table name is at most [TableMax]
@@ -62,9 +64,10 @@
 //     is never deleted, so even a server that recomputes the counter from the rows at
 //     restart does not hand out an epoch again.
 //
-// [Store.Migrate] creates missing tables and adds the owner column (an in-place ALTER
-// TABLE where the server can) and its index (an online index build, which reads the
-// whole table) to a task table that lacks them.
+// [Store.Migrate] creates missing tables, and adds the owner column (an in-place ALTER
+// TABLE where the server can) and the index (state, owner, priority, run_at) (an online
+// index build, which reads the whole table) to a task table that lacks them, dropping the
+// index (state, priority, run_at) it replaces.
 //
 // # Owners
 //
@@ -98,8 +101,8 @@
 //  2. locks the rows of ended owners with SELECT … FOR UPDATE SKIP LOCKED: an owner whose
 //     row is locked is in a commit, and is left for a later rescue;
 //  3. locks the live tasks of those owners and of no owner with SELECT … FOR UPDATE on
-//     the index (owner, state), in recovery order; with a limit, every candidate is
-//     locked until the transaction ends, not only the first limit;
+//     ranges of the index (state, owner, …), in recovery order; with a limit, every
+//     candidate is locked until the transaction ends, not only the first limit;
 //  4. takes a new epoch, above the epoch part of those tasks' fences, and gives them
 //     the rescuer as owner and the epoch's first fence;
 //  5. deletes the ended owners left without a live task, and marks the others ended.

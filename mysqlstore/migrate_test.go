@@ -36,8 +36,9 @@ const schemaWithoutOwner = `CREATE TABLE %s (
 ) ENGINE=InnoDB`
 
 // TestMigrateAddsOwner migrates a task table made without the owner column, from several
-// stores at once, then again: the column and its index are added once, the stored rows
-// are kept with no owner, and a rescue takes the live ones.
+// stores at once, then again: the column and its index are added once (the index it
+// replaces dropped), the stored rows are kept with no owner, and a rescue takes the live
+// ones.
 func TestMigrateAddsOwner(t *testing.T) {
 	db := openDB(t)
 	ctx := context.Background()
@@ -83,15 +84,18 @@ func TestMigrateAddsOwner(t *testing.T) {
 	if err := ss[0].Migrate(ctx); err != nil {
 		t.Fatalf("Migrate() again = %v", err)
 	}
-	var column, index int
+	var column, index, old int
 	err := db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "+
 		"AND TABLE_NAME = ? AND COLUMN_NAME = 'owner'), (SELECT COUNT(*) FROM information_schema.STATISTICS "+
-		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = 'owner_state')", table, table).Scan(&column, &index)
+		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = 'state_owner_priority_run_at'), "+
+		"(SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? "+
+		"AND INDEX_NAME = 'state_priority_run_at')", table, table, table).Scan(&column, &index, &old)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if column != 1 || index != 2 { // one row per column of the index
-		t.Fatalf("after Migrate: %d owner columns, %d owner_state index columns; want 1 and 2", column, index)
+	if column != 1 || index != 4 || old != 0 { // one row per column of an index
+		t.Fatalf("after Migrate: %d owner columns, %d columns of the index with owner, %d of the one it replaces; want 1, 4, 0",
+			column, index, old)
 	}
 	var owners int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+table+"` WHERE owner = 0").Scan(&owners); err != nil || owners != 2 {

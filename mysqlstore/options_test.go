@@ -116,7 +116,7 @@ func TestMigrateIdempotent(t *testing.T) {
 	}
 	want := map[string]string{
 		"PRIMARY": "id", "live_key": "live_key", "state_updated_at": "state,updated_at",
-		"state_priority_run_at": "state,priority,run_at", "owner_state": "owner,state",
+		"state_owner_priority_run_at": "state,owner,priority,run_at",
 	}
 	for k, v := range want {
 		if got[k] != v {

@@ -295,7 +295,7 @@ func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, take
 		}
 		list := uintList(ended)
 		if _, err := tx.ExecContext(ctx, "DELETE FROM "+s.owners+" WHERE epoch IN "+list+" AND NOT EXISTS (SELECT 1 FROM "+
-			s.table+" t WHERE t.owner = "+s.owners+".epoch AND t.state <= "+liveMaxCode+")"); err != nil {
+			s.table+" t WHERE t.state IN "+liveCodes+" AND t.owner = "+s.owners+".epoch)"); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, "UPDATE "+s.owners+" SET ended = 1 WHERE epoch IN "+list+" AND ended = 0")
@@ -308,14 +308,16 @@ func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, take
 }
 
 // rescueQuery returns the SELECT … FOR UPDATE of the live rows of the ended owners and of
-// no owner (0), in recovery order, at most limit of them when limited. It reads the
-// index owner_state.
+// no owner (0), in recovery order, at most limit of them when limited. It reads ranges
+// of the index (state, owner, …), one per live state and owner, and so locks only the
+// rows it finds.
 func (s *Store) rescueQuery(ended []uint64, limit int, limited bool) string {
-	q := newQuery(256 + 24*len(ended)).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE owner IN (0")
+	q := newQuery(256 + 24*len(ended)).raw("SELECT " + columns + " FROM ").raw(s.table).
+		raw(" WHERE state IN " + liveCodes + " AND owner IN (0")
 	for _, e := range ended {
 		q.raw(",").uint(e)
 	}
-	q.raw(") AND state <= " + liveMaxCode + " ORDER BY priority, run_at, id")
+	q.raw(") ORDER BY priority, run_at, id")
 	if limited {
 		q.raw(" LIMIT ").int(int64(limit))
 	}
@@ -375,14 +377,14 @@ func (s *Store) Leave(ctx context.Context, o kernel.Owner) error {
 
 // Owners implements [kernel.SharedStore.Owners]: one SELECT of the owner table, ordered
 // by epoch, with liveness read on the database's clock and each owner's live tasks
-// counted on the index owner_state.
+// counted on the index (state, owner, …) alone.
 func (s *Store) Owners(ctx context.Context) ([]kernel.OwnerInfo, error) {
 	if err := s.checkOpen("owners"); err != nil {
 		return nil, err
 	}
 	q := "SELECT o.epoch, o.name, o.lease_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', o.expires_at), " +
-		"o.ended = 0 AND o.expires_at > " + nowSQL + ", (SELECT COUNT(*) FROM " + s.table + " t WHERE t.owner = o.epoch AND t.state <= " +
-		liveMaxCode + ") FROM " + s.owners + " o ORDER BY o.epoch"
+		"o.ended = 0 AND o.expires_at > " + nowSQL + ", (SELECT COUNT(*) FROM " + s.table + " t WHERE t.state IN " + liveCodes +
+		" AND t.owner = o.epoch) FROM " + s.owners + " o ORDER BY o.epoch"
 	var out []kernel.OwnerInfo
 	err := s.retry(ctx, "owners", func() error {
 		out = out[:0]

@@ -172,14 +172,17 @@ const schema = `CREATE TABLE IF NOT EXISTS %s (
 	PRIMARY KEY (id),
 	UNIQUE KEY live_key (live_key),
 	KEY state_updated_at (state, updated_at),
-	KEY state_priority_run_at (state, priority, run_at),
 	` + ownerIndex + `
 ) ENGINE=InnoDB`
 
-// The owner column and its index: Migrate adds them to a task table that lacks them.
+// The owner column and the index that holds it, which Migrate adds to a task table that
+// lacks them. The index replaces (state, priority, run_at): owner comes second, so that
+// the live rows of given owners are a few ranges of it, and every column of it but owner
+// changes with the state anyway, so that it costs a state change nothing more.
 const (
-	ownerColumn = "owner BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'epoch of the owner, 0 for none'"
-	ownerIndex  = "KEY owner_state (owner, state)"
+	ownerColumn   = "owner BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'epoch of the owner, 0 for none'"
+	ownerIndex    = "KEY state_owner_priority_run_at (state, owner, priority, run_at)"
+	ownerIndexOld = "state_priority_run_at"
 )
 
 // ownersSchema is the owner table: one row per membership ([Store.Join]) until
@@ -251,36 +254,47 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return s.checkPacket(ctx)
 }
 
-// MySQL and MariaDB errors of a concurrent ALTER TABLE that added the same thing.
+// MySQL and MariaDB errors of a concurrent ALTER TABLE that did the same thing.
 const (
-	erDupFieldName = 1060
-	erDupKeyName   = 1061
+	erDupFieldName  = 1060
+	erDupKeyName    = 1061
+	erCantDropField = 1091
 )
 
-// addOwner adds the owner column, then its index, to a task table that lacks them: two
-// ALTER TABLEs, so that the column is added in place without copying the table (where
-// the server can: MariaDB >= 10.3, MySQL >= 8.0), and the index is built online. A
-// concurrent Migrate that added either first is not an error.
+// addOwner adds the owner column, then its index (dropping the index it replaces), to a
+// task table that lacks them: two ALTER TABLEs, so that the column is added in place
+// without copying the table (where the server can: MariaDB >= 10.3, MySQL >= 8.0), and
+// the index is built online. A concurrent Migrate that did either first is not an error.
 func (s *Store) addOwner(ctx context.Context) error {
 	name := newQuery(64).hexString(s.opts.Table).String()
-	for _, add := range []struct{ check, alter string }{
-		{"SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = " + name +
-			" AND COLUMN_NAME = 'owner'", "ALTER TABLE " + s.table + " ADD COLUMN " + ownerColumn},
-		{"SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = " + name +
-			" AND INDEX_NAME = 'owner_state'", "ALTER TABLE " + s.table + " ADD " + ownerIndex},
-	} {
-		var n int
-		if err := s.db.QueryRowContext(ctx, add.check).Scan(&n); err != nil {
-			return err
-		}
-		if n > 0 {
-			continue
-		}
-		if _, err := s.db.ExecContext(ctx, add.alter); err != nil {
+	var column, index, old int
+	err := s.db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "+
+		"AND TABLE_NAME = "+name+" AND COLUMN_NAME = 'owner'), (SELECT COUNT(*) FROM information_schema.STATISTICS "+
+		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = "+name+" AND INDEX_NAME = 'state_owner_priority_run_at'), "+
+		"(SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = "+name+
+		" AND INDEX_NAME = '"+ownerIndexOld+"')").Scan(&column, &index, &old)
+	if err != nil {
+		return err
+	}
+	var alters []string
+	if column == 0 {
+		alters = append(alters, "ALTER TABLE "+s.table+" ADD COLUMN "+ownerColumn)
+	}
+	switch {
+	case index == 0 && old > 0:
+		alters = append(alters, "ALTER TABLE "+s.table+" ADD "+ownerIndex+", DROP KEY "+ownerIndexOld)
+	case index == 0:
+		alters = append(alters, "ALTER TABLE "+s.table+" ADD "+ownerIndex)
+	case old > 0:
+		alters = append(alters, "ALTER TABLE "+s.table+" DROP KEY "+ownerIndexOld)
+	}
+	for _, alter := range alters {
+		if _, err := s.db.ExecContext(ctx, alter); err != nil {
 			var me *mysql.MySQLError
-			if !errors.As(err, &me) || me.Number != erDupFieldName && me.Number != erDupKeyName {
+			if !errors.As(err, &me) || me.Number != erDupFieldName && me.Number != erDupKeyName && me.Number != erCantDropField {
 				return err
 			}
+			return s.addOwner(ctx) // another Migrate did some of it: look again
 		}
 	}
 	return nil
