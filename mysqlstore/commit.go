@@ -30,6 +30,13 @@ func (s *Store) Commit(ctx context.Context, changes []kernel.Change) ([]error, e
 	if len(changes) == 0 {
 		return nil, nil
 	}
+	return s.commit(ctx, nil, changes)
+}
+
+// commit applies changes for owner o, or for no owner when o is nil. With an owner, every
+// transaction first renews o's lease (see renew), and a batch of no changes (or of none
+// that reaches the server) is that renewal alone.
+func (s *Store) commit(ctx context.Context, o *kernel.Owner, changes []kernel.Change) ([]error, error) {
 	if err := s.checkOpen("commit"); err != nil {
 		return nil, err
 	}
@@ -43,14 +50,22 @@ func (s *Store) Commit(ctx context.Context, changes []kernel.Change) ([]error, e
 	}
 	b := s.newBatch(changes)
 	if len(b.ids) == 0 { // every change refused before reaching the server
+		if o != nil {
+			if err := s.retryAs(ctx, "commit", o, func() error { return s.renew(ctx, s.db, o) }); err != nil {
+				return nil, err
+			}
+		}
+		if len(changes) == 0 {
+			return nil, nil
+		}
 		return b.pre, nil
 	}
 	optimistic := true
 	var results []error
-	err := s.retry(ctx, "commit", func() error {
+	err := s.retryAs(ctx, "commit", o, func() error {
 		if optimistic {
 			optimistic = false // whatever happens, a retry plans from locked rows
-			res, err := s.commitOnce(ctx, b, true)
+			res, err := s.commitOnce(ctx, b, true, o)
 			if err == nil {
 				results = res
 				return nil
@@ -59,7 +74,7 @@ func (s *Store) Commit(ctx context.Context, changes []kernel.Change) ([]error, e
 				return err
 			}
 		}
-		res, err := s.commitOnce(ctx, b, false)
+		res, err := s.commitOnce(ctx, b, false, o)
 		if err == nil {
 			results = res
 		}
@@ -156,8 +171,14 @@ type row struct {
 
 // commitOnce runs the batch in one transaction. Optimistic: rows are assumed as the batch
 // expects them (inserted IDs new, others live at the first change's fence), and errReplan
-// says they were not. Otherwise the rows are read and locked first.
-func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool) ([]error, error) {
+// says they were not. Otherwise the rows are read and locked first. With an owner o, the
+// transaction renews o's lease before it touches a task row (the lock order of owner rows
+// before task rows), and inserts write o.Epoch as the tasks' owner.
+func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *kernel.Owner) ([]error, error) {
+	var owner uint64
+	if o != nil {
+		owner = o.Epoch
+	}
 	rows := make(map[string]*row, len(b.ids))
 	holders := make(map[string]string) // unique key → ID of the live task holding it
 	if optimistic {
@@ -176,8 +197,10 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool) ([]er
 			}
 		}
 		checks := s.absentChecks(rows, b.ids)
-		stmts := s.statements(rows, b.ids, b.insertsFirst)
+		stmts := s.statements(rows, b.ids, b.insertsFirst, owner)
 		switch {
+		case o != nil:
+			// The renewal and the writes in one transaction, below.
 		case len(stmts) == 0:
 			// Nothing to write (every task of the batch is dropped): the checks alone.
 			for _, st := range checks {
@@ -193,6 +216,11 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool) ([]er
 		}
 		stmts = append(checks, stmts...)
 		return results, s.inTx(ctx, nil, func(tx *sql.Tx) error {
+			if o != nil {
+				if err := s.renew(ctx, tx, o); err != nil {
+					return err
+				}
+			}
 			for _, st := range stmts {
 				if err := s.run(ctx, tx, st, true); err != nil {
 					return err
@@ -205,11 +233,16 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool) ([]er
 	// Read committed: no gap locks on the IDs and keys read but absent, so fewer deadlocks
 	// between concurrent commits; a racing insert shows up as a duplicate entry instead.
 	err := s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
+		if o != nil {
+			if err := s.renew(ctx, tx, o); err != nil {
+				return err
+			}
+		}
 		if err := s.lockRows(ctx, tx, b, rows, holders); err != nil {
 			return err
 		}
 		results = plan(b, rows, holders)
-		for _, st := range s.statements(rows, b.ids, false) {
+		for _, st := range s.statements(rows, b.ids, false, owner) {
 			if err := s.run(ctx, tx, st, false); err != nil {
 				return err
 			}

@@ -1,5 +1,6 @@
 // Package mysqlstore keeps ax's durable tasks in a MySQL or MariaDB table: an
-// implementation of [kernel.Store] on github.com/go-sql-driver/mysql.
+// implementation of [kernel.Store] and [kernel.SharedStore] on
+// github.com/go-sql-driver/mysql.
 //
 // The table is a journal. The kernel runs durable tasks from memory and records their
 // lifecycle here in group commits, many changes per transaction; it reads the table only
@@ -34,15 +35,108 @@
 //
 // # Schema
 //
-// One table, named by [Options.Table] (validated, never escaped). IDs, kinds and keys are
-// binary strings compared byte for byte; times are BIGINT milliseconds since the Unix
-// epoch; Timeout is BIGINT nanoseconds; State and Priority are small integers of this
+// The task table is named by [Options.Table] (validated, never escaped). IDs, kinds and
+// keys are binary strings compared byte for byte; times are BIGINT milliseconds since the
+// Unix epoch; Timeout is BIGINT nanoseconds; State and Priority are small integers of this
 // package's own stable encoding. A unique index on live_key, a copy of the task's unique
-// key that is NULL once the task is terminal, keeps one live task per key. Two secondary
-// indexes: (state, priority, run_at) holds the live rows in the order recovery reads them
-// (and the order a later multi-process version claims due rows in), and (state,
-// updated_at) serves dead letters and the retention purge. Each costs every state change
-// one more index write. The store's throughput is in docs/performance.md.
+// key that is NULL once the task is terminal, keeps one live task per key. owner is the
+// epoch of the owner the task belongs to (see "Owners"), 0 for none: [Store.Commit] and
+// [Store.Requeue] write 0. Two secondary indexes: (state, owner, priority, run_at)
+// holds the live rows of each owner in the order recovery reads them, so that the live
+// tasks of given owners ([Store.Rescue], [Store.Owners]) are a few ranges of it, one per
+// live state and owner; and (state, updated_at) serves dead letters and the retention
+// purge. Each costs every state change one more index write; owner, written only by
+// inserts, rescues and requeues, costs nothing more.
+// The store's throughput is in docs/performance.md.
+//
+// Three more tables are named after it, which is why a table name is at most [TableMax]
+// bytes:
+//
+//   - <table>_owners: one row per membership: epoch (primary key), name, lease_us,
+//     expires_at (DATETIME(6), UTC on the server's clock) and ended, set when the owner
+//     left, was replaced by a new epoch of its name, or had tasks rescued.
+//   - <table>_leases: one row per named lease while granted: name (primary key),
+//     holder, fence and expires_at.
+//   - <table>_epochs: an AUTO_INCREMENT counter. Each epoch and each named-lease fence is
+//     the value of a row inserted into it, so none is handed out twice; rows below the
+//     latest are deleted now and then. InnoDB keeps the counter across restarts on the
+//     servers the store supports (MariaDB >= 10.2.4, MySQL >= 8.0), and the latest row
+//     is never deleted, so even a server that recomputes the counter from the rows at
+//     restart does not hand out an epoch again.
+//
+// [Store.Migrate] creates missing tables, and adds the owner column (an in-place ALTER
+// TABLE where the server can) and the index (state, owner, priority, run_at) (an online
+// index build, which reads the whole table) to a task table that lacks them, dropping the
+// index (state, priority, run_at) it replaces.
+//
+// # Owners
+//
+// The store implements [kernel.SharedStore]: several kernels, in one process or many,
+// share the tables, each as an owner with a lease. Every lease runs on the database's
+// clock (UTC_TIMESTAMP(6)), never a process's, so the kernels' clocks need not agree.
+//
+// [Store.Join] takes an epoch above the epoch part of every live task's fence (one read
+// of the live rows' index range) and inserts the owner row. [Store.CommitAs] is
+// [Store.Commit] whose transaction first renews the owner's lease:
+//
+//	UPDATE <table>_owners SET expires_at = UTC_TIMESTAMP(6) + INTERVAL lease_us MICROSECOND
+//	WHERE epoch = ? AND name = ? AND ended = 0 AND expires_at > UTC_TIMESTAMP(6)
+//
+// When it changes no row (and a read confirms that the lease ended), the transaction is
+// rolled back and the call returns an error wrapping [kernel.ErrLeaseLost]. The renewal
+// costs a batch one statement more; a batch that Commit sends as one statement without a
+// transaction (one INSERT, or one UPDATE of one row) costs BEGIN and COMMIT as well. A
+// CommitAs of no changes is the UPDATE alone: the heartbeat of an idle owner. A batch
+// retried after a lost answer renews again, which is harmless; when its lease ended in
+// between, the error wraps [kernel.ErrStoreUnavailable] as well as ErrLeaseLost, since the
+// first try may have applied.
+//
+// # Rescue and lock order
+//
+// Every transaction that changes tasks for an owner locks rows in one order: owner rows
+// first, then task rows. CommitAs and [Store.RequeueAs] lock their own owner row with the
+// renewal, then their task rows. [Store.Rescue] runs at read committed (no gap locks) and
+//
+//  1. renews the rescuer's lease, locking its row;
+//  2. locks the rows of ended owners with SELECT … FOR UPDATE SKIP LOCKED: an owner whose
+//     row is locked is in a commit, and is left for a later rescue;
+//  3. locks the live tasks of those owners and of no owner with SELECT … FOR UPDATE on
+//     ranges of the index (state, owner, …), in recovery order; with a limit, every
+//     candidate is locked until the transaction ends, not only the first limit;
+//  4. takes a new epoch, above the epoch part of those tasks' fences, and gives them
+//     the rescuer as owner and the epoch's first fence;
+//  5. deletes the ended owners left without a live task, and marks the others ended.
+//
+// So a commit by an ended owner either renewed (and committed) before the rescue locked
+// its row, and the rescue then sees it live and leaves its tasks alone, or it waits for
+// the rescue and then finds its row ended (or gone) and applies nothing. A rescue never
+// overwrites a completion that landed, and a completion never lands on a rescued task:
+// its fence is stale. A rescue retried after a lost answer also returns the tasks an
+// earlier try of the same call took.
+//
+// # Named leases
+//
+// [Store.AcquireLease] locks the lease's row (SELECT … FOR UPDATE, read committed) and,
+// when no other holder's grant is live, writes a grant with a fence from the epoch
+// counter, so the fences of a name only grow. [Store.RenewLease] is one UPDATE of a live
+// grant, [Store.ReleaseLease] one DELETE of it.
+//
+// # Servers
+//
+// The store needs MariaDB >= 10.6 or MySQL >= 8.0, for SKIP LOCKED.
+//
+// Clusters that certify writes at commit (Galera: MariaDB Cluster, Percona XtraDB
+// Cluster; MySQL Group Replication in multi-primary mode) need a single writer for
+// every call of every kernel: Group Replication's single-primary mode, or a proxy that
+// sends all writes to one Galera node. Row locks there are local to the node that takes
+// them, and SELECT … FOR UPDATE is not certified across nodes, so the serialization the
+// store relies on does not happen: two nodes lock the same owner or task rows at once,
+// and the loser learns it only at COMMIT, as a certification failure (reported as a
+// deadlock and retried), a storm of them when every owner's heartbeat and every rescue
+// races. And each node hands out AUTO_INCREMENT values of its own residue
+// (auto_increment_increment and _offset), so epochs and lease fences taken on different
+// nodes do not grow in the order they are handed out: a lease granted after another
+// could get the smaller fence.
 //
 // # Secrets
 //

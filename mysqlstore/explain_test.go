@@ -3,8 +3,10 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +43,9 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 	}
 	defer func() {
 		_ = s.Close()
-		_, _ = db.Exec("DROP TABLE IF EXISTS `" + table + "`")
+		for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix} {
+			_, _ = db.Exec("DROP TABLE IF EXISTS `" + table + suffix + "`")
+		}
 	}()
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("Migrate() = %v (run scripts/ensure-mariadb.sh if no server answers)", err)
@@ -86,7 +90,7 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 			rows[id] = &row{id: id, attempt: -1, exists: true, present: true, preFence: c.Fence, fence: c.Fence, state: kernel.Queued}
 		}
 		plan(b, rows, map[string]string{})
-		stmts := s.statements(rows, b.ids, false)
+		stmts := s.statements(rows, b.ids, false, 0)
 		q := newQuery(64).raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").hexList(b.ids).raw(" FOR UPDATE")
 		queries := []string{q.String()}
 		for _, st := range stmts {
@@ -119,4 +123,130 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRescueUsesOwnerIndex EXPLAINs the reads of a rescue and of Owners on a table where
+// most live rows belong to a live owner and most unowned rows have ended: the rows of
+// ended owners and of no owner must be found on ranges of the index
+// state_owner_priority_run_at, not by scanning all the live rows or the table.
+func TestRescueUsesOwnerIndex(t *testing.T) {
+	dsn := os.Getenv("AX_MYSQL_DSN")
+	if dsn == "" {
+		dsn = "root@tcp(127.0.0.1:3306)/test"
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(conn)
+	defer func() { _ = db.Close() }()
+	ctx := context.Background()
+	table := fmt.Sprintf("axt_explain_rescue_%d", os.Getpid())
+	s, err := New(db, Options{Table: table, Retention: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = s.Close()
+		for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix} {
+			_, _ = db.Exec("DROP TABLE IF EXISTS `" + table + suffix + "`")
+		}
+	}()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate() = %v (run scripts/ensure-mariadb.sh if no server answers)", err)
+	}
+	live, err := s.Join(ctx, "live", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := s.Join(ctx, "gone", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	insert := func(prefix string, n int) []kernel.Change {
+		var cs []kernel.Change
+		for i := range n {
+			cs = append(cs, kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{
+				ID: fmt.Sprintf("%s%05d", prefix, i), Kind: "k", State: kernel.Queued, Fence: 1, RunAt: now, UpdatedAt: now,
+			}})
+		}
+		return cs
+	}
+	mustNil := func(res []error, err error) {
+		t.Helper()
+		if err := errors.Join(append(res, err)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustNil(s.CommitAs(ctx, live, insert("live", 2000)))
+	mustNil(s.CommitAs(ctx, gone, insert("gone", 20)))
+	ended := insert("ended", 1000) // unowned, and ended
+	for _, c := range slices.Clone(ended) {
+		ended = append(ended, kernel.Change{Op: kernel.OpSucceed, Fence: 1, Task: kernel.StoredTask{ID: c.Task.ID, UpdatedAt: now}})
+	}
+	mustNil(s.Commit(ctx, ended))
+	mustNil(s.Commit(ctx, insert("unowned", 20)))
+	if _, err := db.Exec("ANALYZE TABLE `" + table + "`"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, query, key string
+	}{
+		{"rescue", s.rescueQuery([]uint64{gone.Epoch}, 0, false), "state_owner_priority_run_at"},
+		{"rescue, limited", s.rescueQuery([]uint64{gone.Epoch}, 10, true), "state_owner_priority_run_at"},
+		{"rescue retried, the rows taken before", s.takenQuery(live.Epoch, rescued{epoch: 9, ids: []string{"live00001", "live00002"}}), "PRIMARY"},
+	} {
+		plans := explain(t, db, tc.query)
+		if p := plans[table]; p.key != tc.key || p.typ != "range" {
+			t.Errorf("%s: %s reads %s on %q, want a range of %s (plan %+v)", tc.name, tc.query, p.typ, p.key, tc.key, plans)
+		}
+	}
+	// Owners counts each owner's live tasks on the index alone, without reading the rows.
+	plans := explain(t, db, "SELECT o.epoch, (SELECT COUNT(*) FROM "+s.table+" t WHERE t.state IN "+liveCodes+
+		" AND t.owner = o.epoch) FROM "+s.owners+" o")
+	if p := plans["t"]; p.key != "state_owner_priority_run_at" || !strings.Contains(p.extra, "Using index") {
+		t.Errorf("Owners' count reads %s on %q (%s), want state_owner_priority_run_at alone (plan %+v)", p.typ, p.key, p.extra, plans)
+	}
+	// And a rescue finds the rows of the ended owner and of no owner.
+	if err := s.Leave(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Rescue(ctx, live, 0)
+	if err != nil || len(got) != 40 {
+		t.Fatalf("Rescue() = %d tasks, %v; want 40", len(got), err)
+	}
+}
+
+type explainPlan struct{ typ, key, extra string }
+
+// explain returns the plan of query per table it reads, by the name EXPLAIN gives it
+// (its alias, if any).
+func explain(t *testing.T, db *sql.DB, query string) map[string]explainPlan {
+	t.Helper()
+	rows, err := db.Query("EXPLAIN " + query)
+	if err != nil {
+		t.Fatalf("EXPLAIN %.80s…: %v", query, err)
+	}
+	defer func() { _ = rows.Close() }()
+	plans := map[string]explainPlan{}
+	for rows.Next() {
+		var (
+			id                                        int
+			selectType, table                         string
+			typ, keys, key, keyLen, ref, rowsN, extra sql.NullString
+		)
+		if err := rows.Scan(&id, &selectType, &table, &typ, &keys, &key, &keyLen, &ref, &rowsN, &extra); err != nil {
+			t.Fatal(err)
+		}
+		plans[table] = explainPlan{typ.String, key.String, extra.String}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plans
 }

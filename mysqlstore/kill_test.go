@@ -91,7 +91,7 @@ func testKilledConnections(t *testing.T, retries int) {
 	}
 	t.Cleanup(func() {
 		_ = s.Close()
-		_, _ = admin.Exec("DROP TABLE IF EXISTS `" + table + "`")
+		_ = dropTables(context.Background(), admin, table)
 	})
 	ctx := context.Background()
 	if err := s.Migrate(ctx); err != nil {

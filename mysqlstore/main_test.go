@@ -70,8 +70,8 @@ func tableName(t testing.TB) string {
 	}, t.Name())
 	suffix := fmt.Sprintf("_%d_%d", os.Getpid()%100000, tableSeq.Add(1))
 	name = "axt_" + name
-	if len(name)+len(suffix) > 64 {
-		name = name[:64-len(suffix)]
+	if len(name)+len(suffix) > mysqlstore.TableMax {
+		name = name[:mysqlstore.TableMax-len(suffix)]
 	}
 	return name + suffix
 }
@@ -95,12 +95,22 @@ func setup(t testing.TB, opts mysqlstore.Options) (*mysqlstore.Store, *sql.DB) {
 		_ = s.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS `"+opts.Table+"`"); err != nil {
-			t.Errorf("DROP TABLE %s: %v", opts.Table, err)
+		if err := dropTables(ctx, db, opts.Table); err != nil {
+			t.Error(err)
 		}
 	})
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatalf("Migrate() error = %v", err)
 	}
 	return s, db
+}
+
+// dropTables drops a store's tables: the task table named table and those named after it.
+func dropTables(ctx context.Context, db *sql.DB, table string) error {
+	for _, suffix := range []string{"", "_owners", "_leases", "_epochs"} {
+		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS `"+table+suffix+"`"); err != nil {
+			return fmt.Errorf("DROP TABLE %s%s: %w", table, suffix, err)
+		}
+	}
+	return nil
 }

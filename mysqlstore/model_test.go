@@ -49,7 +49,7 @@ func TestMatchesMemoryStore(t *testing.T) {
 			admin := openDB(t)
 			t.Cleanup(func() {
 				_ = s.Close()
-				_, _ = admin.Exec("DROP TABLE IF EXISTS `" + s.Table() + "`")
+				_ = dropTables(context.Background(), admin, s.Table())
 			})
 			if err := s.Migrate(context.Background()); err != nil {
 				t.Fatal(err)

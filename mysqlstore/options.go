@@ -12,8 +12,9 @@ import (
 const (
 	// TableDefault is the table used when Options.Table is empty.
 	TableDefault = "ax_tasks"
-	// TableMax is the longest table name, in bytes.
-	TableMax = 64
+	// TableMax is the longest table name, in bytes: the server's limit of 64 less the
+	// longest suffix of the tables beside it (see "Schema" in the package docs).
+	TableMax = 64 - len(ownersSuffix)
 	// MaxPayloadDefault is the payload cap when Options.MaxPayload is zero: 1 MiB.
 	MaxPayloadDefault = 1 << 20
 	// MaxPayloadMax is the largest payload cap: 64 MiB (the server's max_allowed_packet
@@ -30,9 +31,10 @@ const (
 
 // Options configure a [Store]. The zero value is valid.
 type Options struct {
-	// Table names the table. It must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$; it is checked
-	// before any SQL runs and used as is (in backquotes), never escaped. If empty,
-	// TableDefault.
+	// Table names the task table; the owner, lease and epoch tables are named after it
+	// with the suffixes _owners, _leases and _epochs. It must match
+	// ^[A-Za-z_][A-Za-z0-9_]{0,56}$ (at most TableMax bytes); it is checked before any SQL
+	// runs and used as is (in backquotes), never escaped. If empty, TableDefault.
 	Table string
 
 	// MaxPayload caps the payload of a task, in bytes: an insert above it is refused with
@@ -89,7 +91,7 @@ func (e *OptionError) Error() string {
 func (o Options) Validate() error {
 	var errs []error
 	if o.Table != "" && !validTable(o.Table) {
-		errs = append(errs, &OptionError{"Options.Table", o.Table, "must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$"})
+		errs = append(errs, &OptionError{"Options.Table", o.Table, "must match ^[A-Za-z_][A-Za-z0-9_]{0,56}$"})
 	}
 	if o.MaxPayload < 0 || o.MaxPayload > MaxPayloadMax {
 		errs = append(errs, &OptionError{"Options.MaxPayload", o.MaxPayload, "must be between 0 and MaxPayloadMax (64 MiB)"})
@@ -113,7 +115,7 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// validTable reports whether name matches ^[A-Za-z_][A-Za-z0-9_]{0,63}$.
+// validTable reports whether name matches ^[A-Za-z_][A-Za-z0-9_]{0,56}$.
 func validTable(name string) bool {
 	if name == "" || len(name) > TableMax {
 		return false

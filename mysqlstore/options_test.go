@@ -18,8 +18,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"zero", mysqlstore.Options{}, ""},
 		{"plain", mysqlstore.Options{Table: "ax_tasks"}, ""},
 		{"underscore first", mysqlstore.Options{Table: "_t9"}, ""},
-		{"64 bytes", mysqlstore.Options{Table: strings.Repeat("a", 64)}, ""},
-		{"65 bytes", mysqlstore.Options{Table: strings.Repeat("a", 65)}, "Options.Table"},
+		{"TableMax bytes", mysqlstore.Options{Table: strings.Repeat("a", mysqlstore.TableMax)}, ""},
+		{"TableMax+1 bytes", mysqlstore.Options{Table: strings.Repeat("a", mysqlstore.TableMax+1)}, "Options.Table"},
 		{"digit first", mysqlstore.Options{Table: "9tasks"}, "Options.Table"},
 		{"dash", mysqlstore.Options{Table: "ax-tasks"}, "Options.Table"},
 		{"dot", mysqlstore.Options{Table: "test.ax_tasks"}, "Options.Table"},
@@ -116,7 +116,7 @@ func TestMigrateIdempotent(t *testing.T) {
 	}
 	want := map[string]string{
 		"PRIMARY": "id", "live_key": "live_key", "state_updated_at": "state,updated_at",
-		"state_priority_run_at": "state,priority,run_at",
+		"state_owner_priority_run_at": "state,owner,priority,run_at",
 	}
 	for k, v := range want {
 		if got[k] != v {
@@ -132,7 +132,7 @@ func TestMigrateWrongSchema(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "CREATE TABLE `"+table+"` (id INT PRIMARY KEY)"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS `" + table + "`") })
+	t.Cleanup(func() { _ = dropTables(context.Background(), db, table) })
 	s, err := mysqlstore.New(db, mysqlstore.Options{Table: table, Retention: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -101,15 +101,24 @@ func (s *Store) CountDeadLetters(ctx context.Context) (int, error) {
 // Requeue implements [kernel.Store.Requeue] in one transaction: the dead letters among ids
 // are locked, updated (UPDATE IGNORE skips those whose unique key is held again) and read
 // back. Of several requeued dead letters with the same unique key, at most one is requeued.
+// The requeued tasks have no owner.
 func (s *Store) Requeue(ctx context.Context, now time.Time, ids ...string) ([]kernel.StoredTask, error) {
+	return s.requeueAll(ctx, nil, now, ids)
+}
+
+// requeueAll requeues ids for owner o (nil: none), in transactions of selectIDsMax IDs.
+func (s *Store) requeueAll(ctx context.Context, o *kernel.Owner, now time.Time, ids []string) ([]kernel.StoredTask, error) {
 	if err := s.checkOpen("requeue"); err != nil {
 		return nil, err
 	}
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	if len(ids) == 0 && o != nil { // nothing to requeue: the lease alone
+		return nil, s.retryAs(ctx, "requeue", o, func() error { return s.renew(ctx, s.db, o) })
+	}
 	var out []kernel.StoredTask
 	for chunk := range slices.Chunk(ids, selectIDsMax) {
-		err := s.retry(ctx, "requeue", func() error {
-			got, err := s.requeue(ctx, now, chunk)
+		err := s.retryAs(ctx, "requeue", o, func() error {
+			got, err := s.requeue(ctx, o, now, chunk)
 			if err == nil {
 				out = append(out, got...)
 			}
@@ -122,12 +131,19 @@ func (s *Store) Requeue(ctx context.Context, now time.Time, ids ...string) ([]ke
 	return out, nil
 }
 
-func (s *Store) requeue(ctx context.Context, now time.Time, ids []string) (out []kernel.StoredTask, err error) {
+func (s *Store) requeue(ctx context.Context, o *kernel.Owner, now time.Time, ids []string) (out []kernel.StoredTask, err error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit; otherwise err is what matters
+	var owner uint64
+	if o != nil {
+		if err := s.renew(ctx, tx, o); err != nil {
+			return nil, err
+		}
+		owner = o.Epoch
+	}
 	var dead []string
 	q := newQuery(64).raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").hexList(ids).
 		raw(" AND state IN " + deadLetterCodes + " FOR UPDATE")
@@ -137,13 +153,16 @@ func (s *Store) requeue(ctx context.Context, now time.Time, ids []string) (out [
 		dead = append(dead, id)
 		return err
 	})
-	if err != nil || len(dead) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	if len(dead) == 0 {
+		return nil, tx.Commit()
 	}
 	q = newQuery(256).raw("UPDATE IGNORE ").raw(s.table).raw(" SET state = ").uint(uint64(stateCode(kernel.Queued))).
 		raw(", attempt = 0, fence = fence + 1, run_at = ").int(millis(now)).raw(", updated_at = ").int(millis(now)).
-		raw(", live_key = IF(unique_key = '', NULL, unique_key), version = version + 1 WHERE id IN ").hexList(dead).
-		raw(" AND state IN " + deadLetterCodes)
+		raw(", live_key = IF(unique_key = '', NULL, unique_key), owner = ").uint(owner).
+		raw(", version = version + 1 WHERE id IN ").hexList(dead).raw(" AND state IN " + deadLetterCodes)
 	if _, err = tx.ExecContext(ctx, q.String()); err != nil {
 		return nil, err
 	}

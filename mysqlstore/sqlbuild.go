@@ -107,6 +107,9 @@ var (
 	deadLetterCodes = codeList(kernel.Failed, kernel.TimedOut, kernel.Evicted, kernel.Abandoned)
 	completedCodes  = codeList(kernel.Succeeded, kernel.Canceled)
 	liveMaxCode     = strconv.Itoa(int(stateCode(kernel.Retrying)))
+	// liveCodes lists the live codes: "state IN liveCodes AND owner IN (…)" is a few
+	// point ranges of the index (state, owner, …), where a range of state is not.
+	liveCodes = codeList(kernel.Delayed, kernel.Queued, kernel.Running, kernel.Retrying)
 )
 
 func codeList(states ...kernel.State) string {

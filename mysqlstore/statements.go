@@ -9,12 +9,12 @@ import (
 
 // statements returns the writes of the planned rows: updates of stored rows first (they
 // may free unique keys that the inserts take), then INSERTs; or the other way round when
-// insertsFirst (see batch.insertsFirst).
-func (s *Store) statements(rows map[string]*row, ids []string, insertsFirst bool) []statement {
+// insertsFirst (see batch.insertsFirst). Inserted rows get owner (0: none).
+func (s *Store) statements(rows map[string]*row, ids []string, insertsFirst bool, owner uint64) []statement {
 	if insertsFirst {
-		return append(s.inserts(rows, ids), s.updates(rows, ids)...)
+		return append(s.inserts(rows, ids, owner), s.updates(rows, ids)...)
 	}
-	return append(s.updates(rows, ids), s.inserts(rows, ids)...)
+	return append(s.updates(rows, ids), s.inserts(rows, ids, owner)...)
 }
 
 // updates returns the writes of the stored rows the batch changed, each of which checks
@@ -312,8 +312,9 @@ func (s *Store) absentChecks(rows map[string]*row, ids []string) []statement {
 	return stmts
 }
 
-// inserts returns the multi-row INSERTs of the batch's new rows.
-func (s *Store) inserts(rows map[string]*row, ids []string) []statement {
+// inserts returns the multi-row INSERTs of the batch's new rows, owned by owner (0, the
+// column's default, for none).
+func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []statement {
 	var stmts []statement
 	var ins []*kernel.StoredTask
 	for _, id := range ids {
@@ -329,7 +330,11 @@ func (s *Store) inserts(rows map[string]*row, ids []string) []statement {
 			size += 2*len(t.Payload) + 256
 		}
 		q := newQuery(min(size, budget) + 512)
-		q.raw("INSERT INTO ").raw(s.table).raw(" (" + columns + ", live_key) VALUES ")
+		q.raw("INSERT INTO ").raw(s.table).raw(" (" + columns + ", live_key")
+		if owner != 0 {
+			q.raw(", owner")
+		}
+		q.raw(") VALUES ")
 		n := 0
 		for n < len(ins) && n < insertRowsMax && (n == 0 || q.Len()+2*len(ins[n].Payload)+2048 < budget) {
 			t := ins[n]
@@ -345,6 +350,9 @@ func (s *Store) inserts(rows map[string]*row, ids []string) []statement {
 				q.hexString(t.UniqueKey)
 			} else {
 				q.raw("NULL")
+			}
+			if owner != 0 {
+				q.raw(",").uint(owner)
 			}
 			q.raw(")")
 			n++

@@ -20,14 +20,17 @@ import (
 	"github.com/axsched/ax/kernel"
 )
 
-// Store is a [kernel.Store] on a MySQL or MariaDB table. Make one with [New] or [Open],
-// create its table with [Store.Migrate], and Close it when done. It is safe for concurrent
-// use.
+// Store is a [kernel.SharedStore] on MySQL or MariaDB tables. Make one with [New] or
+// [Open], create its tables with [Store.Migrate], and Close it when done. It is safe for
+// concurrent use.
 type Store struct {
 	db      *sql.DB  // immutable
 	ownDB   bool     // immutable; Close closes db (made by Open)
 	opts    Options  // immutable; defaults resolved
 	table   string   // immutable; `name`, quoted for SQL
+	owners  string   // immutable; the owner table, quoted
+	leases  string   // immutable; the named-lease table, quoted
+	epochs  string   // immutable; the epoch counter table, quoted
 	secrets []string // immutable; strings removed from every error and log line
 	log     *slog.Logger
 
@@ -40,7 +43,10 @@ type Store struct {
 	packet   atomic.Int64 // max_allowed_packet; 0 until read
 }
 
-var _ kernel.Store = (*Store)(nil)
+var (
+	_ kernel.Store       = (*Store)(nil)
+	_ kernel.SharedStore = (*Store)(nil)
+)
 
 // New returns a store on db, which the caller keeps owning: Close does not close it. It
 // validates opts before anything else and runs no SQL; call [Store.Migrate] before use.
@@ -96,6 +102,9 @@ func newStore(db *sql.DB, own bool, opts Options, secrets []string) *Store {
 		ownDB:   own,
 		opts:    o,
 		table:   "`" + o.Table + "`",
+		owners:  "`" + o.Table + ownersSuffix + "`",
+		leases:  "`" + o.Table + leasesSuffix + "`",
+		epochs:  "`" + o.Table + epochsSuffix + "`",
 		secrets: secrets,
 		log:     o.Logger,
 		base:    base,
@@ -133,8 +142,15 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// schema is the table definition; %s is the quoted table name. Do not renumber the state
-// and priority codes (stateCode, priorityCode): they are stored.
+// Suffixes of the tables named after Options.Table.
+const (
+	ownersSuffix = "_owners"
+	leasesSuffix = "_leases"
+	epochsSuffix = "_epochs"
+)
+
+// schema is the task table's definition; %s is the quoted table name. Do not renumber
+// the state and priority codes (stateCode, priorityCode): they are stored.
 const schema = `CREATE TABLE IF NOT EXISTS %s (
 	id           VARBINARY(128)  NOT NULL,
 	kind         VARBINARY(255)  NOT NULL,
@@ -152,17 +168,57 @@ const schema = `CREATE TABLE IF NOT EXISTS %s (
 	created_at   BIGINT          NOT NULL COMMENT 'unix ms',
 	updated_at   BIGINT          NOT NULL COMMENT 'unix ms',
 	version      BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'bumped by every write',
+	` + ownerColumn + `,
 	PRIMARY KEY (id),
 	UNIQUE KEY live_key (live_key),
 	KEY state_updated_at (state, updated_at),
-	KEY state_priority_run_at (state, priority, run_at)
+	` + ownerIndex + `
+) ENGINE=InnoDB`
+
+// The owner column and the index that holds it, which Migrate adds to a task table that
+// lacks them. The index replaces (state, priority, run_at): owner comes second, so that
+// the live rows of given owners are a few ranges of it, and every column of it but owner
+// changes with the state anyway, so that it costs a state change nothing more.
+const (
+	ownerColumn   = "owner BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'epoch of the owner, 0 for none'"
+	ownerIndex    = "KEY state_owner_priority_run_at (state, owner, priority, run_at)"
+	ownerIndexOld = "state_priority_run_at"
+)
+
+// ownersSchema is the owner table: one row per membership ([Store.Join]) until
+// [Store.Rescue] forgets it. Times are UTC on the server's clock (UTC_TIMESTAMP(6)).
+const ownersSchema = `CREATE TABLE IF NOT EXISTS %s (
+	epoch      BIGINT UNSIGNED NOT NULL,
+	name       VARBINARY(64)   NOT NULL,
+	lease_us   BIGINT          NOT NULL,
+	expires_at DATETIME(6)     NOT NULL COMMENT 'UTC, server clock',
+	ended      TINYINT UNSIGNED NOT NULL DEFAULT 0 COMMENT '1: left, replaced or rescued; never renewed again',
+	PRIMARY KEY (epoch),
+	KEY name (name)
+) ENGINE=InnoDB`
+
+// leasesSchema is the named-lease table: one row per name while granted.
+const leasesSchema = `CREATE TABLE IF NOT EXISTS %s (
+	name       VARBINARY(255)  NOT NULL,
+	holder     VARBINARY(64)   NOT NULL,
+	fence      BIGINT UNSIGNED NOT NULL,
+	expires_at DATETIME(6)     NOT NULL COMMENT 'UTC, server clock',
+	PRIMARY KEY (name)
+) ENGINE=InnoDB`
+
+// epochsSchema is the counter that hands out epochs and lease fences: each is the
+// AUTO_INCREMENT value of a row inserted for it (see nextEpoch).
+const epochsSchema = `CREATE TABLE IF NOT EXISTS %s (
+	epoch BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+	PRIMARY KEY (epoch)
 ) ENGINE=InnoDB`
 
 // columns are the task columns in the order scanTask reads them.
 const columns = "id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at"
 
-// Migrate creates the store's table when it does not exist (CREATE TABLE IF NOT EXISTS),
-// checks that an existing one has the columns the store needs, and checks that the
+// Migrate creates the store's tables when they do not exist (CREATE TABLE IF NOT
+// EXISTS), checks that an existing task table has the columns the store needs, adds the
+// owner column and its index to a task table that lacks them, and checks that the
 // server's max_allowed_packet holds a statement with the largest payload. It is
 // idempotent and safe to call from several processes at once.
 func (s *Store) Migrate(ctx context.Context) error {
@@ -177,12 +233,71 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("table %s exists with another schema: %w", s.opts.Table, err)
 		}
-		return rows.Close()
+		if err := rows.Close(); err != nil {
+			return err
+		}
+		if err := s.addOwner(ctx); err != nil {
+			return err
+		}
+		for _, def := range []struct{ schema, table string }{
+			{ownersSchema, s.owners}, {leasesSchema, s.leases}, {epochsSchema, s.epochs},
+		} {
+			if _, err := s.db.ExecContext(ctx, fmt.Sprintf(def.schema, def.table)); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
 	return s.checkPacket(ctx)
+}
+
+// MySQL and MariaDB errors of a concurrent ALTER TABLE that did the same thing.
+const (
+	erDupFieldName  = 1060
+	erDupKeyName    = 1061
+	erCantDropField = 1091
+)
+
+// addOwner adds the owner column, then its index (dropping the index it replaces), to a
+// task table that lacks them: two ALTER TABLEs, so that the column is added in place
+// without copying the table (where the server can: MariaDB >= 10.3, MySQL >= 8.0), and
+// the index is built online. A concurrent Migrate that did either first is not an error.
+func (s *Store) addOwner(ctx context.Context) error {
+	name := newQuery(64).hexString(s.opts.Table).String()
+	var column, index, old int
+	err := s.db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "+
+		"AND TABLE_NAME = "+name+" AND COLUMN_NAME = 'owner'), (SELECT COUNT(*) FROM information_schema.STATISTICS "+
+		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = "+name+" AND INDEX_NAME = 'state_owner_priority_run_at'), "+
+		"(SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = "+name+
+		" AND INDEX_NAME = '"+ownerIndexOld+"')").Scan(&column, &index, &old)
+	if err != nil {
+		return err
+	}
+	var alters []string
+	if column == 0 {
+		alters = append(alters, "ALTER TABLE "+s.table+" ADD COLUMN "+ownerColumn)
+	}
+	switch {
+	case index == 0 && old > 0:
+		alters = append(alters, "ALTER TABLE "+s.table+" ADD "+ownerIndex+", DROP KEY "+ownerIndexOld)
+	case index == 0:
+		alters = append(alters, "ALTER TABLE "+s.table+" ADD "+ownerIndex)
+	case old > 0:
+		alters = append(alters, "ALTER TABLE "+s.table+" DROP KEY "+ownerIndexOld)
+	}
+	for _, alter := range alters {
+		if _, err := s.db.ExecContext(ctx, alter); err != nil {
+			var me *mysql.MySQLError
+			if !errors.As(err, &me) || me.Number != erDupFieldName && me.Number != erDupKeyName && me.Number != erCantDropField {
+				return err
+			}
+			return s.addOwner(ctx) // another Migrate did some of it: look again
+		}
+	}
+	return nil
 }
 
 // checkPacket reads max_allowed_packet once and checks that it holds an insert of the

@@ -89,7 +89,7 @@ func TestMaxPayloadNeedsPacket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
-	defer db.Exec("DROP TABLE IF EXISTS `" + s.Table() + "`") //nolint:errcheck // best effort
+	defer dropTables(context.Background(), db, s.Table()) //nolint:errcheck // best effort
 	err = s.Migrate(context.Background())
 	if capped && err != nil {
 		t.Fatalf("Migrate() = %v with max_allowed_packet %d", err, packet)

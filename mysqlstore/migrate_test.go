@@ -1,0 +1,113 @@
+package mysqlstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/mysqlstore"
+)
+
+// schemaWithoutOwner is the task table as stores without owners create it.
+const schemaWithoutOwner = `CREATE TABLE %s (
+	id           VARBINARY(128)  NOT NULL,
+	kind         VARBINARY(255)  NOT NULL,
+	payload      LONGBLOB        NOT NULL,
+	priority     TINYINT UNSIGNED NOT NULL,
+	run_at       BIGINT          NOT NULL,
+	timeout_ns   BIGINT          NOT NULL,
+	max_attempts INT             NOT NULL,
+	attempt      INT             NOT NULL,
+	fence        BIGINT UNSIGNED NOT NULL,
+	unique_key   VARBINARY(255)  NOT NULL,
+	live_key     VARBINARY(255)  NULL,
+	state        TINYINT UNSIGNED NOT NULL,
+	last_error   BLOB            NOT NULL,
+	created_at   BIGINT          NOT NULL,
+	updated_at   BIGINT          NOT NULL,
+	version      BIGINT UNSIGNED NOT NULL DEFAULT 0,
+	PRIMARY KEY (id),
+	UNIQUE KEY live_key (live_key),
+	KEY state_updated_at (state, updated_at),
+	KEY state_priority_run_at (state, priority, run_at)
+) ENGINE=InnoDB`
+
+// TestMigrateAddsOwner migrates a task table made without the owner column, from several
+// stores at once, then again: the column and its index are added once (the index it
+// replaces dropped), the stored rows are kept with no owner, and a rescue takes the live
+// ones.
+func TestMigrateAddsOwner(t *testing.T) {
+	db := openDB(t)
+	ctx := context.Background()
+	table := tableName(t)
+	t.Cleanup(func() { _ = dropTables(context.Background(), db, table) })
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(schemaWithoutOwner, "`"+table+"`")); err != nil {
+		t.Fatal(err)
+	}
+	// A live task and an ended one, written as a store without owners writes them.
+	for _, id := range []string{"old-live", "old-done"} {
+		state := 2 // queued
+		if id == "old-done" {
+			state = 5 // succeeded
+		}
+		_, err := db.ExecContext(ctx, "INSERT INTO `"+table+"` (id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, "+
+			"fence, unique_key, live_key, state, last_error, created_at, updated_at) VALUES (?, 'k', '', 2, 0, 0, 1, 0, 7, '', NULL, ?, '', 0, 0)",
+			id, state)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const stores = 4
+	ss := make([]*mysqlstore.Store, stores)
+	for i := range ss {
+		s, err := mysqlstore.New(db, mysqlstore.Options{Table: table, Retention: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		ss[i] = s
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, stores)
+	for i, s := range ss {
+		wg.Go(func() { errs[i] = s.Migrate(ctx) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent Migrate() #%d = %v", i, err)
+		}
+	}
+	if err := ss[0].Migrate(ctx); err != nil {
+		t.Fatalf("Migrate() again = %v", err)
+	}
+	var column, index, old int
+	err := db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "+
+		"AND TABLE_NAME = ? AND COLUMN_NAME = 'owner'), (SELECT COUNT(*) FROM information_schema.STATISTICS "+
+		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = 'state_owner_priority_run_at'), "+
+		"(SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? "+
+		"AND INDEX_NAME = 'state_priority_run_at')", table, table, table).Scan(&column, &index, &old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if column != 1 || index != 4 || old != 0 { // one row per column of an index
+		t.Fatalf("after Migrate: %d owner columns, %d columns of the index with owner, %d of the one it replaces; want 1, 4, 0",
+			column, index, old)
+	}
+	var owners int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+table+"` WHERE owner = 0").Scan(&owners); err != nil || owners != 2 {
+		t.Fatalf("rows with no owner = %d, %v; want the 2 stored", owners, err)
+	}
+	s := ss[1]
+	o, err := s.Join(ctx, "upgraded", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Rescue(ctx, o, 0)
+	if err != nil || len(got) != 1 || got[0].ID != "old-live" || got[0].Fence != kernel.FenceOfEpoch(got[0].Fence>>32) || got[0].Fence>>32 <= o.Epoch {
+		t.Fatalf("Rescue() = %+v, %v; want old-live with the first fence of a new epoch", got, err)
+	}
+}

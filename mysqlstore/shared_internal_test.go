@@ -1,0 +1,101 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/axsched/ax/kernel"
+)
+
+// internalStore returns a migrated store on a table of its own, dropped in t.Cleanup.
+func internalStore(t *testing.T, tag string) *Store {
+	t.Helper()
+	dsn := os.Getenv("AX_MYSQL_DSN")
+	if dsn == "" {
+		dsn = "root@tcp(127.0.0.1:3306)/test"
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(conn)
+	table := fmt.Sprintf("axt_%s_%d", tag, os.Getpid())
+	s, err := New(db, Options{Table: table, Retention: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = s.Close()
+		for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix} {
+			_, _ = db.Exec("DROP TABLE IF EXISTS `" + table + suffix + "`")
+		}
+		_ = db.Close()
+	})
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatalf("Migrate() = %v (run scripts/ensure-mariadb.sh if no server answers)", err)
+	}
+	return s
+}
+
+// TestRescueRetryReturnsTaken runs a rescue whose answer is lost (its result dropped)
+// and then its retry, as Rescue does after a lost connection: the retry returns the
+// tasks the first try took, with the fence it gave them, besides what it takes itself,
+// in recovery order and within the limit.
+func TestRescueRetryReturnsTaken(t *testing.T) {
+	s := internalStore(t, "rescue_retry")
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var cs []kernel.Change
+	for i := range 6 {
+		cs = append(cs, kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{
+			ID: fmt.Sprintf("u%d", i), Kind: "k", State: kernel.Queued, Fence: 1, RunAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now,
+		}})
+	}
+	if res, err := s.Commit(ctx, cs); err != nil || res[0] != nil {
+		t.Fatalf("Commit() = %v, %v", res, err)
+	}
+	o, err := s.Join(ctx, "rescuer", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var taken []rescued
+	first, err := s.rescueOnce(ctx, &o, 2, &taken)
+	if err != nil || len(first) != 2 || len(taken) != 1 {
+		t.Fatalf("first try = %d tasks, %v, %d taken; want 2 and 1", len(first), err, len(taken))
+	}
+	// The answer was lost: the retry must return u0 and u1 again, and nothing more with limit 2.
+	again, err := s.rescueOnce(ctx, &o, 2, &taken)
+	if err != nil || len(again) != 2 || again[0].ID != "u0" || again[1].ID != "u1" || again[0].Fence != first[0].Fence {
+		t.Fatalf("retry with limit 2 = %+v, %v; want u0 and u1 at fence %#x", again, err, first[0].Fence)
+	}
+	// With room, it takes more, at a new epoch, and returns all in recovery order.
+	all, err := s.rescueOnce(ctx, &o, 0, &taken)
+	if err != nil || len(all) != 6 {
+		t.Fatalf("retry without limit = %d tasks, %v; want 6", len(all), err)
+	}
+	for i, tk := range all {
+		if want := fmt.Sprintf("u%d", i); tk.ID != want {
+			t.Fatalf("retry without limit: [%d] = %s, want %s", i, tk.ID, want)
+		}
+		if got, err := s.Get(ctx, tk.ID); err != nil || got.Fence != tk.Fence {
+			t.Fatalf("%s: returned fence %#x, stored %#x (%v)", tk.ID, tk.Fence, got.Fence, err)
+		}
+	}
+	if all[0].Fence == all[5].Fence || all[5].Fence>>32 <= all[0].Fence>>32 {
+		t.Fatalf("fences %#x and %#x: want the later try's epoch above the first's", all[0].Fence, all[5].Fence)
+	}
+	// A new call (nothing taken) finds nothing: every task is the rescuer's.
+	if got, err := s.Rescue(ctx, o, 0); err != nil || len(got) != 0 {
+		t.Fatalf("Rescue() = %d tasks, %v; want none", len(got), err)
+	}
+}
