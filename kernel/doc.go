@@ -190,6 +190,29 @@
 // and [Store.Purge] manage them. While the store does not answer, durable submits
 // fail fast with [ErrStoreUnavailable] and the journal retries the rest.
 //
+// # Several kernels on one store
+//
+// A store that implements [SharedStore] (storekit.MemoryStore does) may be shared by
+// kernels in one process or many. Each kernel is an owner: it joins at [New] under
+// Config.Owner (generated if empty) with a lease of Config.Lease (15 s by default) on
+// the store's clock. Every group commit renews the lease in its own transaction, and
+// an idle kernel renews it every Lease/5. Each task's row belongs to the kernel that
+// submitted it, and only that kernel runs it while its lease lives: a second kernel on
+// the store never takes a live owner's tasks. [New] and, every quarter lease, a
+// rescuer goroutine take over the tasks of owners whose lease ended (a crashed or cut
+// off process) or that left (Shutdown and Close leave): queued and delayed tasks as
+// they are, running ones as a new attempt (the interrupted attempt is spent: it counts
+// against MaxAttempts). So an orphaned task runs again within about Lease + Lease/3.
+// Each rescue gives the tasks fences of a new epoch, so the late writes of the owner
+// that lost them are refused ([ErrStaleFence], counted in Stats.Store.Refused), and a
+// start the store refuses never runs: its handle ends Abandoned with [ErrTaskTaken].
+// A kernel that could not renew for Lease − Lease/3 starts no durable attempt before
+// a commit renewed its lease; once the store says its lease ended, it joins again as a
+// new owner and rescues what it left. Attempts already running when a lease ends run
+// to their end (a goroutine cannot be stopped): at least once, again. Give each
+// replica a stable Config.Owner, so that a restarted process takes its own tasks back
+// at once instead of a lease later.
+//
 // # Observability
 //
 // [Kernel.Stats] returns the kernel's figures with percentiles; Config.OnEvent

@@ -156,7 +156,7 @@ func TestCrashChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
-	k, err := kernel.New(kernel.Config{Store: s})
+	k, err := kernel.New(kernel.Config{Store: s, Owner: "e2e-crash"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func TestCrashDeadLettersOnlyBegunTasks(t *testing.T) {
 	}
 
 	// Recover: the kernel dead-letters the tasks stored Running and runs the others.
-	k, err := kernel.New(kernel.Config{Store: s, MaxConcurrency: interruptedSlots})
+	k, err := kernel.New(kernel.Config{Store: s, MaxConcurrency: interruptedSlots, Owner: "e2e-interrupted"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestInterruptedChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
-	k, err := kernel.New(kernel.Config{Store: s, MaxConcurrency: interruptedSlots})
+	k, err := kernel.New(kernel.Config{Store: s, MaxConcurrency: interruptedSlots, Owner: "e2e-interrupted"})
 	if err != nil {
 		t.Fatal(err)
 	}

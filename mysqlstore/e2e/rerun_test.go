@@ -67,7 +67,7 @@ func TestRunsOnlyOnceStartStored(t *testing.T) {
 	slow := &slowStarts{Store: s, held: make(chan struct{}), release: make(chan struct{})}
 	var releaseOnce sync.Once
 	releaseAll := func() { releaseOnce.Do(func() { close(slow.release) }) }
-	k1, err := kernel.New(kernel.Config{Store: slow, StoreTimeout: time.Minute})
+	k1, err := kernel.New(kernel.Config{Store: slow, StoreTimeout: time.Minute, Owner: "e2e-rerun"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestRunsOnlyOnceStartStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k2, err := kernel.New(kernel.Config{Store: s})
+	k2, err := kernel.New(kernel.Config{Store: s, Owner: "e2e-rerun"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestServerStopStart(t *testing.T) {
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	k, err := kernel.New(kernel.Config{Store: s, StoreTimeout: storeTimeout, Logger: logger})
+	k, err := kernel.New(kernel.Config{Store: s, StoreTimeout: storeTimeout, Logger: logger, Owner: "e2e-restart"})
 	if err != nil {
 		t.Fatal(err)
 	}
