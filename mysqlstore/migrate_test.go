@@ -111,3 +111,40 @@ func TestMigrateAddsOwner(t *testing.T) {
 		t.Fatalf("Rescue() = %+v, %v; want old-live with the first fence of a new epoch", got, err)
 	}
 }
+
+// TestDrop: Drop removes every table Migrate made, is idempotent, and a new Migrate
+// makes them again.
+func TestDrop(t *testing.T) {
+	ctx := context.Background()
+	s, db := setup(t, mysqlstore.Options{})
+	count := func() int {
+		t.Helper()
+		var n int
+		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN (?, ?, ?, ?)",
+			s.Table(), s.Table()+"_owners", s.Table()+"_leases", s.Table()+"_epochs").Scan(&n)
+		if err != nil {
+			t.Fatalf("count tables: %v", err)
+		}
+		return n
+	}
+	if _, err := s.Join(ctx, "drop-test", time.Minute); err != nil { // makes sure the side tables are used
+		t.Fatalf("Join() error = %v", err)
+	}
+	if n := count(); n != 4 {
+		t.Fatalf("%d tables after Migrate, want 4", n)
+	}
+	for i := range 2 {
+		if err := s.Drop(ctx); err != nil {
+			t.Fatalf("Drop() #%d error = %v", i+1, err)
+		}
+		if n := count(); n != 0 {
+			t.Fatalf("%d tables after Drop() #%d, want 0", n, i+1)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate() after Drop error = %v", err)
+	}
+	if n := count(); n != 4 {
+		t.Fatalf("%d tables after Migrate again, want 4", n)
+	}
+}

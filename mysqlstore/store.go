@@ -142,6 +142,23 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// Drop deletes the store's tables (the task table and those named after it with the
+// suffixes _owners, _leases and _epochs) and everything in them: the inverse of
+// [Store.Migrate], for tests and benchmarks. It is idempotent (DROP TABLE IF EXISTS).
+// Do not call it while a kernel uses the store.
+func (s *Store) Drop(ctx context.Context) error {
+	if err := s.checkOpen("drop"); err != nil {
+		return err
+	}
+	for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix} {
+		q := "DROP TABLE IF EXISTS `" + s.opts.Table + suffix + "`"
+		if err := s.retry(ctx, "drop", func() error { _, err := s.db.ExecContext(ctx, q); return err }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Suffixes of the tables named after Options.Table.
 const (
 	ownersSuffix = "_owners"

@@ -87,8 +87,7 @@ func openMariaDB(ctx context.Context, every time.Duration) (*bench.DurableSetup,
 		Close: func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), dropTimeout)
 			defer cancel()
-			_, err := s.DB().ExecContext(ctx, "DROP TABLE IF EXISTS "+quoted)
-			return errors.Join(err, s.Close())
+			return errors.Join(s.Drop(ctx), s.Close())
 		},
 	}, nil
 }
