@@ -1034,6 +1034,20 @@ func TestEdgeClearErrors(t *testing.T) {
 				t.Fatalf("Register(\"\") = %v, want an error naming Register", err)
 			}
 		}},
+		{"register_kind_too_long", func(t *testing.T) {
+			k := edgeDurableKernel(t)
+			err := k.Register(strings.Repeat("k", 300), func(context.Context, []byte) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), "300 bytes") || strings.Contains(err.Error(), "kkkk") {
+				t.Fatalf("Register(300-byte kind) = %v, want an error giving its length, not the kind", err)
+			}
+		}},
+		{"durable_kind_too_long", func(t *testing.T) {
+			k := edgeDurableKernel(t)
+			_, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: strings.Repeat("k", 300)})
+			if err == nil || !strings.Contains(err.Error(), "300 bytes") || strings.Contains(err.Error(), "kkkk") {
+				t.Fatalf("SubmitDurable(300-byte kind) = %v, want an error giving its length, not the kind", err)
+			}
+		}},
 		{"delay_and_at", func(t *testing.T) {
 			k := edgeKernel(t, kernel.Config{})
 			_, err := k.TrySubmit(kernel.Task{Delay: time.Second, At: time.Now(), Run: edgeNoop})
@@ -1054,4 +1068,47 @@ func edgeDurableKernel(t *testing.T) *kernel.Kernel {
 		t.Fatalf("Register(edge) = %v, want nil", err)
 	}
 	return k
+}
+
+// 15. Every method that takes a context accepts a nil one as
+// context.Background().
+func TestEdgeNilContext(t *testing.T) {
+	call := func(t *testing.T, what string, f func() error) {
+		t.Helper()
+		var err error
+		panicked := func() (p any) {
+			defer func() { p = recover() }()
+			err = f()
+			return nil
+		}()
+		if panicked != nil || err != nil {
+			t.Fatalf("%s = %v (panicked: %v), want nil", what, err, panicked)
+		}
+	}
+	k := edgeDurableKernel(t)
+	var nilCtx context.Context
+	started := make(chan struct{})
+	h, err := k.Submit(nilCtx, kernel.Task{ID: "edge", Run: func(ctx context.Context) error { close(started); <-ctx.Done(); return ctx.Err() }})
+	if err != nil {
+		t.Fatalf("Submit(nil) = %v, want nil", err)
+	}
+	<-started
+	call(t, "Cancel(nil)", func() error {
+		n, err := k.Cancel(nilCtx, "edge")
+		if err == nil && n != 1 {
+			return fmt.Errorf("%d tasks cancelled, want 1", n)
+		}
+		return err
+	})
+	if err := h.Wait(nilCtx); !errors.Is(err, kernel.ErrCanceled) {
+		t.Fatalf("Wait(nil) of the cancelled task = %v, want ErrCanceled", err)
+	}
+	call(t, "Go(nil)", func() error { return k.Go(nilCtx, kernel.Task{Run: edgeNoop}) })
+	call(t, "SubmitDurable(nil)", func() error { _, err := k.SubmitDurable(nilCtx, kernel.DurableTask{Kind: "edge"}); return err })
+	call(t, "Requeue(nil)", func() error { _, err := k.Requeue(nilCtx, "none"); return err })
+	call(t, "Map(nil)", func() error {
+		_, err := kernel.Map(nilCtx, k, []int{1, 2}, func(context.Context, int) (int, error) { return 0, nil }, nil)
+		return err
+	})
+	call(t, "Shutdown(nil)", func() error { return k.Shutdown(nilCtx) })
 }
