@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"os/exec"
@@ -1111,4 +1112,140 @@ func TestEdgeNilContext(t *testing.T) {
 		return err
 	})
 	call(t, "Shutdown(nil)", func() error { return k.Shutdown(nilCtx) })
+}
+
+// edgeLogHandler is a slog.Handler that counts its records and, as set, blocks
+// on block or panics.
+type edgeLogHandler struct {
+	block  <-chan struct{} // nil: no blocking
+	panics bool
+	calls  atomic.Int64
+}
+
+func (*edgeLogHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *edgeLogHandler) Handle(context.Context, slog.Record) error {
+	h.calls.Add(1)
+	if h.block != nil {
+		<-h.block
+	}
+	if h.panics {
+		panic("edge: log handler panics")
+	}
+	return nil
+}
+
+func (h *edgeLogHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *edgeLogHandler) WithGroup(string) slog.Handler      { return h }
+
+// edgeZombieReturns makes k's loop log: a task ignores its context past its
+// timeout and ZombieGrace (k's ZombieGrace must be short), then returns, and
+// the loop logs the zombie's return. It waits until the loop forgot the zombie,
+// which it does just before that record.
+func edgeZombieReturns(t *testing.T, k *kernel.Kernel) {
+	t.Helper()
+	release := make(chan struct{})
+	if _, err := k.TrySubmit(kernel.Task{
+		Timeout: time.Millisecond,
+		Retry:   &kernel.RetryPolicy{MaxAttempts: 1},
+		Run:     func(context.Context) error { <-release; return nil },
+	}); err != nil {
+		t.Fatalf("TrySubmit() = %v, want nil", err)
+	}
+	axtest.Eventually(t, func() bool {
+		zs := k.Zombies()
+		return len(zs) == 1 && zs[0].Stack != nil
+	}, "the task to outlive its timeout and ZombieGrace")
+	close(release)
+	axtest.Eventually(t, func() bool { return len(k.Zombies()) == 0 }, "the zombie to return")
+}
+
+// edgeCheckAlive fails t unless k still runs a new task.
+func edgeCheckAlive(t *testing.T, k *kernel.Kernel) {
+	t.Helper()
+	h, err := k.TrySubmit(kernel.Task{Run: edgeNoop})
+	if err != nil {
+		t.Fatalf("TrySubmit() = %v, want nil", err)
+	}
+	if err := edgeWaitHandle(t, h); err != nil {
+		t.Fatalf("Wait() = %v, want nil", err)
+	}
+}
+
+// 16. A Config.Logger whose handler panics does not kill the process: the
+// kernel's goroutines never call the handler, and its panics are counted.
+func TestEdgeLoggerPanics(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		log  func(t *testing.T, k *kernel.Kernel, release chan struct{}) // makes the loop log
+	}{
+		{"zombie_returned", func(t *testing.T, k *kernel.Kernel, _ chan struct{}) { edgeZombieReturns(t, k) }},
+		{"events_dropped", func(t *testing.T, k *kernel.Kernel, release chan struct{}) {
+			for range 5 {
+				if _, err := k.TrySubmit(kernel.Task{Run: edgeNoop}); err != nil {
+					t.Fatalf("TrySubmit() = %v, want nil", err)
+				}
+			}
+			axtest.Eventually(t, func() bool { return k.Stats().EventsDropped > 0 }, "events to be dropped")
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			edgeInChild(t, func(t *testing.T) {
+				h := &edgeLogHandler{panics: true}
+				release := make(chan struct{}) // blocks OnEvent until closed
+				k := edgeKernel(t, kernel.Config{
+					Logger: slog.New(h), MaxZombies: 4, ZombieGrace: 5 * time.Millisecond,
+					EventBuffer: 1, OnEvent: func(kernel.Event) { <-release },
+				})
+				tt.log(t, k, release)
+				axtest.Eventually(t, func() bool { return h.calls.Load() > 0 && k.Stats().CallbackPanics >= uint64(h.calls.Load()) },
+					"the handler's panics to be counted")
+				close(release)
+				edgeCheckAlive(t, k)
+				edgeShutdown(t, k)
+				edgeCheckBalance(t, k.Stats())
+			})
+		})
+	}
+}
+
+// 17. A Config.Logger whose handler blocks holds up neither the loop nor the
+// stop: tasks still run, Shutdown returns when its context ends, and Close
+// within ZombieGrace, abandoning the handler.
+func TestEdgeLoggerBlocks(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		shutdown bool // Shutdown(100 ms) before Close
+	}{
+		{"close", false},
+		{"shutdown_then_close", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			edgeInChild(t, func(t *testing.T) {
+				release := make(chan struct{})
+				h := &edgeLogHandler{block: release}
+				k := edgeKernel(t, kernel.Config{Logger: slog.New(h), MaxZombies: 4, ZombieGrace: 5 * time.Millisecond})
+				t.Cleanup(func() { close(release) }) // runs before edgeKernel's Close
+				edgeZombieReturns(t, k)
+				axtest.Eventually(t, func() bool { return h.calls.Load() > 0 }, "the handler to block")
+				edgeCheckAlive(t, k)
+				if tt.shutdown {
+					ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+					defer cancel()
+					err, ok := edgeWithin(edgeWait, func() error { return k.Shutdown(ctx) })
+					var se *kernel.ShutdownError
+					if !ok || !errors.As(err, &se) || se.Callbacks == 0 {
+						t.Fatalf("Shutdown(100 ms) with a blocked log handler = %v (returned: %v), want a *ShutdownError counting callbacks", err, ok)
+					}
+				}
+				if _, ok := edgeWithin(edgeWait, k.Close); !ok {
+					t.Fatalf("Close() with a blocked log handler did not return within %v", edgeWait)
+				}
+				if n := k.Stats().CallbacksAbandoned; n == 0 {
+					t.Errorf("Stats().CallbacksAbandoned = %d, want > 0", n)
+				}
+				edgeCheckBalance(t, k.Stats())
+			})
+		})
+	}
 }

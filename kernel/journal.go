@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,7 +49,7 @@ type journal struct {
 	every    time.Duration
 	maxBatch int
 	timeout  time.Duration
-	logger   *slog.Logger
+	log      *kernelLog // nil without Config.Logger
 
 	mu       sync.Mutex
 	queue    []jentry        // guarded by mu
@@ -72,7 +71,7 @@ type journal struct {
 
 func newJournal(k *Kernel, c *Config) *journal {
 	j := &journal{
-		k: k, store: c.Store, every: c.SnapshotEvery, maxBatch: c.StoreBatch, timeout: c.StoreTimeout, logger: c.Logger,
+		k: k, store: c.Store, every: c.SnapshotEvery, maxBatch: c.StoreBatch, timeout: c.StoreTimeout, log: k.log,
 		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), doneCh: make(chan struct{}),
 		room: make(chan struct{}), limit: 4 * c.StoreBatch,
 	}
@@ -294,8 +293,8 @@ func (j *journal) probe(backoff time.Duration) time.Duration {
 	cancel()
 	if err == nil || errors.Is(err, ErrUnknownTask) {
 		j.down.Store(nil)
-		if j.logger != nil {
-			j.logger.Info("kernel: the store answers again; durable submits resume")
+		if j.log != nil {
+			j.log.info("kernel: the store answers again; durable submits resume")
 		}
 		return 0
 	}
@@ -337,8 +336,8 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 		if !errors.Is(err, ErrStoreUnavailable) {
 			err = fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 		}
-		if j.down.Swap(&err) == nil && j.logger != nil {
-			j.logger.Warn("kernel: the store is down; durable submits fail until it answers", "err", err)
+		if j.down.Swap(&err) == nil {
+			j.log.warn("kernel: the store is down; durable submits fail until it answers", "err", err)
 		}
 		now := j.k.clk.Now()
 		keep := make([]jentry, 0, len(batch))
@@ -362,8 +361,8 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 	}
 	j.commits.Inc()
 	j.changes.Add(len(changes))
-	if j.down.Swap(nil) != nil && j.logger != nil {
-		j.logger.Info("kernel: the store answers again; durable submits resume")
+	if j.down.Swap(nil) != nil {
+		j.log.info("kernel: the store answers again; durable submits resume")
 	}
 	var handed []*Handle
 	var started []*attempt
@@ -386,14 +385,14 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 			started = append(started, e.start)
 			if r != nil {
 				j.refused.Inc()
-				if j.logger != nil {
-					j.logger.Warn("kernel: the store refused a change", "op", e.c.Op.String(), "task", e.c.Task.ID, "err", r)
+				if j.log != nil {
+					j.log.warn("kernel: the store refused a change", "op", e.c.Op.String(), "task", e.c.Task.ID, "err", r)
 				}
 			}
 		case r != nil:
 			j.refused.Inc()
-			if j.logger != nil {
-				j.logger.Warn("kernel: the store refused a change", "op", e.c.Op.String(), "task", e.c.Task.ID, "err", r)
+			if j.log != nil {
+				j.log.warn("kernel: the store refused a change", "op", e.c.Op.String(), "task", e.c.Task.ID, "err", r)
 			}
 		}
 	}
