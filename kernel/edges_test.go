@@ -1249,3 +1249,122 @@ func TestEdgeLoggerBlocks(t *testing.T) {
 		})
 	}
 }
+
+// edgeGoexitStore is a MemoryStore whose next Commit calls runtime.Goexit
+// while goexit is set.
+type edgeGoexitStore struct {
+	*storekit.MemoryStore
+	goexit atomic.Bool
+}
+
+func (s *edgeGoexitStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+	if s.goexit.CompareAndSwap(true, false) {
+		runtime.Goexit()
+	}
+	return s.MemoryStore.Commit(ctx, changes)
+}
+
+// 18. User code that calls runtime.Goexit ends no goroutine of the kernel for
+// good: a BackoffFunc (called for the loop) counts as one that panicked and the
+// retry gets the default delay; a Store method fails the call; OnEvent and
+// OnTimeout go on with the next callback. Each is counted in CallbackPanics.
+func TestEdgeGoexitInCallbacks(t *testing.T) {
+	goexitBackoff := func(int, error) time.Duration { runtime.Goexit(); return 0 }
+	retry := func(bf kernel.BackoffFunc) kernel.RetryPolicy {
+		return kernel.RetryPolicy{MaxAttempts: 3, Base: time.Millisecond, Jitter: kernel.JitterNone, BackoffFunc: bf}
+	}
+	backoff := func(t *testing.T, cfg kernel.Config, task kernel.Task) {
+		k := edgeKernel(t, cfg)
+		var runs atomic.Int32
+		task.Run = func(context.Context) error { runs.Add(1); return errEdge }
+		h, err := k.TrySubmit(task)
+		if err != nil {
+			t.Fatalf("TrySubmit() = %v, want nil", err)
+		}
+		if err := edgeWaitHandle(t, h); !errors.Is(err, errEdge) || h.State() != kernel.Failed || runs.Load() != 3 {
+			t.Fatalf("Wait() = %v, State() = %v after %d runs; want failed with %v after 3", err, h.State(), runs.Load(), errEdge)
+		}
+		if n := k.Stats().CallbackPanics; n != 2 {
+			t.Errorf("Stats().CallbackPanics = %d, want 2 (one per retry)", n)
+		}
+		edgeCheckAlive(t, k)
+		edgeShutdown(t, k)
+		edgeCheckBalance(t, k.Stats())
+	}
+	for _, tt := range []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"task_backoff", func(t *testing.T) {
+			p := retry(goexitBackoff)
+			backoff(t, kernel.Config{}, kernel.Task{Retry: &p})
+		}},
+		{"config_backoff", func(t *testing.T) {
+			backoff(t, kernel.Config{Retry: kernel.ByPriority[kernel.RetryPolicy]{Normal: retry(goexitBackoff)}}, kernel.Task{})
+		}},
+		{"store_commit", func(t *testing.T) {
+			st := &edgeGoexitStore{MemoryStore: storekit.NewMemoryStore()}
+			k := edgeKernel(t, kernel.Config{Store: st})
+			var ran atomic.Int32
+			if err := k.Register("edge", func(context.Context, []byte) error { ran.Add(1); return nil }); err != nil {
+				t.Fatalf("Register() = %v, want nil", err)
+			}
+			st.goexit.Store(true)
+			ctx, cancel := context.WithTimeout(context.Background(), edgeWait)
+			defer cancel()
+			if _, err := k.SubmitDurable(ctx, kernel.DurableTask{Kind: "edge"}); !errors.Is(err, kernel.ErrStoreUnavailable) {
+				t.Fatalf("SubmitDurable() while Commit calls Goexit = %v, want ErrStoreUnavailable", err)
+			}
+			var h *kernel.Handle
+			axtest.Eventually(t, func() bool {
+				var err error
+				h, err = k.SubmitDurable(ctx, kernel.DurableTask{Kind: "edge"})
+				return err == nil
+			}, "durable submits to succeed again")
+			if err := edgeWaitHandle(t, h); err != nil {
+				t.Fatalf("Wait() = %v, want nil", err)
+			}
+			edgeShutdown(t, k)
+		}},
+		{"on_event", func(t *testing.T) {
+			var calls, after atomic.Int64
+			k := edgeKernel(t, kernel.Config{OnEvent: func(kernel.Event) {
+				if calls.Add(1) == 1 {
+					runtime.Goexit()
+				}
+				after.Add(1)
+			}})
+			edgeCheckAlive(t, k)
+			axtest.Eventually(t, func() bool { return after.Load() > 0 }, "events delivered after OnEvent called Goexit")
+			edgeShutdown(t, k)
+			if n := k.Stats().CallbackPanics; n != 1 {
+				t.Errorf("Stats().CallbackPanics = %d, want 1", n)
+			}
+		}},
+		{"on_timeout", func(t *testing.T) {
+			k := edgeKernel(t, kernel.Config{OnTimeoutWorkers: 1})
+			var calls atomic.Int64
+			for i := range 2 {
+				h, err := k.TrySubmit(kernel.Task{
+					Timeout:   time.Millisecond,
+					Retry:     &kernel.RetryPolicy{MaxAttempts: 1},
+					OnTimeout: func(int) { calls.Add(1); runtime.Goexit() },
+					Run:       func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
+				})
+				if err != nil {
+					t.Fatalf("TrySubmit() #%d = %v, want nil", i, err)
+				}
+				edgeWaitHandle(t, h)
+				axtest.Eventually(t, func() bool { return calls.Load() == int64(i+1) }, "OnTimeout to be called")
+			}
+			edgeShutdown(t, k)
+			if n := k.Stats().CallbackPanics; n != 2 {
+				t.Errorf("Stats().CallbackPanics = %d, want 2", n)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			edgeInChild(t, tt.run)
+		})
+	}
+}

@@ -275,15 +275,19 @@ func nextBackoff(d time.Duration) time.Duration {
 	return min(2*d, journalBackoffMax)
 }
 
-// storeCall runs a call to the store, turning a panic into an error: a Store is
-// the user's code, and the kernel's goroutines must not die with it.
+// storeCall runs a call to the store on a goroutine of its own (callGuarded) and
+// waits for it, turning a panic or a runtime.Goexit into an error: a Store is the
+// user's code, and the kernel's goroutines must not die with it.
 func storeCall[T any](op string, f func() (T, error)) (v T, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("kernel: Store.%s panicked: %v", op, r)
-		}
-	}()
-	return f()
+	r, ok := callGuarded(func() { v, err = f() })
+	switch {
+	case ok:
+		return v, err
+	case r != nil:
+		return v, fmt.Errorf("kernel: Store.%s panicked: %v", op, r)
+	default:
+		return v, fmt.Errorf("kernel: Store.%s called runtime.Goexit", op)
+	}
 }
 
 // probe checks whether a down store answers again and returns the next backoff.
