@@ -16,7 +16,8 @@ import (
 // kernel made is cancelled through its [Handle]. Cancel blocks until the loop has
 // applied it, or until ctx ends (it returns ctx.Err(), and the cancellation may
 // still take effect). It returns [ErrClosed] once the kernel has stopped, and an
-// error for an empty id. Safe for concurrent use, also from inside a task.
+// error for an empty id. A nil ctx is context.Background(). Safe for concurrent
+// use, also from inside a task.
 //
 // A task submitted with an ID never travels light nor by the fast lane, and the
 // loop keeps it in an index until it ends: naming tasks costs a little more than
@@ -24,6 +25,9 @@ import (
 func (k *Kernel) Cancel(ctx context.Context, id string) (int, error) {
 	if id == "" {
 		return 0, errors.New("kernel: Cancel: id must not be empty")
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	n := k.cancelHeld(id)
 	count := make(chan int, 1)

@@ -263,8 +263,14 @@ type Config struct {
 	// keeps its series after the stop. Never the global set. Not changeable.
 	Metrics *metrics.Set
 
-	// Logger logs what matters: zombies, dropped events, shutdown reports. If nil,
-	// nothing is logged. Not changeable.
+	// Logger logs what matters: zombies, dropped events, shutdown reports. The
+	// kernel never calls its handler from the goroutines it depends on: records
+	// (level, message, attributes and source intact) wait in a queue of 256 that
+	// one goroutine of the kernel hands to the handler; past that, records are
+	// dropped and counted (Stats.LogsDropped). A panic in the handler is recovered
+	// and counted (Stats.CallbackPanics); Shutdown and Close wait for a blocked
+	// handler only within their bounds (ctx, Config.ZombieGrace), then abandon it
+	// (Stats.CallbacksAbandoned). If nil, nothing is logged. Not changeable.
 	Logger *slog.Logger
 
 	// OnEvent, if set, receives every state change of every task, in order, on one

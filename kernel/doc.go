@@ -118,16 +118,23 @@
 // more than the work it holds: sizes have upper bounds (MaxConcurrencyMax,
 // CapacityMax, ...), the run queue and the buckets grow with use, and every sum of
 // durations saturates (a Delay of any size waits, it never wraps into the past).
+// Every method that takes a context accepts a nil one as context.Background().
 // Callbacks the kernel calls — Config.OnEvent, Task.OnTimeout,
-// RetryPolicy.BackoffFunc, a Store — are recovered when they panic
-// (Stats.CallbackPanics), and Shutdown and Close wait for a blocked one only
-// within their bounds (ctx, Config.ZombieGrace), then abandon it
+// RetryPolicy.BackoffFunc, the handler of Config.Logger, a Store — are recovered
+// when they panic or call runtime.Goexit (Stats.CallbackPanics). No goroutine
+// the promises depend on (the loop, the executors, the journal) runs the OnEvent,
+// OnTimeout or Logger callbacks: those run on goroutines of their own behind
+// bounded queues (events and log records
+// past the bound are dropped and counted, Stats.EventsDropped and
+// Stats.LogsDropped), and Shutdown and Close wait for a blocked one only within
+// their bounds (ctx, Config.ZombieGrace; Close gives the Logger's handler a
+// ZombieGrace of its own to take Close's last records), then abandon it
 // (Stats.CallbacksAbandoned).
 //
 // # What a caller must not do, and what happens if it does
 //
 //   - Call [Kernel.Shutdown] or [Kernel.Close] from a task's function or from an
-//     OnEvent or OnTimeout callback and expect it to wait: it would wait for its
+//     OnEvent, OnTimeout or Logger handler callback and expect it to wait: it would wait for its
 //     caller. The kernel detects it: the stop begins, the call returns
 //     [ErrStopFromInside] at once, and the stop completes once the caller returns.
 //     A Shutdown called from a goroutine that a task waits for cannot be detected:
@@ -136,6 +143,20 @@
 //     at its timeout (Config.MaxZombies), or holds its slot; without a timeout it
 //     holds the slot until it returns, and Shutdown waits for it.
 //   - Block in OnEvent: events past Config.EventBuffer are dropped and counted.
+//     Likewise, records past 256 waiting for a blocked Logger handler are dropped
+//     and counted.
+//   - Block in a RetryPolicy.BackoffFunc: the loop waits for it (on a short-lived
+//     goroutine of the BackoffFunc's own), so all scheduling stalls until it
+//     returns. Likewise the journal waits for a Store method that ignores its
+//     context, and durable tasks' writes stall.
+//   - Call runtime.Goexit in a callback: it ends only the goroutine the kernel
+//     gave the callback, and counts as a panic (Stats.CallbackPanics). A
+//     BackoffFunc's retry then waits the default rule's delay
+//     ([DefaultBackoff]); a Store method's call fails with an error (a failed
+//     commit: the store is taken as down and durable submits fail fast until it
+//     answers); the OnEvent, OnTimeout or Logger goroutine is replaced and goes on
+//     with the next callback. In a task's function it ends the task Failed, as a
+//     panic does (above).
 //   - Wait, inside a task, for other tasks of the same kernel that need a slot
 //     (Handle.Wait, Batch.Wait, Map) while every slot may be taken by such
 //     waiters: as with any bounded pool, that deadlocks until a timeout ends them.

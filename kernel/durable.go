@@ -137,7 +137,7 @@ func (k *Kernel) Register(kind string, fn DurableFunc) error {
 	case kind == "":
 		return &ConfigError{Field: "Register: kind", Reason: "must not be empty"}
 	case len(kind) > KindMax:
-		return &ConfigError{Field: "Register: kind", Value: kind, Reason: "must be at most " + strconv.Itoa(KindMax) + " bytes (KindMax)"}
+		return &ConfigError{Field: "Register: kind", Reason: strconv.Itoa(len(kind)) + " bytes: must be at most " + strconv.Itoa(KindMax) + " bytes (KindMax)"}
 	case fn == nil:
 		return &ConfigError{Field: "Register: fn", Reason: "must not be nil"}
 	}
@@ -237,7 +237,7 @@ func (t *DurableTask) validate(prefix string, maxBytes int) error {
 	case t.Kind == "":
 		bad("Kind", t.Kind, "must not be empty")
 	case len(t.Kind) > KindMax:
-		bad("Kind", t.Kind, "must be at most "+strconv.Itoa(KindMax)+" bytes (KindMax)")
+		errs = append(errs, &ConfigError{Field: prefix + "Kind", Reason: strconv.Itoa(len(t.Kind)) + " bytes: must be at most " + strconv.Itoa(KindMax) + " bytes (KindMax)"})
 	}
 	if !t.Priority.Valid() {
 		bad("Priority", t.Priority, "must be High, Normal or Low")
@@ -542,8 +542,12 @@ func ceilMilli(t time.Time) time.Time {
 // holds them until their kind is registered. With a [SharedStore] they belong to this
 // kernel's owner ([SharedStore.RequeueAs]). It returns how many it requeued; IDs
 // that are unknown or not dead letters are skipped. List dead letters with the
-// store's [Store.DeadLetters].
+// store's [Store.DeadLetters]. ctx bounds the store's call; a nil ctx is
+// context.Background().
 func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	d := k.dur
 	if d == nil {
 		return 0, errors.New("kernel: Requeue: Config.Store is nil")

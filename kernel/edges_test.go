@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"os/exec"
@@ -1034,6 +1035,20 @@ func TestEdgeClearErrors(t *testing.T) {
 				t.Fatalf("Register(\"\") = %v, want an error naming Register", err)
 			}
 		}},
+		{"register_kind_too_long", func(t *testing.T) {
+			k := edgeDurableKernel(t)
+			err := k.Register(strings.Repeat("k", 300), func(context.Context, []byte) error { return nil })
+			if err == nil || !strings.Contains(err.Error(), "300 bytes") || strings.Contains(err.Error(), "kkkk") {
+				t.Fatalf("Register(300-byte kind) = %v, want an error giving its length, not the kind", err)
+			}
+		}},
+		{"durable_kind_too_long", func(t *testing.T) {
+			k := edgeDurableKernel(t)
+			_, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: strings.Repeat("k", 300)})
+			if err == nil || !strings.Contains(err.Error(), "300 bytes") || strings.Contains(err.Error(), "kkkk") {
+				t.Fatalf("SubmitDurable(300-byte kind) = %v, want an error giving its length, not the kind", err)
+			}
+		}},
 		{"delay_and_at", func(t *testing.T) {
 			k := edgeKernel(t, kernel.Config{})
 			_, err := k.TrySubmit(kernel.Task{Delay: time.Second, At: time.Now(), Run: edgeNoop})
@@ -1054,4 +1069,309 @@ func edgeDurableKernel(t *testing.T) *kernel.Kernel {
 		t.Fatalf("Register(edge) = %v, want nil", err)
 	}
 	return k
+}
+
+// 15. Every method that takes a context accepts a nil one as
+// context.Background().
+func TestEdgeNilContext(t *testing.T) {
+	call := func(t *testing.T, what string, f func() error) {
+		t.Helper()
+		var err error
+		panicked := func() (p any) {
+			defer func() { p = recover() }()
+			err = f()
+			return nil
+		}()
+		if panicked != nil || err != nil {
+			t.Fatalf("%s = %v (panicked: %v), want nil", what, err, panicked)
+		}
+	}
+	k := edgeDurableKernel(t)
+	var nilCtx context.Context
+	started := make(chan struct{})
+	h, err := k.Submit(nilCtx, kernel.Task{ID: "edge", Run: func(ctx context.Context) error { close(started); <-ctx.Done(); return ctx.Err() }})
+	if err != nil {
+		t.Fatalf("Submit(nil) = %v, want nil", err)
+	}
+	<-started
+	call(t, "Cancel(nil)", func() error {
+		n, err := k.Cancel(nilCtx, "edge")
+		if err == nil && n != 1 {
+			return fmt.Errorf("%d tasks cancelled, want 1", n)
+		}
+		return err
+	})
+	if err := h.Wait(nilCtx); !errors.Is(err, kernel.ErrCanceled) {
+		t.Fatalf("Wait(nil) of the cancelled task = %v, want ErrCanceled", err)
+	}
+	call(t, "Go(nil)", func() error { return k.Go(nilCtx, kernel.Task{Run: edgeNoop}) })
+	call(t, "SubmitDurable(nil)", func() error { _, err := k.SubmitDurable(nilCtx, kernel.DurableTask{Kind: "edge"}); return err })
+	call(t, "Requeue(nil)", func() error { _, err := k.Requeue(nilCtx, "none"); return err })
+	call(t, "Map(nil)", func() error {
+		_, err := kernel.Map(nilCtx, k, []int{1, 2}, func(context.Context, int) (int, error) { return 0, nil }, nil)
+		return err
+	})
+	call(t, "Shutdown(nil)", func() error { return k.Shutdown(nilCtx) })
+}
+
+// edgeLogHandler is a slog.Handler that counts its records and, as set, blocks
+// on block or panics.
+type edgeLogHandler struct {
+	block  <-chan struct{} // nil: no blocking
+	panics bool
+	calls  atomic.Int64
+}
+
+func (*edgeLogHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *edgeLogHandler) Handle(context.Context, slog.Record) error {
+	h.calls.Add(1)
+	if h.block != nil {
+		<-h.block
+	}
+	if h.panics {
+		panic("edge: log handler panics")
+	}
+	return nil
+}
+
+func (h *edgeLogHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *edgeLogHandler) WithGroup(string) slog.Handler      { return h }
+
+// edgeZombieReturns makes k's loop log: a task ignores its context past its
+// timeout and ZombieGrace (k's ZombieGrace must be short), then returns, and
+// the loop logs the zombie's return. It waits until the loop forgot the zombie,
+// which it does just before that record.
+func edgeZombieReturns(t *testing.T, k *kernel.Kernel) {
+	t.Helper()
+	release := make(chan struct{})
+	if _, err := k.TrySubmit(kernel.Task{
+		Timeout: time.Millisecond,
+		Retry:   &kernel.RetryPolicy{MaxAttempts: 1},
+		Run:     func(context.Context) error { <-release; return nil },
+	}); err != nil {
+		t.Fatalf("TrySubmit() = %v, want nil", err)
+	}
+	axtest.Eventually(t, func() bool {
+		zs := k.Zombies()
+		return len(zs) == 1 && zs[0].Stack != nil
+	}, "the task to outlive its timeout and ZombieGrace")
+	close(release)
+	axtest.Eventually(t, func() bool { return len(k.Zombies()) == 0 }, "the zombie to return")
+}
+
+// edgeCheckAlive fails t unless k still runs a new task.
+func edgeCheckAlive(t *testing.T, k *kernel.Kernel) {
+	t.Helper()
+	h, err := k.TrySubmit(kernel.Task{Run: edgeNoop})
+	if err != nil {
+		t.Fatalf("TrySubmit() = %v, want nil", err)
+	}
+	if err := edgeWaitHandle(t, h); err != nil {
+		t.Fatalf("Wait() = %v, want nil", err)
+	}
+}
+
+// 16. A Config.Logger whose handler panics does not kill the process: the
+// kernel's goroutines never call the handler, and its panics are counted.
+func TestEdgeLoggerPanics(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		log  func(t *testing.T, k *kernel.Kernel, release chan struct{}) // makes the loop log
+	}{
+		{"zombie_returned", func(t *testing.T, k *kernel.Kernel, _ chan struct{}) { edgeZombieReturns(t, k) }},
+		{"events_dropped", func(t *testing.T, k *kernel.Kernel, release chan struct{}) {
+			for range 5 {
+				if _, err := k.TrySubmit(kernel.Task{Run: edgeNoop}); err != nil {
+					t.Fatalf("TrySubmit() = %v, want nil", err)
+				}
+			}
+			axtest.Eventually(t, func() bool { return k.Stats().EventsDropped > 0 }, "events to be dropped")
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			edgeInChild(t, func(t *testing.T) {
+				h := &edgeLogHandler{panics: true}
+				release := make(chan struct{}) // blocks OnEvent until closed
+				k := edgeKernel(t, kernel.Config{
+					Logger: slog.New(h), MaxZombies: 4, ZombieGrace: 5 * time.Millisecond,
+					EventBuffer: 1, OnEvent: func(kernel.Event) { <-release },
+				})
+				tt.log(t, k, release)
+				axtest.Eventually(t, func() bool { return h.calls.Load() > 0 && k.Stats().CallbackPanics >= uint64(h.calls.Load()) },
+					"the handler's panics to be counted")
+				close(release)
+				edgeCheckAlive(t, k)
+				edgeShutdown(t, k)
+				edgeCheckBalance(t, k.Stats())
+			})
+		})
+	}
+}
+
+// 17. A Config.Logger whose handler blocks holds up neither the loop nor the
+// stop: tasks still run, Shutdown returns when its context ends, and Close
+// within ZombieGrace, abandoning the handler.
+func TestEdgeLoggerBlocks(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		shutdown bool // Shutdown(100 ms) before Close
+	}{
+		{"close", false},
+		{"shutdown_then_close", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			edgeInChild(t, func(t *testing.T) {
+				release := make(chan struct{})
+				h := &edgeLogHandler{block: release}
+				k := edgeKernel(t, kernel.Config{Logger: slog.New(h), MaxZombies: 4, ZombieGrace: 5 * time.Millisecond})
+				t.Cleanup(func() { close(release) }) // runs before edgeKernel's Close
+				edgeZombieReturns(t, k)
+				axtest.Eventually(t, func() bool { return h.calls.Load() > 0 }, "the handler to block")
+				edgeCheckAlive(t, k)
+				if tt.shutdown {
+					ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+					defer cancel()
+					err, ok := edgeWithin(edgeWait, func() error { return k.Shutdown(ctx) })
+					var se *kernel.ShutdownError
+					if !ok || !errors.As(err, &se) || se.Callbacks == 0 {
+						t.Fatalf("Shutdown(100 ms) with a blocked log handler = %v (returned: %v), want a *ShutdownError counting callbacks", err, ok)
+					}
+				}
+				if _, ok := edgeWithin(edgeWait, k.Close); !ok {
+					t.Fatalf("Close() with a blocked log handler did not return within %v", edgeWait)
+				}
+				if n := k.Stats().CallbacksAbandoned; n == 0 {
+					t.Errorf("Stats().CallbacksAbandoned = %d, want > 0", n)
+				}
+				edgeCheckBalance(t, k.Stats())
+			})
+		})
+	}
+}
+
+// edgeGoexitStore is a MemoryStore whose next Commit (or CommitAs) calls runtime.Goexit
+// while goexit is set.
+type edgeGoexitStore struct {
+	*storekit.MemoryStore
+	goexit atomic.Bool
+}
+
+func (s *edgeGoexitStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+	if s.goexit.CompareAndSwap(true, false) {
+		runtime.Goexit()
+	}
+	return s.MemoryStore.Commit(ctx, changes)
+}
+
+func (s *edgeGoexitStore) CommitAs(ctx context.Context, o kernel.Owner, changes []kernel.Change) ([]error, error) {
+	if s.goexit.CompareAndSwap(true, false) {
+		runtime.Goexit()
+	}
+	return s.MemoryStore.CommitAs(ctx, o, changes)
+}
+
+// 18. User code that calls runtime.Goexit ends no goroutine of the kernel for
+// good: a BackoffFunc (called for the loop) counts as one that panicked and the
+// retry gets the default delay; a Store method fails the call; OnEvent and
+// OnTimeout go on with the next callback. Each is counted in CallbackPanics.
+func TestEdgeGoexitInCallbacks(t *testing.T) {
+	goexitBackoff := func(int, error) time.Duration { runtime.Goexit(); return 0 }
+	retry := func(bf kernel.BackoffFunc) kernel.RetryPolicy {
+		return kernel.RetryPolicy{MaxAttempts: 3, Base: time.Millisecond, Jitter: kernel.JitterNone, BackoffFunc: bf}
+	}
+	backoff := func(t *testing.T, cfg kernel.Config, task kernel.Task) {
+		k := edgeKernel(t, cfg)
+		var runs atomic.Int32
+		task.Run = func(context.Context) error { runs.Add(1); return errEdge }
+		h, err := k.TrySubmit(task)
+		if err != nil {
+			t.Fatalf("TrySubmit() = %v, want nil", err)
+		}
+		if err := edgeWaitHandle(t, h); !errors.Is(err, errEdge) || h.State() != kernel.Failed || runs.Load() != 3 {
+			t.Fatalf("Wait() = %v, State() = %v after %d runs; want failed with %v after 3", err, h.State(), runs.Load(), errEdge)
+		}
+		if n := k.Stats().CallbackPanics; n != 2 {
+			t.Errorf("Stats().CallbackPanics = %d, want 2 (one per retry)", n)
+		}
+		edgeCheckAlive(t, k)
+		edgeShutdown(t, k)
+		edgeCheckBalance(t, k.Stats())
+	}
+	for _, tt := range []struct {
+		name string
+		run  func(t *testing.T)
+	}{
+		{"task_backoff", func(t *testing.T) {
+			p := retry(goexitBackoff)
+			backoff(t, kernel.Config{}, kernel.Task{Retry: &p})
+		}},
+		{"config_backoff", func(t *testing.T) {
+			backoff(t, kernel.Config{Retry: kernel.ByPriority[kernel.RetryPolicy]{Normal: retry(goexitBackoff)}}, kernel.Task{})
+		}},
+		{"store_commit", func(t *testing.T) {
+			st := &edgeGoexitStore{MemoryStore: storekit.NewMemoryStore()}
+			k := edgeKernel(t, kernel.Config{Store: st})
+			var ran atomic.Int32
+			if err := k.Register("edge", func(context.Context, []byte) error { ran.Add(1); return nil }); err != nil {
+				t.Fatalf("Register() = %v, want nil", err)
+			}
+			st.goexit.Store(true)
+			ctx, cancel := context.WithTimeout(context.Background(), edgeWait)
+			defer cancel()
+			if _, err := k.SubmitDurable(ctx, kernel.DurableTask{Kind: "edge"}); !errors.Is(err, kernel.ErrStoreUnavailable) {
+				t.Fatalf("SubmitDurable() while Commit calls Goexit = %v, want ErrStoreUnavailable", err)
+			}
+			var h *kernel.Handle
+			axtest.Eventually(t, func() bool {
+				var err error
+				h, err = k.SubmitDurable(ctx, kernel.DurableTask{Kind: "edge"})
+				return err == nil
+			}, "durable submits to succeed again")
+			if err := edgeWaitHandle(t, h); err != nil {
+				t.Fatalf("Wait() = %v, want nil", err)
+			}
+			edgeShutdown(t, k)
+		}},
+		{"on_event", func(t *testing.T) {
+			var calls, after atomic.Int64
+			k := edgeKernel(t, kernel.Config{OnEvent: func(kernel.Event) {
+				if calls.Add(1) == 1 {
+					runtime.Goexit()
+				}
+				after.Add(1)
+			}})
+			edgeCheckAlive(t, k)
+			axtest.Eventually(t, func() bool { return after.Load() > 0 }, "events delivered after OnEvent called Goexit")
+			edgeShutdown(t, k)
+			if n := k.Stats().CallbackPanics; n != 1 {
+				t.Errorf("Stats().CallbackPanics = %d, want 1", n)
+			}
+		}},
+		{"on_timeout", func(t *testing.T) {
+			k := edgeKernel(t, kernel.Config{OnTimeoutWorkers: 1})
+			var calls atomic.Int64
+			for i := range 2 {
+				h, err := k.TrySubmit(kernel.Task{
+					Timeout:   time.Millisecond,
+					Retry:     &kernel.RetryPolicy{MaxAttempts: 1},
+					OnTimeout: func(int) { calls.Add(1); runtime.Goexit() },
+					Run:       func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
+				})
+				if err != nil {
+					t.Fatalf("TrySubmit() #%d = %v, want nil", i, err)
+				}
+				edgeWaitHandle(t, h)
+				axtest.Eventually(t, func() bool { return calls.Load() == int64(i+1) }, "OnTimeout to be called")
+			}
+			edgeShutdown(t, k)
+			if n := k.Stats().CallbackPanics; n != 2 {
+				t.Errorf("Stats().CallbackPanics = %d, want 2", n)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			edgeInChild(t, tt.run)
+		})
+	}
 }

@@ -130,8 +130,8 @@ type ShutdownError struct {
 	// Shutdown gave up waiting for the store. The store keeps those tasks' earlier
 	// states: a task it still holds as live runs again on the next start.
 	Journal int
-	// Callbacks counts the OnEvent and OnTimeout callbacks still running when
-	// Shutdown gave up waiting for them.
+	// Callbacks counts the OnEvent, OnTimeout and Config.Logger handler callbacks
+	// still running when Shutdown gave up waiting for them.
 	Callbacks int
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,7 +49,7 @@ type journal struct {
 	every    time.Duration
 	maxBatch int
 	timeout  time.Duration
-	logger   *slog.Logger
+	log      *kernelLog // nil without Config.Logger
 
 	mu       sync.Mutex
 	queue    []jentry        // guarded by mu
@@ -72,7 +71,7 @@ type journal struct {
 
 func newJournal(k *Kernel, c *Config) *journal {
 	j := &journal{
-		k: k, store: c.Store, every: c.SnapshotEvery, maxBatch: c.StoreBatch, timeout: c.StoreTimeout, logger: c.Logger,
+		k: k, store: c.Store, every: c.SnapshotEvery, maxBatch: c.StoreBatch, timeout: c.StoreTimeout, log: k.log,
 		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), doneCh: make(chan struct{}),
 		room: make(chan struct{}), limit: 4 * c.StoreBatch,
 	}
@@ -294,8 +293,8 @@ func (j *journal) idle() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
 	_, err := own.commit(ctx, nil) // the lone heartbeat
 	cancel()
-	if err != nil && !errors.Is(err, ErrLeaseLost) && j.logger != nil {
-		j.logger.Warn("kernel: renew the lease on the store", "owner", own.name, "err", err)
+	if err != nil && !errors.Is(err, ErrLeaseLost) && j.log != nil {
+		j.log.warn("kernel: renew the lease on the store", "owner", own.name, "err", err)
 	}
 	return true
 }
@@ -307,15 +306,19 @@ func nextBackoff(d time.Duration) time.Duration {
 	return min(2*d, journalBackoffMax)
 }
 
-// storeCall runs a call to the store, turning a panic into an error: a Store is
-// the user's code, and the kernel's goroutines must not die with it.
+// storeCall runs a call to the store on a goroutine of its own (callGuarded) and
+// waits for it, turning a panic or a runtime.Goexit into an error: a Store is the
+// user's code, and the kernel's goroutines must not die with it.
 func storeCall[T any](op string, f func() (T, error)) (v T, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("kernel: Store.%s panicked: %v", op, r)
-		}
-	}()
-	return f()
+	r, ok := callGuarded(func() { v, err = f() })
+	switch {
+	case ok:
+		return v, err
+	case r != nil:
+		return v, fmt.Errorf("kernel: Store.%s panicked: %v", op, r)
+	default:
+		return v, fmt.Errorf("kernel: Store.%s called runtime.Goexit", op)
+	}
 }
 
 // probe checks whether a down store answers again and returns the next backoff.
@@ -325,8 +328,8 @@ func (j *journal) probe(backoff time.Duration) time.Duration {
 	cancel()
 	if err == nil || errors.Is(err, ErrUnknownTask) {
 		j.down.Store(nil)
-		if j.logger != nil {
-			j.logger.Info("kernel: the store answers again; durable submits resume")
+		if j.log != nil {
+			j.log.info("kernel: the store answers again; durable submits resume")
 		}
 		return 0
 	}
@@ -395,8 +398,8 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 		if !errors.Is(err, ErrStoreUnavailable) {
 			err = fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 		}
-		if j.down.Swap(&err) == nil && j.logger != nil {
-			j.logger.Warn("kernel: the store is down; durable submits fail until it answers", "err", err)
+		if j.down.Swap(&err) == nil {
+			j.log.warn("kernel: the store is down; durable submits fail until it answers", "err", err)
 		}
 		now := j.k.clk.Now()
 		keep := make([]jentry, 0, len(batch))
@@ -420,8 +423,8 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 	}
 	j.commits.Inc()
 	j.changes.Add(len(changes))
-	if j.down.Swap(nil) != nil && j.logger != nil {
-		j.logger.Info("kernel: the store answers again; durable submits resume")
+	if j.down.Swap(nil) != nil {
+		j.log.info("kernel: the store answers again; durable submits resume")
 	}
 	var handed []*Handle
 	var started, refused []*attempt
@@ -446,16 +449,16 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 				refused = append(refused, e.start)
 				refusals = append(refusals, r)
 				j.refused.Inc()
-				if j.logger != nil {
-					j.logger.Warn("kernel: the store refused a start; the attempt does not run", "task", e.c.Task.ID, "err", r)
+				if j.log != nil {
+					j.log.warn("kernel: the store refused a start; the attempt does not run", "task", e.c.Task.ID, "err", r)
 				}
 			} else {
 				started = append(started, e.start)
 			}
 		case r != nil:
 			j.refused.Inc()
-			if j.logger != nil {
-				j.logger.Warn("kernel: the store refused a change", "op", e.c.Op.String(), "task", e.c.Task.ID, "err", r)
+			if j.log != nil {
+				j.log.warn("kernel: the store refused a change", "op", e.c.Op.String(), "task", e.c.Task.ID, "err", r)
 			}
 		}
 	}

@@ -75,8 +75,9 @@ type Kernel struct {
 	ready    chan struct{}  // closed when the loop first parks (see New)
 	workDone chan struct{}  // closed when the last executor goroutine (zombies too) exits
 
-	events   *eventQueue // nil without Config.OnEvent
-	sidePool *sidePool   // OnTimeout callbacks and zombie stack dumps
+	events   *callbackQueue[Event] // nil without Config.OnEvent
+	log      *kernelLog            // nil without Config.Logger
+	sidePool *sidePool             // OnTimeout callbacks and zombie stack dumps
 
 	zmu  sync.Mutex
 	zset map[*zombie]struct{} // zombies now; guarded by zmu
@@ -160,15 +161,17 @@ func New(cfg Config) (*Kernel, error) {
 		return nil, err
 	}
 	k.m = newKernelMetrics(g, c.Name)
+	k.log = newKernelLog(c.Logger, c.Clock, k.m.callbackPanics, k.m.logsDropped)
 	if c.Store != nil {
 		if err := k.initDurable(c); err != nil {
+			k.log.stop(nil)
 			g.leave(c.Name)
 			return nil, err
 		}
 	}
 	k.sidePool = newSidePool(c.OnTimeoutWorkers, 1024, k.m.callbackPanics)
 	if c.OnEvent != nil {
-		k.events = newEventQueue(c.OnEvent, c.EventBuffer, k.m.callbackPanics)
+		k.events = newCallbackQueue(c.OnEvent, c.EventBuffer, k.m.callbackPanics)
 	}
 	go k.loop()
 	// Returned before the loop ran, a kernel would take its first tasks the slow

@@ -22,13 +22,13 @@ import (
 type kernelMetrics struct {
 	submitted, started, succeeded, failed, timedOut, retried, rejected,
 	evicted, canceled, panics, abandoned [queue.NumLevels]*metrics.Counter
-	onTimeoutDropped, eventsDropped, callbackPanics *metrics.Counter
+	onTimeoutDropped, eventsDropped, logsDropped, callbackPanics *metrics.Counter
 
 	wait, exec [queue.NumLevels]hist.Hist
 
 	depth              [queue.NumLevels]atomic.Int64
 	delayed            atomic.Int64
-	callbacksAbandoned atomic.Int64 // set by Shutdown and Close (stopSide)
+	callbacksAbandoned atomic.Int64 // set by Shutdown and Close
 
 	group *promGroup // immutable: the kernel's group on its metrics set
 	name  string     // immutable: Config.Name
@@ -48,6 +48,7 @@ func newKernelMetrics(g *promGroup, name string) *kernelMetrics {
 	}
 	m.onTimeoutDropped = new(metrics.Counter)
 	m.eventsDropped = new(metrics.Counter)
+	m.logsDropped = new(metrics.Counter)
 	m.callbackPanics = new(metrics.Counter)
 	return m
 }
@@ -81,11 +82,15 @@ type Stats struct {
 
 	EventsDropped    uint64
 	OnTimeoutDropped uint64
-	// CallbackPanics counts the panics recovered from OnEvent, OnTimeout and
-	// RetryPolicy.BackoffFunc callbacks.
+	// LogsDropped counts the kernel's log records dropped because 256 of them
+	// were waiting for Config.Logger's handler.
+	LogsDropped uint64
+	// CallbackPanics counts the panics, and calls of runtime.Goexit, recovered from
+	// OnEvent, OnTimeout, RetryPolicy.BackoffFunc and Config.Logger's handler.
 	CallbackPanics uint64
-	// CallbacksAbandoned is the number of OnEvent and OnTimeout callbacks that were
-	// still running when Shutdown or Close stopped waiting for them.
+	// CallbacksAbandoned is the number of OnEvent, OnTimeout and Config.Logger
+	// handler calls that were still running when Shutdown or Close stopped waiting
+	// for them.
 	CallbacksAbandoned int
 
 	// Store is the journal of durable tasks; zero without Config.Store.
@@ -142,6 +147,7 @@ func (k *Kernel) Stats() Stats {
 	s.Running, s.Dispatched, s.Zombies, s.Executors = lv.running, lv.dispatched, lv.zombies, lv.workers
 	s.EventsDropped = m.eventsDropped.Get()
 	s.OnTimeoutDropped = m.onTimeoutDropped.Get()
+	s.LogsDropped = m.logsDropped.Get()
 	s.CallbackPanics = m.callbackPanics.Get()
 	s.CallbacksAbandoned = int(m.callbacksAbandoned.Load())
 	if d := k.dur; d != nil {

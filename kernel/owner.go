@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -24,7 +23,7 @@ type ownership struct {
 	name   string      // immutable
 	lease  time.Duration
 	margin time.Duration // starts stop this long before the lease may end
-	logger *slog.Logger
+	log    *kernelLog    // nil without Config.Logger
 
 	cur     atomic.Pointer[Owner] // the membership now; replaced by the journal on a rejoin
 	okUntil atomic.Int64          // unix ns: durable attempts may start without a commit until then
@@ -55,7 +54,7 @@ func ownerName(name string) string {
 func (k *Kernel) joinStore(s SharedStore, c *Config) (*ownership, []StoredTask, error) {
 	o := &ownership{
 		k: k, store: s, name: ownerName(c.Owner), lease: c.Lease, margin: c.Lease / 3,
-		logger: c.Logger, rescueNow: make(chan struct{}, 1), stopCh: make(chan struct{}),
+		log: k.log, rescueNow: make(chan struct{}, 1), stopCh: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
 	defer cancel()
@@ -130,8 +129,8 @@ func (o *ownership) commit(ctx context.Context, changes []Change) ([]error, erro
 	if errors.Is(err, ErrLeaseLost) {
 		o.lost.Add(1)
 		o.okUntil.Store(0)
-		if o.logger != nil {
-			o.logger.Warn("kernel: this kernel's lease on the store ended; it joins again as a new owner", "owner", o.name, "epoch", m.Epoch, "err", err)
+		if o.log != nil {
+			o.log.warn("kernel: this kernel's lease on the store ended; it joins again as a new owner", "owner", o.name, "epoch", m.Epoch, "err", err)
 		}
 		o.rejoin(m)
 	}
@@ -155,11 +154,11 @@ func (o *ownership) rejoin(old *Owner) {
 			if len(ts) > 0 {
 				o.k.recoverStored(ts)
 			}
-			if rerr != nil && o.logger != nil {
-				o.logger.Warn("kernel: rescue after joining again", "owner", o.name, "err", rerr)
+			if rerr != nil && o.log != nil {
+				o.log.warn("kernel: rescue after joining again", "owner", o.name, "err", rerr)
 			}
-			if o.logger != nil {
-				o.logger.Info("kernel: joined the store again", "owner", o.name, "epoch", m.Epoch, "ended", old.Epoch, "rescued", len(ts))
+			if o.log != nil {
+				o.log.info("kernel: joined the store again", "owner", o.name, "epoch", m.Epoch, "ended", old.Epoch, "rescued", len(ts))
 			}
 			return
 		}
@@ -195,13 +194,13 @@ func (o *ownership) startRescuer() {
 			ts, err := o.rescueAll(ctx, m)
 			cancel()
 			if len(ts) > 0 {
-				if o.logger != nil {
-					o.logger.Info("kernel: rescued the tasks of ended owners", "owner", o.name, "tasks", len(ts))
+				if o.log != nil {
+					o.log.info("kernel: rescued the tasks of ended owners", "owner", o.name, "tasks", len(ts))
 				}
 				o.k.recoverStored(ts)
 			}
-			if err != nil && !errors.Is(err, ErrLeaseLost) && o.logger != nil {
-				o.logger.Warn("kernel: rescue of ended owners' tasks", "owner", o.name, "err", err)
+			if err != nil && !errors.Is(err, ErrLeaseLost) && o.log != nil {
+				o.log.warn("kernel: rescue of ended owners' tasks", "owner", o.name, "err", err)
 			}
 		}
 	})
@@ -218,8 +217,8 @@ func (o *ownership) stopRescuer() {
 func (o *ownership) leave(ctx context.Context) {
 	m := o.cur.Load()
 	_, err := storeCall("Leave", func() (struct{}, error) { return struct{}{}, o.store.Leave(ctx, *m) })
-	if err != nil && o.logger != nil {
-		o.logger.Warn("kernel: leave the store; its tasks are rescued once the lease ends", "owner", o.name, "err", err)
+	if err != nil && o.log != nil {
+		o.log.warn("kernel: leave the store; its tasks are rescued once the lease ends", "owner", o.name, "err", err)
 	}
 }
 

@@ -30,6 +30,7 @@ const (
 	famAbandoned
 	famOnTimeoutDropped
 	famEventsDropped
+	famLogsDropped
 	famCallbackPanics
 	famQueueDepth
 	famDelayed
@@ -66,14 +67,15 @@ var promFamilies = [famCount]promFamily{
 	famAbandoned:          {"ax_tasks_abandoned_total", "counter", "Tasks that ended Abandoned (not yet due at Shutdown), by priority."},
 	famOnTimeoutDropped:   {"ax_ontimeout_dropped_total", "counter", "Task.OnTimeout callbacks dropped because their queue was full."},
 	famEventsDropped:      {"ax_events_dropped_total", "counter", "Events dropped because Config.EventBuffer events were waiting for OnEvent."},
-	famCallbackPanics:     {"ax_callback_panics_total", "counter", "Panics recovered from OnEvent, OnTimeout and BackoffFunc callbacks."},
+	famLogsDropped:        {"ax_logs_dropped_total", "counter", "Log records dropped because 256 were waiting for Config.Logger's handler."},
+	famCallbackPanics:     {"ax_callback_panics_total", "counter", "Panics and runtime.Goexit calls recovered from OnEvent, OnTimeout, BackoffFunc and Logger handler callbacks."},
 	famQueueDepth:         {"ax_queue_depth", "gauge", "Tasks queued in the bucket of each priority."},
 	famDelayed:            {"ax_tasks_delayed", "gauge", "Tasks waiting to be due: delayed, or waiting for a retry."},
 	famRunning:            {"ax_tasks_running", "gauge", "Attempts executing, zombies excluded."},
 	famDispatched:         {"ax_tasks_dispatched", "gauge", "Tasks picked and handed to the run queue, not yet started."},
 	famZombies:            {"ax_zombies", "gauge", "Timed-out task functions still running on their own goroutine."},
 	famExecutors:          {"ax_executors", "gauge", "Executor goroutines, zombies excluded."},
-	famCallbacksAbandoned: {"ax_callbacks_abandoned", "gauge", "OnEvent and OnTimeout callbacks still running when Shutdown or Close stopped waiting for them."},
+	famCallbacksAbandoned: {"ax_callbacks_abandoned", "gauge", "OnEvent, OnTimeout and Logger handler callbacks still running when Shutdown or Close stopped waiting for them."},
 	famWait:               {"ax_task_wait_seconds", "histogram", "Time from submission to the start of each attempt, by priority."},
 	famExec:               {"ax_task_exec_seconds", "histogram", "Execution time of each attempt, by priority."},
 	famStoreCommits:       {"ax_store_commits_total", "counter", "Group commits of the durable-task journal that landed."},
@@ -171,6 +173,7 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 	}
 	one(famOnTimeoutDropped, m.onTimeoutDropped.Get())
 	one(famEventsDropped, m.eventsDropped.Get())
+	one(famLogsDropped, m.logsDropped.Get())
 	one(famCallbackPanics, m.callbackPanics.Get())
 	for l := range queue.NumLevels {
 		fams[famQueueDepth] = appendSample(fams[famQueueDepth], promFamilies[famQueueDepth].name, prio[l], nonNeg(m.depth[l].Load()))

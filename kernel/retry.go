@@ -29,18 +29,17 @@ func DefaultBackoff(p RetryPolicy, n int) time.Duration {
 }
 
 // backoff is the delay before the retry that follows attempt n. A BackoffFunc's
-// negative answer means no delay.
-// A BackoffFunc that panics gets the default rule's delay instead: it runs on the
-// loop, which must not die with it.
-func (k *Kernel) backoff(p *RetryPolicy, n int, err error) (d time.Duration) {
+// negative answer means no delay. The loop waits for a BackoffFunc, which runs on
+// a goroutine of its own (callGuarded) so that neither a panic nor a
+// runtime.Goexit in it ends the loop; either one is counted in
+// Stats.CallbackPanics and gets the default rule's delay instead.
+func (k *Kernel) backoff(p *RetryPolicy, n int, err error) time.Duration {
 	if p.BackoffFunc != nil {
-		defer func() {
-			if recover() != nil {
-				k.m.callbackPanics.Inc()
-				d = DefaultBackoff(*p, n)
-			}
-		}()
-		return max(p.BackoffFunc(n, err), 0)
+		var d time.Duration
+		if _, ok := callGuarded(func() { d = p.BackoffFunc(n, err) }); ok {
+			return max(d, 0)
+		}
+		k.m.callbackPanics.Inc()
 	}
 	return DefaultBackoff(*p, n)
 }

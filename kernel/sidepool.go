@@ -10,7 +10,8 @@ import (
 
 // sidePool runs OnTimeout callbacks and zombie stack dumps on a few goroutines of
 // their own, off the loop. Its queue is bounded: submit reports false when full. A
-// panicking callback is recovered and counted.
+// panicking callback is recovered and counted; one that calls runtime.Goexit ends
+// its worker, which is counted as a panic and replaced.
 type sidePool struct {
 	jobs   chan func() // buffered: the bound of pending callbacks
 	panics *metrics.Counter
@@ -29,9 +30,16 @@ func newSidePool(workers, queue int, panics *metrics.Counter) *sidePool {
 	return p
 }
 
-// work is the body of worker i.
+// work is the body of worker i. If a callback ends the worker (runtime.Goexit), a
+// new worker i takes over.
 func (p *sidePool) work(i int) {
+	normal := false
 	defer func() {
+		if !normal {
+			p.panics.Inc()
+			go p.work(i)
+			return
+		}
 		if p.live.Add(-1) == 0 {
 			close(p.done)
 		}
@@ -40,6 +48,7 @@ func (p *sidePool) work(i int) {
 	for f := range p.jobs {
 		p.call(f)
 	}
+	normal = true
 }
 
 // call runs f, recovering a panic: a panicking callback must not kill the pool.

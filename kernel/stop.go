@@ -12,15 +12,16 @@ import (
 // end; delayed tasks and retries not yet due end Abandoned with [ErrAbandoned], and
 // attempts that fail while draining are not retried. It blocks until every task is
 // terminal, every executor goroutine has exited — zombies of timed-out tasks
-// included — and the OnEvent and OnTimeout callbacks have returned, and returns
+// included — and the OnEvent, OnTimeout and Logger handler callbacks have
+// returned, and returns
 // nil. If ctx ends first it returns a [*ShutdownError] wrapping ctx.Err() that
 // counts what had not finished; the drain goes on, and [Kernel.Close] ends it. If
 // Close begins meanwhile, Shutdown returns once Close has ended the tasks, with a
 // *ShutdownError wrapping [ErrClosed] if executors were still running. Shutdown is
 // idempotent and safe to call concurrently with Close.
 //
-// Called from the kernel's own goroutines — a task's function, an OnEvent or
-// OnTimeout callback — Shutdown would wait for its caller: it begins the drain and
+// Called from the kernel's own goroutines — a task's function, an OnEvent,
+// OnTimeout or Logger handler callback — Shutdown would wait for its caller: it begins the drain and
 // returns [ErrStopFromInside] at once, and the drain completes once the caller
 // returns.
 func (k *Kernel) Shutdown(ctx context.Context) error {
@@ -65,7 +66,12 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 			own.leave(ctx)
 		}
 	}
-	if n := k.stopSide(ctx.Done()); n > 0 {
+	n := k.stopCallbacks(ctx.Done())
+	if !k.log.stop(ctx.Done()) {
+		n++
+	}
+	k.m.callbacksAbandoned.Store(int64(n))
+	if n > 0 {
 		return &ShutdownError{Err: ctx.Err(), Callbacks: n}
 	}
 	return nil
@@ -75,13 +81,15 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 // retrying tasks Canceled with [ErrClosed], and cancels the contexts of running
 // tasks, which end Canceled with ErrClosed at once. It then waits up to
 // Config.ZombieGrace (on Config.Clock) for the running functions, zombies
-// included, and the OnEvent and OnTimeout callbacks to return, logs those that did
-// not, and returns nil: Close always returns. A callback still running then is
-// abandoned (its goroutine ends when it returns; Stats.CallbacksAbandoned counts
-// it). Close is idempotent; after Shutdown it ends what the drain left.
+// included, and the OnEvent and OnTimeout callbacks to return, and logs those
+// that did not; then it waits up to ZombieGrace more for the Logger's handler to
+// take the kernel's records, and returns nil: Close always returns. A callback
+// still running then is abandoned (its goroutine ends when it returns;
+// Stats.CallbacksAbandoned counts it). Close is idempotent; after Shutdown it ends
+// what the drain left.
 //
-// Called from the kernel's own goroutines (a task's function, an OnEvent or
-// OnTimeout callback), Close ends the tasks as above but does not wait for its
+// Called from the kernel's own goroutines (a task's function, an OnEvent,
+// OnTimeout or Logger handler callback), Close ends the tasks as above but does not wait for its
 // caller: it returns [ErrStopFromInside] at once, and the rest of the stop
 // completes in the background.
 func (k *Kernel) Close() error {
@@ -94,12 +102,11 @@ func (k *Kernel) Close() error {
 	expired := make(chan struct{})
 	t := k.clk.AfterFunc(k.rc.Load().cfg.ZombieGrace, func() { close(expired) })
 	defer t.Stop()
-	logger := k.rc.Load().cfg.Logger
 	select {
 	case <-k.workDone:
 	case <-expired:
-		if logger != nil {
-			logger.Warn("kernel: close returned with task functions still running", "running", k.Stats().Running)
+		if k.log != nil {
+			k.log.warn("kernel: close returned with task functions still running", "running", k.Stats().Running)
 		}
 	}
 	if k.dur != nil {
@@ -108,10 +115,8 @@ func (k *Kernel) Close() error {
 			own.stopRescuer()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), k.rc.Load().cfg.StoreTimeout)
-		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
-			if logger != nil {
-				logger.Warn("kernel: close gave up writing the journal; the store keeps the tasks' earlier states", "changes", k.dur.j.pending.Load(), "err", err)
-			}
+		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) && k.log != nil {
+			k.log.warn("kernel: close gave up writing the journal; the store keeps the tasks' earlier states", "changes", k.dur.j.pending.Load(), "err", err)
 		}
 		k.dur.j.stop()
 		if own != nil {
@@ -119,9 +124,21 @@ func (k *Kernel) Close() error {
 		}
 		cancel()
 	}
-	if n := k.stopSide(expired); n > 0 && logger != nil {
-		logger.Warn("kernel: close abandoned callbacks still running (OnEvent or OnTimeout)", "callbacks", n)
+	n := k.stopCallbacks(expired)
+	if n > 0 && k.log != nil {
+		k.log.warn("kernel: close abandoned callbacks still running (OnEvent or OnTimeout)", "callbacks", n)
 	}
+	if k.log != nil {
+		// The records above may have been queued after the grace ended: the
+		// handler gets a grace of its own to take them.
+		logExpired := make(chan struct{})
+		lt := k.clk.AfterFunc(k.rc.Load().cfg.ZombieGrace, func() { close(logExpired) })
+		if !k.log.stop(logExpired) {
+			n++
+		}
+		lt.Stop()
+	}
+	k.m.callbacksAbandoned.Store(int64(n))
 	return nil
 }
 
@@ -137,11 +154,11 @@ func isDone(ch <-chan struct{}) bool {
 
 // onOwnGoroutine reports whether the caller runs on one of the kernel's own
 // goroutines: an executor (a task's function, a zombie's included), the OnEvent
-// goroutine or an OnTimeout worker. Shutdown and Close ask, since they wait for
+// goroutine, the logger's goroutine or an OnTimeout worker. Shutdown and Close ask, since they wait for
 // those goroutines. It costs a stack read.
 func (k *Kernel) onOwnGoroutine() bool {
 	gid := goid.ID()
-	if k.sidePool.has(gid) || (k.events != nil && k.events.gid.Load() == gid) {
+	if k.sidePool.has(gid) || (k.events != nil && k.events.gid.Load() == gid) || (k.log != nil && k.log.q.gid.Load() == gid) {
 		return true
 	}
 	q := &k.rq
@@ -178,15 +195,16 @@ func (k *Kernel) beginStop(kind ctrlKind) {
 	k.control(ctrlMsg{kind: kind})
 }
 
-// stopSide stops the OnTimeout pool and the event goroutine, waiting for them
-// until deadline, and returns how many of them were still running a callback then
-// (abandoned, counted in Stats.CallbacksAbandoned). It may be called again.
-func (k *Kernel) stopSide(deadline <-chan struct{}) int {
+// stopCallbacks stops the OnTimeout pool and the event goroutine, waiting for them
+// until deadline, and returns how many of them were still running a callback then.
+// Its caller then stops the logger's goroutine (kernelLog.stop), which takes what
+// was logged until then, and counts the abandoned goroutines in
+// Stats.CallbacksAbandoned. It may be called again.
+func (k *Kernel) stopCallbacks(deadline <-chan struct{}) int {
 	n := k.sidePool.stop(deadline)
 	if k.events != nil && !k.events.stop(deadline) {
 		n++
 	}
-	k.m.callbacksAbandoned.Store(int64(n))
 	return n
 }
 

@@ -72,8 +72,8 @@ func (k *Kernel) zombieReturned(a *attempt) {
 	k.zmu.Unlock()
 	// A function that returned within ZombieGrace of its timeout is no news; one
 	// logged as still running is logged as returned too.
-	if l := k.ls.rcl.cfg.Logger; l != nil && z.pastGrace {
-		l.Info("kernel: zombie task returned", "task", z.taskID, "attempt", z.attempt, "after", k.ls.now.Sub(z.since))
+	if k.log != nil && z.pastGrace {
+		k.log.info("kernel: zombie task returned", "task", z.taskID, "attempt", z.attempt, "after", k.ls.now.Sub(z.since))
 	}
 }
 
@@ -84,14 +84,13 @@ func (k *Kernel) onGrace(a *attempt) {
 		return
 	}
 	z.pastGrace = true
-	logger := k.ls.rcl.cfg.Logger
 	k.sidePool.submit(func() {
 		st := goid.Stack(z.gid)
 		z.mu.Lock()
 		z.stack = st
 		z.mu.Unlock()
-		if logger != nil {
-			logger.Warn("kernel: zombie task still running past its timeout", "task", z.taskID,
+		if k.log != nil {
+			k.log.warn("kernel: zombie task still running past its timeout", "task", z.taskID,
 				"attempt", z.attempt, "since", z.since, "stack", string(st))
 		}
 	})
