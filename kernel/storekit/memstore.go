@@ -113,7 +113,7 @@ func (s *MemoryStore) insertLocked(c *kernel.Change, owner uint64) error {
 	t.LastError = TruncateLastError(t.LastError)
 	t.RunAt, t.CreatedAt, t.UpdatedAt = msTime(t.RunAt), msTime(t.CreatedAt), msTime(t.UpdatedAt)
 	s.tasks[t.ID] = &t
-	if owner != 0 {
+	if owner != 0 && !c.Pool {
 		s.owner[t.ID] = owner
 	}
 	if t.UniqueKey != "" && t.State.Live() {
