@@ -66,6 +66,10 @@ type Kernel struct {
 	_  cacheLinePad
 
 	seq atomic.Uint64 // written by every submission: a line of its own
+	// durBusy is set while every durable slot is taken or tasks are queued: a
+	// durable submit then goes to a SharedStore's pool (claim.go). Written by the
+	// loop at each pass.
+	durBusy atomic.Bool
 	_   cacheLinePad
 
 	execWG   sync.WaitGroup // every executor goroutine, zombies included
@@ -181,6 +185,7 @@ func New(cfg Config) (*Kernel, error) {
 	<-k.ready
 	if k.dur != nil && k.dur.own != nil {
 		k.dur.own.startRescuer()
+		k.dur.own.startClaimer()
 	}
 	g.activate(c.Name, k)
 	return k, nil
@@ -251,6 +256,7 @@ func (k *Kernel) Update(fn func(*Config)) error {
 	fixed("StoreTimeout", next.StoreTimeout != old.StoreTimeout)
 	fixed("StoreBatch", next.StoreBatch != old.StoreBatch)
 	fixed("Owner", next.Owner != old.Owner)
+	fixed("SharedPool", next.SharedPool != old.SharedPool)
 	fixed("Lease", next.Lease != old.Lease)
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -72,6 +72,10 @@ func (k *Kernel) pass() {
 			if it.h.named {
 				k.index(it.h)
 			}
+			if it.h.dur != nil && it.h.dur.inPool {
+				k.acceptPooled(it.h)
+				continue
+			}
 			k.accept(it.h)
 		} else {
 			k.acceptLight(it.l)
@@ -208,6 +212,12 @@ func (k *Kernel) publish() {
 		m.depth[l].Store(int64(k.ls.buckets.Bucket(queue.Level(l)).Len()))
 	}
 	k.evictable.Store(int64(k.ls.buckets.Bucket(queue.Low).Len()))
+	if k.dur != nil && k.dur.own != nil {
+		busy := k.ls.durRunning-k.ls.claimReserved >= k.ls.rcl.cfg.MaxConcurrency || k.ls.buckets.Len() > 0
+		if k.durBusy.Load() != busy {
+			k.durBusy.Store(busy)
+		}
+	}
 	m.delayed.Store(int64(k.ls.delayed))
 	k.rq.mu.Lock()
 	wake, spawn := k.checkStall()

@@ -13,6 +13,9 @@ import (
 // others need (depths, counts) is published through atomics in kernelMetrics.
 type loopState struct {
 	byID        map[string]*Handle   // live named tasks (Handle.named) by ID; Kernel.Cancel
+	pool        map[string]*Handle   // tasks this kernel put in a SharedStore's pool, until claimed here or ended (claim.go)
+	// claimReserved counts the slots reserved for a claim in flight (in durRunning too).
+	claimReserved int
 	dupID       map[string][]*Handle // further live named tasks sharing an ID of byID
 	readyMarked bool                 // Kernel.ready is closed
 

@@ -87,6 +87,11 @@ type SharedStore interface {
 	// has ended, and [ErrInvalidChange] for a negative want or a zero Now.
 	Claim(ctx context.Context, o Owner, req ClaimRequest) (claimed []StoredTask, next time.Time, err error)
 
+	// States returns the tasks among ids that the store holds, without their payloads
+	// (unknown IDs are left out), in no particular order: how a kernel follows the tasks
+	// it put in the pool, wherever they run. At most [StatesMax] IDs per call.
+	States(ctx context.Context, ids []string) ([]StoredTask, error)
+
 	// RequeueAs is [Store.Requeue] by owner o: the requeued tasks belong to o.
 	RequeueAs(ctx context.Context, o Owner, now time.Time, ids ...string) ([]StoredTask, error)
 
@@ -150,6 +155,8 @@ const (
 	OwnerNameMax = 64
 	// LeaseNameMax is the longest name of a named lease, in bytes.
 	LeaseNameMax = 255
+	// StatesMax is the most IDs one [SharedStore.States] call takes.
+	StatesMax = 1000
 	// LeaseMin is the shortest lease a [SharedStore] grants.
 	LeaseMin = 10 * time.Millisecond
 )

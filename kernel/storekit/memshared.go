@@ -260,6 +260,24 @@ func (s *MemoryStore) forgetEndedLocked(now time.Time) {
 	}
 }
 
+// States implements [kernel.SharedStore.States].
+func (s *MemoryStore) States(ctx context.Context, ids []string) ([]kernel.StoredTask, error) {
+	if len(ids) > kernel.StatesMax {
+		return nil, fmt.Errorf("storekit: memory store: states: %d IDs, at most %d (StatesMax): %w", len(ids), kernel.StatesMax, kernel.ErrInvalidChange)
+	}
+	var out []kernel.StoredTask
+	err := s.read(ctx, "states", func() {
+		for _, id := range ids {
+			if t := s.tasks[id]; t != nil {
+				c := *t
+				c.Payload = nil
+				out = append(out, c)
+			}
+		}
+	})
+	return out, err
+}
+
 // RequeueAs implements [kernel.SharedStore.RequeueAs].
 func (s *MemoryStore) RequeueAs(ctx context.Context, o kernel.Owner, now time.Time, ids ...string) ([]kernel.StoredTask, error) {
 	var (

@@ -42,6 +42,7 @@ func exerciseShared(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 		{"ClaimDue", testClaimDue},
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"ClaimThenRescue", testClaimThenRescue},
+		{"States", testStates},
 		{"NamedLeases", testNamedLeases},
 		{"NamedLeaseExpiry", testNamedLeaseExpiry},
 	}
@@ -604,5 +605,27 @@ func testClaimThenRescue(t *testing.T, s kernel.SharedStore) {
 	res := rescueWithin(t, s, b, 1)
 	if res[0].ID != "x" || res[0].State != kernel.Running || res[0].Attempt != 1 || res[0].Fence <= got[0].Fence {
 		t.Fatalf("rescued %+v, want x running attempt 1 with a fence above %#x", res[0], got[0].Fence)
+	}
+}
+
+func testStates(t *testing.T, s kernel.SharedStore) {
+	ctx := context.Background()
+	mustCommit(t, s, ins(task("s1")), ins(task("s2")), fail("s2", 1, kernel.Failed, "boom"))
+	got, err := s.States(ctx, []string{"s2", "nope", "s1"})
+	if err != nil {
+		t.Fatalf("States() error = %v", err)
+	}
+	byID := map[string]kernel.StoredTask{}
+	for _, tk := range got {
+		byID[tk.ID] = tk
+		if len(tk.Payload) != 0 {
+			t.Errorf("States(): %s has a payload, want none", tk.ID)
+		}
+	}
+	if len(got) != 2 || byID["s1"].State != kernel.Queued || byID["s2"].State != kernel.Failed || byID["s2"].LastError != "boom" {
+		t.Fatalf("States() = %+v, want s1 queued and s2 failed with its error", got)
+	}
+	if _, err := s.States(ctx, make([]string, kernel.StatesMax+1)); !errors.Is(err, kernel.ErrInvalidChange) {
+		t.Fatalf("States(StatesMax+1 IDs) = %v, want ErrInvalidChange", err)
 	}
 }
