@@ -96,14 +96,8 @@ func (o *ownership) claimer() {
 	k := o.k
 	backoff := time.Duration(0)
 	for {
-		var wait time.Duration
-		switch {
-		case backoff == 0:
-		default:
-			wait = backoff
-		}
-		if wait > 0 {
-			t := time.NewTimer(wait)
+		if backoff > 0 {
+			t := time.NewTimer(backoff)
 			select {
 			case <-o.stopCh:
 				t.Stop()

@@ -1361,7 +1361,7 @@ func TestEdgeGoexitInCallbacks(t *testing.T) {
 				if err != nil {
 					t.Fatalf("TrySubmit() #%d = %v, want nil", i, err)
 				}
-				edgeWaitHandle(t, h)
+				_ = edgeWaitHandle(t, h)
 				axtest.Eventually(t, func() bool { return calls.Load() == int64(i+1) }, "OnTimeout to be called")
 			}
 			edgeShutdown(t, k)

@@ -70,7 +70,7 @@ type Kernel struct {
 	// durable submit then goes to a SharedStore's pool (claim.go). Written by the
 	// loop at each pass.
 	durBusy atomic.Bool
-	_   cacheLinePad
+	_       cacheLinePad
 
 	execWG   sync.WaitGroup // every executor goroutine, zombies included
 	closedCh chan struct{}  // closed when Shutdown or Close begins

@@ -33,6 +33,7 @@ var promWant = map[string]dto.MetricType{
 	"ax_ontimeout_dropped_total":   dto.MetricType_COUNTER,
 	"ax_events_dropped_total":      dto.MetricType_COUNTER,
 	"ax_callback_panics_total":     dto.MetricType_COUNTER,
+	"ax_logs_dropped_total":        dto.MetricType_COUNTER,
 	"ax_queue_depth":               dto.MetricType_GAUGE,
 	"ax_tasks_delayed":             dto.MetricType_GAUGE,
 	"ax_tasks_running":             dto.MetricType_GAUGE,
