@@ -142,6 +142,7 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 	m["tasks_per_sec"+sfx] = float64(acked) / el.Seconds()
 	m["elapsed_ms"+sfx] = float64(el.Microseconds()) / 1e3
 	m["submit_ms"+sfx] = float64(submitted.Microseconds()) / 1e3
+	m["acks_per_sec"+sfx] = float64(acked) / submitted.Seconds()
 	m["drain_ms"+sfx] = float64((el - submitted).Microseconds()) / 1e3
 	QuantilesOf(acks).put(m, "ack", sfx)
 	t.report(out, sfx, el)
@@ -164,16 +165,18 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 // axTarget is ax on a store: a kernel of its own, its journal timed.
 type axTarget struct {
 	k    *kernel.Kernel
-	ts   *timedStore
+	ts   *commitTimes
 	runs atomic.Int64
 }
 
 func newAxTarget(setup *DurableSetup, p Params) (*axTarget, error) {
-	a := &axTarget{ts: &timedStore{Store: setup.Store}}
+	a := new(axTarget)
+	store, ts := newTimedStore(setup.Store)
+	a.ts = ts
 	k, err := kernel.New(kernel.Config{
 		MaxConcurrency: p.Conc,
 		Capacity:       kernel.ByPriority[int]{High: p.Queue, Normal: p.Queue, Low: p.Queue},
-		Store:          a.ts,
+		Store:          store,
 		SnapshotEvery:  setup.SnapshotEvery,
 	})
 	if err != nil {

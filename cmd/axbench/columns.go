@@ -173,6 +173,7 @@ var views = map[string]view{
 			{"ack_p99_us_bulk", "bulk ack p99 µs"},
 			{"rows_per_commit_bulk", "bulk rows/commit"},
 			{"tasks_per_sec_callers", "callers tasks/s"},
+			{"acks_per_sec_callers", "callers acks/s"},
 			{"ack_p50_us_callers", "callers ack p50 µs"},
 			{"ack_p99_us_callers", "callers ack p99 µs"},
 			{"rows_per_commit_callers", "callers rows/commit"},
