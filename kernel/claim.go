@@ -14,9 +14,10 @@ import (
 // The pool of a SharedStore, seen from one kernel (see "The pool" in SharedStore):
 //
 //   - A durable task goes to the pool instead of running here when it asks
-//     (DurableTask.Pool), when Config.SharedPool says so, or when this kernel is busy
-//     (every durable slot taken, or tasks queued): its row has no owner, and any
-//     kernel on the store with a free slot claims and runs it.
+//     (DurableTask.Pool), when Config.SharedPool says so, or when this kernel has no
+//     room for it (Config.Capacity; a durable submit on a SharedStore never waits for
+//     room): its row has no owner, and any kernel on the store with a free slot
+//     claims and runs it.
 //   - The claimer goroutine claims due pool tasks while this kernel has free slots:
 //     the loop reserves the slots (claimBudget), the store claims and starts the tasks
 //     in one write (SharedStore.Claim), and the loop hands them to the run queue
@@ -30,7 +31,6 @@ import (
 const (
 	claimPollMin  = 50 * time.Millisecond
 	claimPollMax  = 2 * time.Second
-	claimBusyPoll = 20 * time.Millisecond // no free slot: ask the loop again (no store call)
 )
 
 // claimMsg carries the claimer's news to the loop.
@@ -78,12 +78,22 @@ func (f *follow) batch() []string {
 	return out
 }
 
-// toPool reports whether a durable submit of t goes to the pool.
+// toPool reports whether a durable submit of t goes to the pool whatever the room
+// here (a task for which this kernel has no room goes there too: see submitDurable).
 func (k *Kernel) toPool(t *DurableTask, rc *resolved) bool {
-	if k.dur.own == nil {
-		return false
+	return k.dur.own != nil && (t.Pool || rc.cfg.SharedPool)
+}
+
+// tryRoom takes n tickets of level l if there is room now, without waiting.
+func (k *Kernel) tryRoom(l queue.Level, n int64, rc *resolved) bool {
+	for {
+		if k.tryAcquire(l, n, rc) == nil {
+			return true
+		}
+		if !k.flushLazyTickets() {
+			return false
+		}
 	}
-	return t.Pool || rc.cfg.SharedPool || k.durBusy.Load()
 }
 
 // startClaimer starts the goroutine that claims pool tasks and follows this
@@ -95,6 +105,8 @@ func (o *ownership) startClaimer() {
 func (o *ownership) claimer() {
 	k := o.k
 	backoff := time.Duration(0)
+	hungry := true // the pool may hold due work (it may, at start)
+	var lastStates time.Time
 	for {
 		if backoff > 0 {
 			t := time.NewTimer(backoff)
@@ -114,14 +126,24 @@ func (o *ownership) claimer() {
 			default:
 			}
 		}
-		o.readStates()
-		n := k.askClaimBudget()
+		if time.Since(lastStates) >= claimPollMin {
+			o.readStates()
+			lastStates = time.Now()
+		}
+		// With work left in the pool and no free slot, the loop wakes the claimer as
+		// soon as a slot frees (claimNow); otherwise it polls.
+		n := k.askClaimBudget(hungry)
 		if n == 0 {
-			backoff = max(backoff, claimBusyPoll)
+			if hungry {
+				backoff = claimPollMax
+			} else {
+				backoff = min(max(2*backoff, claimPollMin), claimPollMax)
+			}
 			continue
 		}
 		claimed, next, err := o.claim(n)
 		k.control(ctrlMsg{kind: ctrlClaimed, claim: &claimMsg{tasks: claimed, reserved: n}})
+		hungry = err == nil && (len(claimed) > 0 || !next.IsZero() && !next.After(k.clk.Now()))
 		switch {
 		case err != nil:
 			if !errors.Is(err, ErrLeaseLost) && o.log != nil {
@@ -169,8 +191,23 @@ func (o *ownership) claim(n int) ([]StoredTask, time.Time, error) {
 		return got, next, nil
 	}
 	// Due tasks were left while slots are: the shares of the priorities that had
-	// less go to the others, High first.
-	req.Want = capTotal(ByPriority[int]{High: left, Normal: left, Low: left}, left)
+	// fewer tasks than their share go to those that filled theirs (and may have
+	// more), High first.
+	var per [queue.NumLevels]int
+	for _, t := range got {
+		per[levelOf(t.Priority.normalize())]++
+	}
+	var more ByPriority[int]
+	if per[queue.High] == want.High {
+		more.High = left
+	}
+	if per[queue.Normal] == want.Normal {
+		more.Normal = left
+	}
+	if per[queue.Low] == want.Low {
+		more.Low = left
+	}
+	req.Want = capTotal(more, left)
 	req.Now = k.clk.Now()
 	got2, next2, err := storeCallClaim(o, ctx, req)
 	if err != nil {
@@ -253,9 +290,11 @@ func (o *ownership) readStates() {
 
 // askClaimBudget asks the loop how many pool tasks this kernel may claim now; the
 // loop reserves that many durable slots until the claim's answer (ctrlClaimed).
-func (k *Kernel) askClaimBudget() int {
+// When hungry (due pool work is known) and there is no room, the loop wakes the
+// claimer once a slot frees.
+func (k *Kernel) askClaimBudget(hungry bool) int {
 	ch := make(chan int, 1)
-	k.control(ctrlMsg{kind: ctrlClaimBudget, count: ch})
+	k.control(ctrlMsg{kind: ctrlClaimBudget, count: ch, hungry: hungry})
 	select {
 	case n := <-ch:
 		return n
@@ -267,8 +306,10 @@ func (k *Kernel) askClaimBudget() int {
 // claimBudget reserves the slots for a claim: the free slots (less the tasks
 // queued here, which take them first), within the durable attempts' bound. Loop
 // only.
-func (k *Kernel) claimBudget() int {
-	if k.ls.draining || k.ls.closing {
+func (k *Kernel) claimBudget(hungry bool) int {
+	// A Shutdown drains the pool tasks this kernel follows too: it claims on while
+	// it follows any.
+	if k.ls.closing || k.ls.draining && len(k.ls.pool) == 0 {
 		return 0
 	}
 	q := &k.rq
@@ -277,6 +318,7 @@ func (k *Kernel) claimBudget() int {
 	q.mu.Unlock()
 	n := min(free-k.ls.buckets.Len(), k.ls.rcl.cfg.MaxConcurrency-k.ls.durRunning)
 	if n <= 0 {
+		k.ls.claimHungry = hungry
 		return 0
 	}
 	k.ls.durRunning += n
@@ -344,7 +386,7 @@ func (k *Kernel) claimed(m *claimMsg) {
 			k.ls.pendSubmitted[h.bucket]++
 		}
 		h.dur.fence = t.Fence
-		if k.ls.draining || k.ls.closing {
+		if k.ls.closing {
 			// The process stops: the row stays the store's, rescued once this kernel left.
 			h.dur.keepLive = true
 			k.flushCounts()
@@ -444,9 +486,13 @@ func (k *Kernel) endFromPool(h *Handle, to State, err error) {
 }
 
 // endPool ends the handles of the tasks this kernel follows in the pool when it
-// stops: their rows stay in the pool, for the other kernels. Loop only.
+// stops (of the delayed ones only, for a Shutdown, which drains the others): their
+// rows stay in the pool, for the other kernels. Loop only.
 func (k *Kernel) endPool(to State, err error) {
 	for id, h := range k.ls.pool {
+		if to == Abandoned && State(h.state.Load()) != Delayed {
+			continue
+		}
 		delete(k.ls.pool, id)
 		k.dur.own.follow.remove(id)
 		h.dur.keepLive = true

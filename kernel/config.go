@@ -314,8 +314,11 @@ type Config struct {
 	// SharedPool sends every durable task to the pool of a [SharedStore], where any
 	// kernel on the store with a free slot claims and runs it, this one included (see
 	// [DurableTask.Pool]). If false, a durable task goes to the pool only when it asks,
-	// or when this kernel is busy (every durable slot taken, or tasks queued); otherwise
-	// it runs here. Needs a SharedStore. Not changeable.
+	// or when this kernel has no room for it (Config.Capacity): on a SharedStore a
+	// durable submit never waits for room nor is refused for the lack of it. Otherwise
+	// it runs here: tasks queued in a busy kernel wait for its slots even while another
+	// kernel idles, which SharedPool avoids at the price of a claim (a store
+	// transaction) per round of slots. Needs a SharedStore. Not changeable.
 	SharedPool bool
 
 	// Lease is how long the store keeps this kernel an owner after its last renewal

@@ -30,6 +30,7 @@ type ctrlMsg struct {
 	refused []*attempt
 	errs    []error
 	claim   *claimMsg
+	hungry  bool // ctrlClaimBudget: due pool work is known
 	id      string
 	ack     chan error // size 1
 	count   chan int   // size 1
@@ -76,7 +77,7 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 	case ctrlClose:
 		k.closeAll()
 	case ctrlClaimBudget:
-		m.count <- k.claimBudget()
+		m.count <- k.claimBudget(m.hungry)
 	case ctrlClaimed:
 		k.claimed(m.claim)
 	case ctrlPoolEnded:

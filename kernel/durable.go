@@ -445,6 +445,19 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		if need[l] == 0 {
 			continue
 		}
+		if d.own != nil && !k.tryRoom(queue.Level(l), need[l], rc) {
+			// No room here: to the pool, for whichever kernel has a slot.
+			for i := range ts {
+				if errs[i] == nil && !pool[i] && levelOf(ts[i].Priority.normalize()) == queue.Level(l) {
+					pool[i] = true
+				}
+			}
+			continue
+		}
+		if d.own != nil {
+			got[l] = need[l]
+			continue
+		}
 		if _, err := k.admit(ctx, queue.Level(l), need[l], rc, false); err != nil {
 			releaseAll()
 			dropKeys(taken)

@@ -66,10 +66,6 @@ type Kernel struct {
 	_  cacheLinePad
 
 	seq atomic.Uint64 // written by every submission: a line of its own
-	// durBusy is set while every durable slot is taken or tasks are queued: a
-	// durable submit then goes to a SharedStore's pool (claim.go). Written by the
-	// loop at each pass.
-	durBusy atomic.Bool
 	_       cacheLinePad
 
 	execWG   sync.WaitGroup // every executor goroutine, zombies included

@@ -212,16 +212,19 @@ func (k *Kernel) publish() {
 		m.depth[l].Store(int64(k.ls.buckets.Bucket(queue.Level(l)).Len()))
 	}
 	k.evictable.Store(int64(k.ls.buckets.Bucket(queue.Low).Len()))
-	if k.dur != nil && k.dur.own != nil {
-		busy := k.ls.durRunning-k.ls.claimReserved >= k.ls.rcl.cfg.MaxConcurrency || k.ls.buckets.Len() > 0
-		if k.durBusy.Load() != busy {
-			k.durBusy.Store(busy)
-		}
-	}
 	m.delayed.Store(int64(k.ls.delayed))
 	k.rq.mu.Lock()
 	wake, spawn := k.checkStall()
+	claimRoom := k.ls.claimHungry && k.rq.limit-k.rq.running-k.rq.queued()-k.ls.buckets.Len() > 0 &&
+		k.ls.durRunning < k.ls.rcl.cfg.MaxConcurrency
 	k.rq.mu.Unlock()
+	if claimRoom {
+		k.ls.claimHungry = false
+		select {
+		case k.dur.own.claimNow <- struct{}{}:
+		default:
+		}
+	}
 	if wake != nil {
 		wake.wake <- struct{}{}
 	}

@@ -217,24 +217,32 @@ func TestSharedRescueAfterLeaseEnds(t *testing.T) {
 	})
 }
 
-// TestSharedPoolSpillsToIdleKernel: a busy kernel sends its further durable tasks
-// to the pool; an idle kernel claims and runs them; the busy kernel's handles follow
-// them and end as the store says. A task asked for the pool (DurableTask.Pool) runs
-// once, wherever a slot is free.
+// TestSharedPoolSpillsToIdleKernel: a kernel with no room left (Capacity) sends its
+// further durable tasks to the pool instead of waiting; an idle kernel claims and
+// runs them; the full kernel's handles follow them and end as the store says. A task
+// asked for the pool (DurableTask.Pool) runs once, wherever a slot is free.
 func TestSharedPoolSpillsToIdleKernel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := storekit.NewMemoryStore()
 		log := newRunLog()
 		ga := make(gate)
-		a := newTestKernel(t, kernel.Config{Store: s, Owner: "a", Lease: sharedLease, MaxConcurrency: 1})
+		a := newTestKernel(t, kernel.Config{
+			Store: s, Owner: "a", Lease: sharedLease, MaxConcurrency: 1,
+			Capacity: kernel.ByPriority[int]{High: 1, Normal: 1, Low: 1},
+		})
 		_ = a.Register("k", log.fn("a", ga))
 		h0, err := a.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: []byte("t0")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		synctest.Wait() // t0 holds a's one slot: a is busy
+		synctest.Wait() // t0 holds a's one slot
+		h1, err := a.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: []byte("t1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // t1 holds a's room for one Normal task: a is full
 		var hs []*kernel.Handle
-		for i := 1; i <= 4; i++ {
+		for i := 2; i <= 4; i++ {
 			h, err := a.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: fmt.Appendf(nil, "t%d", i)})
 			if err != nil {
 				t.Fatalf("SubmitDurable() = %v", err)
@@ -244,11 +252,11 @@ func TestSharedPoolSpillsToIdleKernel(t *testing.T) {
 		synctest.Wait()
 		for i, h := range hs {
 			if h.State() != kernel.Queued {
-				t.Fatalf("t%d: %v, want queued (in the pool)", i+1, h.State())
+				t.Fatalf("t%d: %v, want queued (in the pool)", i+2, h.State())
 			}
 		}
-		if n := log.count("t1"); n != 0 {
-			t.Fatalf("t1 ran %d times before any kernel was free", n)
+		if n := log.count("t2"); n != 0 {
+			t.Fatalf("t2 ran %d times before any kernel was free", n)
 		}
 		b := newTestKernel(t, kernel.Config{Store: s, Owner: "b", Lease: sharedLease, MaxConcurrency: 4})
 		_ = b.Register("k", log.fn("b", nil))
@@ -256,7 +264,7 @@ func TestSharedPoolSpillsToIdleKernel(t *testing.T) {
 			advance(sharedLease / 4)
 		}
 		for i, h := range hs {
-			p := fmt.Sprintf("t%d", i+1)
+			p := fmt.Sprintf("t%d", i+2)
 			if by := log.by[p]; len(by) != 1 || by[0] != "b" {
 				t.Errorf("%s ran in %v, want once in b", p, by)
 			}
@@ -264,9 +272,15 @@ func TestSharedPoolSpillsToIdleKernel(t *testing.T) {
 				t.Errorf("a's handle of %s: %v, %v; want succeeded (in b)", p, h.State(), h.Err())
 			}
 		}
+		if n := log.count("t1"); n != 0 {
+			t.Fatalf("t1 (queued in a) ran %d times while a's slot was taken", n)
+		}
 		ga.open()
 		if err := h0.Wait(context.Background()); err != nil {
 			t.Fatal(err)
+		}
+		if err := h1.Wait(context.Background()); err != nil || log.by["t1"][0] != "a" {
+			t.Fatalf("t1: Wait() = %v, ran in %v; want in a", err, log.by["t1"])
 		}
 		// Asked for the pool while both are free: one of them runs it, once.
 		hp, err := a.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: []byte("p"), Pool: true})

@@ -16,6 +16,7 @@ type shared struct {
 	epoch  uint64               // the last epoch handed out
 	owners map[uint64]*memOwner // by epoch: owners not yet forgotten
 	owner  map[string]uint64    // task ID → owner epoch, for live tasks that have one
+	pool   map[string]struct{}  // IDs of the waiting tasks with no owner
 	leases map[string]*memLease // named leases
 }
 
@@ -35,6 +36,7 @@ func newShared() shared {
 	return shared{
 		owners: make(map[uint64]*memOwner),
 		owner:  make(map[string]uint64),
+		pool:   make(map[string]struct{}),
 		leases: make(map[string]*memLease),
 	}
 }
@@ -163,6 +165,7 @@ func (s *MemoryStore) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]
 			t := s.tasks[c.ID]
 			t.Fence = fence
 			s.owner[c.ID] = o.Epoch
+			delete(s.pool, c.ID)
 			out = append(out, copyTask(t))
 		}
 		s.forgetEndedLocked(now)
@@ -194,8 +197,9 @@ func (s *MemoryStore) Claim(ctx context.Context, o kernel.Owner, req kernel.Clai
 		}
 		var due []kernel.StoredTask
 		now := msTime(req.Now)
-		for id, t := range s.tasks {
-			if _, owned := s.owner[id]; owned || !kinds[t.Kind] || !waiting(t.State) {
+		for id := range s.pool {
+			t := s.tasks[id]
+			if !kinds[t.Kind] {
 				continue
 			}
 			if t.RunAt.After(now) {
@@ -224,6 +228,7 @@ func (s *MemoryStore) Claim(ctx context.Context, o kernel.Owner, req kernel.Clai
 			t := s.tasks[c.ID]
 			t.State, t.Attempt, t.Fence, t.UpdatedAt = kernel.Running, t.Attempt+1, fence, now
 			s.owner[c.ID] = o.Epoch
+			delete(s.pool, c.ID)
 			out = append(out, copyTask(t))
 		}
 	})
