@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -61,7 +62,10 @@ func TestRescueRetryReturnsTaken(t *testing.T) {
 			ID: fmt.Sprintf("u%d", i), Kind: "k", State: kernel.Queued, Fence: 1, RunAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now,
 		}})
 	}
-	if res, err := s.Commit(ctx, cs); err != nil || res[0] != nil {
+	for i := range 6 { // left running by a store without owners: the pool's are not rescued
+		cs = append(cs, kernel.Change{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: fmt.Sprintf("u%d", i), Fence: 2, Attempt: 1, UpdatedAt: now}})
+	}
+	if res, err := s.Commit(ctx, cs); err != nil || errors.Join(res...) != nil {
 		t.Fatalf("Commit() = %v, %v", res, err)
 	}
 	o, err := s.Join(ctx, "rescuer", time.Minute)
