@@ -17,18 +17,19 @@ var (
 	claimOrder    = [...]kernel.Priority{kernel.High, kernel.Normal, kernel.Low}
 )
 
-// Claim implements [kernel.SharedStore.Claim] in one transaction (read committed, so
-// that no gap is locked) of five statements when it claims nothing and seven when it
-// does: it renews o's lease (locking o's row); locks the due pool rows of req.Kinds with
-// one SELECT … FOR UPDATE SKIP LOCKED, a UNION ALL of one ordered range of the index
-// (state, owner, priority, run_at) per waiting state and wanted priority, each LIMIT
-// Want, so that it locks at most three times Want of a priority and never waits for the
-// rows another claim holds; takes a new epoch above the epoch part of their fences;
-// starts the first Want of each priority with one UPDATE (owner o, Running, attempt + 1,
-// the epoch's first fence); and reads next with one consistent read, a UNION ALL of the
-// first row of each (waiting state, priority) range of the pool whose kind is wanted.
-// With no Kinds, it is the renewal alone. A retry after a lost answer returns the tasks
-// an earlier try of the call took, as well, and claims fewer new ones for them.
+// Claim implements [kernel.SharedStore.Claim] in one transaction at read committed, so
+// that no gap is locked: seven round trips with BEGIN and COMMIT when it claims tasks,
+// five when it claims none, four when no priority is wanted. It renews o's lease
+// (locking o's row); locks the due pool rows of req.Kinds with one SELECT … FOR UPDATE
+// SKIP LOCKED, a UNION ALL of one ordered range of the index (state, owner, priority,
+// run_at) per waiting state and wanted priority, each LIMIT Want, so that it locks at
+// most three times Want of a priority and never waits for the rows another claim
+// holds; takes a new epoch above the epoch part of their fences; starts the first Want
+// of each priority with one UPDATE (owner o, Running, attempt + 1, the epoch's first
+// fence); and reads next with one consistent read, a UNION ALL of the first row of
+// each (waiting state, priority) range of the pool whose kind is wanted. With no
+// Kinds, it is the renewal alone. A retry after a lost answer returns the tasks an
+// earlier try of the call took, as well, and claims fewer new ones for them.
 func (s *Store) Claim(ctx context.Context, o kernel.Owner, req kernel.ClaimRequest) ([]kernel.StoredTask, time.Time, error) {
 	if err := checkClaim(req); err != nil {
 		return nil, time.Time{}, err

@@ -154,7 +154,8 @@
 //
 // So a claim costs BEGIN, the renewal, the locking read, the epoch (one INSERT, two when
 // the counter must be raised), the UPDATE, the read of next and COMMIT: seven round
-// trips, five when nothing is claimed, and one (the renewal) for no Kinds. Two claims
+// trips, five when nothing is claimed, four when no priority is wanted, and one (the
+// renewal) for no Kinds; a retry reads the rows of each earlier try as well. Two claims
 // never wait for each other's task rows, nor for a commit that holds a pool row. A
 // rescue takes only the Running rows of no owner and the rows of ended owners, which no
 // claim locks. A claim retried after a lost answer reads, by primary key, the rows an
