@@ -3,8 +3,9 @@
 // github.com/go-sql-driver/mysql.
 //
 // The table is a journal. The kernel runs durable tasks from memory and records their
-// lifecycle here in group commits, many changes per transaction; it reads the table only
-// at start, to recover what was live. Nothing polls the table for work.
+// lifecycle here in group commits, many changes per transaction; it reads the table at
+// start, to recover what was live, and, when several kernels share it, claims tasks from
+// its pool (see "The pool") when the kernel asks.
 //
 //	s, err := mysqlstore.Open(os.Getenv("AX_MYSQL_DSN"), mysqlstore.Options{Table: "ax_tasks"})
 //	if err != nil { … }
@@ -40,13 +41,15 @@
 // Unix epoch; Timeout is BIGINT nanoseconds; State and Priority are small integers of this
 // package's own stable encoding. A unique index on live_key, a copy of the task's unique
 // key that is NULL once the task is terminal, keeps one live task per key. owner is the
-// epoch of the owner the task belongs to (see "Owners"), 0 for none: [Store.Commit] and
-// [Store.Requeue] write 0. Two secondary indexes: (state, owner, priority, run_at)
-// holds the live rows of each owner in the order recovery reads them, so that the live
-// tasks of given owners ([Store.Rescue], [Store.Owners]) are a few ranges of it, one per
-// live state and owner; and (state, updated_at) serves dead letters and the retention
-// purge. Each costs every state change one more index write; owner, written only by
-// inserts, rescues and requeues, costs nothing more.
+// epoch of the owner the task belongs to (see "Owners"), 0 for none, the pool:
+// [Store.Commit], [Store.Requeue] and the inserts of a [kernel.Change] with Pool write
+// 0. Two secondary indexes: (state, owner, priority, run_at) holds the live rows of each
+// owner in the order recovery reads them, so that the live tasks of given owners
+// ([Store.Rescue], [Store.Owners]) are a few ranges of it, one per live state and owner,
+// and the due pool tasks of a priority ([Store.Claim]) one range per waiting state, in
+// run_at order; and (state, updated_at) serves dead letters and the retention purge.
+// Each costs every state change one more index write; owner, written only by inserts,
+// claims, rescues and requeues, costs nothing more.
 // The store's throughput is in docs/performance.md.
 //
 // Three more tables are named after it, which is why a table name is at most [TableMax]
@@ -100,9 +103,11 @@
 //  1. renews the rescuer's lease, locking its row;
 //  2. locks the rows of ended owners with SELECT … FOR UPDATE SKIP LOCKED: an owner whose
 //     row is locked is in a commit, and is left for a later rescue;
-//  3. locks the live tasks of those owners and of no owner with SELECT … FOR UPDATE on
-//     ranges of the index (state, owner, …), in recovery order; with a limit, every
-//     candidate is locked until the transaction ends, not only the first limit;
+//  3. locks the live tasks of those owners and the Running tasks of no owner with
+//     SELECT … FOR UPDATE on ranges of the index (state, owner, …), in recovery order;
+//     with a limit, every candidate is locked until the transaction ends, not only the
+//     first limit. The waiting tasks of no owner are the pool's (see "The pool"): a
+//     rescue neither takes nor locks them;
 //  4. takes a new epoch, above the epoch part of those tasks' fences, and gives them
 //     the rescuer as owner and the epoch's first fence;
 //  5. deletes the ended owners left without a live task, and marks the others ended.
@@ -114,6 +119,49 @@
 // its fence is stale. A rescue retried after a lost answer also returns the tasks an
 // earlier try of the same call took.
 //
+// # The pool
+//
+// A task of owner 0 is in the pool: inserted by [Store.Commit] or [Store.Requeue], or by
+// [Store.CommitAs] with [kernel.Change] Pool. [Store.Claim] takes due pool tasks for an
+// owner in one transaction at read committed, which finds its candidates with one
+// statement, a UNION ALL of one part per waiting state (Delayed, Queued, Retrying) and
+// wanted priority:
+//
+//	(SELECT … FROM <table> WHERE state = ? AND owner = 0 AND priority = ? AND run_at <= ?
+//	  AND kind IN (…) ORDER BY run_at, id LIMIT want FOR UPDATE SKIP LOCKED)
+//
+// Each part is one range of the index (state, owner, priority, run_at) read in its order
+// (the index ends with the primary key, id), so it stops after want rows and locks only
+// those: kind is not in the index, so rows of other kinds on the way are read and passed
+// over, and rows another claim (or a commit) holds are skipped, not waited for. The
+// transaction
+//
+//  1. renews the owner's lease, locking its row, as CommitAs does (owner rows before
+//     task rows);
+//  2. locks the candidates: of the up to three times Want rows of a priority, the first
+//     Want by run_at and id are claimed, and the others stay locked until the
+//     transaction ends; a priority of Want 0 has no part;
+//  3. takes a new epoch, above the owner's and the epoch part of the claimed rows'
+//     fences, and starts them with one UPDATE … WHERE id IN (…) AND owner = 0 AND state
+//     IN (waiting): owner, state Running, attempt + 1, the epoch's first fence,
+//     updated_at; the returned tasks are the locked rows with those values;
+//  4. reads next, the earliest run_at of the waiting pool tasks of the kinds left, with
+//     one consistent read: MIN over a UNION ALL of (SELECT run_at … ORDER BY run_at
+//     LIMIT 1) per waiting state and priority, each the first row of the kinds in one
+//     range of the index. Rows that another claim has locked but not yet committed still
+//     count, so next may be due when nothing is left: the caller claims again and finds
+//     nothing.
+//
+// So a claim costs BEGIN, the renewal, the locking read, the epoch (one INSERT, two when
+// the counter must be raised), the UPDATE, the read of next and COMMIT: seven round
+// trips, five when nothing is claimed, four when no priority is wanted, and one (the
+// renewal) for no Kinds; a retry reads the rows of each earlier try as well. Two claims
+// never wait for each other's task rows, nor for a commit that holds a pool row. A
+// rescue takes only the Running rows of no owner and the rows of ended owners, which no
+// claim locks. A claim retried after a lost answer reads, by primary key, the rows an
+// earlier try of the call gave its fence, and returns them as well, counted against
+// Want.
+//
 // # Named leases
 //
 // [Store.AcquireLease] locks the lease's row (SELECT … FOR UPDATE, read committed) and,
@@ -123,7 +171,8 @@
 //
 // # Servers
 //
-// The store needs MariaDB >= 10.6 or MySQL >= 8.0, for SKIP LOCKED.
+// The store needs MariaDB >= 10.6 or MySQL >= 8.0, for SKIP LOCKED (in [Store.Rescue] and
+// [Store.Claim]).
 //
 // Clusters that certify writes at commit (Galera: MariaDB Cluster, Percona XtraDB
 // Cluster; MySQL Group Replication in multi-primary mode) need a single writer for

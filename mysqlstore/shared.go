@@ -186,8 +186,8 @@ func (s *Store) CommitAs(ctx context.Context, o kernel.Owner, changes []kernel.C
 // Rescue implements [kernel.SharedStore.Rescue] in one transaction (read committed, so
 // that no gap is locked): it renews o's lease (locking o's row), locks the rows of ended
 // owners with SELECT … FOR UPDATE SKIP LOCKED (an owner whose row is locked is in a
-// commit, and is left for a later rescue), locks their live tasks and the live tasks of
-// no owner with SELECT … FOR UPDATE in recovery order (all the candidates are locked,
+// commit, and is left for a later rescue), locks their live tasks and the Running tasks
+// of no owner (not the pool's waiting ones) with SELECT … FOR UPDATE in recovery order (all the candidates are locked,
 // even beyond limit), takes a new epoch, and gives the first limit of them owner o and
 // the epoch's first fence. Ended owners left without a live task are deleted; the others
 // are marked ended for good. A retry after a lost answer returns the tasks an earlier
@@ -308,16 +308,17 @@ func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, take
 }
 
 // rescueQuery returns the SELECT … FOR UPDATE of the live rows of the ended owners and of
-// no owner (0), in recovery order, at most limit of them when limited. It reads ranges
-// of the index (state, owner, …), one per live state and owner, and so locks only the
-// rows it finds.
+// the Running rows of no owner (0), in recovery order, at most limit of them when
+// limited. It reads ranges of the index (state, owner, …), one per live state and ended
+// owner and one for (Running, 0), and so locks only the rows it finds: never the pool's
+// waiting rows, which a concurrent Claim may hold.
 func (s *Store) rescueQuery(ended []uint64, limit int, limited bool) string {
 	q := newQuery(256 + 24*len(ended)).raw("SELECT " + columns + " FROM ").raw(s.table).
-		raw(" WHERE state IN " + liveCodes + " AND owner IN (0")
-	for _, e := range ended {
-		q.raw(",").uint(e)
+		raw(" WHERE (state = ").uint(uint64(stateCode(kernel.Running))).raw(" AND owner = 0)")
+	if len(ended) > 0 {
+		q.raw(" OR (state IN " + liveCodes + " AND owner IN ").raw(uintList(ended)).raw(")")
 	}
-	q.raw(") ORDER BY priority, run_at, id")
+	q.raw(" ORDER BY priority, run_at, id")
 	if limited {
 		q.raw(" LIMIT ").int(int64(limit))
 	}
