@@ -29,8 +29,8 @@ import (
 
 // Poll delays of the claimer.
 const (
-	claimPollMin  = 50 * time.Millisecond
-	claimPollMax  = 2 * time.Second
+	claimPollMin = 50 * time.Millisecond
+	claimPollMax = 2 * time.Second
 )
 
 // claimMsg carries the claimer's news to the loop.

@@ -66,7 +66,7 @@ type Kernel struct {
 	_  cacheLinePad
 
 	seq atomic.Uint64 // written by every submission: a line of its own
-	_       cacheLinePad
+	_   cacheLinePad
 
 	execWG   sync.WaitGroup // every executor goroutine, zombies included
 	closedCh chan struct{}  // closed when Shutdown or Close begins

@@ -16,7 +16,7 @@ type loopState struct {
 	pool map[string]*Handle // tasks this kernel put in a SharedStore's pool, until claimed here or ended (claim.go)
 	// claimReserved counts the slots reserved for a claim in flight (in durRunning too).
 	claimReserved int
-	claimHungry   bool // the claimer waits for a free slot to claim due pool work
+	claimHungry   bool                 // the claimer waits for a free slot to claim due pool work
 	dupID         map[string][]*Handle // further live named tasks sharing an ID of byID
 	readyMarked   bool                 // Kernel.ready is closed
 

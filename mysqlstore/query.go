@@ -249,7 +249,7 @@ func (s *Store) States(ctx context.Context, ids []string) ([]kernel.StoredTask, 
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	q := newQuery(64+len(ids)*(2*32+3)).raw("SELECT " + columnsNoPayload + " FROM ").raw(s.table).raw(" WHERE id IN ").hexList(ids)
+	q := newQuery(64 + len(ids)*(2*32+3)).raw("SELECT " + columnsNoPayload + " FROM ").raw(s.table).raw(" WHERE id IN ").hexList(ids)
 	var out []kernel.StoredTask
 	err := s.retry(ctx, "states", func() error {
 		out = out[:0]
