@@ -17,11 +17,6 @@ const (
 	journalBackoffMax = time.Second
 )
 
-// journalInFlight is how many commits the journal has in flight at once in
-// acknowledged mode: a commit's round trips and log flush overlap the next one's
-// statements (see journal). Periodic snapshot mode commits one at a time.
-const journalInFlight = 2
-
 // jentry is one change waiting for a group commit.
 type jentry struct {
 	c    Change
@@ -44,13 +39,10 @@ type ackGroup struct {
 }
 
 // journal is the goroutine that writes the durable tasks' lifecycle to the store in
-// group commits: whatever queued up while commits were in flight goes in the next
-// one. In acknowledged mode up to journalInFlight commits are in flight at once, each
-// a Store call of its own; the journal still applies each task's changes in order,
-// and lets the changes of different tasks overtake each other only where no outcome
-// depends on their order (see take). In periodic snapshot mode it commits one batch
-// every Config.SnapshotEvery instead. Its delays run on the real clock: they are about
-// the database, not about task times.
+// group commits, one commit at a time and in order: whatever queued up while a commit
+// was in flight goes in the next one. In periodic snapshot mode it commits every
+// Config.SnapshotEvery instead. Its delays run on the real clock: they are about the
+// database, not about task times.
 type journal struct {
 	k        *Kernel
 	store    Store
@@ -74,9 +66,6 @@ type journal struct {
 	down    atomic.Pointer[error] // the last error while the store is known to be down
 	pending atomic.Int64
 
-	// busy counts the changes of each task in the commits in flight; journal-owned.
-	busy map[string]int
-
 	commits, changes, commitErrors, refused *metrics.Counter
 }
 
@@ -84,7 +73,7 @@ func newJournal(k *Kernel, c *Config) *journal {
 	j := &journal{
 		k: k, store: c.Store, every: c.SnapshotEvery, maxBatch: c.StoreBatch, timeout: c.StoreTimeout, log: k.log,
 		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), doneCh: make(chan struct{}),
-		room: make(chan struct{}), limit: 4 * c.StoreBatch, busy: make(map[string]int),
+		room: make(chan struct{}), limit: 4 * c.StoreBatch,
 	}
 	j.commits = new(metrics.Counter)
 	j.changes = new(metrics.Counter)
@@ -205,14 +194,6 @@ func (j *journal) abandon(es []jentry) {
 	settleGroups(es)
 }
 
-// jcommit is one commit in flight: its batch, and the store's answer once it returns.
-type jcommit struct {
-	batch   []jentry
-	changes []Change
-	results []error
-	err     error
-}
-
 func (j *journal) run() {
 	defer close(j.doneCh)
 	defer func() {
@@ -224,28 +205,14 @@ func (j *journal) run() {
 		j.mu.Unlock()
 		j.abandon(left)
 	}()
-	inFlight := 1
-	if j.every == 0 {
-		inFlight = journalInFlight
-	}
-	// Sized for every commit in flight, so that a commit's goroutine never waits
-	// to hand back its answer.
-	done := make(chan *jcommit, inFlight)
-	running := 0
-	defer func() {
-		// Let the commits in flight end, and settle them, before the rest is abandoned.
-		for ; running > 0; running-- {
-			j.finish(<-done)
-		}
-	}()
 	backoff := time.Duration(0)
-	var retryAt time.Time // no commit starts before it
+	var buf []Change
 	lastCommit := time.Now()
 	for {
 		j.mu.Lock()
 		n := len(j.queue)
 		flushNow := j.flushNow
-		if n == 0 && running == 0 {
+		if n == 0 {
 			j.flushNow = false
 			for _, ch := range j.flushing {
 				close(ch)
@@ -254,7 +221,7 @@ func (j *journal) run() {
 		}
 		j.mu.Unlock()
 
-		if n == 0 && running == 0 {
+		if n == 0 {
 			if j.down.Load() != nil {
 				// Nothing to retry: probe the store so that submits may come back.
 				if !j.sleep(backoff) {
@@ -268,83 +235,38 @@ func (j *journal) run() {
 			}
 			continue
 		}
-		wait := time.Duration(0) // > 0: the next commit waits that long
-		if n > 0 && running < inFlight {
-			wait = time.Until(retryAt)
-			if j.every > 0 && !flushNow && j.down.Load() == nil {
-				wait = max(wait, j.every-time.Since(lastCommit))
-			}
-			if wait <= 0 {
-				if batch := j.take(running > 0); len(batch) > 0 {
-					lastCommit = time.Now()
-					j.launch(batch, done)
-					running++
+		if j.every > 0 && !flushNow && j.down.Load() == nil {
+			if wait := j.every - time.Since(lastCommit); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-j.wake: // maybe a flush
+					t.Stop()
 					continue
+				case <-j.stopCh:
+					t.Stop()
+					return
 				}
-				// Each change at the head of the queue waits for a commit in flight.
 			}
 		}
-		var (
-			t     *time.Timer
-			timer <-chan time.Time
-		)
-		if wait > 0 {
-			t = time.NewTimer(wait)
-			timer = t.C
+		batch := j.take()
+		lastCommit = time.Now()
+		buf = buf[:0]
+		for i := range batch {
+			buf = append(buf, batch[i].c)
 		}
-		select {
-		case c := <-done:
-			running--
-			if j.finish(c) {
-				backoff, retryAt = 0, time.Time{}
-				continue
-			}
-			backoff = nextBackoff(backoff)
-			if own := j.k.dur.own; own != nil {
-				backoff = min(backoff, own.heartbeatEvery()) // a retry renews the lease
-			}
-			retryAt = time.Now().Add(backoff)
-		case <-j.wake: // maybe a flush
-		case <-timer:
-		case <-j.stopCh:
+		if j.commit(batch, buf) {
+			backoff = 0
+			continue
+		}
+		backoff = nextBackoff(backoff)
+		if own := j.k.dur.own; own != nil {
+			backoff = min(backoff, own.heartbeatEvery()) // a retry renews the lease
+		}
+		if !j.sleep(backoff) {
 			return
 		}
-		if t != nil {
-			t.Stop()
-		}
 	}
-}
-
-// launch starts the commit of batch on a goroutine of its own, which hands it to
-// done once the store answered.
-func (j *journal) launch(batch []jentry, done chan<- *jcommit) {
-	c := &jcommit{batch: batch, changes: make([]Change, len(batch))}
-	for i := range batch {
-		c.changes[i] = batch[i].c
-		j.busy[batch[i].c.Task.ID]++
-	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
-		if own := j.k.dur.own; own != nil {
-			c.results, c.err = own.commit(ctx, c.changes)
-		} else {
-			c.results, c.err = storeCall("Commit", func() ([]error, error) { return j.store.Commit(ctx, c.changes) })
-		}
-		cancel()
-		done <- c
-	}()
-}
-
-// finish settles a commit that returned (see commit) and reports whether the store
-// answered.
-func (j *journal) finish(c *jcommit) bool {
-	for i := range c.batch {
-		id := c.batch[i].c.Task.ID
-		if j.busy[id]--; j.busy[id] <= 0 {
-			delete(j.busy, id)
-		}
-	}
-	return j.commit(c.batch, c.changes, c.results, c.err)
 }
 
 // idle waits for changes to commit, renewing an owner's lease meanwhile. It returns
@@ -415,35 +337,13 @@ func (j *journal) probe(backoff time.Duration) time.Duration {
 }
 
 // take removes the next batch from the queue: up to maxBatch changes, never
-// splitting the inserts of one submit. While other commits are in flight (overlap),
-// the batch ends before the first change that must not overtake them: a change of a
-// task with a change in flight (a task's changes apply in order), and an insert with
-// a unique key (an end in flight may free its key). The batch may then be empty.
-func (j *journal) take(overlap bool) []jentry {
+// splitting the inserts of one submit.
+func (j *journal) take() []jentry {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	n := min(len(j.queue), j.maxBatch)
-	cut := false
-	if overlap {
-		for i := range n {
-			c := &j.queue[i].c
-			if j.busy[c.Task.ID] > 0 || c.Op == OpInsert && c.Task.UniqueKey != "" {
-				n, cut = i, true
-				break
-			}
-		}
-	}
-	if cut {
-		for n > 0 && j.queue[n].ack != nil && j.queue[n].ack == j.queue[n-1].ack {
-			n--
-		}
-	} else {
-		for n < len(j.queue) && j.queue[n].ack != nil && j.queue[n].ack == j.queue[n-1].ack {
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
+	for n < len(j.queue) && j.queue[n].ack != nil && j.queue[n].ack == j.queue[n-1].ack {
+		n++
 	}
 	batch := make([]jentry, n)
 	copy(batch, j.queue)
@@ -455,13 +355,22 @@ func (j *journal) take(overlap bool) []jentry {
 	return batch
 }
 
-// commit settles what waits for a batch the store answered with results and err. It
-// reports false when the store could not be reached: the batch's acknowledged
-// inserts are then refused (their submits fail, and a cancel that undoes each, should
-// it have landed, goes first in the next commit); its other changes go back to the
-// front of the queue. The changes of the batch share no task with the commits still
-// in flight (take), so that they keep their order there too.
-func (j *journal) commit(batch []jentry, changes []Change, results []error, err error) bool {
+// commit writes one batch and settles what waits for it. It reports false when the
+// store could not be reached: the batch's acknowledged inserts are then refused
+// (their submits fail, and a cancel that undoes each, should it have landed, goes
+// first in the next commit); its other changes go back to the front of the queue.
+func (j *journal) commit(batch []jentry, changes []Change) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+	var (
+		results []error
+		err     error
+	)
+	if own := j.k.dur.own; own != nil {
+		results, err = own.commit(ctx, changes)
+	} else {
+		results, err = storeCall("Commit", func() ([]error, error) { return j.store.Commit(ctx, changes) })
+	}
+	cancel()
 	if err == nil && len(results) != len(changes) {
 		err = fmt.Errorf("kernel: Store.Commit returned %d results for %d changes", len(results), len(changes))
 	}
