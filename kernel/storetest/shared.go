@@ -16,9 +16,12 @@ import (
 // The leases of the shared-store cases. They run on the store's clock (a database's),
 // so the cases wait for an end by polling, never by sleeping a guessed time.
 const (
-	shortLease = 150 * time.Millisecond
+	shortLease = 300 * time.Millisecond
 	longLease  = time.Minute
 	leaseWait  = 10 * time.Second // the longest a case waits for a lease to end
+	// racerLease is the lease of the owner that RescueRacesCommit races: its
+	// completions come at random up to 5/4 of it apart, so some outlive it.
+	racerLease = 100 * time.Millisecond
 )
 
 // exerciseShared runs the cases of [kernel.SharedStore]: owners, rescue and named
@@ -235,7 +238,7 @@ func testHeartbeatKeepsLease(t *testing.T, s kernel.SharedStore) {
 		if got := rescue(t, s, b, 0); len(got) != 0 {
 			t.Fatalf("Rescue() of a renewing owner's task = %v, want none", ids(got))
 		}
-		pause(shortLease / 5)
+		pause(shortLease / 6)
 	}
 	rescueWithin(t, s, b, 1)
 }
@@ -326,10 +329,10 @@ func testRequeueAs(t *testing.T, s kernel.SharedStore) {
 // rescued) or rescued (and the owner's completion refused), never both.
 func testRescueRacesCommit(t *testing.T, s kernel.SharedStore) {
 	ctx := context.Background()
-	const rounds, perRound = 6, 20
+	const rounds, perRound = 5, 12
 	b := join(t, s, "b", longLease)
 	for r := range rounds {
-		a := join(t, s, fmt.Sprintf("racer-%d", r), 20*time.Millisecond)
+		a := join(t, s, fmt.Sprintf("racer-%d", r), racerLease)
 		var cs []kernel.Change
 		for i := range perRound {
 			id := fmt.Sprintf("race-%d-%d", r, i)
@@ -342,7 +345,7 @@ func testRescueRacesCommit(t *testing.T, s kernel.SharedStore) {
 		wg.Go(func() { // the owner completes its tasks one by one, without renewing otherwise
 			rng := rand.New(rand.NewPCG(uint64(r), 1))
 			for i := range perRound {
-				pause(time.Duration(rng.IntN(25)) * time.Millisecond)
+				pause(time.Duration(rng.IntN(int(racerLease/time.Millisecond)*5/4)) * time.Millisecond)
 				id := fmt.Sprintf("race-%d-%d", r, i)
 				res, err := s.CommitAs(ctx, a, []kernel.Change{succeed(id, 2)})
 				if err == nil && res[0] == nil {
