@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -50,16 +53,22 @@ func TestMultiPausedOwner(t *testing.T) {
 		t.Fatalf("SIGSTOP %v: %v", paused, err)
 	}
 	stopped := time.Now()
-	pollUntil(t, fmt.Sprintf("the others to rescue the tasks of %v's epoch %d", paused, epoch), 10*time.Millisecond, 30*time.Second,
-		func() (bool, error) {
-			os, err := s.Owners(ctx)
-			for _, o := range os {
-				if o.Epoch == epoch && (o.Live || o.Tasks > 0) {
-					return false, err
-				}
-			}
-			return err == nil, err
-		})
+	rescuedBy := stopped.Add(rescueWait)
+	for {
+		os, err := s.Owners(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(os, func(o kernel.OwnerInfo) bool { return o.Epoch == epoch && (o.Live || o.Tasks > 0) }) {
+			break
+		}
+		if time.Now().After(rescuedBy) {
+			t.Fatalf("%v after SIGSTOP, the tasks of %v's epoch %d are not rescued: Owners() = %+v\n"+
+				"open transactions (InnoDB): %s", rescueWait, paused, epoch, os, openTransactions(t, db))
+		}
+		wait := time.NewTimer(10 * time.Millisecond)
+		<-wait.C
+	}
 	if err := paused.c.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatalf("SIGCONT %v: %v", paused, err)
 	}
@@ -130,6 +139,34 @@ func TestMultiPausedOwner(t *testing.T) {
 	if st.rejoins == 0 {
 		t.Errorf("%v's log does not say it %s; its log:\n%s", paused, multiRejoinMsg, tail(st.out, 4000))
 	}
+}
+
+// rescueWait bounds the wait for the rescue of a stopped owner's tasks: many leases.
+const rescueWait = 10 * multiLease
+
+// openTransactions describes the server's open InnoDB transactions, for a failure
+// message: which connection holds locks, since when, and what it runs.
+func openTransactions(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	rs, err := db.Query("SELECT t.trx_mysql_thread_id, t.trx_state, TIMESTAMPDIFF(MICROSECOND, t.trx_started, NOW(6)), " +
+		"t.trx_rows_locked, COALESCE(p.COMMAND, ''), COALESCE(p.TIME_MS, 0), COALESCE(t.trx_query, '') " +
+		"FROM information_schema.innodb_trx t LEFT JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id")
+	if err != nil {
+		return err.Error()
+	}
+	defer func() { _ = rs.Close() }()
+	var b strings.Builder
+	for rs.Next() {
+		var id, us, rows int64
+		var ms float64
+		var state, cmd, q string
+		if err := rs.Scan(&id, &state, &us, &rows, &cmd, &ms, &q); err != nil {
+			return err.Error()
+		}
+		fmt.Fprintf(&b, "\n  thread %d: %s for %v, %d rows locked, command %s for %v ms, query %.200q",
+			id, state, time.Duration(us)*time.Microsecond, rows, cmd, ms, q)
+	}
+	return b.String()
 }
 
 // liveEpoch returns the epoch of the live owner named name, and fails the test when
