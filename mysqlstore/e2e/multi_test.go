@@ -45,6 +45,7 @@ const (
 	multiChildTimeout = 30 * time.Minute
 	multiStatsTag     = "MULTI-STATS"
 	multiRejoinMsg    = "joined the store again"
+	multiKillMsg      = "mysqlstore: killed the connection"
 )
 
 // multiConf is what the children of one multi-process test share.
@@ -142,11 +143,12 @@ func waitAcks(t *testing.T, p *multiProc, n int64, timeout time.Duration) {
 	})
 }
 
-// multiStats is what a child that quit reported: its kernel's Stats().Store and the
-// times its log says it joined the store again.
+// multiStats is what a child that quit reported: its kernel's Stats().Store, the times
+// its log says it joined the store again, and the times its store's log says it killed
+// the connection of a stuck transaction.
 type multiStats struct {
 	refused, errors, commits uint64
-	rejoins                  int
+	rejoins, kills           int
 	out                      string
 }
 
@@ -184,7 +186,7 @@ func (r *multiRun) finish(t *testing.T, s *mysqlstore.Store, timeout time.Durati
 			p.c.waitExit(t)
 		}
 		text := p.c.out.String()
-		st := multiStats{rejoins: strings.Count(text, multiRejoinMsg), out: text}
+		st := multiStats{rejoins: strings.Count(text, multiRejoinMsg), kills: strings.Count(text, multiKillMsg), out: text}
 		if p.killed.IsZero() {
 			i := strings.Index(text, multiStatsTag)
 			if i < 0 {
@@ -262,12 +264,12 @@ func TestMultiChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = side.Close() }()
-	s, err := mysqlstore.Open(dsn, mysqlstore.Options{Table: table, Retention: -1})
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	s, err := mysqlstore.Open(dsn, mysqlstore.Options{Table: table, Retention: -1, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = s.Close() }()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	k, err := kernel.New(kernel.Config{Store: s, Owner: owner, Lease: lease, StoreTimeout: storeTimeout, Logger: logger})
 	if err != nil {
 		t.Fatal(err)

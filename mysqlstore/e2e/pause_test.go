@@ -17,7 +17,9 @@ import (
 // TestMultiPausedOwner runs three processes, owners p0, p1 and p2 with a lease of
 // multiLease, on one table, each running attempts of 50–250 ms, and stops p1 with
 // SIGSTOP until its lease ended and the others rescued its tasks (the store lists its
-// epoch with no live task, or not at all), then resumes it with SIGCONT. Then:
+// epoch with no live task, or not at all), then resumes it with SIGCONT. (When the stop
+// caught p1 inside a transaction, which holds its owner row, a rescuer kills that
+// connection: the log says how many were.) Then:
 //
 //   - the others ran some of p1's tasks;
 //   - p1's late completions were refused (Stats().Store.Refused > 0);
@@ -81,8 +83,13 @@ func TestMultiPausedOwner(t *testing.T) {
 	f := readMultiFacts(t, db, r)
 	checkNoLoss(t, f)
 	st := stats[paused]
-	t.Logf("%v stopped for %v; epoch %d, then %d; %d tasks acknowledged, %d by it after the resume; its changes refused: %d; rejoins in its log: %d",
-		paused, resumed.Sub(stopped).Round(time.Millisecond), epoch, newEpoch, len(f.acks), paused.acks()-ackedAtResume, st.refused, st.rejoins)
+	kills := 0
+	for _, st := range stats {
+		kills += st.kills
+	}
+	t.Logf("%v stopped for %v; epoch %d, then %d; %d tasks acknowledged, %d by it after the resume; its changes refused: %d; "+
+		"rejoins in its log: %d; stuck connections killed: %d",
+		paused, resumed.Sub(stopped).Round(time.Millisecond), epoch, newEpoch, len(f.acks), paused.acks()-ackedAtResume, st.refused, st.rejoins, kills)
 
 	// The attempts: which of p1's tasks others ran after the stop, and what p1 began
 	// after the resume.
