@@ -56,8 +56,9 @@
 // bytes:
 //
 //   - <table>_owners: one row per membership: epoch (primary key), name, lease_us,
-//     expires_at (DATETIME(6), UTC on the server's clock) and ended, set when the owner
-//     left, was replaced by a new epoch of its name, or had tasks rescued.
+//     expires_at (DATETIME(6), UTC on the server's clock), ended, set when the owner
+//     left, was replaced by a new epoch of its name, or had tasks rescued, and conn_id,
+//     the CONNECTION_ID() of the row's last writer (see "Stuck transactions").
 //   - <table>_leases: one row per named lease while granted: name (primary key),
 //     holder, fence and expires_at.
 //   - <table>_epochs: an AUTO_INCREMENT counter. Each epoch and each named-lease fence is
@@ -70,7 +71,8 @@
 // [Store.Migrate] creates missing tables, and adds the owner column (an in-place ALTER
 // TABLE where the server can) and the index (state, owner, priority, run_at) (an online
 // index build, which reads the whole table) to a task table that lacks them, dropping the
-// index (state, priority, run_at) it replaces.
+// index (state, priority, run_at) it replaces, and the conn_id column to an owner table
+// that lacks it. Stores of this version need it: migrate before they start.
 //
 // # Owners
 //
@@ -82,7 +84,8 @@
 // of the live rows' index range) and inserts the owner row. [Store.CommitAs] is
 // [Store.Commit] whose transaction first renews the owner's lease:
 //
-//	UPDATE <table>_owners SET expires_at = UTC_TIMESTAMP(6) + INTERVAL lease_us MICROSECOND
+//	UPDATE <table>_owners SET expires_at = UTC_TIMESTAMP(6) + INTERVAL lease_us MICROSECOND,
+//	    conn_id = CONNECTION_ID()
 //	WHERE epoch = ? AND name = ? AND ended = 0 AND expires_at > UTC_TIMESTAMP(6)
 //
 // When it changes no row (and a read confirms that the lease ended), the transaction is
@@ -102,12 +105,14 @@
 //
 //  1. renews the rescuer's lease, locking its row;
 //  2. locks the rows of ended owners with SELECT … FOR UPDATE SKIP LOCKED: an owner whose
-//     row is locked is in a commit, and is left for a later rescue;
+//     row is locked is in a commit, and is left for a later rescue (but see "Stuck
+//     transactions");
 //  3. locks the live tasks of those owners and the Running tasks of no owner with
-//     SELECT … FOR UPDATE on ranges of the index (state, owner, …), in recovery order;
-//     with a limit, every candidate is locked until the transaction ends, not only the
-//     first limit. The waiting tasks of no owner are the pool's (see "The pool"): a
-//     rescue neither takes nor locks them;
+//     SELECT … FOR UPDATE on ranges of the index (state, owner, …) (forced, so that it
+//     never scans and waits for the rows of other owners), in recovery order; with a
+//     limit, every candidate is locked until the transaction ends, not only the first
+//     limit. The waiting tasks of no owner are the pool's (see "The pool"): a rescue
+//     neither takes nor locks them;
 //  4. takes a new epoch, above the epoch part of those tasks' fences, and gives them
 //     the rescuer as owner and the epoch's first fence;
 //  5. deletes the ended owners left without a live task, and marks the others ended.
@@ -161,6 +166,49 @@
 // claim locks. A claim retried after a lost answer reads, by primary key, the rows an
 // earlier try of the call gave its fence, and returns them as well, counted against
 // Want.
+//
+// # Stuck transactions
+//
+// A process stopped between the statements of a transaction (SIGSTOP, a long GC or VM
+// freeze) or cut off by a partition that leaves its TCP connection half open holds the
+// transaction's locks until the server notices, which for an idle connection is
+// wait_timeout (8 h by default). When that transaction renewed an owner's lease, step 2
+// of every rescue would skip the owner's row for as long. So a rescue also reads,
+// without locking, the owners whose lease ended at least one lease ago; when it could
+// not lock one of them, it rolls back before it locks any task, and looks for the
+// connection that holds the row:
+//
+//   - every statement that writes an owner row (the renewal, Join, Leave, a rescue's
+//     marking) sets conn_id = CONNECTION_ID(), so the newest version of the row, read at
+//     READ UNCOMMITTED, names its writer;
+//   - that version must differ from the committed one the rescue read: then it is not
+//     committed, and its writer is the transaction that holds the row's lock (a
+//     transaction that only locked the row, such as another rescue, wrote nothing, and
+//     names nobody);
+//   - even that version's lease ended at least a lease ago: a renewal in a transaction
+//     open for over two leases;
+//   - information_schema.PROCESSLIST lists the connection, in the store's database, as
+//     idle (Sleep) for at least a lease and at least a second.
+//
+// Then it runs KILL CONNECTION on it: the server rolls the transaction back and frees
+// its locks, and the rescue's next try waits for the owner's row and takes its tasks.
+// The stopped process, once resumed, finds its connection dead: its commit's outcome is
+// unknown, and its retry is refused with [kernel.ErrLeaseLost], as for any lost lease.
+// Each kill is counted ([Store.Kills]) and logged as a warning. Killing costs nothing
+// but that commit: a connection ID names one connection while it lives (IDs are unique
+// among the server's connections), the holder's lease is over, and the store retries
+// any statement whose connection was killed. So the tasks of an owner stopped inside a
+// transaction run again within about two leases and a quarter, instead of Lease +
+// Lease/3.
+//
+// KILL needs no privilege for connections of the same user; killing another user's
+// connection takes CONNECTION ADMIN (MariaDB) or CONNECTION_ADMIN (MySQL), and a user
+// sees other users' connections in PROCESSLIST only with PROCESS. Give every process
+// sharing the tables the same user, or those privileges. A rescue that already waits for
+// a task row that such a transaction holds (which a rescue locks only when the
+// transaction took it from an ended owner, or from no owner) waits until
+// innodb_lock_wait_timeout, and its next try kills. On MariaDB, idle_transaction_timeout
+// ends such transactions too, for every client of the server.
 //
 // # Named leases
 //

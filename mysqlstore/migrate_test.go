@@ -149,3 +149,31 @@ func TestDrop(t *testing.T) {
 		t.Fatalf("%d tables after Migrate again, want 4", n)
 	}
 }
+
+// TestMigrateAddsConnID migrates an owner table made without the conn_id column (by an
+// earlier version of the store), with a member in it: the column is added, the member
+// renews its lease, and a renewal records its connection.
+func TestMigrateAddsConnID(t *testing.T) {
+	ctx := context.Background()
+	s, db := setup(t, mysqlstore.Options{})
+	owners := "`" + s.Table() + "_owners`"
+	if _, err := db.ExecContext(ctx, "ALTER TABLE "+owners+" DROP COLUMN conn_id"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "INSERT INTO "+owners+" (epoch, name, lease_us, expires_at) VALUES (1, 'old', 60000000, UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE)"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("Migrate() #%d = %v", i+1, err)
+		}
+	}
+	old := kernel.Owner{Name: "old", Epoch: 1, Lease: time.Minute}
+	if _, err := s.CommitAs(ctx, old, nil); err != nil {
+		t.Fatalf("CommitAs() by the member of before = %v", err)
+	}
+	var conn int64
+	if err := db.QueryRowContext(ctx, "SELECT conn_id FROM "+owners+" WHERE epoch = 1").Scan(&conn); err != nil || conn == 0 {
+		t.Fatalf("conn_id after a renewal = %d, %v; want the renewing connection's ID", conn, err)
+	}
+}

@@ -73,17 +73,17 @@ func TestRescueRetryReturnsTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	var taken []rescued
-	first, err := s.rescueOnce(ctx, &o, 2, &taken)
+	first, err := s.rescueOnce(ctx, &o, 2, &taken, &rescueState{})
 	if err != nil || len(first) != 2 || len(taken) != 1 {
 		t.Fatalf("first try = %d tasks, %v, %d taken; want 2 and 1", len(first), err, len(taken))
 	}
 	// The answer was lost: the retry must return u0 and u1 again, and nothing more with limit 2.
-	again, err := s.rescueOnce(ctx, &o, 2, &taken)
+	again, err := s.rescueOnce(ctx, &o, 2, &taken, &rescueState{})
 	if err != nil || len(again) != 2 || again[0].ID != "u0" || again[1].ID != "u1" || again[0].Fence != first[0].Fence {
 		t.Fatalf("retry with limit 2 = %+v, %v; want u0 and u1 at fence %#x", again, err, first[0].Fence)
 	}
 	// With room, it takes more, at a new epoch, and returns all in recovery order.
-	all, err := s.rescueOnce(ctx, &o, 0, &taken)
+	all, err := s.rescueOnce(ctx, &o, 0, &taken, &rescueState{})
 	if err != nil || len(all) != 6 {
 		t.Fatalf("retry without limit = %d tasks, %v; want 6", len(all), err)
 	}
