@@ -118,8 +118,11 @@ func runDurableProcs(ctx context.Context, exe string, f Factory, p Params, procs
 	}
 	for _, mb := range members {
 		var res childResult
-		if err := mb.out.Decode(&res); err != nil || !res.Ready {
-			return fmt.Errorf("bench: durable-multi member not ready: %v %s", err, res.Error)
+		if err := mb.out.Decode(&res); err != nil {
+			return fmt.Errorf("bench: durable-multi member not ready: %w", err)
+		}
+		if !res.Ready {
+			return fmt.Errorf("bench: durable-multi member not ready: %s", res.Error)
 		}
 	}
 	t0 := time.Now()

@@ -136,7 +136,7 @@ func waitAcks(t *testing.T, p *multiProc, n int64, timeout time.Duration) {
 	pollUntil(t, fmt.Sprintf("%v to acknowledge %d tasks", p, n), 10*time.Millisecond, timeout, func() (bool, error) {
 		select {
 		case <-p.c.exited:
-			return false, fmt.Errorf("%v exited: %v\n%s", p, p.c.err, tail(p.c.out.String(), 4000))
+			return false, fmt.Errorf("%v exited: %w\n%s", p, p.c.err, tail(p.c.out.String(), 4000))
 		default:
 		}
 		return p.acks() >= n, nil
@@ -166,7 +166,7 @@ func (r *multiRun) finish(t *testing.T, s *mysqlstore.Store, timeout time.Durati
 		for _, p := range r.cur {
 			select {
 			case <-p.c.exited:
-				return false, fmt.Errorf("%v exited: %v\n%s", p, p.c.err, tail(p.c.out.String(), 4000))
+				return false, fmt.Errorf("%v exited: %w\n%s", p, p.c.err, tail(p.c.out.String(), 4000))
 			default:
 			}
 		}
