@@ -22,12 +22,17 @@ type childJob struct {
 	// Profile, if not empty, is the file the child writes its CPU profile of
 	// the run to.
 	Profile string `json:"profile,omitempty"`
+	// Member, if not nil, makes the child a member process of a durable-multi
+	// run instead (see serveMember).
+	Member *memberJob `json:"member,omitempty"`
 }
 
 // childResult is what a child writes to its standard output.
 type childResult struct {
-	Sample *Sample `json:"sample,omitempty"`
-	Error  string  `json:"error,omitempty"`
+	Sample *Sample       `json:"sample,omitempty"`
+	Error  string        `json:"error,omitempty"`
+	Ready  bool          `json:"ready,omitempty"`  // a member joined and waits for the start
+	Member *memberResult `json:"member,omitempty"` // a member's figures
 }
 
 // ServeChild reads one job from in, runs it and writes its result to out. A
@@ -35,8 +40,12 @@ type childResult struct {
 // error only when it cannot read the job or write the result.
 func ServeChild(ctx context.Context, reg *Registry, in io.Reader, out io.Writer) error {
 	var job childJob
-	if err := json.NewDecoder(in).Decode(&job); err != nil {
+	dec := json.NewDecoder(in)
+	if err := dec.Decode(&job); err != nil {
 		return fmt.Errorf("bench: child: read job: %w", err)
+	}
+	if job.Member != nil {
+		return serveMember(ctx, reg, job, dec, out)
 	}
 	var res childResult
 	if s, err := runJob(ctx, reg, job); err != nil {

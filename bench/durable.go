@@ -31,6 +31,10 @@ type DurableSetup struct {
 	// acknowledged task.
 	Succeeded func(ctx context.Context) (int, error)
 
+	// Shared, if not empty, names Store for [Factory.DurableJoin], so that
+	// kernels in other processes share it.
+	Shared string
+
 	// Close releases the store and drops what the run made (its table). It is
 	// called once, after the kernel stopped. If nil, Store.Close.
 	Close func() error

@@ -212,4 +212,9 @@ type Factory struct {
 	// It is called once per measured kernel, and each call opens a fresh
 	// store (a table of its own) that [DurableSetup.Close] drops.
 	Durable func(ctx context.Context, p Params) (*DurableSetup, error)
+	// DurableJoin, if not nil, opens in another process the store of a
+	// DurableSetup that Durable returned, named by its Shared; the setup's Close
+	// releases it without dropping it. The durable-multi scenario runs only
+	// configurations that have it.
+	DurableJoin func(ctx context.Context, p Params, shared string) (*DurableSetup, error)
 }

@@ -48,6 +48,7 @@ func Scenarios() []Scenario {
 		retryStormScenario(),
 		timersScenario(),
 		durableScenario(),
+		durableMultiScenario(),
 	}
 }
 

@@ -107,7 +107,7 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 		}
 		t = peerTarget{setup.Peer}
 	case setup.Store != nil:
-		at, err := newAxTarget(setup, p)
+		at, err := newAxTarget(setup, p, "")
 		if err != nil {
 			return fmt.Errorf("bench: %s: %w", f.Name, err)
 		}
@@ -142,6 +142,7 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 	m["tasks_per_sec"+sfx] = float64(acked) / el.Seconds()
 	m["elapsed_ms"+sfx] = float64(el.Microseconds()) / 1e3
 	m["submit_ms"+sfx] = float64(submitted.Microseconds()) / 1e3
+	m["acks_per_sec"+sfx] = float64(acked) / submitted.Seconds()
 	m["drain_ms"+sfx] = float64((el - submitted).Microseconds()) / 1e3
 	QuantilesOf(acks).put(m, "ack", sfx)
 	t.report(out, sfx, el)
@@ -164,17 +165,21 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 // axTarget is ax on a store: a kernel of its own, its journal timed.
 type axTarget struct {
 	k    *kernel.Kernel
-	ts   *timedStore
+	ts   *commitTimes
 	runs atomic.Int64
 }
 
-func newAxTarget(setup *DurableSetup, p Params) (*axTarget, error) {
-	a := &axTarget{ts: &timedStore{Store: setup.Store}}
+// newAxTarget starts a kernel on setup's store; owner is its Config.Owner.
+func newAxTarget(setup *DurableSetup, p Params, owner string) (*axTarget, error) {
+	a := new(axTarget)
+	store, ts := newTimedStore(setup.Store)
+	a.ts = ts
 	k, err := kernel.New(kernel.Config{
 		MaxConcurrency: p.Conc,
 		Capacity:       kernel.ByPriority[int]{High: p.Queue, Normal: p.Queue, Low: p.Queue},
-		Store:          a.ts,
+		Store:          store,
 		SnapshotEvery:  setup.SnapshotEvery,
+		Owner:          owner,
 	})
 	if err != nil {
 		return nil, err
@@ -283,14 +288,20 @@ func submitBulk(ctx context.Context, t durableTarget, n, chunk int) ([]int64, []
 	return acks, ids, nil
 }
 
-// submitCallers submits n tasks from durableCallers goroutines, each
-// submitting one task at a time (SubmitDurable); acks are the calls' durations.
+// submitCallers submits n tasks from durableCallers goroutines (see
+// submitConcurrent).
 func submitCallers(ctx context.Context, t durableTarget, n, _ int) ([]int64, []string, error) {
+	return submitConcurrent(ctx, t, n, durableCallers)
+}
+
+// submitConcurrent submits n tasks from callers goroutines, each submitting one
+// task at a time (SubmitDurable); acks are the calls' durations.
+func submitConcurrent(ctx context.Context, t durableTarget, n, callers int) ([]int64, []string, error) {
 	acks := make([]int64, n)
 	ids := make([]string, n)
 	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
-	for range min(durableCallers, n) {
+	for range min(callers, n) {
 		g.Go(func() error {
 			for {
 				i := int(next.Add(1) - 1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -81,7 +82,7 @@ func TestDurableCountsWithSucceeded(t *testing.T) {
 			f := Factory{Name: "counting", Mode: Blocking, Durable: func(context.Context, Params) (*DurableSetup, error) {
 				ms := storekit.NewMemoryStore()
 				var ids []string
-				setup := &DurableSetup{Store: &recordingStore{MemoryStore: ms, ids: &ids}}
+				setup := &DurableSetup{Store: &recordingStore{MemoryStore: ms, mu: new(sync.Mutex), ids: &ids}}
 				setup.Succeeded = func(ctx context.Context) (int, error) {
 					n := 0
 					for _, id := range ids {
@@ -108,24 +109,27 @@ func TestDurableCountsWithSucceeded(t *testing.T) {
 // recordingStore remembers the IDs it was asked to insert.
 type recordingStore struct {
 	*storekit.MemoryStore
-	ids *[]string // written by Commit, which the journal calls one at a time
+	mu  *sync.Mutex
+	ids *[]string // guarded by mu: the journal may have commits in flight at once
 }
 
-func (s *recordingStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+func (s *recordingStore) record(changes []kernel.Change) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, c := range changes {
 		if c.Op == kernel.OpInsert {
 			*s.ids = append(*s.ids, c.Task.ID)
 		}
 	}
+}
+
+func (s *recordingStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+	s.record(changes)
 	return s.MemoryStore.Commit(ctx, changes)
 }
 
 func (s *recordingStore) CommitAs(ctx context.Context, o kernel.Owner, changes []kernel.Change) ([]error, error) {
-	for _, c := range changes {
-		if c.Op == kernel.OpInsert {
-			*s.ids = append(*s.ids, c.Task.ID)
-		}
-	}
+	s.record(changes)
 	return s.MemoryStore.CommitAs(ctx, o, changes)
 }
 

@@ -8,39 +8,77 @@ import (
 	"github.com/axsched/ax/kernel"
 )
 
-// timedStore is a [kernel.Store] that times its Commit calls. The kernel's
-// journal commits one batch at a time, so their total over a run's length is
-// the share of the run it kept the store busy: near 100 % the store is the
-// bottleneck, well below it the kernel (or the submitters) are.
+// commitTimes records the durations of a store's commits. The kernel's journal
+// keeps at most a few commits in flight, so their total over a run's length says
+// how busy it kept the store: near (or above) 100 % the store is the bottleneck,
+// well below it the kernel (or the submitters) are.
+type commitTimes struct {
+	mu   sync.Mutex
+	durs []int64 // guarded by mu: each commit's duration, ns
+}
+
+func (t *commitTimes) add(t0 time.Time) {
+	d := int64(time.Since(t0))
+	t.mu.Lock()
+	t.durs = append(t.durs, d)
+	t.mu.Unlock()
+}
+
+// commits returns the durations of the commits so far, ns.
+func (t *commitTimes) commits() []int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]int64(nil), t.durs...)
+}
+
+// timedStore is a [kernel.Store] that times its Commit calls.
 type timedStore struct {
 	kernel.Store
-
-	mu   sync.Mutex
-	durs []int64 // guarded by mu: each Commit's duration, ns
+	*commitTimes
 }
 
 func (s *timedStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
-	t0 := time.Now()
-	res, err := s.Store.Commit(ctx, changes)
-	d := int64(time.Since(t0))
-	s.mu.Lock()
-	s.durs = append(s.durs, d)
-	s.mu.Unlock()
-	return res, err
+	defer s.add(time.Now())
+	return s.Store.Commit(ctx, changes)
 }
 
 // MaxPayload passes on the wrapped store's payload cap, which the kernel
 // reads to refuse an oversized payload at submit; 0 means none known.
-func (s *timedStore) MaxPayload() int {
-	if pc, ok := s.Store.(interface{ MaxPayload() int }); ok {
+func (s *timedStore) MaxPayload() int { return maxPayloadOf(s.Store) }
+
+// timedSharedStore is a [kernel.SharedStore] that times its Commit and CommitAs
+// calls, so that a kernel on it runs as an owner, as it does on the store itself.
+type timedSharedStore struct {
+	kernel.SharedStore
+	*commitTimes
+}
+
+func (s *timedSharedStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+	defer s.add(time.Now())
+	return s.SharedStore.Commit(ctx, changes)
+}
+
+func (s *timedSharedStore) CommitAs(ctx context.Context, o kernel.Owner, changes []kernel.Change) ([]error, error) {
+	defer s.add(time.Now())
+	return s.SharedStore.CommitAs(ctx, o, changes)
+}
+
+// MaxPayload passes on the wrapped store's payload cap (see timedStore).
+func (s *timedSharedStore) MaxPayload() int { return maxPayloadOf(s.SharedStore) }
+
+func maxPayloadOf(s kernel.Store) int {
+	if pc, ok := s.(interface{ MaxPayload() int }); ok {
 		return pc.MaxPayload()
 	}
 	return 0
 }
 
-// commits returns the durations of the Commit calls so far, ns.
-func (s *timedStore) commits() []int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]int64(nil), s.durs...)
+// newTimedStore wraps s: in a [kernel.SharedStore] when s is one, so that the
+// kernel sees what s is.
+func newTimedStore(s kernel.Store) (kernel.Store, *commitTimes) {
+	t := new(commitTimes)
+	if ss, ok := s.(kernel.SharedStore); ok {
+		return &timedSharedStore{SharedStore: ss, commitTimes: t}, t
+	}
+	return &timedStore{Store: s, commitTimes: t}, t
 }

@@ -147,6 +147,10 @@ func (k *Kernel) cancelBacklog(h *Handle) bool {
 
 // cancel ends or cancels one task, whatever its state.
 func (k *Kernel) cancel(h *Handle, err error) {
+	if h.dur != nil && h.dur.inPool {
+		k.cancelPooled(h)
+		return
+	}
 	switch State(h.state.Load()) {
 	case Delayed, Retrying:
 		a := h.cur

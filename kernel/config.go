@@ -310,6 +310,16 @@ type Config struct {
 	// Unused with a Store that is not a SharedStore. Not changeable.
 	Owner string
 
+	// SharedPool sends every durable task to the pool of a [SharedStore], where any
+	// kernel on the store with a free slot claims and runs it, this one included (see
+	// [DurableTask.Pool]). If false, a durable task goes to the pool only when it asks,
+	// or when this kernel has no room for it (Config.Capacity): on a SharedStore a
+	// durable submit never waits for room nor is refused for the lack of it. Otherwise
+	// it runs here: tasks queued in a busy kernel wait for its slots even while another
+	// kernel idles, which SharedPool avoids at the price of a claim (a store
+	// transaction) per round of slots. Needs a SharedStore. Not changeable.
+	SharedPool bool
+
 	// Lease is how long the store keeps this kernel an owner after its last renewal
 	// (every group commit renews it; an idle kernel renews it every Lease/5). A kernel
 	// that could not renew for Lease − Lease/3 starts no durable attempt until it
@@ -420,6 +430,9 @@ func (c *Config) Validate() error {
 		bad("StoreTimeout", c.StoreTimeout, "must be >= 0")
 	}
 	inRange("StoreBatch", c.StoreBatch, StoreBatchMax)
+	if _, shared := c.Store.(SharedStore); c.SharedPool && !shared {
+		bad("SharedPool", c.SharedPool, "needs a Store that is a SharedStore")
+	}
 	if len(c.Owner) > OwnerNameMax {
 		bad("Owner", c.Owner, "must be at most "+itoa(OwnerNameMax)+" bytes (OwnerNameMax)")
 	}

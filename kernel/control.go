@@ -12,6 +12,9 @@ const (
 	ctrlClose                           // stop now
 	ctrlRecover                         // schedule durable tasks read back from the store (hs)
 	ctrlStarted                         // the journal stored the starts of gated attempts (as)
+	ctrlClaimBudget                     // how many pool tasks may be claimed now (count)
+	ctrlClaimed                         // a claim's tasks, and the slots reserved for it (claim)
+	ctrlPoolEnded                       // pool tasks this kernel follows ended elsewhere (claim)
 	ctrlEvict                           // evict the newest queued Low task for a High submitter, answer on ack
 )
 
@@ -26,6 +29,8 @@ type ctrlMsg struct {
 	// ctrlStarted: attempts whose start the store refused, and why.
 	refused []*attempt
 	errs    []error
+	claim   *claimMsg
+	hungry  bool // ctrlClaimBudget: due pool work is known
 	id      string
 	ack     chan error // size 1
 	count   chan int   // size 1
@@ -71,6 +76,12 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		k.beginDrain()
 	case ctrlClose:
 		k.closeAll()
+	case ctrlClaimBudget:
+		m.count <- k.claimBudget(m.hungry)
+	case ctrlClaimed:
+		k.claimed(m.claim)
+	case ctrlPoolEnded:
+		k.poolEnded(m.claim)
 	case ctrlStarted:
 		k.ungate(m.as)
 		k.abortGated(m.refused, m.errs)

@@ -234,6 +234,23 @@
 // replica a stable Config.Owner, so that a restarted process takes its own tasks back
 // at once instead of a lease later.
 //
+// Work is shared through the store's pool. A durable task goes to the pool instead of
+// running where it was submitted when it asks ([DurableTask.Pool]), when
+// Config.SharedPool says so, or when the kernel has no room for it (its Capacity: on
+// a SharedStore a durable submit never waits for room). Kernels with free slots claim
+// due pool tasks with [SharedStore.Claim] — claiming and starting in one write, with
+// a fence of a new epoch, by priority and the kernel's Quotas — and poll with backoff
+// from 50 ms to 2 s while the pool has nothing due for them (a kernel with due work
+// waiting and no free slot claims again as soon as one frees). The handle of a pool
+// task follows it wherever it runs: if its own kernel claims it, it runs on that
+// handle; otherwise the handle ends as the store says the task ended, within about a
+// poll. A Cancel of a pool task asks the store, and applies unless a kernel claimed it
+// already. Shutdown drains the pool tasks its kernel follows (claiming while it
+// follows any) and abandons the delayed ones; Close ends their handles Canceled and
+// leaves them in the pool. Tasks queued in a kernel's own buckets are not shared:
+// with Config.SharedPool every task is, at the price of a claim (a store
+// transaction) per round of slots.
+//
 // # Observability
 //
 // [Kernel.Stats] returns the kernel's figures with percentiles; Config.OnEvent

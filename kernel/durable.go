@@ -49,6 +49,14 @@ type DurableTask struct {
 	// one is live (delayed, queued, running or waiting for a retry): its submit fails
 	// with [ErrDuplicateKey]. At most UniqueKeyMax bytes.
 	UniqueKey string
+
+	// Pool sends the task to the pool of the kernel's [SharedStore] instead of running
+	// it here: any kernel on the store with a free slot claims and runs it (this one
+	// too), when it is due. Its handle follows it wherever it runs: it ends as the
+	// store says the task ended, within about a claim poll (50 ms to 2 s). A Cancel
+	// asks the store to cancel it, which applies unless a kernel claimed it already.
+	// Needs a SharedStore. See also Config.SharedPool.
+	Pool bool
 }
 
 // DurableFunc runs one attempt of a durable task with its payload. Like Task.Run, it
@@ -65,6 +73,7 @@ type durable struct {
 	timeout     time.Duration // as submitted (0: kernel default), for the store
 	fence       uint64        // loop-owned: the fence the store holds for the task
 	keepLive    bool          // loop-owned: the process stops; leave the row live
+	inPool      bool          // waits in the store's pool (see claim.go); loop-owned once handed over
 }
 
 // durables is the kernel's durable side: the registry of kinds, the unique keys of
@@ -228,7 +237,7 @@ func (k *Kernel) newDurableHandle(t *Task, rc *resolved, fn DurableFunc, kind st
 }
 
 // validate checks a durable task's fields, naming the bad ones.
-func (t *DurableTask) validate(prefix string, maxBytes int) error {
+func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
 	var errs []error
 	bad := func(field string, v any, reason string) {
 		errs = append(errs, &ConfigError{Field: prefix + field, Value: v, Reason: reason})
@@ -256,6 +265,9 @@ func (t *DurableTask) validate(prefix string, maxBytes int) error {
 	}
 	if len(t.UniqueKey) > UniqueKeyMax {
 		errs = append(errs, &ConfigError{Field: prefix + "UniqueKey", Reason: strconv.Itoa(len(t.UniqueKey)) + " bytes: must be at most " + strconv.Itoa(UniqueKeyMax) + " bytes (UniqueKeyMax)"})
+	}
+	if t.Pool && !shared {
+		bad("Pool", t.Pool, "needs a Config.Store that is a SharedStore")
 	}
 	if maxBytes > 0 && len(t.Payload) > maxBytes {
 		errs = append(errs, fmt.Errorf("kernel: %sPayload: %d bytes, the store takes at most %d: %w", prefix, len(t.Payload), maxBytes, ErrPayloadTooLarge))
@@ -368,7 +380,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 	}
 	d.mu.Lock()
 	for i := range ts {
-		if err := ts[i].validate(prefix(i), d.maxBytes); err != nil {
+		if err := ts[i].validate(prefix(i), d.maxBytes, d.own != nil); err != nil {
 			fail(i, err)
 			continue
 		}
@@ -410,11 +422,15 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 	}
 
 	// Room: one ticket per task, per level, all or none.
+	// Tasks for the pool wait in the store, not here: they take no room.
 	rc := k.rc.Load()
+	pool := make([]bool, len(ts))
 	var need [queue.NumLevels]int64
 	for i := range ts {
 		if errs[i] == nil {
-			need[levelOf(ts[i].Priority.normalize())]++
+			if pool[i] = k.toPool(&ts[i], rc); !pool[i] {
+				need[levelOf(ts[i].Priority.normalize())]++
+			}
 		}
 	}
 	var got [queue.NumLevels]int64
@@ -427,6 +443,19 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 	}
 	for l := range queue.NumLevels {
 		if need[l] == 0 {
+			continue
+		}
+		if d.own != nil && !k.tryRoom(queue.Level(l), need[l], rc) {
+			// No room here: to the pool, for whichever kernel has a slot.
+			for i := range ts {
+				if errs[i] == nil && !pool[i] && levelOf(ts[i].Priority.normalize()) == queue.Level(l) {
+					pool[i] = true
+				}
+			}
+			continue
+		}
+		if d.own != nil {
+			got[l] = need[l]
 			continue
 		}
 		if _, err := k.admit(ctx, queue.Level(l), need[l], rc, false); err != nil {
@@ -469,7 +498,8 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 				st.State = Delayed
 			}
 		}
-		entries = append(entries, jentry{c: Change{Op: OpInsert, Task: st}, h: h, idx: i})
+		h.dur.inPool = pool[i]
+		entries = append(entries, jentry{c: Change{Op: OpInsert, Task: st, Pool: pool[i]}, h: h, idx: i})
 	}
 	if d.j.every > 0 {
 		// Periodic snapshot: journal the inserts (before the loop can journal a start),

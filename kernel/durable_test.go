@@ -316,7 +316,8 @@ func TestDurableRequeueRunsDeadLetters(t *testing.T) {
 	})
 }
 
-// seed commits tasks to a store as a previous kernel would have left them.
+// seed commits tasks to a store as a previous kernel would have left them: on a
+// SharedStore, as the tasks of an owner that left.
 func seed(t *testing.T, s kernel.Store, tasks ...kernel.StoredTask) {
 	t.Helper()
 	cs := make([]kernel.Change, len(tasks))
@@ -327,7 +328,20 @@ func seed(t *testing.T, s kernel.Store, tasks ...kernel.StoredTask) {
 		}
 		cs[i] = kernel.Change{Op: kernel.OpInsert, Task: st}
 	}
-	res, err := s.Commit(context.Background(), cs)
+	commit := s.Commit
+	if ss, ok := s.(kernel.SharedStore); ok {
+		o, err := ss.Join(context.Background(), "seed", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := ss.Leave(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+		}()
+		commit = func(ctx context.Context, cs []kernel.Change) ([]error, error) { return ss.CommitAs(ctx, o, cs) }
+	}
+	res, err := commit(context.Background(), cs)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -464,7 +464,9 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 	}
 	if len(handed) > 0 && !j.k.enqueueMany(handed) {
 		for _, h := range handed {
-			j.k.release(h.ticket(), 1)
+			if !h.dur.inPool {
+				j.k.release(h.ticket(), 1)
+			}
 			j.k.abortDurable(h)
 		}
 	}
@@ -490,7 +492,9 @@ func settleGroups(batch []jentry) {
 // refuse gives back the ticket and the unique key of an acknowledged insert whose
 // submit fails.
 func (j *journal) refuse(e jentry) {
-	j.k.release(e.h.ticket(), 1)
+	if !e.h.dur.inPool { // a pool task holds no ticket
+		j.k.release(e.h.ticket(), 1)
+	}
 	j.k.dur.dropKey(e.h.dur.unique)
 }
 

@@ -181,6 +181,7 @@ func New(cfg Config) (*Kernel, error) {
 	<-k.ready
 	if k.dur != nil && k.dur.own != nil {
 		k.dur.own.startRescuer()
+		k.dur.own.startClaimer()
 	}
 	g.activate(c.Name, k)
 	return k, nil
@@ -251,6 +252,7 @@ func (k *Kernel) Update(fn func(*Config)) error {
 	fixed("StoreTimeout", next.StoreTimeout != old.StoreTimeout)
 	fixed("StoreBatch", next.StoreBatch != old.StoreBatch)
 	fixed("Owner", next.Owner != old.Owner)
+	fixed("SharedPool", next.SharedPool != old.SharedPool)
 	fixed("Lease", next.Lease != old.Lease)
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -72,6 +72,10 @@ func (k *Kernel) pass() {
 			if it.h.named {
 				k.index(it.h)
 			}
+			if it.h.dur != nil && it.h.dur.inPool {
+				k.acceptPooled(it.h)
+				continue
+			}
 			k.accept(it.h)
 		} else {
 			k.acceptLight(it.l)
@@ -211,7 +215,16 @@ func (k *Kernel) publish() {
 	m.delayed.Store(int64(k.ls.delayed))
 	k.rq.mu.Lock()
 	wake, spawn := k.checkStall()
+	claimRoom := k.ls.claimHungry && k.rq.limit-k.rq.running-k.rq.queued()-k.ls.buckets.Len() > 0 &&
+		k.ls.durRunning < k.ls.rcl.cfg.MaxConcurrency
 	k.rq.mu.Unlock()
+	if claimRoom {
+		k.ls.claimHungry = false
+		select {
+		case k.dur.own.claimNow <- struct{}{}:
+		default:
+		}
+	}
 	if wake != nil {
 		wake.wake <- struct{}{}
 	}

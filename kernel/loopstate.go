@@ -12,9 +12,13 @@ import (
 // the running list, the per-task loop fields. Nothing here is read elsewhere; what
 // others need (depths, counts) is published through atomics in kernelMetrics.
 type loopState struct {
-	byID        map[string]*Handle   // live named tasks (Handle.named) by ID; Kernel.Cancel
-	dupID       map[string][]*Handle // further live named tasks sharing an ID of byID
-	readyMarked bool                 // Kernel.ready is closed
+	byID map[string]*Handle // live named tasks (Handle.named) by ID; Kernel.Cancel
+	pool map[string]*Handle // tasks this kernel put in a SharedStore's pool, until claimed here or ended (claim.go)
+	// claimReserved counts the slots reserved for a claim in flight (in durRunning too).
+	claimReserved int
+	claimHungry   bool                 // the claimer waits for a free slot to claim due pool work
+	dupID         map[string][]*Handle // further live named tasks sharing an ID of byID
+	readyMarked   bool                 // Kernel.ready is closed
 
 	rcl     *resolved // the config the loop applies
 	now     time.Time // the clock, read once per pass

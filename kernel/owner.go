@@ -29,6 +29,8 @@ type ownership struct {
 	okUntil atomic.Int64          // unix ns: durable attempts may start without a commit until then
 
 	rescueNow chan struct{} // size 1: rescue at once (after a rejoin)
+	claimNow  chan struct{} // size 1: claim at once (a task went to the pool)
+	follow    follow        // the pool tasks this kernel follows
 	stopCh    chan struct{}
 	stopOnce  sync.Once
 	wg        sync.WaitGroup
@@ -54,7 +56,7 @@ func ownerName(name string) string {
 func (k *Kernel) joinStore(s SharedStore, c *Config) (*ownership, []StoredTask, error) {
 	o := &ownership{
 		k: k, store: s, name: ownerName(c.Owner), lease: c.Lease, margin: c.Lease / 3,
-		log: k.log, rescueNow: make(chan struct{}, 1), stopCh: make(chan struct{}),
+		log: k.log, rescueNow: make(chan struct{}, 1), claimNow: make(chan struct{}, 1), stopCh: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
 	defer cancel()
@@ -206,7 +208,7 @@ func (o *ownership) startRescuer() {
 	})
 }
 
-// stopRescuer stops the rescuer goroutine and waits for it.
+// stopRescuer stops the rescuer and claimer goroutines and waits for them.
 func (o *ownership) stopRescuer() {
 	o.stopOnce.Do(func() { close(o.stopCh) })
 	o.wg.Wait()

@@ -36,6 +36,14 @@ import (
 // with the attempt it had, and the caller decides to run it again (a new attempt: the
 // interrupted one is spent) or dead-letter it.
 //
+// # The pool
+//
+// A task that no owner holds is in the pool: inserted by [Store.Commit], or by
+// [SharedStore.CommitAs] with [Change.Pool]. [SharedStore.Claim] takes due pool tasks for
+// an owner with free slots and starts them in the same write: any kernel on the store may
+// run them, so work submitted to a busy process runs where slots are free.
+// [SharedStore.Rescue] leaves waiting pool tasks where they are.
+//
 // # Named leases
 //
 // [SharedStore.AcquireLease], [SharedStore.RenewLease] and [SharedStore.ReleaseLease]
@@ -58,12 +66,31 @@ type SharedStore interface {
 	// an idle owner.
 	CommitAs(ctx context.Context, o Owner, changes []Change) (results []error, err error)
 
-	// Rescue takes over, for the live owner o, the live tasks of ended owners and of no
-	// owner, at most limit of them (limit <= 0: no limit), and returns them in the order
-	// of [Store.Recover]. Each gets o as owner and a new fence (see "Rescue" above). An
+	// Rescue takes over, for the live owner o, the live tasks of ended owners and the
+	// Running tasks of no owner (rows a store without owners left running), at most
+	// limit of them (limit <= 0: no limit), and returns them in the order of
+	// [Store.Recover]. Each gets o as owner and a new fence (see "Rescue" above). Waiting
+	// tasks of no owner are the pool's and stay there (see [SharedStore.Claim]). An
 	// ended owner whose tasks were all taken is forgotten. It returns an error wrapping
 	// [ErrLeaseLost] when o's own lease has ended.
 	Rescue(ctx context.Context, o Owner, limit int) ([]StoredTask, error)
+
+	// Claim takes due tasks from the pool for the live owner o and starts them, in one
+	// transaction: waiting tasks (Queued, Delayed or Retrying) with no owner, RunAt at or
+	// before req.Now and a kind in req.Kinds, at most req.Want of each priority, each
+	// priority's in RunAt then ID order. Each claimed task gets o as owner, State
+	// Running, Attempt one more and a fence of a new epoch, and UpdatedAt req.Now; they
+	// are returned as stored, High first. Tasks another transaction is claiming are
+	// skipped, not waited for. It also returns the earliest RunAt of the waiting pool
+	// tasks of those kinds left unclaimed (the zero time if none), so the caller knows
+	// when to claim next. It returns an error wrapping [ErrLeaseLost] when o's lease
+	// has ended, and [ErrInvalidChange] for a negative want or a zero Now.
+	Claim(ctx context.Context, o Owner, req ClaimRequest) (claimed []StoredTask, next time.Time, err error)
+
+	// States returns the tasks among ids that the store holds, without their payloads
+	// (unknown IDs are left out), in no particular order: how a kernel follows the tasks
+	// it put in the pool, wherever they run. At most [StatesMax] IDs per call.
+	States(ctx context.Context, ids []string) ([]StoredTask, error)
 
 	// RequeueAs is [Store.Requeue] by owner o: the requeued tasks belong to o.
 	RequeueAs(ctx context.Context, o Owner, now time.Time, ids ...string) ([]StoredTask, error)
@@ -88,6 +115,17 @@ type SharedStore interface {
 	// ReleaseLease ends the grant fence of name now. Releasing a grant that ended
 	// already is not an error.
 	ReleaseLease(ctx context.Context, name string, fence uint64) error
+}
+
+// ClaimRequest is what [SharedStore.Claim] takes.
+type ClaimRequest struct {
+	// Now is the caller's time: tasks due at or before it are claimed, and their
+	// UpdatedAt is set to it.
+	Now time.Time
+	// Want bounds the claimed tasks of each priority.
+	Want ByPriority[int]
+	// Kinds are the task kinds the caller can run; tasks of other kinds stay.
+	Kinds []string
 }
 
 // Owner is one membership of a kernel in a [SharedStore], made by [SharedStore.Join].
@@ -117,6 +155,8 @@ const (
 	OwnerNameMax = 64
 	// LeaseNameMax is the longest name of a named lease, in bytes.
 	LeaseNameMax = 255
+	// StatesMax is the most IDs one [SharedStore.States] call takes.
+	StatesMax = 1000
 	// LeaseMin is the shortest lease a [SharedStore] grants.
 	LeaseMin = 10 * time.Millisecond
 )

@@ -145,13 +145,14 @@ func TestSharedRescueAfterLeaseEnds(t *testing.T) {
 		b := newTestKernel(t, kernel.Config{Store: s.MemoryStore, Owner: "b", Lease: sharedLease, MaxConcurrency: 4})
 		_ = a.Register("k", log.fn("a", ga))
 		_ = b.Register("k", log.fn("b", nil))
-		var hs []*kernel.Handle
+		// One submit of five while a is idle: they stay a's (t0 runs, the others queue).
+		var ts []kernel.DurableTask
 		for i := range 5 {
-			h, err := a.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: fmt.Appendf(nil, "t%d", i), MaxAttempts: 3})
-			if err != nil {
-				t.Fatalf("SubmitDurable() = %v", err)
-			}
-			hs = append(hs, h)
+			ts = append(ts, kernel.DurableTask{Kind: "k", Payload: fmt.Appendf(nil, "t%d", i), MaxAttempts: 3})
+		}
+		hs, err := a.SubmitDurableMany(context.Background(), ts)
+		if err != nil {
+			t.Fatalf("SubmitDurableMany() = %v", err)
 		}
 		synctest.Wait()
 		if log.count("t0") != 1 || log.count("t1") != 0 {
@@ -212,6 +213,86 @@ func TestSharedRescueAfterLeaseEnds(t *testing.T) {
 		}
 		if live != 1 {
 			t.Errorf("owners %+v: want a live again under a new epoch", owners)
+		}
+	})
+}
+
+// TestSharedPoolSpillsToIdleKernel: a kernel with no room left (Capacity) sends its
+// further durable tasks to the pool instead of waiting; an idle kernel claims and
+// runs them; the full kernel's handles follow them and end as the store says. A task
+// asked for the pool (DurableTask.Pool) runs once, wherever a slot is free.
+func TestSharedPoolSpillsToIdleKernel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := storekit.NewMemoryStore()
+		log := newRunLog()
+		ga := make(gate)
+		a := newTestKernel(t, kernel.Config{
+			Store: s, Owner: "a", Lease: sharedLease, MaxConcurrency: 1,
+			Capacity: kernel.ByPriority[int]{High: 1, Normal: 1, Low: 1},
+		})
+		_ = a.Register("k", log.fn("a", ga))
+		h0, err := a.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: []byte("t0")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // t0 holds a's one slot
+		h1, err := a.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: []byte("t1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // t1 holds a's room for one Normal task: a is full
+		var hs []*kernel.Handle
+		for i := 2; i <= 4; i++ {
+			h, err := a.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: fmt.Appendf(nil, "t%d", i)})
+			if err != nil {
+				t.Fatalf("SubmitDurable() = %v", err)
+			}
+			hs = append(hs, h)
+		}
+		synctest.Wait()
+		for i, h := range hs {
+			if h.State() != kernel.Queued {
+				t.Fatalf("t%d: %v, want queued (in the pool)", i+2, h.State())
+			}
+		}
+		if n := log.count("t2"); n != 0 {
+			t.Fatalf("t2 ran %d times before any kernel was free", n)
+		}
+		b := newTestKernel(t, kernel.Config{Store: s, Owner: "b", Lease: sharedLease, MaxConcurrency: 4})
+		_ = b.Register("k", log.fn("b", nil))
+		for range 10 { // b claims at once; a reads their ends within a few polls
+			advance(sharedLease / 4)
+		}
+		for i, h := range hs {
+			p := fmt.Sprintf("t%d", i+2)
+			if by := log.by[p]; len(by) != 1 || by[0] != "b" {
+				t.Errorf("%s ran in %v, want once in b", p, by)
+			}
+			if h.State() != kernel.Succeeded || h.Err() != nil {
+				t.Errorf("a's handle of %s: %v, %v; want succeeded (in b)", p, h.State(), h.Err())
+			}
+		}
+		if n := log.count("t1"); n != 0 {
+			t.Fatalf("t1 (queued in a) ran %d times while a's slot was taken", n)
+		}
+		ga.open()
+		if err := h0.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := h1.Wait(context.Background()); err != nil || log.by["t1"][0] != "a" {
+			t.Fatalf("t1: Wait() = %v, ran in %v; want in a", err, log.by["t1"])
+		}
+		// Asked for the pool while both are free: one of them runs it, once.
+		hp, err := a.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: []byte("p"), Pool: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hp.Wait(context.Background()); err != nil || log.count("p") != 1 {
+			t.Fatalf("pool task: Wait() = %v, ran %d times (%v)", err, log.count("p"), log.by["p"])
+		}
+		st := a.Stats()
+		if n := st.ByPriority.Normal; n.Submitted != n.Succeeded {
+			t.Errorf("a's Stats: submitted %d, succeeded %d; want equal", n.Submitted, n.Succeeded)
 		}
 	})
 }

@@ -217,6 +217,7 @@ func (k *Kernel) beginDrain() {
 	}
 	k.ls.draining = true
 	k.dropBacklog()
+	k.endPool(Abandoned, ErrAbandoned)
 	k.endParked(Abandoned)
 	var keep []*attempt
 	k.ls.wheel.Clear(func(e timerEntry) {
@@ -249,6 +250,7 @@ func (k *Kernel) closeAll() {
 	k.ls.closing = true
 	k.ls.draining = false
 	k.dropBacklog()
+	k.endPool(Canceled, ErrClosed)
 	k.endParked(Canceled)
 	for l := range queue.NumLevels {
 		k.ls.buckets.Bucket(queue.Level(l)).Clear(func(it qitem) {

@@ -219,6 +219,10 @@ type Change struct {
 	Fence uint64
 	// Task holds the task's ID and the fields the op sets: all of them for [OpInsert].
 	Task StoredTask
+	// Pool, on an [OpInsert] committed with [SharedStore.CommitAs], puts the task in the
+	// pool instead of giving it to the committing owner (see "The pool" in
+	// [SharedStore]). Tasks inserted with [Store.Commit] are in the pool anyway.
+	Pool bool
 }
 
 // Limits every [Store] enforces; a change beyond them is refused with [ErrInvalidChange].

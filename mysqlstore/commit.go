@@ -159,7 +159,8 @@ type row struct {
 	key      string // unique key, when keyKnown
 	keyKnown bool
 
-	ins *kernel.StoredTask // the row to insert, when the batch creates it
+	ins  *kernel.StoredTask // the row to insert, when the batch creates it
+	pool bool               // ins goes to the pool (Change.Pool): owner 0 whoever commits
 
 	dirty                bool // an existing row the batch changes
 	setAttempt, setRunAt bool
@@ -173,7 +174,8 @@ type row struct {
 // expects them (inserted IDs new, others live at the first change's fence), and errReplan
 // says they were not. Otherwise the rows are read and locked first. With an owner o, the
 // transaction renews o's lease before it touches a task row (the lock order of owner rows
-// before task rows), and inserts write o.Epoch as the tasks' owner.
+// before task rows), and inserts write o.Epoch as the tasks' owner (0, the pool, for
+// those of a Change with Pool).
 func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *kernel.Owner) ([]error, error) {
 	var owner uint64
 	if o != nil {
@@ -427,7 +429,7 @@ func (r *row) insert(c *kernel.Change, holders map[string]string) error {
 		t.Priority = kernel.Normal
 	}
 	t.LastError = storekit.TruncateLastError(t.LastError)
-	r.ins = &t
+	r.ins, r.pool = &t, c.Pool
 	r.present, r.fence, r.state, r.attempt, r.key, r.keyKnown = true, t.Fence, t.State, t.Attempt, t.UniqueKey, true
 	return nil
 }

@@ -3,8 +3,9 @@
 // github.com/go-sql-driver/mysql.
 //
 // The table is a journal. The kernel runs durable tasks from memory and records their
-// lifecycle here in group commits, many changes per transaction; it reads the table only
-// at start, to recover what was live. Nothing polls the table for work.
+// lifecycle here in group commits, many changes per transaction; it reads the table at
+// start, to recover what was live, and, when several kernels share it, claims tasks from
+// its pool (see "The pool") when the kernel asks.
 //
 //	s, err := mysqlstore.Open(os.Getenv("AX_MYSQL_DSN"), mysqlstore.Options{Table: "ax_tasks"})
 //	if err != nil { … }
@@ -40,21 +41,24 @@
 // Unix epoch; Timeout is BIGINT nanoseconds; State and Priority are small integers of this
 // package's own stable encoding. A unique index on live_key, a copy of the task's unique
 // key that is NULL once the task is terminal, keeps one live task per key. owner is the
-// epoch of the owner the task belongs to (see "Owners"), 0 for none: [Store.Commit] and
-// [Store.Requeue] write 0. Two secondary indexes: (state, owner, priority, run_at)
-// holds the live rows of each owner in the order recovery reads them, so that the live
-// tasks of given owners ([Store.Rescue], [Store.Owners]) are a few ranges of it, one per
-// live state and owner; and (state, updated_at) serves dead letters and the retention
-// purge. Each costs every state change one more index write; owner, written only by
-// inserts, rescues and requeues, costs nothing more.
+// epoch of the owner the task belongs to (see "Owners"), 0 for none, the pool:
+// [Store.Commit], [Store.Requeue] and the inserts of a [kernel.Change] with Pool write
+// 0. Two secondary indexes: (state, owner, priority, run_at) holds the live rows of each
+// owner in the order recovery reads them, so that the live tasks of given owners
+// ([Store.Rescue], [Store.Owners]) are a few ranges of it, one per live state and owner,
+// and the due pool tasks of a priority ([Store.Claim]) one range per waiting state, in
+// run_at order; and (state, updated_at) serves dead letters and the retention purge.
+// Each costs every state change one more index write; owner, written only by inserts,
+// claims, rescues and requeues, costs nothing more.
 // The store's throughput is in docs/performance.md.
 //
 // Three more tables are named after it, which is why a table name is at most [TableMax]
 // bytes:
 //
 //   - <table>_owners: one row per membership: epoch (primary key), name, lease_us,
-//     expires_at (DATETIME(6), UTC on the server's clock) and ended, set when the owner
-//     left, was replaced by a new epoch of its name, or had tasks rescued.
+//     expires_at (DATETIME(6), UTC on the server's clock), ended, set when the owner
+//     left, was replaced by a new epoch of its name, or had tasks rescued, and conn_id,
+//     the CONNECTION_ID() of the row's last writer (see "Stuck transactions").
 //   - <table>_leases: one row per named lease while granted: name (primary key),
 //     holder, fence and expires_at.
 //   - <table>_epochs: an AUTO_INCREMENT counter. Each epoch and each named-lease fence is
@@ -67,7 +71,8 @@
 // [Store.Migrate] creates missing tables, and adds the owner column (an in-place ALTER
 // TABLE where the server can) and the index (state, owner, priority, run_at) (an online
 // index build, which reads the whole table) to a task table that lacks them, dropping the
-// index (state, priority, run_at) it replaces.
+// index (state, priority, run_at) it replaces, and the conn_id column to an owner table
+// that lacks it. Stores of this version need it: migrate before they start.
 //
 // # Owners
 //
@@ -79,7 +84,8 @@
 // of the live rows' index range) and inserts the owner row. [Store.CommitAs] is
 // [Store.Commit] whose transaction first renews the owner's lease:
 //
-//	UPDATE <table>_owners SET expires_at = UTC_TIMESTAMP(6) + INTERVAL lease_us MICROSECOND
+//	UPDATE <table>_owners SET expires_at = UTC_TIMESTAMP(6) + INTERVAL lease_us MICROSECOND,
+//	    conn_id = CONNECTION_ID()
 //	WHERE epoch = ? AND name = ? AND ended = 0 AND expires_at > UTC_TIMESTAMP(6)
 //
 // When it changes no row (and a read confirms that the lease ended), the transaction is
@@ -99,10 +105,14 @@
 //
 //  1. renews the rescuer's lease, locking its row;
 //  2. locks the rows of ended owners with SELECT … FOR UPDATE SKIP LOCKED: an owner whose
-//     row is locked is in a commit, and is left for a later rescue;
-//  3. locks the live tasks of those owners and of no owner with SELECT … FOR UPDATE on
-//     ranges of the index (state, owner, …), in recovery order; with a limit, every
-//     candidate is locked until the transaction ends, not only the first limit;
+//     row is locked is in a commit, and is left for a later rescue (but see "Stuck
+//     transactions");
+//  3. locks the live tasks of those owners and the Running tasks of no owner with
+//     SELECT … FOR UPDATE on ranges of the index (state, owner, …) (forced, so that it
+//     never scans and waits for the rows of other owners), in recovery order; with a
+//     limit, every candidate is locked until the transaction ends, not only the first
+//     limit. The waiting tasks of no owner are the pool's (see "The pool"): a rescue
+//     neither takes nor locks them;
 //  4. takes a new epoch, above the epoch part of those tasks' fences, and gives them
 //     the rescuer as owner and the epoch's first fence;
 //  5. deletes the ended owners left without a live task, and marks the others ended.
@@ -114,6 +124,92 @@
 // its fence is stale. A rescue retried after a lost answer also returns the tasks an
 // earlier try of the same call took.
 //
+// # The pool
+//
+// A task of owner 0 is in the pool: inserted by [Store.Commit] or [Store.Requeue], or by
+// [Store.CommitAs] with [kernel.Change] Pool. [Store.Claim] takes due pool tasks for an
+// owner in one transaction at read committed, which finds its candidates with one
+// statement, a UNION ALL of one part per waiting state (Delayed, Queued, Retrying) and
+// wanted priority:
+//
+//	(SELECT … FROM <table> WHERE state = ? AND owner = 0 AND priority = ? AND run_at <= ?
+//	  AND kind IN (…) ORDER BY run_at, id LIMIT want FOR UPDATE SKIP LOCKED)
+//
+// Each part is one range of the index (state, owner, priority, run_at) read in its order
+// (the index ends with the primary key, id), so it stops after want rows and locks only
+// those: kind is not in the index, so rows of other kinds on the way are read and passed
+// over, and rows another claim (or a commit) holds are skipped, not waited for. The
+// transaction
+//
+//  1. renews the owner's lease, locking its row, as CommitAs does (owner rows before
+//     task rows);
+//  2. locks the candidates: of the up to three times Want rows of a priority, the first
+//     Want by run_at and id are claimed, and the others stay locked until the
+//     transaction ends; a priority of Want 0 has no part;
+//  3. takes a new epoch, above the owner's and the epoch part of the claimed rows'
+//     fences, and starts them with one UPDATE … WHERE id IN (…) AND owner = 0 AND state
+//     IN (waiting): owner, state Running, attempt + 1, the epoch's first fence,
+//     updated_at; the returned tasks are the locked rows with those values;
+//  4. reads next, the earliest run_at of the waiting pool tasks of the kinds left, with
+//     one consistent read: MIN over a UNION ALL of (SELECT run_at … ORDER BY run_at
+//     LIMIT 1) per waiting state and priority, each the first row of the kinds in one
+//     range of the index. Rows that another claim has locked but not yet committed still
+//     count, so next may be due when nothing is left: the caller claims again and finds
+//     nothing.
+//
+// So a claim costs BEGIN, the renewal, the locking read, the epoch (one INSERT, two when
+// the counter must be raised), the UPDATE, the read of next and COMMIT: seven round
+// trips, five when nothing is claimed, four when no priority is wanted, and one (the
+// renewal) for no Kinds; a retry reads the rows of each earlier try as well. Two claims
+// never wait for each other's task rows, nor for a commit that holds a pool row. A
+// rescue takes only the Running rows of no owner and the rows of ended owners, which no
+// claim locks. A claim retried after a lost answer reads, by primary key, the rows an
+// earlier try of the call gave its fence, and returns them as well, counted against
+// Want.
+//
+// # Stuck transactions
+//
+// A process stopped between the statements of a transaction (SIGSTOP, a long GC or VM
+// freeze) or cut off by a partition that leaves its TCP connection half open holds the
+// transaction's locks until the server notices, which for an idle connection is
+// wait_timeout (8 h by default). When that transaction renewed an owner's lease, step 2
+// of every rescue would skip the owner's row for as long. So a rescue also reads,
+// without locking, the owners whose lease ended at least one lease ago; when it could
+// not lock one of them, it rolls back before it locks any task, and looks for the
+// connection that holds the row:
+//
+//   - every statement that writes an owner row (the renewal, Join, Leave, a rescue's
+//     marking) sets conn_id = CONNECTION_ID(), so the newest version of the row, read at
+//     READ UNCOMMITTED, names its writer;
+//   - that version must differ from the committed one the rescue read: then it is not
+//     committed, and its writer is the transaction that holds the row's lock (a
+//     transaction that only locked the row, such as another rescue, wrote nothing, and
+//     names nobody);
+//   - even that version's lease ended at least a lease ago: a renewal in a transaction
+//     open for over two leases;
+//   - information_schema.PROCESSLIST lists the connection, in the store's database, as
+//     idle (Sleep) for at least a lease and at least a second.
+//
+// Then it runs KILL CONNECTION on it: the server rolls the transaction back and frees
+// its locks, and the rescue's next try waits for the owner's row and takes its tasks.
+// The stopped process, once resumed, finds its connection dead: its commit's outcome is
+// unknown, and its retry is refused with [kernel.ErrLeaseLost], as for any lost lease.
+// Each kill is counted ([Store.Kills]) and logged as a warning. Killing costs nothing
+// but that commit: a connection ID names one connection while it lives (IDs are unique
+// among the server's connections), the holder's lease is over, and the store retries
+// any statement whose connection was killed. So the tasks of an owner stopped inside a
+// transaction run again within about two leases and a quarter, instead of Lease +
+// Lease/3.
+//
+// KILL needs no privilege for connections of the same user; killing another user's
+// connection takes CONNECTION ADMIN (MariaDB) or CONNECTION_ADMIN (MySQL), and a user
+// sees other users' connections in PROCESSLIST only with PROCESS. Give every process
+// sharing the tables the same user, or those privileges. A rescue that already waits for
+// a task row that such a transaction holds (which a rescue locks only when the
+// transaction took it from an ended owner, or from no owner) waits until
+// innodb_lock_wait_timeout, and its next try kills. On MariaDB, idle_transaction_timeout
+// ends such transactions too, for every client of the server.
+//
 // # Named leases
 //
 // [Store.AcquireLease] locks the lease's row (SELECT … FOR UPDATE, read committed) and,
@@ -123,7 +219,8 @@
 //
 // # Servers
 //
-// The store needs MariaDB >= 10.6 or MySQL >= 8.0, for SKIP LOCKED.
+// The store needs MariaDB >= 10.6 or MySQL >= 8.0, for SKIP LOCKED (in [Store.Rescue] and
+// [Store.Claim]).
 //
 // Clusters that certify writes at commit (Galera: MariaDB Cluster, Percona XtraDB
 // Cluster; MySQL Group Replication in multi-primary mode) need a single writer for

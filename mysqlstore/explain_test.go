@@ -127,7 +127,7 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 
 // TestRescueUsesOwnerIndex EXPLAINs the reads of a rescue and of Owners on a table where
 // most live rows belong to a live owner and most unowned rows have ended: the rows of
-// ended owners and of no owner must be found on ranges of the index
+// ended owners and the running rows of no owner must be found on ranges of the index
 // state_owner_priority_run_at, not by scanning all the live rows or the table.
 func TestRescueUsesOwnerIndex(t *testing.T) {
 	dsn := os.Getenv("AX_MYSQL_DSN")
@@ -190,7 +190,11 @@ func TestRescueUsesOwnerIndex(t *testing.T) {
 		ended = append(ended, kernel.Change{Op: kernel.OpSucceed, Fence: 1, Task: kernel.StoredTask{ID: c.Task.ID, UpdatedAt: now}})
 	}
 	mustNil(s.Commit(ctx, ended))
-	mustNil(s.Commit(ctx, insert("unowned", 20)))
+	unowned := insert("unowned", 20) // half of them left running by a store without owners
+	for _, c := range slices.Clone(unowned[:10]) {
+		unowned = append(unowned, kernel.Change{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: c.Task.ID, Fence: 2, Attempt: 1, UpdatedAt: now}})
+	}
+	mustNil(s.Commit(ctx, unowned))
 	if _, err := db.Exec("ANALYZE TABLE `" + table + "`"); err != nil {
 		t.Fatal(err)
 	}
@@ -212,17 +216,44 @@ func TestRescueUsesOwnerIndex(t *testing.T) {
 	if p := plans["t"]; p.key != "state_owner_priority_run_at" || !strings.Contains(p.extra, "Using index") {
 		t.Errorf("Owners' count reads %s on %q (%s), want state_owner_priority_run_at alone (plan %+v)", p.typ, p.key, p.extra, plans)
 	}
-	// And a rescue finds the rows of the ended owner and of no owner.
+	// And a rescue finds the rows of the ended owner and the running rows of no owner;
+	// the waiting ones are the pool's.
 	if err := s.Leave(ctx, gone); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.Rescue(ctx, live, 0)
-	if err != nil || len(got) != 40 {
-		t.Fatalf("Rescue() = %d tasks, %v; want 40", len(got), err)
+	if err != nil || len(got) != 30 {
+		t.Fatalf("Rescue() = %d tasks, %v; want 30", len(got), err)
 	}
 }
 
-type explainPlan struct{ typ, key, extra string }
+type explainPlan struct{ table, typ, key, extra string }
+
+// explainRows returns the plan of query, one row per table read, in EXPLAIN's order.
+func explainRows(t *testing.T, db *sql.DB, query string) []explainPlan {
+	t.Helper()
+	rows, err := db.Query("EXPLAIN " + query)
+	if err != nil {
+		t.Fatalf("EXPLAIN %.80s…: %v", query, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var plans []explainPlan
+	for rows.Next() {
+		var (
+			id                                               sql.NullInt64
+			selectType                                       string
+			table, typ, keys, key, keyLen, ref, rowsN, extra sql.NullString
+		)
+		if err := rows.Scan(&id, &selectType, &table, &typ, &keys, &key, &keyLen, &ref, &rowsN, &extra); err != nil {
+			t.Fatal(err)
+		}
+		plans = append(plans, explainPlan{table.String, typ.String, key.String, extra.String})
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plans
+}
 
 // explain returns the plan of query per table it reads, by the name EXPLAIN gives it
 // (its alias, if any).
@@ -243,10 +274,86 @@ func explain(t *testing.T, db *sql.DB, query string) map[string]explainPlan {
 		if err := rows.Scan(&id, &selectType, &table, &typ, &keys, &key, &keyLen, &ref, &rowsN, &extra); err != nil {
 			t.Fatal(err)
 		}
-		plans[table] = explainPlan{typ.String, key.String, extra.String}
+		plans[table] = explainPlan{table, typ.String, key.String, extra.String}
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
 	return plans
+}
+
+// TestClaimUsesOwnerIndex EXPLAINs the reads of a claim on a table where most live rows
+// belong to an owner, many pool rows are of another kind and some are not due: each part
+// of the locking read and of the read of next must be a range of the index
+// state_owner_priority_run_at read in its order (no filesort), and so is the rescue of
+// no ended owner, which must not read the pool's waiting rows.
+func TestClaimUsesOwnerIndex(t *testing.T) {
+	s := internalStore(t, "explain_claim")
+	ctx := context.Background()
+	o, err := s.Join(ctx, "live", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var mine, pool []kernel.Change
+	for i := range 2000 {
+		mine = append(mine, kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{
+			ID: fmt.Sprintf("mine%05d", i), Kind: "k", State: kernel.Queued, Fence: 1, RunAt: now, UpdatedAt: now,
+		}})
+	}
+	states := []kernel.State{kernel.Queued, kernel.Queued, kernel.Delayed, kernel.Retrying}
+	for i := range 1200 {
+		kind := "k"
+		if i%2 == 1 {
+			kind = "other"
+		}
+		pool = append(pool, kernel.Change{Op: kernel.OpInsert, Pool: true, Task: kernel.StoredTask{
+			ID: fmt.Sprintf("pool%05d", i), Kind: kind, State: states[i%4], Priority: kernel.Priority(i%3 + 1),
+			Fence: 1, RunAt: now.Add(time.Duration(i%7-3) * time.Second), UpdatedAt: now,
+		}})
+	}
+	for _, cs := range [][]kernel.Change{mine, pool} {
+		if res, err := s.CommitAs(ctx, o, cs); err != nil || errors.Join(res...) != nil {
+			t.Fatalf("CommitAs() = %v, %v", errors.Join(res...), err)
+		}
+	}
+	if _, err := s.db.Exec("ANALYZE TABLE " + s.table); err != nil {
+		t.Fatal(err)
+	}
+	const key = "state_owner_priority_run_at"
+	want := [len(claimOrder)]int{5, 5, 5}
+	claimQ, _ := s.claimQuery([]string{"k"}, millis(now), want)
+	for _, tc := range []struct {
+		name, query string
+		parts       int
+	}{
+		{"claim", claimQ, 9},
+		{"next", s.nextQuery([]string{"k"}), 9},
+		{"rescue of no ended owner", s.rescueQuery(nil, 0, false), 1},
+	} {
+		parts := 0
+		for _, p := range explainRows(t, s.db, tc.query) {
+			if p.table != s.opts.Table {
+				continue // the derived table or the union's result
+			}
+			parts++
+			if p.key != key || p.typ != "range" && p.typ != "ref" || strings.Contains(p.extra, "filesort") && tc.parts > 1 {
+				t.Errorf("%s: a part reads %s on %q (%s), want a range of %s in index order", tc.name, p.typ, p.key, p.extra, key)
+			}
+			t.Logf("%s: %s on %s: %s", tc.name, p.typ, p.key, p.extra)
+		}
+		if parts != tc.parts {
+			t.Errorf("%s: %d parts read the task table, want %d", tc.name, parts, tc.parts)
+		}
+	}
+	// The claim takes what the plan promises: 5 of each priority, due, of kind k.
+	got, next, err := s.Claim(ctx, o, kernel.ClaimRequest{Now: now, Want: kernel.ByPriority[int]{High: 5, Normal: 5, Low: 5}, Kinds: []string{"k"}})
+	if err != nil || len(got) != 15 || !next.Equal(now.Add(-3*time.Second)) {
+		t.Fatalf("Claim() = %d tasks, next %v, %v; want 15, next %v", len(got), next, err, now.Add(-3*time.Second))
+	}
+	for _, tk := range got {
+		if tk.Kind != "k" || tk.RunAt.After(now) || tk.State != kernel.Running {
+			t.Errorf("claimed %s: kind %q, due %v, %v", tk.ID, tk.Kind, tk.RunAt, tk.State)
+		}
+	}
 }

@@ -37,8 +37,8 @@ const schemaWithoutOwner = `CREATE TABLE %s (
 
 // TestMigrateAddsOwner migrates a task table made without the owner column, from several
 // stores at once, then again: the column and its index are added once (the index it
-// replaces dropped), the stored rows are kept with no owner, and a rescue takes the live
-// ones.
+// replaces dropped), the stored rows are kept with no owner, a rescue takes the running
+// one, and the waiting one is in the pool, for a claim.
 func TestMigrateAddsOwner(t *testing.T) {
 	db := openDB(t)
 	ctx := context.Background()
@@ -47,12 +47,9 @@ func TestMigrateAddsOwner(t *testing.T) {
 	if _, err := db.ExecContext(ctx, fmt.Sprintf(schemaWithoutOwner, "`"+table+"`")); err != nil {
 		t.Fatal(err)
 	}
-	// A live task and an ended one, written as a store without owners writes them.
-	for _, id := range []string{"old-live", "old-done"} {
-		state := 2 // queued
-		if id == "old-done" {
-			state = 5 // succeeded
-		}
+	// A waiting task, a running one and an ended one, written as a store without owners
+	// writes them.
+	for id, state := range map[string]int{"old-live": 2 /* queued */, "old-running": 3, "old-done": 5 /* succeeded */} {
 		_, err := db.ExecContext(ctx, "INSERT INTO `"+table+"` (id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, "+
 			"fence, unique_key, live_key, state, last_error, created_at, updated_at) VALUES (?, 'k', '', 2, 0, 0, 1, 0, 7, '', NULL, ?, '', 0, 0)",
 			id, state)
@@ -98,8 +95,8 @@ func TestMigrateAddsOwner(t *testing.T) {
 			column, index, old)
 	}
 	var owners int
-	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+table+"` WHERE owner = 0").Scan(&owners); err != nil || owners != 2 {
-		t.Fatalf("rows with no owner = %d, %v; want the 2 stored", owners, err)
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+table+"` WHERE owner = 0").Scan(&owners); err != nil || owners != 3 {
+		t.Fatalf("rows with no owner = %d, %v; want the 3 stored", owners, err)
 	}
 	s := ss[1]
 	o, err := s.Join(ctx, "upgraded", time.Minute)
@@ -107,8 +104,12 @@ func TestMigrateAddsOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := s.Rescue(ctx, o, 0)
-	if err != nil || len(got) != 1 || got[0].ID != "old-live" || got[0].Fence != kernel.FenceOfEpoch(got[0].Fence>>32) || got[0].Fence>>32 <= o.Epoch {
-		t.Fatalf("Rescue() = %+v, %v; want old-live with the first fence of a new epoch", got, err)
+	if err != nil || len(got) != 1 || got[0].ID != "old-running" || got[0].Fence != kernel.FenceOfEpoch(got[0].Fence>>32) || got[0].Fence>>32 <= o.Epoch {
+		t.Fatalf("Rescue() = %+v, %v; want old-running with the first fence of a new epoch", got, err)
+	}
+	got, _, err = s.Claim(ctx, o, kernel.ClaimRequest{Now: time.Unix(1, 0), Want: kernel.ByPriority[int]{Normal: 5}, Kinds: []string{"k"}})
+	if err != nil || len(got) != 1 || got[0].ID != "old-live" || got[0].State != kernel.Running {
+		t.Fatalf("Claim() = %+v, %v; want old-live, running", got, err)
 	}
 }
 
@@ -146,5 +147,33 @@ func TestDrop(t *testing.T) {
 	}
 	if n := count(); n != 4 {
 		t.Fatalf("%d tables after Migrate again, want 4", n)
+	}
+}
+
+// TestMigrateAddsConnID migrates an owner table made without the conn_id column (by an
+// earlier version of the store), with a member in it: the column is added, the member
+// renews its lease, and a renewal records its connection.
+func TestMigrateAddsConnID(t *testing.T) {
+	ctx := context.Background()
+	s, db := setup(t, mysqlstore.Options{})
+	owners := "`" + s.Table() + "_owners`"
+	if _, err := db.ExecContext(ctx, "ALTER TABLE "+owners+" DROP COLUMN conn_id"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "INSERT INTO "+owners+" (epoch, name, lease_us, expires_at) VALUES (1, 'old', 60000000, UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE)"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatalf("Migrate() #%d = %v", i+1, err)
+		}
+	}
+	old := kernel.Owner{Name: "old", Epoch: 1, Lease: time.Minute}
+	if _, err := s.CommitAs(ctx, old, nil); err != nil {
+		t.Fatalf("CommitAs() by the member of before = %v", err)
+	}
+	var conn int64
+	if err := db.QueryRowContext(ctx, "SELECT conn_id FROM "+owners+" WHERE epoch = 1").Scan(&conn); err != nil || conn == 0 {
+		t.Fatalf("conn_id after a renewal = %d, %v; want the renewing connection's ID", conn, err)
 	}
 }

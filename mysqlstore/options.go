@@ -68,8 +68,9 @@ type Options struct {
 	// never.
 	Retries int
 
-	// Logger receives the store's warnings (retries, purge errors) and the driver's
-	// messages, passwords removed. If nil, nothing is logged.
+	// Logger receives the store's warnings (retries, purge errors, connections killed
+	// to free the locks of a stuck transaction) and the driver's messages, passwords
+	// removed. If nil, nothing is logged.
 	Logger *slog.Logger
 }
 

@@ -233,3 +233,37 @@ func (s *Store) exec(ctx context.Context, what, q string) (int, error) {
 	})
 	return int(n), err
 }
+
+// columnsNoPayload are the columns of scanTask with an empty payload in its place.
+const columnsNoPayload = "id, kind, '' AS payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at"
+
+// States implements [kernel.SharedStore.States]: one read by primary key, payloads
+// left out.
+func (s *Store) States(ctx context.Context, ids []string) ([]kernel.StoredTask, error) {
+	if err := s.checkOpen("states"); err != nil {
+		return nil, err
+	}
+	if len(ids) > kernel.StatesMax {
+		return nil, fmt.Errorf("mysqlstore: states: %d IDs, at most %d (StatesMax): %w", len(ids), kernel.StatesMax, kernel.ErrInvalidChange)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	q := newQuery(64 + len(ids)*(2*32+3)).raw("SELECT " + columnsNoPayload + " FROM ").raw(s.table).raw(" WHERE id IN ").hexList(ids)
+	var out []kernel.StoredTask
+	err := s.retry(ctx, "states", func() error {
+		out = out[:0]
+		return scanAll(ctx, s.db, q.String(), func(sc scanner) error {
+			t, err := scanTask(sc)
+			if err == nil {
+				t.Payload = nil
+				out = append(out, t)
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -28,6 +28,9 @@ const nowSQL = "UTC_TIMESTAMP(6)"
 // liveOwnerSQL is the condition of a live owner row.
 const liveOwnerSQL = "ended = 0 AND expires_at > " + nowSQL
 
+// connIDSQL records the writer's connection in every write of an owner row (see freeStuck).
+const connIDSQL = "conn_id = CONNECTION_ID()"
+
 func checkOwnerArgs(name string, lease time.Duration, what string) error {
 	switch {
 	case name == "" || len(name) > kernel.OwnerNameMax:
@@ -61,14 +64,14 @@ func (s *Store) retryAs(ctx context.Context, what string, o *kernel.Owner, f fun
 	})
 }
 
-// renew extends o's lease by its length from the database's clock now, and returns
-// errLost when the lease ended, o left, or another epoch of its name joined. In a
-// transaction, it locks o's owner row until the end: callers renew before they lock any
-// task row, and [Store.Rescue] locks an ended owner's row before its task rows, so that
-// the two are serialized.
+// renew extends o's lease by its length from the database's clock now, records the
+// connection in conn_id, and returns errLost when the lease ended, o left, or another
+// epoch of its name joined. In a transaction, it locks o's owner row until the end:
+// callers renew before they lock any task row, and [Store.Rescue] locks an ended owner's
+// row before its task rows, so that the two are serialized.
 func (s *Store) renew(ctx context.Context, ex execer, o *kernel.Owner) error {
 	q := newQuery(192 + 2*len(o.Name)).raw("UPDATE ").raw(s.owners).
-		raw(" SET expires_at = " + nowSQL + " + INTERVAL lease_us MICROSECOND WHERE epoch = ").uint(o.Epoch).
+		raw(" SET expires_at = " + nowSQL + " + INTERVAL lease_us MICROSECOND, " + connIDSQL + " WHERE epoch = ").uint(o.Epoch).
 		raw(" AND name = ").hexString(o.Name).raw(" AND " + liveOwnerSQL)
 	res, err := ex.ExecContext(ctx, q.String())
 	if err != nil {
@@ -78,7 +81,8 @@ func (s *Store) renew(ctx context.Context, ex execer, o *kernel.Owner) error {
 		return err
 	}
 	// No row changed: the lease ended, or this renewal wrote the very expiry the one
-	// before it wrote (within the same microsecond). A read of the row tells.
+	// before it wrote on the same connection (within the same microsecond). A read of the
+	// row tells.
 	q = newQuery(160 + 2*len(o.Name)).raw("SELECT 1 FROM ").raw(s.owners).raw(" WHERE epoch = ").uint(o.Epoch).
 		raw(" AND name = ").hexString(o.Name).raw(" AND " + liveOwnerSQL + " FOR UPDATE")
 	live := false
@@ -155,14 +159,14 @@ func (s *Store) Join(ctx context.Context, name string, lease time.Duration) (ker
 		}
 		o = kernel.Owner{Name: name, Epoch: e, Lease: lease}
 		return s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
-			q := newQuery(192).raw("UPDATE ").raw(s.owners).raw(" SET expires_at = LEAST(expires_at, " + nowSQL + "), ended = 1 WHERE name = ").
+			q := newQuery(192).raw("UPDATE ").raw(s.owners).raw(" SET expires_at = LEAST(expires_at, " + nowSQL + "), ended = 1, " + connIDSQL + " WHERE name = ").
 				hexString(name).raw(" AND ended = 0")
 			if _, err := tx.ExecContext(ctx, q.String()); err != nil {
 				return err
 			}
 			us := strconv.FormatInt(lease.Microseconds(), 10)
-			q = newQuery(192).raw("INSERT INTO ").raw(s.owners).raw(" (epoch, name, lease_us, expires_at) VALUES (").uint(e).raw(",").
-				hexString(name).raw("," + us + "," + nowSQL + " + INTERVAL " + us + " MICROSECOND)")
+			q = newQuery(192).raw("INSERT INTO ").raw(s.owners).raw(" (epoch, name, lease_us, expires_at, conn_id) VALUES (").uint(e).raw(",").
+				hexString(name).raw("," + us + "," + nowSQL + " + INTERVAL " + us + " MICROSECOND, CONNECTION_ID())")
 			_, err := tx.ExecContext(ctx, q.String())
 			return err
 		})
@@ -186,12 +190,17 @@ func (s *Store) CommitAs(ctx context.Context, o kernel.Owner, changes []kernel.C
 // Rescue implements [kernel.SharedStore.Rescue] in one transaction (read committed, so
 // that no gap is locked): it renews o's lease (locking o's row), locks the rows of ended
 // owners with SELECT … FOR UPDATE SKIP LOCKED (an owner whose row is locked is in a
-// commit, and is left for a later rescue), locks their live tasks and the live tasks of
-// no owner with SELECT … FOR UPDATE in recovery order (all the candidates are locked,
+// commit, and is left for a later rescue), locks their live tasks and the Running tasks
+// of no owner (not the pool's waiting ones) with SELECT … FOR UPDATE in recovery order (all the candidates are locked,
 // even beyond limit), takes a new epoch, and gives the first limit of them owner o and
 // the epoch's first fence. Ended owners left without a live task are deleted; the others
 // are marked ended for good. A retry after a lost answer returns the tasks an earlier
 // try of the call took, as well.
+//
+// When the row of an owner whose lease ended over a lease ago is locked, the first try
+// stops before it locks any task and rolls back, and Rescue kills the connection that
+// holds the row if it sits idle in a transaction left open (see freeStuck); the next
+// try then waits for that owner's row and takes its tasks.
 func (s *Store) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]kernel.StoredTask, error) {
 	if err := s.checkOpen("rescue"); err != nil {
 		return nil, err
@@ -199,10 +208,16 @@ func (s *Store) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]kernel
 	var (
 		out   []kernel.StoredTask
 		taken []rescued // by this call's tries
+		st    = rescueState{probe: true}
 	)
 	err := s.retryAs(ctx, "rescue", &o, func() error {
 		var err error
-		out, err = s.rescueOnce(ctx, &o, limit, &taken)
+		out, err = s.rescueOnce(ctx, &o, limit, &taken, &st)
+		if errors.Is(err, errStuck) {
+			st.probe = false
+			st.killed = s.freeStuck(ctx, st.stuck)
+			out, err = s.rescueOnce(ctx, &o, limit, &taken, &st)
+		}
 		return err
 	})
 	if err != nil {
@@ -220,24 +235,55 @@ type rescued struct {
 	ids   []string
 }
 
-func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, taken *[]rescued) ([]kernel.StoredTask, error) {
+// rescueState is what the tries of one Rescue call learn about stuck owners.
+type rescueState struct {
+	// probe: the try looks for stuck owners, and when it finds some, it records them in
+	// stuck and returns errStuck before it locks any task.
+	probe bool
+	stuck []stuckOwner
+	// killed are the epochs whose row's holder freeStuck killed: the tries wait for
+	// their rows instead of skipping them.
+	killed []uint64
+}
+
+func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, taken *[]rescued, st *rescueState) ([]kernel.StoredTask, error) {
 	var out []kernel.StoredTask
 	err := s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
 		out = nil
 		if err := s.renew(ctx, tx, o); err != nil {
 			return err
 		}
+		var stale []stuckOwner
+		if st.probe {
+			var err error
+			if stale, err = s.staleOwners(ctx, tx, o.Epoch); err != nil {
+				return err
+			}
+		}
 		var ended []uint64
-		q := newQuery(160).raw("SELECT epoch FROM ").raw(s.owners).raw(" WHERE epoch <> ").uint(o.Epoch).
-			raw(" AND (ended <> 0 OR expires_at <= " + nowSQL + ") ORDER BY epoch FOR UPDATE SKIP LOCKED")
-		err := scanAll(ctx, tx, q.String(), func(sc scanner) error {
+		scanEpoch := func(sc scanner) error {
 			var e uint64
 			err := sc.Scan(&e)
 			ended = append(ended, e)
 			return err
-		})
-		if err != nil {
+		}
+		q := newQuery(160).raw("SELECT epoch FROM ").raw(s.owners).raw(" WHERE epoch <> ").uint(o.Epoch).
+			raw(" AND (ended <> 0 OR expires_at <= " + nowSQL + ") ORDER BY epoch FOR UPDATE SKIP LOCKED")
+		if err := scanAll(ctx, tx, q.String(), scanEpoch); err != nil {
 			return err
+		}
+		if killed := slices.DeleteFunc(slices.Clone(st.killed), func(e uint64) bool { return slices.Contains(ended, e) }); len(killed) > 0 {
+			// Their holders were killed: wait for the rollback to free their rows.
+			q := newQuery(160).raw("SELECT epoch FROM ").raw(s.owners).raw(" WHERE epoch IN ").raw(uintList(killed)).
+				raw(" AND epoch <> ").uint(o.Epoch).raw(" AND (ended <> 0 OR expires_at <= " + nowSQL + ") ORDER BY epoch FOR UPDATE")
+			if err := scanAll(ctx, tx, q.String(), scanEpoch); err != nil {
+				return err
+			}
+			slices.Sort(ended)
+		}
+		if stuck := slices.DeleteFunc(stale, func(so stuckOwner) bool { return slices.Contains(ended, so.epoch) }); len(stuck) > 0 {
+			st.stuck = stuck
+			return errStuck
 		}
 		// The tasks an earlier try took, if its answer was lost: still o's, with the
 		// fence it gave them, since o never learned of them.
@@ -256,7 +302,7 @@ func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, take
 			return nil
 		}
 		floor := uint64(0)
-		err = scanAll(ctx, tx, s.rescueQuery(ended, max(0, limit-prior), limit > 0), func(sc scanner) error {
+		err := scanAll(ctx, tx, s.rescueQuery(ended, max(0, limit-prior), limit > 0), func(sc scanner) error {
 			t, err := scanTask(sc)
 			floor = max(floor, t.Fence>>32)
 			out = append(out, t)
@@ -298,7 +344,7 @@ func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, take
 			s.table+" t WHERE t.state IN "+liveCodes+" AND t.owner = "+s.owners+".epoch)"); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, "UPDATE "+s.owners+" SET ended = 1 WHERE epoch IN "+list+" AND ended = 0")
+		_, err = tx.ExecContext(ctx, "UPDATE "+s.owners+" SET ended = 1, "+connIDSQL+" WHERE epoch IN "+list+" AND ended = 0")
 		return err
 	})
 	if err != nil {
@@ -308,16 +354,19 @@ func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, take
 }
 
 // rescueQuery returns the SELECT … FOR UPDATE of the live rows of the ended owners and of
-// no owner (0), in recovery order, at most limit of them when limited. It reads ranges
-// of the index (state, owner, …), one per live state and owner, and so locks only the
-// rows it finds.
+// the Running rows of no owner (0), in recovery order, at most limit of them when
+// limited. It reads ranges of the index (state, owner, …), one per live state and ended
+// owner and one for (Running, 0), forced so that a small table is not scanned instead,
+// and so locks only the rows it finds: never the pool's waiting rows, which a concurrent
+// Claim may hold, nor the task rows that a live owner's commit (or a transaction left
+// open) holds.
 func (s *Store) rescueQuery(ended []uint64, limit int, limited bool) string {
 	q := newQuery(256 + 24*len(ended)).raw("SELECT " + columns + " FROM ").raw(s.table).
-		raw(" WHERE state IN " + liveCodes + " AND owner IN (0")
-	for _, e := range ended {
-		q.raw(",").uint(e)
+		raw(" FORCE INDEX (" + ownerIndexName + ") WHERE (state = ").uint(uint64(stateCode(kernel.Running))).raw(" AND owner = 0)")
+	if len(ended) > 0 {
+		q.raw(" OR (state IN " + liveCodes + " AND owner IN ").raw(uintList(ended)).raw(")")
 	}
-	q.raw(") ORDER BY priority, run_at, id")
+	q.raw(" ORDER BY priority, run_at, id")
 	if limited {
 		q.raw(" LIMIT ").int(int64(limit))
 	}
@@ -369,7 +418,7 @@ func (s *Store) Leave(ctx context.Context, o kernel.Owner) error {
 	if err := s.checkOpen("leave"); err != nil {
 		return err
 	}
-	q := newQuery(192 + 2*len(o.Name)).raw("UPDATE ").raw(s.owners).raw(" SET expires_at = LEAST(expires_at, " + nowSQL + "), ended = 1 WHERE epoch = ").
+	q := newQuery(192 + 2*len(o.Name)).raw("UPDATE ").raw(s.owners).raw(" SET expires_at = LEAST(expires_at, " + nowSQL + "), ended = 1, " + connIDSQL + " WHERE epoch = ").
 		uint(o.Epoch).raw(" AND name = ").hexString(o.Name)
 	_, err := s.exec(ctx, "leave", q.String())
 	return err

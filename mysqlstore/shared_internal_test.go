@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -61,7 +62,10 @@ func TestRescueRetryReturnsTaken(t *testing.T) {
 			ID: fmt.Sprintf("u%d", i), Kind: "k", State: kernel.Queued, Fence: 1, RunAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now,
 		}})
 	}
-	if res, err := s.Commit(ctx, cs); err != nil || res[0] != nil {
+	for i := range 6 { // left running by a store without owners: the pool's are not rescued
+		cs = append(cs, kernel.Change{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: fmt.Sprintf("u%d", i), Fence: 2, Attempt: 1, UpdatedAt: now}})
+	}
+	if res, err := s.Commit(ctx, cs); err != nil || errors.Join(res...) != nil {
 		t.Fatalf("Commit() = %v, %v", res, err)
 	}
 	o, err := s.Join(ctx, "rescuer", time.Minute)
@@ -69,17 +73,17 @@ func TestRescueRetryReturnsTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	var taken []rescued
-	first, err := s.rescueOnce(ctx, &o, 2, &taken)
+	first, err := s.rescueOnce(ctx, &o, 2, &taken, &rescueState{})
 	if err != nil || len(first) != 2 || len(taken) != 1 {
 		t.Fatalf("first try = %d tasks, %v, %d taken; want 2 and 1", len(first), err, len(taken))
 	}
 	// The answer was lost: the retry must return u0 and u1 again, and nothing more with limit 2.
-	again, err := s.rescueOnce(ctx, &o, 2, &taken)
+	again, err := s.rescueOnce(ctx, &o, 2, &taken, &rescueState{})
 	if err != nil || len(again) != 2 || again[0].ID != "u0" || again[1].ID != "u1" || again[0].Fence != first[0].Fence {
 		t.Fatalf("retry with limit 2 = %+v, %v; want u0 and u1 at fence %#x", again, err, first[0].Fence)
 	}
 	// With room, it takes more, at a new epoch, and returns all in recovery order.
-	all, err := s.rescueOnce(ctx, &o, 0, &taken)
+	all, err := s.rescueOnce(ctx, &o, 0, &taken, &rescueState{})
 	if err != nil || len(all) != 6 {
 		t.Fatalf("retry without limit = %d tasks, %v; want 6", len(all), err)
 	}
@@ -97,5 +101,56 @@ func TestRescueRetryReturnsTaken(t *testing.T) {
 	// A new call (nothing taken) finds nothing: every task is the rescuer's.
 	if got, err := s.Rescue(ctx, o, 0); err != nil || len(got) != 0 {
 		t.Fatalf("Rescue() = %d tasks, %v; want none", len(got), err)
+	}
+}
+
+// TestClaimRetryReturnsTaken runs a claim whose answer is lost (its result dropped) and
+// then its retry, as Claim does after a lost connection: the retry returns the tasks
+// the first try took, with the fence it gave them, and they count against Want.
+func TestClaimRetryReturnsTaken(t *testing.T) {
+	s := internalStore(t, "claim_retry")
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var cs []kernel.Change
+	for i := range 6 {
+		cs = append(cs, kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{
+			ID: fmt.Sprintf("p%d", i), Kind: "k", State: kernel.Queued, Fence: 1, RunAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now,
+		}})
+	}
+	if res, err := s.Commit(ctx, cs); err != nil || res[0] != nil {
+		t.Fatalf("Commit() = %v, %v", res, err)
+	}
+	o, err := s.Join(ctx, "claimer", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kernel.ClaimRequest{Now: now.Add(time.Minute), Want: kernel.ByPriority[int]{Normal: 2}, Kinds: []string{"k"}}
+	var taken []rescued
+	first, _, err := s.claimOnce(ctx, &o, req, &taken)
+	if err != nil || len(first) != 2 || len(taken) != 1 {
+		t.Fatalf("first try = %d tasks, %v, %d taken; want 2 and 1", len(first), err, len(taken))
+	}
+	// The answer was lost: the retry returns p0 and p1 again, and nothing more.
+	again, next, err := s.claimOnce(ctx, &o, req, &taken)
+	if err != nil || len(again) != 2 || again[0].ID != "p0" || again[1].ID != "p1" || again[0].Fence != first[0].Fence ||
+		again[0].Attempt != 1 || !next.Equal(now.Add(2*time.Second)) {
+		t.Fatalf("retry = %+v, next %v, %v; want p0 and p1 at fence %#x, attempt 1, next %v", again, next, err, first[0].Fence, now.Add(2*time.Second))
+	}
+	// With more wanted, it claims more at a new epoch and returns all by run_at.
+	req.Want.Normal = 4
+	all, next, err := s.claimOnce(ctx, &o, req, &taken)
+	if err != nil || len(all) != 4 || !next.Equal(now.Add(4*time.Second)) {
+		t.Fatalf("retry wanting 4 = %d tasks, next %v, %v; want 4, next %v", len(all), next, err, now.Add(4*time.Second))
+	}
+	for i, tk := range all {
+		if want := fmt.Sprintf("p%d", i); tk.ID != want {
+			t.Fatalf("retry wanting 4: [%d] = %s, want %s", i, tk.ID, want)
+		}
+		if got, err := s.Get(ctx, tk.ID); err != nil || got.Fence != tk.Fence || got.State != kernel.Running || got.Attempt != 1 {
+			t.Fatalf("%s: returned fence %#x, stored %#x %v attempt %d (%v)", tk.ID, tk.Fence, got.Fence, got.State, got.Attempt, err)
+		}
+	}
+	if all[3].Fence>>32 <= all[0].Fence>>32 {
+		t.Fatalf("fences %#x and %#x: want the later try's epoch above the first's", all[0].Fence, all[3].Fence)
 	}
 }

@@ -110,6 +110,8 @@ var (
 	// liveCodes lists the live codes: "state IN liveCodes AND owner IN (…)" is a few
 	// point ranges of the index (state, owner, …), where a range of state is not.
 	liveCodes = codeList(kernel.Delayed, kernel.Queued, kernel.Running, kernel.Retrying)
+	// waitingCodes lists the live codes but Running: the states a pool task is claimed from.
+	waitingCodes = codeList(kernel.Delayed, kernel.Queued, kernel.Retrying)
 )
 
 func codeList(states ...kernel.State) string {

@@ -9,7 +9,8 @@ import (
 
 // statements returns the writes of the planned rows: updates of stored rows first (they
 // may free unique keys that the inserts take), then INSERTs; or the other way round when
-// insertsFirst (see batch.insertsFirst). Inserted rows get owner (0: none).
+// insertsFirst (see batch.insertsFirst). Inserted rows get owner (0: none), except those
+// of a Change with Pool, which get 0.
 func (s *Store) statements(rows map[string]*row, ids []string, insertsFirst bool, owner uint64) []statement {
 	if insertsFirst {
 		return append(s.inserts(rows, ids, owner), s.updates(rows, ids)...)
@@ -313,21 +314,21 @@ func (s *Store) absentChecks(rows map[string]*row, ids []string) []statement {
 }
 
 // inserts returns the multi-row INSERTs of the batch's new rows, owned by owner (0, the
-// column's default, for none).
+// column's default, for none), or by none when they go to the pool (Change.Pool).
 func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []statement {
 	var stmts []statement
-	var ins []*kernel.StoredTask
+	var ins []*row
 	for _, id := range ids {
-		if t := rows[id].ins; t != nil && !s.dropped(t) {
-			ins = append(ins, t)
+		if r := rows[id]; r.ins != nil && !s.dropped(r.ins) {
+			ins = append(ins, r)
 		}
 	}
-	slices.SortFunc(ins, func(a, b *kernel.StoredTask) int { return compareStrings(a.ID, b.ID) })
+	slices.SortFunc(ins, func(a, b *row) int { return compareStrings(a.id, b.id) })
 	budget := s.statementBudget()
 	for len(ins) > 0 {
 		size := 0
-		for _, t := range ins[:min(len(ins), insertRowsMax)] {
-			size += 2*len(t.Payload) + 256
+		for _, r := range ins[:min(len(ins), insertRowsMax)] {
+			size += 2*len(r.ins.Payload) + 256
 		}
 		q := newQuery(min(size, budget) + 512)
 		q.raw("INSERT INTO ").raw(s.table).raw(" (" + columns + ", live_key")
@@ -336,8 +337,8 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 		}
 		q.raw(") VALUES ")
 		n := 0
-		for n < len(ins) && n < insertRowsMax && (n == 0 || q.Len()+2*len(ins[n].Payload)+2048 < budget) {
-			t := ins[n]
+		for n < len(ins) && n < insertRowsMax && (n == 0 || q.Len()+2*len(ins[n].ins.Payload)+2048 < budget) {
+			t := ins[n].ins
 			if n > 0 {
 				q.raw(",")
 			}
@@ -351,7 +352,9 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 			} else {
 				q.raw("NULL")
 			}
-			if owner != 0 {
+			if owner != 0 && ins[n].pool {
+				q.raw(",0")
+			} else if owner != 0 {
 				q.raw(",").uint(owner)
 			}
 			q.raw(")")

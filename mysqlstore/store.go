@@ -41,6 +41,8 @@ type Store struct {
 
 	packetMu sync.Mutex   // serializes reading max_allowed_packet
 	packet   atomic.Int64 // max_allowed_packet; 0 until read
+
+	kills atomic.Int64 // connections of stuck transactions killed by rescues (see freeStuck)
 }
 
 var (
@@ -197,9 +199,10 @@ const schema = `CREATE TABLE IF NOT EXISTS %s (
 // the live rows of given owners are a few ranges of it, and every column of it but owner
 // changes with the state anyway, so that it costs a state change nothing more.
 const (
-	ownerColumn   = "owner BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'epoch of the owner, 0 for none'"
-	ownerIndex    = "KEY state_owner_priority_run_at (state, owner, priority, run_at)"
-	ownerIndexOld = "state_priority_run_at"
+	ownerColumn    = "owner BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'epoch of the owner, 0 for none'"
+	ownerIndexName = "state_owner_priority_run_at"
+	ownerIndex     = "KEY " + ownerIndexName + " (state, owner, priority, run_at)"
+	ownerIndexOld  = "state_priority_run_at"
 )
 
 // ownersSchema is the owner table: one row per membership ([Store.Join]) until
@@ -210,9 +213,16 @@ const ownersSchema = `CREATE TABLE IF NOT EXISTS %s (
 	lease_us   BIGINT          NOT NULL,
 	expires_at DATETIME(6)     NOT NULL COMMENT 'UTC, server clock',
 	ended      TINYINT UNSIGNED NOT NULL DEFAULT 0 COMMENT '1: left, replaced or rescued; never renewed again',
+	` + connIDColumn + `,
 	PRIMARY KEY (epoch),
 	KEY name (name)
 ) ENGINE=InnoDB`
+
+// connIDColumn is the owner table's record of the connection that last wrote a row,
+// which Migrate adds to an owner table that lacks it: every statement that writes an
+// owner row sets it to CONNECTION_ID(), so that a rescue can tell which connection holds
+// the row in a transaction left open (see freeStuck).
+const connIDColumn = "conn_id BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'CONNECTION_ID() of the last writer'"
 
 // leasesSchema is the named-lease table: one row per name while granted.
 const leasesSchema = `CREATE TABLE IF NOT EXISTS %s (
@@ -235,9 +245,10 @@ const columns = "id, kind, payload, priority, run_at, timeout_ns, max_attempts, 
 
 // Migrate creates the store's tables when they do not exist (CREATE TABLE IF NOT
 // EXISTS), checks that an existing task table has the columns the store needs, adds the
-// owner column and its index to a task table that lacks them, and checks that the
-// server's max_allowed_packet holds a statement with the largest payload. It is
-// idempotent and safe to call from several processes at once.
+// owner column and its index to a task table that lacks them and the conn_id column to
+// an owner table that lacks it, and checks that the server's max_allowed_packet holds a
+// statement with the largest payload. It is idempotent and safe to call from several
+// processes at once.
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := s.checkOpen("migrate"); err != nil {
 		return err
@@ -263,7 +274,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 				return err
 			}
 		}
-		return nil
+		return s.addConnID(ctx)
 	})
 	if err != nil {
 		return err
@@ -315,6 +326,25 @@ func (s *Store) addOwner(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// addConnID adds the conn_id column to an owner table that lacks it (made by an earlier
+// version of the store): an in-place ALTER TABLE where the server can. A concurrent
+// Migrate that did it first is not an error.
+func (s *Store) addConnID(ctx context.Context) error {
+	name := newQuery(64).hexString(s.opts.Table + ownersSuffix).String()
+	var n int
+	err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "+
+		"AND TABLE_NAME = "+name+" AND COLUMN_NAME = 'conn_id'").Scan(&n)
+	if err != nil || n > 0 {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, "ALTER TABLE "+s.owners+" ADD COLUMN "+connIDColumn)
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == erDupFieldName {
+		return nil
+	}
+	return err
 }
 
 // checkPacket reads max_allowed_packet once and checks that it holds an insert of the
@@ -422,6 +452,7 @@ const (
 	erNoSuchTable      = 1146
 	erServerShutdown   = 1053
 	erQueryInterrupted = 1317
+	erNoSuchThread     = 1094
 	erConnectionKilled = 1927 // MariaDB
 	erClientInterrupt  = 3169 // MySQL: ER_CLIENT_INTERACTION_TIMEOUT and kin
 )

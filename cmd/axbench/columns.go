@@ -173,6 +173,7 @@ var views = map[string]view{
 			{"ack_p99_us_bulk", "bulk ack p99 µs"},
 			{"rows_per_commit_bulk", "bulk rows/commit"},
 			{"tasks_per_sec_callers", "callers tasks/s"},
+			{"acks_per_sec_callers", "callers acks/s"},
 			{"ack_p50_us_callers", "callers ack p50 µs"},
 			{"ack_p99_us_callers", "callers ack p99 µs"},
 			{"rows_per_commit_callers", "callers rows/commit"},
@@ -181,6 +182,23 @@ var views = map[string]view{
 		},
 		headline: "tasks_per_sec_bulk", higher: true, baseline: "ax-memstore",
 		bars: []string{"tasks_per_sec_bulk", "tasks_per_sec_callers", "ack_p99_us_callers"},
+	},
+	"durable-multi": {
+		columns: []column{
+			{"tasks_per_sec_p1", "1 proc tasks/s"},
+			{"ack_p50_us_p1", "1 proc ack p50 µs"},
+			{"ack_p99_us_p1", "1 proc ack p99 µs"},
+			{"tasks_per_sec_p2", "2 procs tasks/s"},
+			{"ack_p50_us_p2", "2 procs ack p50 µs"},
+			{"ack_p99_us_p2", "2 procs ack p99 µs"},
+			{"tasks_per_sec_p3", "3 procs tasks/s"},
+			{"ack_p50_us_p3", "3 procs ack p50 µs"},
+			{"ack_p99_us_p3", "3 procs ack p99 µs"},
+			{"ratio_p3_p1", "3 ÷ 1 procs"},
+			{"lost", "lost"},
+		},
+		headline: "tasks_per_sec_p3", higher: true,
+		bars: []string{"tasks_per_sec_p1", "tasks_per_sec_p2", "tasks_per_sec_p3", "ack_p99_us_p3"},
 	},
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,9 +37,12 @@ func durableConfigs() []bench.Factory {
 	return []bench.Factory{
 		{
 			Name: "ax-mariadb-ack", Mode: bench.Blocking, Priorities: true,
-			Doc: "durable scenario only: ax on mysqlstore (MariaDB at $" + dsnEnv + "), acknowledged mode: a submit returns once its group commit landed",
+			Doc: "durable scenarios only: ax on mysqlstore (MariaDB at $" + dsnEnv + "), acknowledged mode: a submit returns once its group commit landed",
 			Durable: func(ctx context.Context, _ bench.Params) (*bench.DurableSetup, error) {
 				return openMariaDB(ctx, 0)
+			},
+			DurableJoin: func(_ context.Context, _ bench.Params, table string) (*bench.DurableSetup, error) {
+				return joinMariaDB(table, 0)
 			},
 		},
 		{
@@ -78,6 +82,7 @@ func openMariaDB(ctx context.Context, every time.Duration) (*bench.DurableSetup,
 	quoted := "`" + table + "`"
 	return &bench.DurableSetup{
 		Store:         s,
+		Shared:        table,
 		SnapshotEvery: every,
 		Succeeded: func(ctx context.Context) (int, error) {
 			var n int
@@ -90,4 +95,15 @@ func openMariaDB(ctx context.Context, every time.Duration) (*bench.DurableSetup,
 			return errors.Join(s.Drop(ctx), s.Close())
 		},
 	}, nil
+}
+
+// joinMariaDB opens the store of table, made by openMariaDB in another process;
+// closing it leaves the table.
+func joinMariaDB(table string, every time.Duration) (*bench.DurableSetup, error) {
+	dsn := cmp.Or(os.Getenv(dsnEnv), dsnDefault)
+	s, err := mysqlstore.Open(dsn, mysqlstore.Options{Table: table, Retention: -1})
+	if err != nil {
+		return nil, fmt.Errorf("$%s: %w", dsnEnv, err)
+	}
+	return &bench.DurableSetup{Store: s, SnapshotEvery: every}, nil
 }

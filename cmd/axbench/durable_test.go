@@ -187,3 +187,39 @@ func leftovers(t *testing.T, name string) int {
 	}
 	return 0
 }
+
+// TestDurableMultiOnMariaDB runs durable-multi small: member processes (this
+// test binary, see TestMain) share each table, and nothing is lost.
+func TestDurableMultiOnMariaDB(t *testing.T) {
+	db := mariaDB(t)
+	before := durableTables(t, db)
+	reg, err := registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports, err := bench.Run(t.Context(), reg, bench.Options{
+		Scenarios: []string{"durable-multi"}, Executors: []string{"ax-mariadb-ack"},
+		Params: bench.Params{N: 300, Conc: 8}, Reps: 1, InProcess: true,
+	})
+	if err != nil {
+		t.Fatalf("Run() error = %v", err)
+	}
+	r := reports[0].Results[0]
+	if len(r.Errors) > 0 {
+		t.Fatalf("errors %v", r.Errors)
+	}
+	for _, p := range []string{"p1", "p2", "p3"} {
+		if s := r.Metrics["stored_"+p]; s.Median != 300 {
+			t.Errorf("stored_%s = %v, want 300 (notes %v)", p, s.Median, r.Notes)
+		}
+		if s := r.Metrics["lost_"+p]; s.Max != 0 {
+			t.Errorf("lost_%s = %v, want 0", p, s.Max)
+		}
+	}
+	if s := r.Metrics["ratio_p3_p1"]; s.Median <= 0 {
+		t.Errorf("ratio_p3_p1 = %v, want > 0", s.Median)
+	}
+	if after := durableTables(t, db); after != before {
+		t.Errorf("durable tables: %d before, %d after, want the run's dropped", before, after)
+	}
+}

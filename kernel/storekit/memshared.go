@@ -16,6 +16,7 @@ type shared struct {
 	epoch  uint64               // the last epoch handed out
 	owners map[uint64]*memOwner // by epoch: owners not yet forgotten
 	owner  map[string]uint64    // task ID → owner epoch, for live tasks that have one
+	pool   map[string]struct{}  // IDs of the waiting tasks with no owner
 	leases map[string]*memLease // named leases
 }
 
@@ -35,6 +36,7 @@ func newShared() shared {
 	return shared{
 		owners: make(map[uint64]*memOwner),
 		owner:  make(map[string]uint64),
+		pool:   make(map[string]struct{}),
 		leases: make(map[string]*memLease),
 	}
 }
@@ -145,6 +147,8 @@ func (s *MemoryStore) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]
 				if m := s.owners[e]; m != nil && m.expires.After(now) {
 					continue // a live owner's
 				}
+			} else if t.State != kernel.Running {
+				continue // the pool's
 			}
 			cand = append(cand, *t)
 		}
@@ -161,6 +165,7 @@ func (s *MemoryStore) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]
 			t := s.tasks[c.ID]
 			t.Fence = fence
 			s.owner[c.ID] = o.Epoch
+			delete(s.pool, c.ID)
 			out = append(out, copyTask(t))
 		}
 		s.forgetEndedLocked(now)
@@ -169,6 +174,82 @@ func (s *MemoryStore) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]
 		err = fmt.Errorf("storekit: memory store: rescue by owner %s/%d: %w", o.Name, o.Epoch, kernel.ErrLeaseLost)
 	}
 	return out, err
+}
+
+// Claim implements [kernel.SharedStore.Claim].
+func (s *MemoryStore) Claim(ctx context.Context, o kernel.Owner, req kernel.ClaimRequest) ([]kernel.StoredTask, time.Time, error) {
+	if req.Now.IsZero() || req.Want.High < 0 || req.Want.Normal < 0 || req.Want.Low < 0 {
+		return nil, time.Time{}, fmt.Errorf("storekit: memory store: claim: Now %v, Want %+v: Now must be set and Want >= 0: %w", req.Now, req.Want, kernel.ErrInvalidChange)
+	}
+	kinds := make(map[string]bool, len(req.Kinds))
+	for _, k := range req.Kinds {
+		kinds[k] = true
+	}
+	var (
+		out  []kernel.StoredTask
+		next time.Time
+		lost bool
+	)
+	err := s.read(ctx, "claim", func() {
+		if !s.liveOwnerLocked(o) {
+			lost = true
+			return
+		}
+		var due []kernel.StoredTask
+		now := msTime(req.Now)
+		for id := range s.pool {
+			t := s.tasks[id]
+			if !kinds[t.Kind] {
+				continue
+			}
+			if t.RunAt.After(now) {
+				if next.IsZero() || t.RunAt.Before(next) {
+					next = t.RunAt
+				}
+				continue
+			}
+			due = append(due, *t)
+		}
+		sortRecovered(due)
+		var taken [3]int
+		var fence uint64
+		for _, c := range due {
+			i, want := prioIndex(c.Priority), req.Want.Get(c.Priority)
+			if taken[i] >= want {
+				if next.IsZero() || c.RunAt.Before(next) {
+					next = c.RunAt // due and left: claim again at once
+				}
+				continue
+			}
+			if fence == 0 {
+				fence = kernel.FenceOfEpoch(s.nextEpochLocked())
+			}
+			taken[i]++
+			t := s.tasks[c.ID]
+			t.State, t.Attempt, t.Fence, t.UpdatedAt = kernel.Running, t.Attempt+1, fence, now
+			s.owner[c.ID] = o.Epoch
+			delete(s.pool, c.ID)
+			out = append(out, copyTask(t))
+		}
+	})
+	if err == nil && lost {
+		err = fmt.Errorf("storekit: memory store: claim by owner %s/%d: %w", o.Name, o.Epoch, kernel.ErrLeaseLost)
+	}
+	return out, next, err
+}
+
+func waiting(st kernel.State) bool {
+	return st == kernel.Queued || st == kernel.Delayed || st == kernel.Retrying
+}
+
+func prioIndex(p kernel.Priority) int {
+	switch p {
+	case kernel.High:
+		return 0
+	case kernel.Low:
+		return 2
+	}
+	return 1
 }
 
 // forgetEndedLocked drops ended owners that hold no live task.
@@ -182,6 +263,24 @@ func (s *MemoryStore) forgetEndedLocked(now time.Time) {
 			delete(s.owners, e)
 		}
 	}
+}
+
+// States implements [kernel.SharedStore.States].
+func (s *MemoryStore) States(ctx context.Context, ids []string) ([]kernel.StoredTask, error) {
+	if len(ids) > kernel.StatesMax {
+		return nil, fmt.Errorf("storekit: memory store: states: %d IDs, at most %d (StatesMax): %w", len(ids), kernel.StatesMax, kernel.ErrInvalidChange)
+	}
+	var out []kernel.StoredTask
+	err := s.read(ctx, "states", func() {
+		for _, id := range ids {
+			if t := s.tasks[id]; t != nil {
+				c := *t
+				c.Payload = nil
+				out = append(out, c)
+			}
+		}
+	})
+	return out, err
 }
 
 // RequeueAs implements [kernel.SharedStore.RequeueAs].

@@ -113,13 +113,25 @@ func (s *MemoryStore) insertLocked(c *kernel.Change, owner uint64) error {
 	t.LastError = TruncateLastError(t.LastError)
 	t.RunAt, t.CreatedAt, t.UpdatedAt = msTime(t.RunAt), msTime(t.CreatedAt), msTime(t.UpdatedAt)
 	s.tasks[t.ID] = &t
-	if owner != 0 {
+	if owner != 0 && !c.Pool {
 		s.owner[t.ID] = owner
 	}
+	s.poolLocked(&t)
 	if t.UniqueKey != "" && t.State.Live() {
 		s.live[t.UniqueKey] = t.ID
 	}
 	return nil
+}
+
+// poolLocked keeps t's place in the pool index: a waiting task with no owner is in
+// the pool. Called with mu held.
+func (s *MemoryStore) poolLocked(t *kernel.StoredTask) {
+	_, owned := s.owner[t.ID]
+	if !owned && waiting(t.State) {
+		s.pool[t.ID] = struct{}{}
+	} else {
+		delete(s.pool, t.ID)
+	}
 }
 
 func (s *MemoryStore) applyLocked(t *kernel.StoredTask, c *kernel.Change) {
@@ -138,6 +150,7 @@ func (s *MemoryStore) applyLocked(t *kernel.StoredTask, c *kernel.Change) {
 	}
 	t.State = c.ResultState()
 	t.UpdatedAt = msTime(c.Task.UpdatedAt)
+	s.poolLocked(t)
 	if !t.State.Live() {
 		delete(s.owner, t.ID)
 		if t.UniqueKey != "" && s.live[t.UniqueKey] == t.ID {
@@ -256,7 +269,10 @@ func (s *MemoryStore) requeueLocked(now time.Time, ids []string, owner uint64) [
 			t.RunAt, t.UpdatedAt = msTime(now), msTime(now)
 			if owner != 0 {
 				s.owner[t.ID] = owner
+			} else {
+				delete(s.owner, t.ID)
 			}
+			s.poolLocked(t)
 			out = append(out, copyTask(t))
 		}
 	}

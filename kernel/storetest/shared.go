@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,9 +16,12 @@ import (
 // The leases of the shared-store cases. They run on the store's clock (a database's),
 // so the cases wait for an end by polling, never by sleeping a guessed time.
 const (
-	shortLease = 150 * time.Millisecond
+	shortLease = 300 * time.Millisecond
 	longLease  = time.Minute
 	leaseWait  = 10 * time.Second // the longest a case waits for a lease to end
+	// racerLease is the lease of the owner that RescueRacesCommit races: its
+	// completions come at random up to 5/4 of it apart, so some outlive it.
+	racerLease = 100 * time.Millisecond
 )
 
 // exerciseShared runs the cases of [kernel.SharedStore]: owners, rescue and named
@@ -38,6 +42,10 @@ func exerciseShared(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 		{"RescueLimit", testRescueLimit},
 		{"RequeueAs", testRequeueAs},
 		{"RescueRacesCommit", testRescueRacesCommit},
+		{"ClaimDue", testClaimDue},
+		{"ClaimConcurrent", testClaimConcurrent},
+		{"ClaimThenRescue", testClaimThenRescue},
+		{"States", testStates},
 		{"NamedLeases", testNamedLeases},
 		{"NamedLeaseExpiry", testNamedLeaseExpiry},
 	}
@@ -230,7 +238,7 @@ func testHeartbeatKeepsLease(t *testing.T, s kernel.SharedStore) {
 		if got := rescue(t, s, b, 0); len(got) != 0 {
 			t.Fatalf("Rescue() of a renewing owner's task = %v, want none", ids(got))
 		}
-		pause(shortLease / 5)
+		pause(shortLease / 6)
 	}
 	rescueWithin(t, s, b, 1)
 }
@@ -267,13 +275,14 @@ func testJoinSameName(t *testing.T, s kernel.SharedStore) {
 }
 
 func testRescueUnowned(t *testing.T, s kernel.SharedStore) {
-	mustCommit(t, s, ins(task("u1")), ins(task("u2")), succeed("u2", 1))
+	// u1 waits in the pool; u3 is a running row a store without owners left.
+	mustCommit(t, s, ins(task("u1")), ins(task("u2")), succeed("u2", 1), ins(task("u3")), start("u3", 1, 2, 1))
 	a := join(t, s, "a", longLease)
 	got := rescue(t, s, a, 0)
-	if len(got) != 1 || got[0].ID != "u1" {
-		t.Fatalf("Rescue() = %v, want the unowned live task u1", ids(got))
+	if len(got) != 1 || got[0].ID != "u3" {
+		t.Fatalf("Rescue() = %v, want the unowned running task u3 only (u1 is the pool's)", ids(got))
 	}
-	if res := commit(t, s, cancel("u1", 1)); !errors.Is(res[0], kernel.ErrStaleFence) {
+	if res := commit(t, s, succeed("u3", 2)); !errors.Is(res[0], kernel.ErrStaleFence) {
 		t.Fatalf("a write with the fence before the rescue = %v, want ErrStaleFence", res[0])
 	}
 }
@@ -320,10 +329,10 @@ func testRequeueAs(t *testing.T, s kernel.SharedStore) {
 // rescued) or rescued (and the owner's completion refused), never both.
 func testRescueRacesCommit(t *testing.T, s kernel.SharedStore) {
 	ctx := context.Background()
-	const rounds, perRound = 6, 20
+	const rounds, perRound = 5, 12
 	b := join(t, s, "b", longLease)
 	for r := range rounds {
-		a := join(t, s, fmt.Sprintf("racer-%d", r), 20*time.Millisecond)
+		a := join(t, s, fmt.Sprintf("racer-%d", r), racerLease)
 		var cs []kernel.Change
 		for i := range perRound {
 			id := fmt.Sprintf("race-%d-%d", r, i)
@@ -336,7 +345,7 @@ func testRescueRacesCommit(t *testing.T, s kernel.SharedStore) {
 		wg.Go(func() { // the owner completes its tasks one by one, without renewing otherwise
 			rng := rand.New(rand.NewPCG(uint64(r), 1))
 			for i := range perRound {
-				pause(time.Duration(rng.IntN(25)) * time.Millisecond)
+				pause(time.Duration(rng.IntN(int(racerLease/time.Millisecond)*5/4)) * time.Millisecond)
 				id := fmt.Sprintf("race-%d-%d", r, i)
 				res, err := s.CommitAs(ctx, a, []kernel.Change{succeed(id, 2)})
 				if err == nil && res[0] == nil {
@@ -456,5 +465,170 @@ func testNamedLeaseExpiry(t *testing.T, s kernel.SharedStore) {
 	}
 	if err := s.RenewLease(ctx, "x", f1, longLease); !errors.Is(err, kernel.ErrLeaseLost) {
 		t.Fatalf("RenewLease(expired holder) = %v, want ErrLeaseLost", err)
+	}
+}
+
+// pooled returns a pool task of kind and priority p due at runAt.
+func pooled(id, kind string, p kernel.Priority, runAt time.Time) kernel.Change {
+	tk := task(id)
+	tk.Kind, tk.Priority, tk.RunAt = kind, p, runAt
+	if runAt.After(t0) {
+		tk.State = kernel.Delayed
+	}
+	return kernel.Change{Op: kernel.OpInsert, Task: tk, Pool: true}
+}
+
+func claim(t *testing.T, s kernel.SharedStore, o kernel.Owner, req kernel.ClaimRequest) ([]kernel.StoredTask, time.Time) {
+	t.Helper()
+	got, next, err := s.Claim(context.Background(), o, req)
+	if err != nil {
+		t.Fatalf("Claim(%+v) error = %v", req.Want, err)
+	}
+	return got, next
+}
+
+func testClaimDue(t *testing.T, s kernel.SharedStore) {
+	ctx := context.Background()
+	a := join(t, s, "a", longLease)
+	b := join(t, s, "b", longLease)
+	// Pool tasks: inserted by a with Pool, and by a plain Commit.
+	commitAs(t, s, a,
+		pooled("h1", "k", kernel.High, at(2)),
+		pooled("h2", "k", kernel.High, at(1)),
+		pooled("n1", "k", kernel.Normal, at(0)),
+		pooled("n2", "k", kernel.Normal, at(3)),
+		pooled("late", "k", kernel.High, at(50)),
+		pooled("other", "k2", kernel.High, at(0)),
+		ins(task("mine")), // a's own, not the pool's
+	)
+	mustCommit(t, s, pooled("l1", "k", kernel.Low, at(0)))
+	got, next := claim(t, s, b, kernel.ClaimRequest{Now: at(10), Want: kernel.ByPriority[int]{High: 1, Normal: 5, Low: 0}, Kinds: []string{"k"}})
+	if strings.Join(ids(got), " ") != "h2 n1 n2" {
+		t.Fatalf("Claim() = %v, want [h2 n1 n2] (one High, due, by RunAt; the Normal ones; no Low)", ids(got))
+	}
+	if !next.Equal(at(0)) {
+		t.Fatalf("Claim() next = %v, want %v (l1, due and left; h1 too)", next, at(0))
+	}
+	for _, tk := range got {
+		if tk.State != kernel.Running || tk.Attempt != 1 || tk.Fence>>32 <= b.Epoch || !tk.UpdatedAt.Equal(at(10)) {
+			t.Errorf("claimed %s = %v attempt %d fence %#x updated %v; want running, attempt 1, a new epoch's fence, updated at %v",
+				tk.ID, tk.State, tk.Attempt, tk.Fence, tk.UpdatedAt, at(10))
+		}
+		if st := get(t, s, tk.ID); st.State != kernel.Running || st.Fence != tk.Fence {
+			t.Errorf("stored %s = %v fence %#x, want running with the returned fence", tk.ID, st.State, st.Fence)
+		}
+	}
+	// b owns them now: its writes apply, a's do not; Rescue by a takes none of them.
+	commitAs(t, s, b, succeed("h2", got[0].Fence))
+	if res, err := s.CommitAs(ctx, a, []kernel.Change{succeed("n1", 1)}); err != nil || !errors.Is(res[0], kernel.ErrStaleFence) {
+		t.Fatalf("a's write of a task b claimed = %v, %v; want ErrStaleFence", res, err)
+	}
+	if res := rescue(t, s, a, 0); len(res) != 0 {
+		t.Fatalf("Rescue() by a = %v, want none (b is live; l1, h1 are the pool's)", ids(res))
+	}
+	// The rest: h1, l1 and, once due, late; never other (kind k2) nor mine.
+	got, next = claim(t, s, b, kernel.ClaimRequest{Now: at(10), Want: kernel.ByPriority[int]{High: 5, Normal: 5, Low: 5}, Kinds: []string{"k"}})
+	if strings.Join(ids(got), " ") != "h1 l1" || !next.Equal(at(50)) {
+		t.Fatalf("Claim() = %v next %v, want [h1 l1] next %v", ids(got), next, at(50))
+	}
+	got, next = claim(t, s, b, kernel.ClaimRequest{Now: at(60), Want: kernel.ByPriority[int]{High: 5, Normal: 5, Low: 5}, Kinds: []string{"k", "k2"}})
+	if strings.Join(ids(got), " ") != "other late" || !next.IsZero() {
+		t.Fatalf("Claim() = %v next %v, want [other late] (by RunAt) and no next", ids(got), next)
+	}
+	// Errors.
+	if _, _, err := s.Claim(ctx, b, kernel.ClaimRequest{Want: kernel.ByPriority[int]{High: 1}}); !errors.Is(err, kernel.ErrInvalidChange) {
+		t.Errorf("Claim(zero Now) = %v, want ErrInvalidChange", err)
+	}
+	if _, _, err := s.Claim(ctx, b, kernel.ClaimRequest{Now: at(1), Want: kernel.ByPriority[int]{Low: -1}}); !errors.Is(err, kernel.ErrInvalidChange) {
+		t.Errorf("Claim(negative Want) = %v, want ErrInvalidChange", err)
+	}
+	if err := s.Leave(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Claim(ctx, b, kernel.ClaimRequest{Now: at(1), Want: kernel.ByPriority[int]{High: 1}}); !errors.Is(err, kernel.ErrLeaseLost) {
+		t.Errorf("Claim() by an owner that left = %v, want ErrLeaseLost", err)
+	}
+}
+
+// testClaimConcurrent: owners claiming at once never claim one task twice, and
+// together claim them all.
+func testClaimConcurrent(t *testing.T, s kernel.SharedStore) {
+	const tasks, claimers = 200, 4
+	var cs []kernel.Change
+	for i := range tasks {
+		cs = append(cs, pooled(fmt.Sprintf("c%03d", i), "k", kernel.Priority(i%3+1), t0))
+	}
+	mustCommit(t, s, cs...)
+	var (
+		mu  sync.Mutex
+		all = make(map[string]int)
+		wg  sync.WaitGroup
+	)
+	for c := range claimers {
+		o := join(t, s, fmt.Sprintf("claimer-%d", c), longLease)
+		wg.Go(func() {
+			for {
+				got, _, err := s.Claim(context.Background(), o, kernel.ClaimRequest{Now: at(1), Want: kernel.ByPriority[int]{High: 3, Normal: 3, Low: 3}, Kinds: []string{"k"}})
+				if err != nil {
+					t.Errorf("Claim() error = %v", err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, tk := range got {
+					all[tk.ID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if len(all) != tasks {
+		t.Fatalf("%d tasks claimed, want %d", len(all), tasks)
+	}
+	for id, n := range all {
+		if n != 1 {
+			t.Fatalf("%s claimed %d times", id, n)
+		}
+	}
+}
+
+// testClaimThenRescue: a task claimed by an owner whose lease then ends is rescued as
+// running, with a fence above the claim's.
+func testClaimThenRescue(t *testing.T, s kernel.SharedStore) {
+	mustCommit(t, s, pooled("x", "k", kernel.Normal, t0))
+	a := join(t, s, "a", shortLease)
+	b := join(t, s, "b", longLease)
+	got, _ := claim(t, s, a, kernel.ClaimRequest{Now: at(1), Want: kernel.ByPriority[int]{Normal: 1}, Kinds: []string{"k"}})
+	if len(got) != 1 {
+		t.Fatalf("Claim() = %v, want x", ids(got))
+	}
+	res := rescueWithin(t, s, b, 1)
+	if res[0].ID != "x" || res[0].State != kernel.Running || res[0].Attempt != 1 || res[0].Fence <= got[0].Fence {
+		t.Fatalf("rescued %+v, want x running attempt 1 with a fence above %#x", res[0], got[0].Fence)
+	}
+}
+
+func testStates(t *testing.T, s kernel.SharedStore) {
+	ctx := context.Background()
+	mustCommit(t, s, ins(task("s1")), ins(task("s2")), fail("s2", 1, kernel.Failed, "boom"))
+	got, err := s.States(ctx, []string{"s2", "nope", "s1"})
+	if err != nil {
+		t.Fatalf("States() error = %v", err)
+	}
+	byID := map[string]kernel.StoredTask{}
+	for _, tk := range got {
+		byID[tk.ID] = tk
+		if len(tk.Payload) != 0 {
+			t.Errorf("States(): %s has a payload, want none", tk.ID)
+		}
+	}
+	if len(got) != 2 || byID["s1"].State != kernel.Queued || byID["s2"].State != kernel.Failed || byID["s2"].LastError != "boom" {
+		t.Fatalf("States() = %+v, want s1 queued and s2 failed with its error", got)
+	}
+	if _, err := s.States(ctx, make([]string, kernel.StatesMax+1)); !errors.Is(err, kernel.ErrInvalidChange) {
+		t.Fatalf("States(StatesMax+1 IDs) = %v, want ErrInvalidChange", err)
 	}
 }

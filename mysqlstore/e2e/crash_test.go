@@ -289,6 +289,7 @@ type child struct {
 	out    *bytes.Buffer
 	stdin  *os.File      // the parent's end of the child's stdin
 	signal chan struct{} // receives once the child wrote to fd 3
+	bytes  atomic.Int64  // bytes the child wrote to fd 3 so far
 	reader chan struct{} // closed when fd 3 reached EOF
 	exited chan struct{} // closed once the process was reaped
 	err    error         // cmd.Wait's, once exited is closed
@@ -302,8 +303,15 @@ func startChild(t *testing.T, dir, table string, run, share, signal int) *child 
 
 // spawnChild runs the test named test of this binary as child number run, with env
 // added to the environment: it writes to fd 3 to signal the parent, and its stdin
-// closes when the parent goes away. t.Cleanup kills and reaps it.
+// closes when the parent goes away. t.Cleanup kills and reaps it. The child's test
+// times out after crashChildTimeout.
 func spawnChild(t *testing.T, test string, run int, env ...string) *child {
+	t.Helper()
+	return spawnChildFor(t, test, run, crashChildTimeout, env...)
+}
+
+// spawnChildFor is spawnChild with the child's test timeout given.
+func spawnChildFor(t *testing.T, test string, run int, timeout time.Duration, env ...string) *child {
 	t.Helper()
 	progR, progW, err := os.Pipe()
 	if err != nil {
@@ -317,7 +325,7 @@ func spawnChild(t *testing.T, test string, run int, env ...string) *child {
 		run: run, out: &bytes.Buffer{}, stdin: inW,
 		signal: make(chan struct{}, 1), reader: make(chan struct{}), exited: make(chan struct{}),
 	}
-	c.cmd = exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.timeout="+crashChildTimeout.String())
+	c.cmd = exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.timeout="+timeout.String())
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout = c.out
 	c.cmd.Stderr = c.out
@@ -335,6 +343,7 @@ func spawnChild(t *testing.T, test string, run int, env ...string) *child {
 		for {
 			n, err := progR.Read(b[:])
 			if n > 0 {
+				c.bytes.Add(int64(n))
 				select {
 				case c.signal <- struct{}{}:
 				default:

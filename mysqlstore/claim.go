@@ -1,0 +1,238 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/axsched/ax/kernel"
+)
+
+// The pool's claimable states and the priorities in the order Claim serves them.
+var (
+	waitingStates = [...]kernel.State{kernel.Delayed, kernel.Queued, kernel.Retrying}
+	claimOrder    = [...]kernel.Priority{kernel.High, kernel.Normal, kernel.Low}
+)
+
+// Claim implements [kernel.SharedStore.Claim] in one transaction at read committed, so
+// that no gap is locked: seven round trips with BEGIN and COMMIT when it claims tasks,
+// five when it claims none, four when no priority is wanted. It renews o's lease
+// (locking o's row); locks the due pool rows of req.Kinds with one SELECT … FOR UPDATE
+// SKIP LOCKED, a UNION ALL of one ordered range of the index (state, owner, priority,
+// run_at) per waiting state and wanted priority, each LIMIT Want, so that it locks at
+// most three times Want of a priority and never waits for the rows another claim
+// holds; takes a new epoch above the epoch part of their fences; starts the first Want
+// of each priority with one UPDATE (owner o, Running, attempt + 1, the epoch's first
+// fence); and reads next with one consistent read, a UNION ALL of the first row of
+// each (waiting state, priority) range of the pool whose kind is wanted. With no
+// Kinds, it is the renewal alone. A retry after a lost answer returns the tasks an
+// earlier try of the call took, as well, and claims fewer new ones for them.
+func (s *Store) Claim(ctx context.Context, o kernel.Owner, req kernel.ClaimRequest) ([]kernel.StoredTask, time.Time, error) {
+	if err := checkClaim(req); err != nil {
+		return nil, time.Time{}, err
+	}
+	if err := s.checkOpen("claim"); err != nil {
+		return nil, time.Time{}, err
+	}
+	if len(req.Kinds) == 0 { // nothing can be claimed: the lease alone
+		return nil, time.Time{}, s.retryAs(ctx, "claim", &o, func() error { return s.renew(ctx, s.db, &o) })
+	}
+	var (
+		out   []kernel.StoredTask
+		next  time.Time
+		taken []rescued // by this call's tries
+	)
+	err := s.retryAs(ctx, "claim", &o, func() error {
+		var err error
+		out, next, err = s.claimOnce(ctx, &o, req, &taken)
+		return err
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if len(taken) > 0 {
+		s.pruneEpochs(taken[len(taken)-1].epoch)
+	}
+	return out, next, nil
+}
+
+// checkClaim names the fields of req that Claim refuses.
+func checkClaim(req kernel.ClaimRequest) error {
+	var errs []error
+	if req.Now.IsZero() {
+		errs = append(errs, fmt.Errorf("mysqlstore: claim: ClaimRequest.Now is zero: must be set: %w", kernel.ErrInvalidChange))
+	}
+	for _, f := range []struct {
+		name string
+		want int
+	}{{"High", req.Want.High}, {"Normal", req.Want.Normal}, {"Low", req.Want.Low}} {
+		if f.want < 0 {
+			errs = append(errs, fmt.Errorf("mysqlstore: claim: ClaimRequest.Want.%s = %d: must be >= 0: %w", f.name, f.want, kernel.ErrInvalidChange))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Store) claimOnce(ctx context.Context, o *kernel.Owner, req kernel.ClaimRequest, taken *[]rescued) ([]kernel.StoredTask, time.Time, error) {
+	var (
+		out  []kernel.StoredTask
+		next time.Time
+	)
+	now := millis(req.Now)
+	err := s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
+		out, next = nil, time.Time{}
+		if err := s.renew(ctx, tx, o); err != nil {
+			return err
+		}
+		var want [len(claimOrder)]int
+		for i, p := range claimOrder {
+			want[i] = req.Want.Get(p)
+		}
+		// The tasks an earlier try took, if its answer was lost: still o's and running
+		// at the fence it gave them, since o never learned of them. They count against
+		// Want.
+		for _, r := range *taken {
+			err := scanAll(ctx, tx, s.takenQuery(o.Epoch, r), func(sc scanner) error {
+				t, err := scanTask(sc)
+				out = append(out, t)
+				want[claimIndex(t.Priority)]--
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		prior := len(out)
+		// Candidates per priority: up to want[i] from each waiting state's range.
+		var cand [len(claimOrder)][]kernel.StoredTask
+		if q, ok := s.claimQuery(req.Kinds, now, want); ok {
+			err := scanAll(ctx, tx, q, func(sc scanner) error {
+				t, err := scanTask(sc)
+				i := claimIndex(t.Priority)
+				cand[i] = append(cand[i], t)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+		}
+		floor := uint64(0)
+		for i := range cand {
+			slices.SortFunc(cand[i], compareRecovered)
+			for _, t := range cand[i][:min(len(cand[i]), max(want[i], 0))] {
+				floor = max(floor, t.Fence>>32)
+				out = append(out, t)
+			}
+		}
+		if fresh := out[prior:]; len(fresh) > 0 {
+			e, err := s.nextEpoch(ctx, tx, max(floor, o.Epoch))
+			if err != nil {
+				return err
+			}
+			fence := kernel.FenceOfEpoch(e)
+			ids := make([]string, len(fresh))
+			for i := range fresh {
+				t := &fresh[i]
+				ids[i] = t.ID
+				t.State, t.Attempt, t.Fence, t.UpdatedAt = kernel.Running, t.Attempt+1, fence, fromMillis(now)
+			}
+			*taken = append(*taken, rescued{epoch: e, ids: ids}) // before COMMIT: its answer may be lost
+			for chunk := range slices.Chunk(ids, selectIDsMax) {
+				if err := s.claimUpdate(ctx, tx, o.Epoch, fence, now, chunk); err != nil {
+					return err
+				}
+			}
+		}
+		slices.SortFunc(out, compareRecovered)
+		var first sql.NullInt64
+		if err := tx.QueryRowContext(ctx, s.nextQuery(req.Kinds)).Scan(&first); err != nil {
+			return err
+		}
+		if first.Valid {
+			next = fromMillis(first.Int64)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return out, next, nil
+}
+
+// claimUpdate starts the locked pool rows ids for owner at fence.
+func (s *Store) claimUpdate(ctx context.Context, tx *sql.Tx, owner, fence uint64, now int64, ids []string) error {
+	q := newQuery(256 + len(ids)*(2*kernel.StoredIDMax+4)).raw("UPDATE ").raw(s.table).
+		raw(" SET owner = ").uint(owner).raw(", state = ").uint(uint64(stateCode(kernel.Running))).
+		raw(", attempt = attempt + 1, fence = ").uint(fence).raw(", updated_at = ").int(now).
+		raw(", version = version + 1 WHERE id IN ").hexList(ids).raw(" AND owner = 0 AND state IN ").raw(waitingCodes)
+	res, err := tx.ExecContext(ctx, q.String())
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != int64(len(ids)) {
+		return errors.Join(err, fmt.Errorf("claim updated %d rows, want %d for locked rows", n, len(ids)))
+	}
+	return nil
+}
+
+// claimQuery returns the SELECT … FOR UPDATE SKIP LOCKED of the due pool rows of kinds:
+// for each waiting state and each priority i with want[i] > 0, the first want[i] rows
+// of the range (state, 0, priority, ≤ now) of the index (state, owner, priority,
+// run_at), in index order (run_at, id), skipping rows of other kinds and rows locked by
+// others. It reports false when no priority is wanted.
+func (s *Store) claimQuery(kinds []string, now int64, want [len(claimOrder)]int) (string, bool) {
+	kindList := newQuery(8 + len(kinds)*(2*kernel.KindMax+4)).hexList(kinds).String()
+	q := newQuery(1024 + 9*len(kindList))
+	parts := 0
+	for i, p := range claimOrder {
+		if want[i] <= 0 {
+			continue
+		}
+		for _, st := range waitingStates {
+			if parts > 0 {
+				q.raw(" UNION ALL ")
+			}
+			parts++
+			q.raw("(SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE state = ").uint(uint64(stateCode(st))).
+				raw(" AND owner = 0 AND priority = ").uint(uint64(priorityCode(p))).raw(" AND run_at <= ").int(now).
+				raw(" AND kind IN ").raw(kindList).raw(" ORDER BY run_at, id LIMIT ").int(int64(want[i])).
+				raw(" FOR UPDATE SKIP LOCKED)")
+		}
+	}
+	return q.String(), parts > 0
+}
+
+// nextQuery returns the consistent read of the earliest run_at of the waiting pool rows
+// of kinds (NULL for none): the first row of kinds in each (waiting state, priority)
+// range of the index (state, owner, priority, run_at), read in index order.
+func (s *Store) nextQuery(kinds []string) string {
+	kindList := newQuery(8 + len(kinds)*(2*kernel.KindMax+4)).hexList(kinds).String()
+	q := newQuery(1024 + 9*len(kindList)).raw("SELECT MIN(r) FROM (")
+	parts := 0
+	for _, p := range claimOrder {
+		for _, st := range waitingStates {
+			if parts > 0 {
+				q.raw(" UNION ALL ")
+			}
+			parts++
+			q.raw("(SELECT run_at AS r FROM ").raw(s.table).raw(" WHERE state = ").uint(uint64(stateCode(st))).
+				raw(" AND owner = 0 AND priority = ").uint(uint64(priorityCode(p))).
+				raw(" AND kind IN ").raw(kindList).raw(" ORDER BY run_at LIMIT 1)")
+		}
+	}
+	return q.raw(") AS pool").String()
+}
+
+// claimIndex is p's index in claimOrder.
+func claimIndex(p kernel.Priority) int {
+	switch p {
+	case kernel.High:
+		return 0
+	case kernel.Low:
+		return 2
+	}
+	return 1
+}
