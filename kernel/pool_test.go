@@ -2,6 +2,7 @@ package kernel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -89,6 +90,64 @@ func TestPoolShutdownDrainsOverflow(t *testing.T) {
 		}
 		if live, _ := s.Recover(context.Background()); len(live) != 0 {
 			t.Fatalf("%d tasks live in the store after Shutdown, want 0", len(live))
+		}
+	})
+}
+
+// TestPoolCancelAndClose: Cancel of a task waiting in the pool asks the store, and
+// the handle ends Canceled as the store then says; Close ends the handles of the
+// other followed tasks Canceled with ErrClosed and leaves their rows in the pool.
+func TestPoolCancelAndClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := storekit.NewMemoryStore()
+		g := make(gate)
+		log := newRunLog()
+		k, err := kernel.New(kernel.Config{Store: s, Owner: "solo", MaxConcurrency: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = k.Register("k", log.fn("solo", g))
+		busy, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: []byte("busy")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // busy holds the one slot: pool tasks stay unclaimed
+		var hs []*kernel.Handle
+		for i := range 3 {
+			h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: fmt.Appendf(nil, "p%d", i), Pool: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs = append(hs, h)
+		}
+		hs[0].Cancel()
+		if err := hs[0].Wait(context.Background()); !errors.Is(err, kernel.ErrCanceled) || hs[0].State() != kernel.Canceled {
+			t.Fatalf("cancelled pool task: %v, %v; want canceled with ErrCanceled", hs[0].State(), err)
+		}
+		if st := stored(t, s, hs[0].ID()); st.State != kernel.Canceled {
+			t.Fatalf("cancelled pool task stored %v, want canceled", st.State)
+		}
+		if n := log.count("p0"); n != 0 {
+			t.Fatalf("cancelled pool task ran %d times", n)
+		}
+		done := make(chan error, 1)
+		go func() { done <- k.Close() }()
+		for _, h := range hs[1:] {
+			if err := h.Wait(context.Background()); !errors.Is(err, kernel.ErrClosed) || h.State() != kernel.Canceled {
+				t.Fatalf("followed pool task after Close: %v, %v; want canceled with ErrClosed", h.State(), err)
+			}
+			if st := stored(t, s, h.ID()); st.State != kernel.Queued {
+				t.Fatalf("followed pool task stored %v after Close, want queued (the pool's)", st.State)
+			}
+		}
+		<-busy.Done()
+		g.open()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		st := k.Stats().ByPriority.Normal
+		if ended := st.Succeeded + st.Failed + st.Canceled + st.Abandoned + st.TimedOut + st.Evicted; ended != st.Submitted {
+			t.Fatalf("Stats: submitted %d, ended %d", st.Submitted, ended)
 		}
 	})
 }
