@@ -51,6 +51,12 @@ import (
 // grant has a fence greater than every earlier grant of that name, so a holder that
 // lost the lease can tell (its renewal is refused) and writes it guards with the fence
 // are refused too. They do not depend on owners.
+//
+// The kernel uses a Store as a SharedStore whenever it implements the interface, and
+// then writes through CommitAs, never Commit: a wrapper that embeds a SharedStore and
+// changes only Commit (to time, fault or log the writes) must change CommitAs too, or
+// embed the Store interface instead, which hides SharedStore and makes the kernel the
+// store's only owner.
 type SharedStore interface {
 	Store
 
