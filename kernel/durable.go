@@ -276,15 +276,17 @@ func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
 }
 
 // SubmitDurable stores t and schedules it. It waits for room while the kernel is full
-// (ctx bounds that wait), then for the group commit that holds t — in acknowledged
-// mode (Config.SnapshotEvery zero, the default) it returns only once t is durable, so
-// a crash after it returned loses nothing: the next kernel on the store runs t. In
-// periodic snapshot mode it returns at once and t is durable at the next snapshot.
+// (ctx bounds that wait; on a [SharedStore] a task this kernel has no room for goes
+// to the store's pool instead, see [DurableTask.Pool]), then for the group commit
+// that holds t — in acknowledged mode (Config.SnapshotEvery zero, the default) it
+// returns only once t is durable, so a crash after it returned loses nothing: the
+// next kernel on the store runs t. In periodic snapshot mode it returns at once and t
+// is durable at the next snapshot.
 //
 // It refuses, with nothing stored: a bad field (a joined *ConfigError naming it), an
 // unregistered Kind, a payload over the store's cap ([ErrPayloadTooLarge]), a live
-// UniqueKey ([ErrDuplicateKey]), no room ([ErrQueueFull], [ErrDegraded] or ctx.Err()),
-// a closed kernel ([ErrClosed]) and a store that cannot be reached
+// UniqueKey ([ErrDuplicateKey]), no room ([ErrQueueFull], [ErrDegraded] or ctx.Err();
+// never on a SharedStore), a closed kernel ([ErrClosed]) and a store that cannot be reached
 // ([ErrStoreUnavailable], at once while the store is known to be down). The wait for
 // the commit is bounded by Config.StoreTimeout, not by ctx: once the commit began its
 // outcome is waited for. If the kernel closes between the commit and the hand-over,
