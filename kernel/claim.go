@@ -57,6 +57,12 @@ func (f *follow) add(ids ...string) {
 	f.mu.Unlock()
 }
 
+func (f *follow) len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.ids)
+}
+
 func (f *follow) remove(id string) {
 	f.mu.Lock()
 	delete(f.ids, id)
@@ -142,6 +148,7 @@ func (o *ownership) claimer() {
 			continue
 		}
 		claimed, next, err := o.claim(n)
+		o.claimed.Add(int64(len(claimed)))
 		k.control(ctrlMsg{kind: ctrlClaimed, claim: &claimMsg{tasks: claimed, reserved: n}})
 		hungry = err == nil && (len(claimed) > 0 || !next.IsZero() && !next.After(k.clk.Now()))
 		switch {

@@ -106,6 +106,15 @@ type StoreStats struct {
 	Pending int    // changes waiting for a commit
 	Down    bool   // the store is known to be down: durable submits fail fast
 	Held    int    // recovered tasks whose kind is not registered yet
+
+	// With a SharedStore: this kernel's owner and what its membership did.
+	Owner     string // the owner's name (Config.Owner or the generated one)
+	Epoch     uint64 // the membership now
+	Joins     uint64 // memberships begun: 1, plus one per rejoin after a lease ended
+	LeaseLost uint64 // commits refused because this kernel's lease had ended
+	Rescued   uint64 // tasks taken over from ended owners
+	Claimed   uint64 // tasks claimed from the pool
+	Following int    // tasks this kernel put in the pool and follows (not claimed here)
 }
 
 // Terminal returns the number of tasks that ended, all priorities together.
@@ -161,6 +170,12 @@ func (k *Kernel) Stats() Stats {
 			s.Store.Held += len(ts)
 		}
 		d.mu.Unlock()
+		if o := d.own; o != nil {
+			s.Store.Owner, s.Store.Epoch = o.name, o.cur.Load().Epoch
+			s.Store.Joins, s.Store.LeaseLost = uint64(o.joins.Load()), uint64(o.lost.Load())
+			s.Store.Rescued, s.Store.Claimed = uint64(o.rescued.Load()), uint64(o.claimed.Load())
+			s.Store.Following = o.follow.len()
+		}
 	}
 	return s
 }

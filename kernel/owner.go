@@ -35,7 +35,7 @@ type ownership struct {
 	stopOnce  sync.Once
 	wg        sync.WaitGroup
 
-	joins, rescued, lost atomicCounter
+	joins, rescued, lost, claimed atomicCounter
 }
 
 // atomicCounter is a counter read by Stats and the metrics.

@@ -47,6 +47,11 @@ const (
 	famStoreRefused
 	famStorePending
 	famStoreUp
+	famStoreJoins
+	famStoreLeaseLost
+	famStoreRescued
+	famStoreClaimed
+	famStoreFollowing
 	famCount
 )
 
@@ -84,6 +89,11 @@ var promFamilies = [famCount]promFamily{
 	famStoreRefused:       {"ax_store_refused_total", "counter", "Changes the store refused (stale fence, unknown task)."},
 	famStorePending:       {"ax_store_pending", "gauge", "Journal changes waiting for a commit."},
 	famStoreUp:            {"ax_store_up", "gauge", "1 while the store answers, 0 while it is known to be down."},
+	famStoreJoins:         {"ax_store_joins_total", "counter", "Memberships of this kernel in a shared store begun (1, plus one per rejoin)."},
+	famStoreLeaseLost:     {"ax_store_lease_lost_total", "counter", "Commits refused because this kernel's lease on a shared store had ended."},
+	famStoreRescued:       {"ax_store_rescued_total", "counter", "Tasks taken over from ended owners of a shared store."},
+	famStoreClaimed:       {"ax_store_claimed_total", "counter", "Tasks claimed from a shared store's pool."},
+	famStoreFollowing:     {"ax_store_pool_following", "gauge", "Tasks this kernel put in a shared store's pool and follows."},
 }
 
 // WritePrometheus writes the kernel's metrics in the Prometheus text format
@@ -203,6 +213,18 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 			up = 0
 		}
 		one(famStoreUp, up)
+		var joins, lost, rescued, claimed uint64
+		var following int64
+		if o := d.own; o != nil {
+			joins, lost = uint64(o.joins.Load()), uint64(o.lost.Load())
+			rescued, claimed = uint64(o.rescued.Load()), uint64(o.claimed.Load())
+			following = int64(o.follow.len())
+		}
+		one(famStoreJoins, joins)
+		one(famStoreLeaseLost, lost)
+		one(famStoreRescued, rescued)
+		one(famStoreClaimed, claimed)
+		one(famStoreFollowing, nonNeg(following))
 	}
 }
 

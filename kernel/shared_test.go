@@ -214,6 +214,12 @@ func TestSharedRescueAfterLeaseEnds(t *testing.T) {
 		if live != 1 {
 			t.Errorf("owners %+v: want a live again under a new epoch", owners)
 		}
+		if st := a.Stats().Store; st.Owner != "a" || st.Joins < 2 || st.LeaseLost < 1 {
+			t.Errorf("a's Stats().Store = %+v, want owner a, at least 2 joins and 1 lease lost", st)
+		}
+		if st := b.Stats().Store; st.Rescued < 5 {
+			t.Errorf("b's Stats().Store.Rescued = %d, want a's 5 tasks at least", st.Rescued)
+		}
 	})
 }
 
@@ -293,6 +299,12 @@ func TestSharedPoolSpillsToIdleKernel(t *testing.T) {
 		st := a.Stats()
 		if n := st.ByPriority.Normal; n.Submitted != n.Succeeded {
 			t.Errorf("a's Stats: submitted %d, succeeded %d; want equal", n.Submitted, n.Succeeded)
+		}
+		if st.Store.Following != 0 {
+			t.Errorf("a's Stats().Store.Following = %d, want 0 (every pool task ended)", st.Store.Following)
+		}
+		if c := a.Stats().Store.Claimed + b.Stats().Store.Claimed; c != 4 {
+			t.Errorf("claimed %d tasks in all, want 4 (t2, t3, t4 and p)", c)
 		}
 	})
 }

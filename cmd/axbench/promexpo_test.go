@@ -49,6 +49,11 @@ var promWant = map[string]dto.MetricType{
 	"ax_store_refused_total":       dto.MetricType_COUNTER,
 	"ax_store_pending":             dto.MetricType_GAUGE,
 	"ax_store_up":                  dto.MetricType_GAUGE,
+	"ax_store_joins_total":         dto.MetricType_COUNTER,
+	"ax_store_lease_lost_total":    dto.MetricType_COUNTER,
+	"ax_store_rescued_total":       dto.MetricType_COUNTER,
+	"ax_store_claimed_total":       dto.MetricType_COUNTER,
+	"ax_store_pool_following":      dto.MetricType_GAUGE,
 }
 
 // TestPrometheusExpositionParses parses the page of two named kernels sharing one
