@@ -12,9 +12,11 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/kernel/storekit"
 )
 
 // High work overtakes queued Low work; under saturation the quotas share the slots.
@@ -297,4 +299,43 @@ func Example_observability() {
 	// 1 1 1
 	// true
 	// queued running succeeded
+}
+
+// Replicas share one store: each kernel is an owner with a lease, and a task in the
+// pool runs in whichever kernel has a free slot.
+func Example_sharedStore() {
+	ctx := context.Background()
+	store := storekit.NewMemoryStore() // in production: a mysqlstore.Store, one table for every replica
+	var sent atomic.Int32
+	send := func(ctx context.Context, payload []byte) error { sent.Add(1); return nil }
+
+	var replicas []*kernel.Kernel
+	for _, name := range []string{"api-0", "api-1"} {
+		k, err := kernel.New(kernel.Config{
+			Store: store,
+			Owner: name,             // stable across restarts: a restarted replica takes its tasks back at once
+			Lease: 15 * time.Second, // after a crash, the others take its tasks over within about Lease + Lease/3
+		})
+		if err != nil {
+			panic(err)
+		}
+		defer func() { _ = k.Shutdown(ctx) }()
+		if err := k.Register("email.send", send); err != nil {
+			panic(err)
+		}
+		replicas = append(replicas, k)
+	}
+
+	// A durable task runs where it is submitted, unless that kernel is full or the task
+	// asks for the pool: then whichever kernel has a free slot claims it. The handle
+	// follows it there.
+	h, err := replicas[0].SubmitDurable(ctx, kernel.DurableTask{Kind: "email.send", Payload: []byte("ada"), Pool: true})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(h.Wait(ctx), sent.Load())
+	fmt.Println(replicas[0].Stats().Store.Owner)
+	// Output:
+	// <nil> 1
+	// api-0
 }
