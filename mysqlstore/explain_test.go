@@ -5,13 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/axsched/ax/kernel"
 )
@@ -21,35 +18,8 @@ import (
 // (INSERT … ON DUPLICATE KEY UPDATE, for rows with many distinct values) are primary-key
 // writes by construction, with no plan to EXPLAIN.
 func TestStatementsUseThePrimaryKey(t *testing.T) {
-	dsn := os.Getenv("AX_MYSQL_DSN")
-	if dsn == "" {
-		dsn = "root@tcp(127.0.0.1:3306)/test"
-	}
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := mysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(conn)
-	defer func() { _ = db.Close() }()
-	ctx := context.Background()
-	table := fmt.Sprintf("axt_explain_%d", os.Getpid())
-	s, err := New(db, Options{Table: table, Retention: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = s.Close()
-		for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix} {
-			_, _ = db.Exec("DROP TABLE IF EXISTS `" + table + suffix + "`")
-		}
-	}()
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatalf("Migrate() = %v (run scripts/ensure-mariadb.sh if no server answers)", err)
-	}
+	s := internalStore(t, "explain")
+	db, table, ctx := s.db, s.opts.Table, context.Background()
 	// Enough rows that a scan would not be the cheapest plan.
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	var ins []kernel.Change
@@ -130,35 +100,8 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 // ended owners and the running rows of no owner must be found on ranges of the index
 // state_owner_priority_run_at, not by scanning all the live rows or the table.
 func TestRescueUsesOwnerIndex(t *testing.T) {
-	dsn := os.Getenv("AX_MYSQL_DSN")
-	if dsn == "" {
-		dsn = "root@tcp(127.0.0.1:3306)/test"
-	}
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := mysql.NewConnector(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := sql.OpenDB(conn)
-	defer func() { _ = db.Close() }()
-	ctx := context.Background()
-	table := fmt.Sprintf("axt_explain_rescue_%d", os.Getpid())
-	s, err := New(db, Options{Table: table, Retention: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = s.Close()
-		for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix} {
-			_, _ = db.Exec("DROP TABLE IF EXISTS `" + table + suffix + "`")
-		}
-	}()
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatalf("Migrate() = %v (run scripts/ensure-mariadb.sh if no server answers)", err)
-	}
+	s := internalStore(t, "explain_rescue")
+	db, table, ctx := s.db, s.opts.Table, context.Background()
 	live, err := s.Join(ctx, "live", time.Minute)
 	if err != nil {
 		t.Fatal(err)
