@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"math"
 	"time"
 
 	"github.com/axsched/ax/queue"
@@ -156,6 +157,16 @@ func (k *Kernel) apply(rc *resolved) {
 	q.limit = c.MaxConcurrency
 	q.otherLimit = c.MaxConcurrency - c.Reserve.High
 	q.maxZombies = c.MaxZombies
+	cycle := c.Quotas.High + c.Quotas.Normal + c.Quotas.LowGuaranteed
+	for l, quota := range [...]int{queue.Normal: c.Quotas.Normal, queue.Low: c.Quotas.LowGuaranteed} {
+		if l == int(queue.High) {
+			continue
+		}
+		q.overtakeMax[l] = math.MaxInt
+		if quota > 0 {
+			q.overtakeMax[l] = cycle/quota - 1
+		}
+	}
 	q.mu.Unlock()
 	_ = k.ls.buckets.Picker().SetQuotas(queue.Quotas{High: c.Quotas.High, Normal: c.Quotas.Normal, LowGuaranteed: c.Quotas.LowGuaranteed}) // validated: no error
 }

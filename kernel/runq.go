@@ -43,6 +43,13 @@ type runq struct {
 
 	limit      int // MaxConcurrency
 	otherLimit int // MaxConcurrency - Reserve.High
+
+	// overtakeMax bounds, per level, how many pops in a row may pass over that
+	// level's oldest pick (Config.Quotas: one cycle less that level's quota); skipped
+	// counts them. A pick the loop made for a level's floor thus starts within a
+	// cycle, though higher work keeps arriving.
+	overtakeMax [queue.NumLevels]int
+	skipped     [queue.NumLevels]int
 	maxZombies int
 
 	loopWaiting    bool // the loop parked and wants a poke on the next completion
@@ -161,22 +168,51 @@ func (q *runq) queued() int { return q.rings[queue.High].Len() + q.otherLen() }
 
 // pop takes the next attempt or light task an executor may start: the oldest
 // High pick, else the oldest Normal one, else the oldest Low one, honouring the
-// reserve.
+// reserve — unless the oldest Normal or Low pick was passed over overtakeMax times
+// in a row: then that one (Low first, the rarer).
 func (q *runq) pop() (ritem, bool) {
+	other := q.runningOther < q.otherLimit || q.stopping
+	if other {
+		for _, l := range [...]queue.Level{queue.Low, queue.Normal} {
+			if q.skipped[l] >= q.overtakeMax[l] && q.rings[l].Len() > 0 {
+				it, _ := q.rings[l].Pop()
+				q.popped(l, other)
+				q.runningOther++
+				return it, true
+			}
+		}
+	}
 	if it, ok := q.rings[queue.High].Pop(); ok {
-		q.pops++
+		q.popped(queue.High, other)
 		return it, true
 	}
-	if q.runningOther < q.otherLimit || q.stopping {
-		for _, r := range q.rings[queue.Normal:] {
-			if it, ok := r.Pop(); ok {
-				q.pops++
+	if other {
+		for l := queue.Normal; l < queue.NumLevels; l++ {
+			if it, ok := q.rings[l].Pop(); ok {
+				q.popped(l, other)
 				q.runningOther++
 				return it, true
 			}
 		}
 	}
 	return ritem{}, false
+}
+
+// popped counts a pop of level l: the levels below it that held picks were passed
+// over (when they could have run: other), and l's count starts again.
+func (q *runq) popped(l queue.Level, other bool) {
+	q.pops++
+	q.skipped[l] = 0
+	if !other {
+		return
+	}
+	for x := l + 1; x < queue.NumLevels; x++ {
+		if q.rings[x].Len() > 0 {
+			q.skipped[x]++
+		} else {
+			q.skipped[x] = 0
+		}
+	}
 }
 
 // checkWorkDone closes workDone once the kernel stops and no executor goroutine,
