@@ -263,6 +263,10 @@ func TestMultiChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Few connections: three children of many attempts each, beside the other test
+	// packages, would otherwise reach the server's max_connections.
+	side.SetMaxOpenConns(8)
+	side.SetMaxIdleConns(8)
 	defer func() { _ = side.Close() }()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	s, err := mysqlstore.Open(dsn, mysqlstore.Options{Table: table, Retention: -1, Logger: logger})
