@@ -50,7 +50,7 @@ type runq struct {
 	// cycle, though higher work keeps arriving.
 	overtakeMax [queue.NumLevels]int
 	skipped     [queue.NumLevels]int
-	maxZombies int
+	maxZombies  int
 
 	loopWaiting    bool // the loop parked and wants a poke on the next completion
 	loopWantsRoom  bool // ...even one an executor settles itself (tasks wait, or the kernel drains)
