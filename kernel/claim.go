@@ -187,12 +187,10 @@ func (o *ownership) claim(n int) ([]StoredTask, time.Time, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), k.dur.j.timeout)
 	defer cancel()
 	req := ClaimRequest{Now: k.clk.Now(), Want: want, Kinds: kinds}
-	t0 := time.Now()
 	got, next, err := storeCallClaim(o, ctx, req)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	o.renewed(t0)
 	left := n - len(got)
 	if left == 0 || next.IsZero() || next.After(req.Now) {
 		return got, next, nil
@@ -316,7 +314,9 @@ func (k *Kernel) askClaimBudget(hungry bool) int {
 func (k *Kernel) claimBudget(hungry bool) int {
 	// A Shutdown drains the pool tasks this kernel follows too: it claims on while
 	// it follows any.
-	if k.ls.closing || k.ls.draining && len(k.ls.pool) == 0 {
+	// Nor while the lease is in doubt: claimed tasks start at once, and only a
+	// commit (SharedStore.CommitAs) renews the lease.
+	if k.ls.closing || k.ls.draining && len(k.ls.pool) == 0 || k.dur.own.doubt() {
 		return 0
 	}
 	q := &k.rq

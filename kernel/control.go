@@ -16,6 +16,9 @@ const (
 	ctrlClaimed                         // a claim's tasks, and the slots reserved for it (claim)
 	ctrlPoolEnded                       // pool tasks this kernel follows ended elsewhere (claim)
 	ctrlEvict                           // evict the newest queued Low task for a High submitter, answer on ack
+	ctrlStartBudget                     // how many inserts of the next commit may start in it (want; answer on count)
+	ctrlPrestarted                      // a commit stored these tasks started, and frees its reservation (prestart)
+	ctrlLeaseLapse                      // the lease may end soon without a renewal: cancel the running durable attempts
 )
 
 // ctrlMsg is a message from the API to the loop.
@@ -31,9 +34,12 @@ type ctrlMsg struct {
 	errs    []error
 	claim   *claimMsg
 	hungry  bool // ctrlClaimBudget: due pool work is known
-	id      string
-	ack     chan error // size 1
-	count   chan int   // size 1
+	want    int  // ctrlStartBudget: the inserts that could start
+	// ctrlPrestarted: the tasks and the reservation of one commit.
+	prestart *prestartMsg
+	id       string
+	ack      chan error // size 1
+	count    chan int   // size 1
 }
 
 // poke wakes the loop if it is parked. It never blocks.
@@ -80,6 +86,12 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		m.count <- k.claimBudget(m.hungry)
 	case ctrlClaimed:
 		k.claimed(m.claim)
+	case ctrlStartBudget:
+		m.count <- k.startBudget(m.want)
+	case ctrlPrestarted:
+		k.prestarted(m.prestart)
+	case ctrlLeaseLapse:
+		k.leaseLapsed()
 	case ctrlPoolEnded:
 		k.poolEnded(m.claim)
 	case ctrlStarted:

@@ -588,30 +588,49 @@ func TestDurableManyAndCancel(t *testing.T) {
 	})
 }
 
-// holdStarts is a MemoryStore whose commits holding an OpStart wait for release.
+// holdStarts is a MemoryStore whose commits holding a start stored apart from its
+// task's insert (not a prestart) wait for release.
 type holdStarts struct {
 	*storekit.MemoryStore
 	release chan struct{}
 }
 
-func (s holdStarts) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+func (s holdStarts) hold(cs []kernel.Change) {
+	inserted := map[string]bool{}
 	for _, c := range cs {
-		if c.Op == kernel.OpStart {
+		if c.Op == kernel.OpInsert {
+			inserted[c.Task.ID] = true
+		}
+		if c.Op == kernel.OpStart && !inserted[c.Task.ID] {
 			<-s.release
-			break
+			return
 		}
 	}
+}
+
+func (s holdStarts) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+	s.hold(cs)
 	return s.MemoryStore.Commit(ctx, cs)
 }
 
 func (s holdStarts) CommitAs(ctx context.Context, o kernel.Owner, cs []kernel.Change) ([]error, error) {
-	for _, c := range cs {
-		if c.Op == kernel.OpStart {
-			<-s.release
-			break
-		}
-	}
+	s.hold(cs)
 	return s.MemoryStore.CommitAs(ctx, o, cs)
+}
+
+// busySlot occupies k's only slot with a plain task until the returned func is
+// called, so that a durable task submitted meanwhile queues (and is not started in
+// the commit that stores it, see TestDurablePrestart).
+func busySlot(t *testing.T, k *kernel.Kernel) func() {
+	t.Helper()
+	hold := make(chan struct{})
+	started := make(chan struct{})
+	_, err := k.TrySubmit(kernel.Task{Run: func(context.Context) error { close(started); <-hold; return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	return func() { close(hold) }
 }
 
 func TestDurableRunsOnlyOnceItsStartIsStored(t *testing.T) {
@@ -620,10 +639,12 @@ func TestDurableRunsOnlyOnceItsStartIsStored(t *testing.T) {
 		k := newTestKernel(t, kernel.Config{Store: s, MaxConcurrency: 1})
 		var ran atomic.Int32
 		_ = k.Register("k", func(context.Context, []byte) error { ran.Add(1); return nil })
+		free := busySlot(t, k)
 		h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
 		if err != nil {
 			t.Fatal(err)
 		}
+		free()
 		synctest.Wait()
 		if ran.Load() != 0 || h.State() != kernel.Running {
 			t.Fatalf("ran %d times, state %v, before its start was stored", ran.Load(), h.State())
@@ -650,12 +671,14 @@ func TestDurableRunsOnlyOnceItsStartIsStored(t *testing.T) {
 func TestDurableCloseEndsGatedAttempts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := holdStarts{storekit.NewMemoryStore(), make(chan struct{})}
-		k, err := kernel.New(kernel.Config{Store: s})
+		k, err := kernel.New(kernel.Config{Store: s, MaxConcurrency: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		_ = k.Register("k", func(context.Context, []byte) error { return nil })
+		free := busySlot(t, k)
 		h, _ := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
+		free()
 		synctest.Wait()
 		done := make(chan struct{})
 		go func() { _ = k.Close(); close(done) }()

@@ -16,6 +16,7 @@ type intake struct {
 	ctrl        []ctrlMsg
 	loopWaiting bool  // the loop parked and asked for a poke
 	closed      bool  // Shutdown or Close began: refuse submissions
+	loopGone    bool  // the loop returned: nobody takes control messages (see drainPrestarts)
 	fast        bool  // the parked loop opened the fast lane (see runFast)
 	wakeAt      int64 // mono: when the parked loop's timer fires; math.MaxInt64 if none
 	lastFast    int64 // mono: the last task started on the fast lane

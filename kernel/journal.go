@@ -27,6 +27,9 @@ type jentry struct {
 	// An OpStart whose attempt waits for it to be stored (acknowledged mode); the
 	// journal hands it back to the loop once committed.
 	start *attempt
+	// pre: the OpStart the journal added behind the insert before it (h's), in the
+	// same commit (prestart.go).
+	pre bool
 }
 
 // ackGroup is one acknowledged durable submit waiting for its commit. The journal
@@ -65,8 +68,11 @@ type journal struct {
 
 	down    atomic.Pointer[error] // the last error while the store is known to be down
 	pending atomic.Int64
+	// reserved: the slots the loop reserved for the prestarts of the commit being
+	// made (prestart.go); journal goroutine only.
+	reserved int
 
-	commits, changes, commitErrors, refused *metrics.Counter
+	commits, changes, commitErrors, refused, prestarted *metrics.Counter
 }
 
 func newJournal(k *Kernel, c *Config) *journal {
@@ -79,6 +85,7 @@ func newJournal(k *Kernel, c *Config) *journal {
 	j.changes = new(metrics.Counter)
 	j.commitErrors = new(metrics.Counter)
 	j.refused = new(metrics.Counter)
+	j.prestarted = new(metrics.Counter)
 	go j.run()
 	return j
 }
@@ -249,7 +256,15 @@ func (j *journal) run() {
 				}
 			}
 		}
+		if j.every == 0 {
+			if n := j.startable(); n > 0 {
+				j.reserved = j.k.askStartBudget(n)
+			}
+		}
 		batch := j.take()
+		if j.reserved > 0 {
+			batch = j.prestart(batch, j.reserved)
+		}
 		lastCommit = time.Now()
 		buf = buf[:0]
 		for i := range batch {
@@ -355,6 +370,53 @@ func (j *journal) take() []jentry {
 	return batch
 }
 
+// startable counts the inserts of the next batch that could start in its commit:
+// acknowledged inserts of tasks due now that run here (not in the pool).
+func (j *journal) startable() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	n := 0
+	for i := range min(len(j.queue), j.maxBatch) {
+		if startable(&j.queue[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+func startable(e *jentry) bool {
+	return e.ack != nil && e.c.Op == OpInsert && !e.c.Pool && e.c.Task.State == Queued && e.h != nil && !e.h.due
+}
+
+// prestart returns batch with an OpStart behind each of its first n startable
+// inserts (prestart.go).
+func (j *journal) prestart(batch []jentry, n int) []jentry {
+	out := make([]jentry, 0, len(batch)+n)
+	now := j.k.clk.Now()
+	for i := range batch {
+		e := &batch[i]
+		out = append(out, *e)
+		if n > 0 && startable(e) {
+			n--
+			out = append(out, jentry{h: e.h, pre: true, c: Change{Op: OpStart, Fence: e.c.Task.Fence, Task: StoredTask{
+				ID: e.c.Task.ID, Attempt: 1, Fence: e.c.Task.Fence + 1, UpdatedAt: now,
+			}}})
+		}
+	}
+	return out
+}
+
+// unreserve gives the loop back the slots reserved for the commit, with the
+// tasks it started.
+func (j *journal) unreserve(started []*Handle) {
+	if j.reserved == 0 {
+		return
+	}
+	j.prestarted.Add(len(started))
+	j.k.handPrestarted(&prestartMsg{hs: started, reserved: j.reserved})
+	j.reserved = 0
+}
+
 // commit writes one batch and settles what waits for it. It reports false when the
 // store could not be reached: the batch's acknowledged inserts are then refused
 // (their submits fail, and a cancel that undoes each, should it have landed, goes
@@ -379,6 +441,9 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 		// refuse its acknowledged inserts, and commit the rest at once as the new owner.
 		keep := make([]jentry, 0, len(batch))
 		for _, e := range batch {
+			if e.pre {
+				continue // its insert is refused
+			}
 			if e.ack == nil {
 				keep = append(keep, e)
 				continue
@@ -386,6 +451,7 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 			e.ack.all = fmt.Errorf("kernel: durable submit: %w", err)
 			j.refuse(e)
 		}
+		j.unreserve(nil)
 		j.mu.Lock()
 		j.queue = append(keep, j.queue...)
 		j.pending.Store(int64(len(j.queue)))
@@ -403,12 +469,19 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 		}
 		now := j.k.clk.Now()
 		keep := make([]jentry, 0, len(batch))
-		for _, e := range batch {
+		for i, e := range batch {
+			if e.pre {
+				continue // its insert is refused, and undone
+			}
 			if e.ack == nil {
 				keep = append(keep, e)
 				continue
 			}
-			keep = append(keep, jentry{comp: true, c: Change{Op: OpCancel, Fence: e.c.Task.Fence, Task: StoredTask{
+			fence := e.c.Task.Fence
+			if i+1 < len(batch) && batch[i+1].pre {
+				fence = batch[i+1].c.Task.Fence // the insert landed with its start, if at all
+			}
+			keep = append(keep, jentry{comp: true, c: Change{Op: OpCancel, Fence: fence, Task: StoredTask{
 				ID: e.c.Task.ID, UpdatedAt: now, LastError: "kernel: its submit was refused: the store did not answer",
 			}}})
 			e.ack.all = fmt.Errorf("kernel: durable submit: %w", err)
@@ -418,6 +491,7 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 		j.queue = append(keep, j.queue...)
 		j.pending.Store(int64(len(j.queue)))
 		j.mu.Unlock()
+		j.unreserve(nil)
 		settleGroups(batch)
 		return false
 	}
@@ -426,7 +500,7 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 	if j.down.Swap(nil) != nil {
 		j.log.info("kernel: the store answers again; durable submits resume")
 	}
-	var handed []*Handle
+	var handed, prestarted []*Handle
 	var started, refused []*attempt
 	var refusals []error
 	for i := range batch {
@@ -434,12 +508,18 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 		r := results[i]
 		switch {
 		case e.ack != nil:
-			if r != nil {
+			switch {
+			case r != nil:
 				e.ack.errs[e.idx] = r
 				j.refuse(*e)
-			} else {
+			case i+1 < len(batch) && batch[i+1].pre && results[i+1] == nil:
+				prestarted = append(prestarted, e.h)
+			default:
 				handed = append(handed, e.h)
 			}
+		case e.pre:
+			// Settled with its insert, above; a refused start leaves the task
+			// stored Queued, handed over as such.
 		case e.comp:
 			// Undoing an insert that may not have landed: unknown is the expected answer.
 		case e.start != nil:
@@ -462,6 +542,7 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 			}
 		}
 	}
+	j.unreserve(prestarted)
 	if len(handed) > 0 && !j.k.enqueueMany(handed) {
 		for _, h := range handed {
 			if !h.dur.inPool {

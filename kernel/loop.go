@@ -16,9 +16,12 @@ func (k *Kernel) loop() {
 	defer k.lightCancel()
 	for {
 		k.pass()
-		if (k.ls.draining || k.ls.closing) && k.ls.live == 0 {
+		// A drain waits for the commits holding prestarts (prestart.go): their
+		// tasks were acknowledged and run here.
+		if (k.ls.draining || k.ls.closing) && k.ls.live == 0 && (k.ls.closing || k.ls.startReserved == 0) {
 			k.markReady()
 			k.stopExecutors()
+			k.drainPrestarts()
 			return
 		}
 		k.park()

@@ -17,6 +17,9 @@ type loopState struct {
 	pool map[string]*Handle // tasks this kernel put in a SharedStore's pool, until claimed here or ended (claim.go)
 	// claimReserved counts the slots reserved for a claim in flight (in durRunning too).
 	claimReserved int
+	// startReserved counts the slots reserved for starts in a commit in flight (in
+	// durRunning too; see prestart.go).
+	startReserved int
 	claimHungry   bool                 // the claimer waits for a free slot to claim due pool work
 	dupID         map[string][]*Handle // further live named tasks sharing an ID of byID
 	readyMarked   bool                 // Kernel.ready is closed

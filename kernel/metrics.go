@@ -103,9 +103,12 @@ type StoreStats struct {
 	Changes uint64 // changes they held
 	Errors  uint64 // commits that failed (the store did not answer)
 	Refused uint64 // changes the store refused (stale fence, unknown task...), logged
-	Pending int    // changes waiting for a commit
-	Down    bool   // the store is known to be down: durable submits fail fast
-	Held    int    // recovered tasks whose kind is not registered yet
+	// Prestarted counts the durable tasks started in the commit that stored them
+	// (a submit to a kernel with a free slot and nothing queued).
+	Prestarted uint64
+	Pending    int  // changes waiting for a commit
+	Down       bool // the store is known to be down: durable submits fail fast
+	Held       int  // recovered tasks whose kind is not registered yet
 
 	// With a SharedStore: this kernel's owner and what its membership did.
 	Owner     string // the owner's name (Config.Owner or the generated one)
@@ -163,7 +166,7 @@ func (k *Kernel) Stats() Stats {
 		j := d.j
 		s.Store = StoreStats{
 			Commits: j.commits.Get(), Changes: j.changes.Get(), Errors: j.commitErrors.Get(),
-			Refused: j.refused.Get(), Pending: int(j.pending.Load()), Down: j.down.Load() != nil,
+			Refused: j.refused.Get(), Prestarted: j.prestarted.Get(), Pending: int(j.pending.Load()), Down: j.down.Load() != nil,
 		}
 		d.mu.Lock()
 		for _, ts := range d.held {

@@ -82,12 +82,10 @@ const rescueBatch = 4096
 func (o *ownership) rescueAll(ctx context.Context, m *Owner) ([]StoredTask, error) {
 	var all []StoredTask
 	for {
-		t0 := time.Now()
 		ts, err := storeCall("Rescue", func() ([]StoredTask, error) { return o.store.Rescue(ctx, *m, rescueBatch) })
 		if err != nil {
 			return all, err
 		}
-		o.renewed(t0)
 		all = append(all, ts...)
 		if len(ts) < rescueBatch {
 			o.rescued.Add(int64(len(all)))
@@ -175,9 +173,40 @@ func (o *ownership) rejoin(old *Owner) {
 // heartbeatEvery is how often an idle kernel renews its lease.
 func (o *ownership) heartbeatEvery() time.Duration { return o.lease / 5 }
 
+// watchLease tells the loop when the lease may be over in half a margin without a
+// renewal (ctrlLeaseLapse), once per renewal missed: the loop then cancels the
+// running durable attempts, so that they end before another kernel can rescue
+// their tasks. A renewal that lands afterwards makes it watch the new end.
+func (o *ownership) watchLease() {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	var told int64 // the okUntil the loop was told about
+	for {
+		until := o.okUntil.Load()
+		d := time.Until(time.Unix(0, until).Add(o.margin / 2))
+		if d <= 0 && until != told {
+			told = until
+			if o.log != nil {
+				o.log.warn("kernel: the lease on the store was not renewed in time; running durable attempts are cancelled", "owner", o.name)
+			}
+			o.k.control(ctrlMsg{kind: ctrlLeaseLapse})
+		}
+		if d <= 0 {
+			d = max(o.lease/20, time.Millisecond) // wait for a renewal
+		}
+		t.Reset(d)
+		select {
+		case <-o.stopCh:
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // startRescuer starts the goroutine that rescues the tasks of ended owners every
 // quarter lease (with jitter), so that they run again within about lease + margin.
 func (o *ownership) startRescuer() {
+	o.wg.Go(o.watchLease)
 	o.wg.Go(func() {
 		for {
 			d := o.lease / 4
@@ -247,5 +276,34 @@ func (k *Kernel) recoverStored(ts []StoredTask) {
 	d.mu.Unlock()
 	for kind, group := range byKind {
 		k.recover(group, fns[kind])
+	}
+}
+
+// leaseLapsed cancels the contexts of the durable attempts handed to the run queue
+// (waiting there or running): the lease that covers their rows may end before
+// they do, and another kernel would then run them again. Each attempt ends as its
+// function returns, like one cancelled by [Kernel.Cancel] but without the task:
+// its end or retry goes to the store, which refuses it if another owner took the
+// task over meanwhile. Loop only.
+func (k *Kernel) leaseLapsed() {
+	q := &k.rq
+	var as []*attempt
+	q.mu.Lock()
+	for _, r := range q.rings {
+		r.Range(func(it ritem) bool {
+			if it.a != nil && it.a.h.dur != nil && !it.a.settled {
+				as = append(as, it.a)
+			}
+			return true
+		})
+	}
+	for _, e := range q.execs {
+		if a := e.cur; a != nil && a.h.dur != nil && !a.finished && !a.settled {
+			as = append(as, a)
+		}
+	}
+	q.mu.Unlock()
+	for _, a := range as {
+		a.ctx.cancel(context.Canceled)
 	}
 }

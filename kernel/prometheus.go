@@ -45,6 +45,7 @@ const (
 	famStoreChanges
 	famStoreCommitErrors
 	famStoreRefused
+	famStorePrestarted
 	famStorePending
 	famStoreUp
 	famStoreJoins
@@ -87,6 +88,7 @@ var promFamilies = [famCount]promFamily{
 	famStoreChanges:       {"ax_store_changes_total", "counter", "Changes held by the journal's commits that landed."},
 	famStoreCommitErrors:  {"ax_store_commit_errors_total", "counter", "Journal commits that failed."},
 	famStoreRefused:       {"ax_store_refused_total", "counter", "Changes the store refused (stale fence, unknown task)."},
+	famStorePrestarted:    {"ax_store_prestarted_total", "counter", "Durable tasks started in the commit that stored them."},
 	famStorePending:       {"ax_store_pending", "gauge", "Journal changes waiting for a commit."},
 	famStoreUp:            {"ax_store_up", "gauge", "1 while the store answers, 0 while it is known to be down."},
 	famStoreJoins:         {"ax_store_joins_total", "counter", "Memberships of this kernel in a shared store begun (1, plus one per rejoin)."},
@@ -207,6 +209,7 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 		one(famStoreChanges, j.changes.Get())
 		one(famStoreCommitErrors, j.commitErrors.Get())
 		one(famStoreRefused, j.refused.Get())
+		one(famStorePrestarted, j.prestarted.Get())
 		one(famStorePending, nonNeg(j.pending.Load()))
 		up := uint64(1)
 		if j.down.Load() != nil {

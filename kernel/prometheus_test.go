@@ -293,8 +293,8 @@ func TestWritePrometheusTwoKernels(t *testing.T) {
 	// Each kernel's own WritePrometheus writes its series only, just as strictly.
 	var own bytes.Buffer
 	batch.WritePrometheus(&own)
-	if e := checkExposition(t, own.String(), "batch"); len(e.order) != famCount-11 {
-		t.Errorf("batch.WritePrometheus() wrote %d families, want %d (all but ax_store_*)", len(e.order), famCount-11)
+	if e := checkExposition(t, own.String(), "batch"); len(e.order) != famCount-12 {
+		t.Errorf("batch.WritePrometheus() wrote %d families, want %d (all but ax_store_*)", len(e.order), famCount-12)
 	}
 	g.open()
 	if err := h.Wait(context.Background()); err != nil {

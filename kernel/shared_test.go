@@ -379,3 +379,60 @@ func TestSharedConfig(t *testing.T) {
 		t.Fatal("Update(Lease) = nil, want refused")
 	}
 }
+
+// TestSharedLeaseLapseCancelsRunning: a kernel that cannot renew its lease cancels
+// its running durable attempts before the lease may end, so that the kernel that
+// rescues the task runs it only after the first attempt returned.
+func TestSharedLeaseLapseCancelsRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &cutStore{MemoryStore: storekit.NewMemoryStore()}
+		a := newTestKernel(t, kernel.Config{Store: s, Owner: "a", Lease: sharedLease})
+		b := newTestKernel(t, kernel.Config{Store: s.MemoryStore, Owner: "b", Lease: sharedLease})
+		var mu sync.Mutex
+		var aEnd, bStart time.Time
+		running := make(chan struct{})
+		_ = a.Register("k", func(ctx context.Context, _ []byte) error {
+			close(running)
+			<-ctx.Done()
+			mu.Lock()
+			aEnd = time.Now()
+			mu.Unlock()
+			return ctx.Err()
+		})
+		_ = b.Register("k", func(context.Context, []byte) error {
+			mu.Lock()
+			bStart = time.Now()
+			mu.Unlock()
+			return nil
+		})
+		h, err := a.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", MaxAttempts: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-running
+		synctest.Wait()
+		cutAt := time.Now() // the last renewal was at cutAt or before
+		s.cut.Store(true)
+		for range 40 {
+			advance(sharedLease / 10)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if aEnd.IsZero() || bStart.IsZero() {
+			t.Fatalf("a's attempt ended at %v, b started the task at %v; want both", aEnd, bStart)
+		}
+		if d := aEnd.Sub(cutAt); d >= sharedLease {
+			t.Errorf("a's attempt was cancelled %v after its last renewal, want before the lease (%v) ends", d, sharedLease)
+		}
+		if !bStart.After(aEnd) {
+			t.Errorf("b started the task at %v, before a's attempt ended at %v", bStart, aEnd)
+		}
+		s.cut.Store(false)
+		for range 10 {
+			advance(sharedLease / 4)
+		}
+		if st := h.State(); !st.Terminal() {
+			t.Errorf("a's handle is %v, want it ended", st)
+		}
+	})
+}

@@ -287,8 +287,16 @@ func TestMultiChild(t *testing.T) {
 			return kernel.Permanent(fmt.Errorf("no TaskInfo"))
 		}
 		key := fmt.Sprintf("%d-%d", pid, seq.Add(1))
-		sideExec(ctx, side, "INSERT IGNORE INTO `"+runs+"` (k, task, token, attempt, pid, owner, gen, start_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+		// The records outlive the attempt's context: an attempt the kernel cancels
+		// (its lease in doubt, a Close) ends when the function returns, and that end
+		// must be on record too.
+		rec, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		sideExec(rec, side, "INSERT IGNORE INTO `"+runs+"` (k, task, token, attempt, pid, owner, gen, start_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
 			key, info.ID, p, info.Attempt, pid, owner, gen, start)
+		defer func() {
+			sideExec(rec, side, "UPDATE `"+runs+"` SET end_us = ? WHERE k = ?", time.Now().UnixMicro(), key)
+		}()
 		work := time.NewTimer(workMin + rand.N(workMax-workMin+1))
 		defer work.Stop()
 		select {
@@ -296,7 +304,6 @@ func TestMultiChild(t *testing.T) {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		sideExec(ctx, side, "UPDATE `"+runs+"` SET end_us = ? WHERE k = ?", time.Now().UnixMicro(), key)
 		return nil
 	})
 	if err != nil {

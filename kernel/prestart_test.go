@@ -1,0 +1,252 @@
+package kernel_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/kernel/storekit"
+)
+
+// commitLog is a MemoryStore that records the changes of each commit and may hold
+// the commits that insert a task until release is closed.
+type commitLog struct {
+	*storekit.MemoryStore
+	mu      sync.Mutex
+	commits [][]kernel.Change
+	holdIns bool
+	release chan struct{}
+}
+
+func newCommitLog() *commitLog {
+	return &commitLog{MemoryStore: storekit.NewMemoryStore(), release: make(chan struct{})}
+}
+
+func (s *commitLog) record(cs []kernel.Change) {
+	s.mu.Lock()
+	s.commits = append(s.commits, append([]kernel.Change(nil), cs...))
+	hold := s.holdIns
+	s.mu.Unlock()
+	if hold {
+		for _, c := range cs {
+			if c.Op == kernel.OpInsert {
+				<-s.release
+				return
+			}
+		}
+	}
+}
+
+func (s *commitLog) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+	s.record(cs)
+	return s.MemoryStore.Commit(ctx, cs)
+}
+
+func (s *commitLog) CommitAs(ctx context.Context, o kernel.Owner, cs []kernel.Change) ([]error, error) {
+	s.record(cs)
+	return s.MemoryStore.CommitAs(ctx, o, cs)
+}
+
+// opsOf returns, per commit, the ops that name id.
+func (s *commitLog) opsOf(id string) [][]kernel.ChangeOp {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out [][]kernel.ChangeOp
+	for _, cs := range s.commits {
+		var ops []kernel.ChangeOp
+		for _, c := range cs {
+			if c.Task.ID == id {
+				ops = append(ops, c.Op)
+			}
+		}
+		if len(ops) > 0 {
+			out = append(out, ops)
+		}
+	}
+	return out
+}
+
+func TestDurablePrestart(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		name := map[bool]string{false: "store", true: "shared"}[shared]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newCommitLog()
+				var st kernel.Store = s
+				if !shared {
+					st = struct{ kernel.Store }{s} // hides SharedStore: no owner
+				}
+				k := newTestKernel(t, kernel.Config{Store: st, MaxConcurrency: 1})
+				var ran int
+				_ = k.Register("k", func(context.Context, []byte) error { ran++; return nil })
+				synctest.Wait() // the claimer's first claim, which reserves the free slots, is over
+
+				// An idle kernel: the task is stored Running, in one commit with its insert.
+				h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := h.Wait(context.Background()); err != nil || ran != 1 {
+					t.Fatalf("Wait() = %v, ran %d", err, ran)
+				}
+				synctest.Wait() // the end's commit
+				ops := s.opsOf(h.ID())
+				if len(ops) != 2 || len(ops[0]) != 2 || ops[0][0] != kernel.OpInsert || ops[0][1] != kernel.OpStart {
+					t.Fatalf("commits of the task = %v, want [[insert start] [succeed]]", ops)
+				}
+				if got := stored(t, s, h.ID()); got.State != kernel.Succeeded || got.Attempt != 1 {
+					t.Fatalf("stored %v attempt %d, want Succeeded attempt 1", got.State, got.Attempt)
+				}
+
+				// No free slot: the insert commits alone, the start follows.
+				free := busySlot(t, k)
+				h2, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				free()
+				if err := h2.Wait(context.Background()); err != nil || ran != 2 {
+					t.Fatalf("Wait() = %v, ran %d", err, ran)
+				}
+				synctest.Wait()
+				ops = s.opsOf(h2.ID())
+				if len(ops) != 3 || len(ops[0]) != 1 || ops[0][0] != kernel.OpInsert {
+					t.Fatalf("commits of the queued task = %v, want [[insert] [start] [succeed]]", ops)
+				}
+				stats := k.Stats()
+				if got := stats.ByPriority.Normal.Succeeded; got != 3 {
+					t.Fatalf("Stats().ByPriority.Normal.Succeeded = %d, want 3 (two durable tasks and the busy one)", got)
+				}
+				if got := stats.Store.Prestarted; got != 1 {
+					t.Fatalf("Stats().Store.Prestarted = %d, want 1", got)
+				}
+				if stats.Running != 0 || stats.Queued.Normal != 0 {
+					t.Fatalf("Stats() running %d queued %d after both ended", stats.Running, stats.Queued.Normal)
+				}
+			})
+		})
+	}
+}
+
+// A task waiting in a bucket takes the free slot before a new submit: the new one
+// is not started in its insert's commit.
+func TestDurablePrestartLeavesQueuedFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newCommitLog()
+		k := newTestKernel(t, kernel.Config{Store: s, MaxConcurrency: 1})
+		var order []string
+		var mu sync.Mutex
+		_ = k.Register("k", func(_ context.Context, p []byte) error {
+			mu.Lock()
+			order = append(order, string(p))
+			mu.Unlock()
+			return nil
+		})
+		free := busySlot(t, k)
+		first, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: []byte("queued")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		// The slot frees while the second submit's commit is made: the queued task
+		// takes it.
+		free()
+		second, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k", Payload: []byte("new")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range []*kernel.Handle{first, second} {
+			if err := h.Wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(order) != 2 || order[0] != "queued" {
+			t.Fatalf("ran %v, want the queued task first", order)
+		}
+	})
+}
+
+// Shutdown while the commit holding a prestart is in flight: the task was
+// acknowledged, and runs in the drain.
+func TestDurablePrestartDrains(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newCommitLog()
+		s.holdIns = true
+		k := newTestKernel(t, kernel.Config{Store: s})
+		var ran int
+		_ = k.Register("k", func(context.Context, []byte) error { ran++; return nil })
+		synctest.Wait()
+		type result struct {
+			h   *kernel.Handle
+			err error
+		}
+		res := make(chan result, 1)
+		go func() {
+			h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
+			res <- result{h, err}
+		}()
+		synctest.Wait() // the commit is held
+		stopped := make(chan error, 1)
+		go func() { stopped <- k.Shutdown(context.Background()) }()
+		synctest.Wait()
+		close(s.release)
+		r := <-res
+		if r.err != nil {
+			t.Fatalf("SubmitDurable() = %v", r.err)
+		}
+		if err := <-stopped; err != nil {
+			t.Fatalf("Shutdown() = %v", err)
+		}
+		if err := r.h.Wait(context.Background()); err != nil || ran != 1 {
+			t.Fatalf("Wait() = %v, ran %d, want the acknowledged task run in the drain", err, ran)
+		}
+		if got := stored(t, s, r.h.ID()); got.State != kernel.Succeeded {
+			t.Fatalf("stored %v, want Succeeded", got.State)
+		}
+	})
+}
+
+// Close while the commit holding a prestart is in flight: the task ends Canceled
+// with ErrClosed, and its row stays Running, for the next owner.
+func TestDurablePrestartClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newCommitLog()
+		s.holdIns = true
+		k := newTestKernel(t, kernel.Config{Store: s})
+		var ran int
+		_ = k.Register("k", func(context.Context, []byte) error { ran++; return nil })
+		synctest.Wait()
+		type result struct {
+			h   *kernel.Handle
+			err error
+		}
+		res := make(chan result, 1)
+		go func() {
+			h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
+			res <- result{h, err}
+		}()
+		synctest.Wait()
+		closed := make(chan struct{})
+		go func() { _ = k.Close(); close(closed) }()
+		synctest.Wait()
+		close(s.release)
+		<-closed
+		r := <-res
+		if r.err == nil {
+			if err := r.h.Wait(context.Background()); !errors.Is(err, kernel.ErrClosed) {
+				t.Fatalf("Wait() = %v, want ErrClosed", err)
+			}
+			if got := stored(t, s, r.h.ID()); got.State != kernel.Running {
+				t.Fatalf("stored %v, want Running (the next owner's to rescue); commits %v", got.State, s.opsOf(r.h.ID()))
+			}
+		} else if !errors.Is(r.err, kernel.ErrClosed) {
+			t.Fatalf("SubmitDurable() = %v, want nil or ErrClosed", r.err)
+		}
+		if ran != 0 {
+			t.Fatalf("ran %d times after Close", ran)
+		}
+	})
+}
