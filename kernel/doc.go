@@ -198,6 +198,9 @@
 // task. A task is stored running only while it holds, or is about to take, one of
 // the slots: the durable attempts whose start is stored and whose end is not never
 // outnumber MaxConcurrency, so a crash interrupts at most MaxConcurrency of them.
+// A task submitted while a slot is free and no task is queued is stored started, in
+// the commit that acknowledges it; the others have their start stored when they
+// are picked, and run once that commit landed.
 // While they fill the slots, the next durable task waits at the head of its bucket
 // (and the tasks behind it with it); the other buckets go on. What a crash does
 // lose is the record of completions not yet committed: those tasks run again. In
@@ -229,8 +232,11 @@
 // start the store refuses never runs: its handle ends Abandoned with [ErrTaskTaken].
 // A kernel that could not renew for Lease − Lease/3 starts no durable attempt before
 // a commit renewed its lease; once the store says its lease ended, it joins again as a
-// new owner and rescues what it left. Attempts already running when a lease ends run
-// to their end (a goroutine cannot be stopped): at least once, again. Give each
+// new owner and rescues what it left. Once Lease − Lease/6 has passed without a
+// renewal it cancels the contexts of its running durable attempts, so that they end
+// before another kernel may rescue their tasks; their ends and retries go to the
+// store, which refuses them if the task was taken over. A function that ignores its
+// context runs on (a goroutine cannot be stopped): at least once, again. Give each
 // replica a stable Config.Owner, so that a restarted process takes its own tasks back
 // at once instead of a lease later.
 //
