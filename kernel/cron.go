@@ -180,6 +180,13 @@ func (c *cronSchedule) Next(after time.Time) time.Time {
 	after = after.In(c.loc)
 	// The smallest wall time whose instant can lie after after: the next whole second.
 	start := wallOf(after).Truncate(time.Second).Add(time.Second)
+	if c.loc == time.UTC {
+		w, ok := c.nextWall(start, start.Year()+CronHorizonYears)
+		if !ok {
+			return time.Time{}
+		}
+		return w // UTC has no transitions: the wall time is the instant
+	}
 	if w, ok := secondOccurrenceEnd(after); ok && w.After(start) {
 		// after lies in the second pass of a repeated hour: every wall time of that
 		// hour fired in its first pass, before after.

@@ -14,8 +14,8 @@ import (
 // stored time.
 //
 // It is an interface of its own, which the kernel detects as it detects [SharedStore],
-// so that stores written for the Store and SharedStore contracts stay valid; both stores
-// of this module (storekit.MemoryStore and mysqlstore.Store) implement it.
+// so that stores written for the Store and SharedStore contracts stay valid.
+// storekit.MemoryStore and mysqlstore.Store implement it.
 //
 // # Firing once
 //
