@@ -136,7 +136,10 @@ func (s *Store) UpsertSchedule(ctx context.Context, sc kernel.StoredSchedule) (k
 // a random fire token WHERE the next time is the expected one and the schedule is not
 // paused; and, when it changed the row, the INSERT of the occurrences (one stored
 // already is left as it is). When the connection is lost as the transaction commits,
-// the retry reads the row: the fire token tells whether the lost try fired.
+// the retry reads the row: the fire token tells whether the lost try fired. If another
+// fire of the schedule landed between the lost try and the retry, the retry reports
+// fired = false although its try fired: the occurrences are stored all the same, and
+// run from the store (recovered, rescued or claimed) rather than from the caller.
 func (s *Store) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (kernel.StoredSchedule, bool, error) {
 	if err := f.Validate(); err != nil {
 		return kernel.StoredSchedule{}, false, fmt.Errorf("mysqlstore: fire schedule: %w", err)

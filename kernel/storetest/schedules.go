@@ -28,6 +28,7 @@ func exerciseSchedules(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 		{"FireValidation", testFireValidation},
 		{"FireEnds", testFireEnds},
 		{"FireByOwner", testFireByOwner},
+		{"Closed", testSchedulesClosed},
 	}
 	for _, tt := range tests {
 		t.Run("Schedules/"+tt.name, func(t *testing.T) {
@@ -372,4 +373,27 @@ func testFireByOwner(t *testing.T, s kernel.ScheduleStore) {
 		t.Fatalf("GetSchedule() = %+v, %v; want next %v kept", g, err, at(100))
 	}
 	wantUnknown(t, s, kernel.OccurrenceID("owned", at(100)))
+}
+
+func testSchedulesClosed(t *testing.T, s kernel.ScheduleStore) {
+	ctx := context.Background()
+	upsert(t, s, "c", at(0))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.UpsertSchedule(ctx, kernel.StoredSchedule{Name: "c"}); !errors.Is(err, kernel.ErrStoreClosed) {
+		t.Errorf("UpsertSchedule() after Close error = %v, want ErrStoreClosed", err)
+	}
+	if _, _, err := s.FireSchedule(ctx, fireNext("c", at(0), at(1))); !errors.Is(err, kernel.ErrStoreClosed) {
+		t.Errorf("FireSchedule() after Close error = %v, want ErrStoreClosed", err)
+	}
+	if _, err := s.GetSchedule(ctx, "c"); !errors.Is(err, kernel.ErrStoreClosed) {
+		t.Errorf("GetSchedule() after Close error = %v, want ErrStoreClosed", err)
+	}
+	if _, err := s.PauseSchedule(ctx, "c", true); !errors.Is(err, kernel.ErrStoreClosed) {
+		t.Errorf("PauseSchedule() after Close error = %v, want ErrStoreClosed", err)
+	}
+	if _, err := s.DeleteSchedule(ctx, "c"); !errors.Is(err, kernel.ErrStoreClosed) {
+		t.Errorf("DeleteSchedule() after Close error = %v, want ErrStoreClosed", err)
+	}
 }
