@@ -52,7 +52,7 @@
 // claims, rescues and requeues, costs nothing more.
 // The store's throughput is in docs/performance.md.
 //
-// Three more tables are named after it, which is why a table name is at most [TableMax]
+// Four more tables are named after it, which is why a table name is at most [TableMax]
 // bytes:
 //
 //   - <table>_owners: one row per membership: epoch (primary key), name, lease_us,
@@ -67,6 +67,14 @@
 //     servers the store supports (MariaDB >= 10.2.4, MySQL >= 8.0), and the latest row
 //     is never deleted, so even a server that recomputes the counter from the rows at
 //     restart does not hand out an epoch again.
+//   - <table>_sched: one row per durable schedule ([kernel.ScheduleStore]): name
+//     (primary key), spec, next_fire (unix ms, NULL when the schedule has no next
+//     occurrence), paused, version, fire_token (the random token of the last fire, by
+//     which a fire retried after a lost answer finds out whether it committed) and
+//     updated_at. A fire is one transaction: UPDATE … SET next_fire = <new> … WHERE name
+//     = <name> AND paused = 0 AND next_fire <=> <expected>, then, only when it changed
+//     the row, the INSERT of the occurrence tasks, whose IDs (sched/<name>/<unix ms>)
+//     make a second insert of an occurrence a no-op.
 //
 // [Store.Migrate] creates missing tables, and adds the owner column (an in-place ALTER
 // TABLE where the server can) and the index (state, owner, priority, run_at) (an online

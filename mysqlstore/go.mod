@@ -14,6 +14,7 @@ require (
 	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/VictoriaMetrics/metrics v1.45.0 // indirect
 	github.com/benbjohnson/clock v1.3.5 // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/valyala/fastrand v1.1.0 // indirect
 	github.com/valyala/histogram v1.2.0 // indirect
 	golang.org/x/sys v0.38.0 // indirect

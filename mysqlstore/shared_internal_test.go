@@ -37,7 +37,7 @@ func internalStore(t *testing.T, tag string) *Store {
 	}
 	t.Cleanup(func() {
 		_ = s.Close()
-		for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix} {
+		for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix, schedSuffix} {
 			_, _ = db.Exec("DROP TABLE IF EXISTS `" + table + suffix + "`")
 		}
 		_ = db.Close()
@@ -152,5 +152,33 @@ func TestClaimRetryReturnsTaken(t *testing.T) {
 	}
 	if all[3].Fence>>32 <= all[0].Fence>>32 {
 		t.Fatalf("fences %#x and %#x: want the later try's epoch above the first's", all[0].Fence, all[3].Fence)
+	}
+}
+
+// TestFireRetryFindsItsToken: a retry after a try whose answer was lost reports that
+// try's fire when the stored fire token is its own, and fires nothing more.
+func TestFireRetryFindsItsToken(t *testing.T) {
+	ctx := context.Background()
+	s := internalStore(t, "firetoken")
+	t0 := time.UnixMilli(1_900_000_000_000).UTC()
+	if _, _, err := s.UpsertSchedule(ctx, kernel.StoredSchedule{Name: "tok", Next: t0}); err != nil {
+		t.Fatal(err)
+	}
+	f := kernel.ScheduleFire{Name: "tok", Expect: t0, Next: t0.Add(time.Second)}
+	update := func(token uint64) string {
+		return "UPDATE " + s.sched + " SET next_fire = " + fmt.Sprint(t0.Add(time.Second).UnixMilli()) +
+			", version = version + 1, fire_token = " + fmt.Sprint(token) + ", updated_at = UTC_TIMESTAMP(6) WHERE name = 'tok' AND paused = 0 AND next_fire <=> " +
+			fmt.Sprint(t0.UnixMilli())
+	}
+	if got, fired, err := s.fireTry(ctx, f, update(7), nil, 7, false); err != nil || !fired || got.Version != 1 {
+		t.Fatalf("fireTry() = %+v, %v, %v; want fired, version 1", got, fired, err)
+	}
+	// The same try again, as after a lost answer: its token is stored.
+	if got, fired, err := s.fireTry(ctx, f, update(7), nil, 7, true); err != nil || !fired || got.Version != 1 {
+		t.Fatalf("fireTry(retry, own token) = %+v, %v, %v; want fired, version still 1", got, fired, err)
+	}
+	// Another caller's retry: its token is not stored, and the schedule moved on.
+	if got, fired, err := s.fireTry(ctx, f, update(9), nil, 9, true); err != nil || fired || got.Version != 1 {
+		t.Fatalf("fireTry(retry, other token) = %+v, %v, %v; want not fired, version 1", got, fired, err)
 	}
 }

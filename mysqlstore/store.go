@@ -31,6 +31,7 @@ type Store struct {
 	owners  string   // immutable; the owner table, quoted
 	leases  string   // immutable; the named-lease table, quoted
 	epochs  string   // immutable; the epoch counter table, quoted
+	sched   string   // immutable; the schedule table, quoted
 	secrets []string // immutable; strings removed from every error and log line
 	log     *slog.Logger
 
@@ -107,6 +108,7 @@ func newStore(db *sql.DB, own bool, opts Options, secrets []string) *Store {
 		owners:  "`" + o.Table + ownersSuffix + "`",
 		leases:  "`" + o.Table + leasesSuffix + "`",
 		epochs:  "`" + o.Table + epochsSuffix + "`",
+		sched:   "`" + o.Table + schedSuffix + "`",
 		secrets: secrets,
 		log:     o.Logger,
 		base:    base,
@@ -145,14 +147,14 @@ func (s *Store) Close() error {
 }
 
 // Drop deletes the store's tables (the task table and those named after it with the
-// suffixes _owners, _leases and _epochs) and everything in them: the inverse of
+// suffixes _owners, _leases, _epochs and _sched) and everything in them: the inverse of
 // [Store.Migrate], for tests and benchmarks. It is idempotent (DROP TABLE IF EXISTS).
 // Do not call it while a kernel uses the store.
 func (s *Store) Drop(ctx context.Context) error {
 	if err := s.checkOpen("drop"); err != nil {
 		return err
 	}
-	for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix} {
+	for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix, schedSuffix} {
 		q := "DROP TABLE IF EXISTS `" + s.opts.Table + suffix + "`"
 		if err := s.retry(ctx, "drop", func() error { _, err := s.db.ExecContext(ctx, q); return err }); err != nil {
 			return err
@@ -268,7 +270,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 		for _, def := range []struct{ schema, table string }{
-			{ownersSchema, s.owners}, {leasesSchema, s.leases}, {epochsSchema, s.epochs},
+			{ownersSchema, s.owners}, {leasesSchema, s.leases}, {epochsSchema, s.epochs}, {schedSchema, s.sched},
 		} {
 			if _, err := s.db.ExecContext(ctx, fmt.Sprintf(def.schema, def.table)); err != nil {
 				return err

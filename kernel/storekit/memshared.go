@@ -18,6 +18,8 @@ type shared struct {
 	owner  map[string]uint64    // task ID → owner epoch, for live tasks that have one
 	pool   map[string]struct{}  // IDs of the waiting tasks with no owner
 	leases map[string]*memLease // named leases
+	// schedules are the durable schedules (kernel.ScheduleStore), by name.
+	schedules map[string]*kernel.StoredSchedule
 }
 
 type memOwner struct {
@@ -38,6 +40,8 @@ func newShared() shared {
 		owner:  make(map[string]uint64),
 		pool:   make(map[string]struct{}),
 		leases: make(map[string]*memLease),
+
+		schedules: make(map[string]*kernel.StoredSchedule),
 	}
 }
 

@@ -78,6 +78,9 @@ func Exercise(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 	if _, ok := probe.(kernel.SharedStore); ok {
 		exerciseShared(t, newStore)
 	}
+	if _, ok := probe.(kernel.ScheduleStore); ok {
+		exerciseSchedules(t, newStore)
+	}
 }
 
 // t0 is the suite's base time, a whole millisecond.
