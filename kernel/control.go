@@ -16,6 +16,7 @@ const (
 	ctrlClaimed                         // a claim's tasks, and the slots reserved for it (claim)
 	ctrlPoolEnded                       // pool tasks this kernel follows ended elsewhere (claim)
 	ctrlEvict                           // evict the newest queued Low task for a High submitter, answer on ack
+	ctrlPause                           // pause (pause) or resume the work of sel, answer on ack
 )
 
 // ctrlMsg is a message from the API to the loop.
@@ -32,6 +33,8 @@ type ctrlMsg struct {
 	claim   *claimMsg
 	hungry  bool // ctrlClaimBudget: due pool work is known
 	id      string
+	sel     Selector // ctrlPause
+	pause   bool     // ctrlPause: pause rather than resume
 	ack     chan error // size 1
 	count   chan int   // size 1
 }
@@ -71,7 +74,10 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 	case ctrlUpdate:
 		k.apply(m.rc)
 		k.rc.Store(m.rc)
+		k.applyGroups(m.rc)
 		m.ack <- nil
+	case ctrlPause:
+		m.ack <- k.pause(m.sel, m.pause)
 	case ctrlShutdown:
 		k.beginDrain()
 	case ctrlClose:

@@ -81,6 +81,9 @@ type Kernel struct {
 
 	zmu  sync.Mutex
 	zset map[*zombie]struct{} // zombies now; guarded by zmu
+
+	gpubMu sync.Mutex
+	gpub   map[string]*groupPub // the published figures of each group; guarded by gpubMu
 	m    *kernelMetrics
 	dur  *durables // nil without Config.Store
 	_    cacheLinePad
@@ -102,10 +105,16 @@ type resolved struct {
 	capacity [queue.NumLevels]int64
 	degrade  int64 // total waiting above which only High is admitted; 0 = never
 	retry    [queue.NumLevels]*RetryPolicy
+	groups   map[string]*groupDef // Config.Groups resolved
 }
 
-func newResolved(c Config) *resolved {
+func newResolved(c Config, prev *resolved) *resolved {
 	r := &resolved{cfg: c}
+	var pg map[string]*groupDef
+	if prev != nil {
+		pg = prev.groups
+	}
+	r.groups = resolveGroups(&r.cfg, pg)
 	r.capacity[queue.High] = int64(c.Capacity.High)
 	r.capacity[queue.Normal] = int64(c.Capacity.Normal)
 	r.capacity[queue.Low] = int64(c.Capacity.Low)
@@ -133,10 +142,11 @@ func levelOf(p Priority) queue.Level {
 // New validates cfg, starts the kernel's loop and returns the kernel, ready for
 // submissions. Executors start on demand, up to Config.MaxConcurrency.
 func New(cfg Config) (*Kernel, error) {
+	cfg.Groups = cloneGroups(cfg.Groups)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rc := newResolved(cfg.withDefaults())
+	rc := newResolved(cfg.withDefaults(), nil)
 	c := &rc.cfg
 	g, err := joinMetrics(c.Metrics, cfg.Metrics != nil, c.Name)
 	if err != nil {
@@ -228,7 +238,9 @@ func (k *Kernel) Update(fn func(*Config)) error {
 		return ErrClosed
 	}
 	next := k.cfg
+	next.Groups = cloneGroups(k.cfg.Groups)
 	fn(&next)
+	next.Groups = cloneGroups(next.Groups) // the caller may keep the map it set
 	if err := next.Validate(); err != nil {
 		return err
 	}
@@ -260,7 +272,7 @@ func (k *Kernel) Update(fn func(*Config)) error {
 	cur := k.rc.Load()
 	n := next.withDefaults()
 	n.Clock, n.Metrics = cur.cfg.Clock, cur.cfg.Metrics
-	rc := newResolved(n)
+	rc := newResolved(n, cur)
 	ack := make(chan error, 1)
 	k.control(ctrlMsg{kind: ctrlUpdate, rc: rc, ack: ack})
 	select {
