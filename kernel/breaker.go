@@ -48,10 +48,14 @@ func newBreaker(c *BreakerConfig, now time.Time) *breaker { return &breaker{} }
 // admit reports whether an attempt may start at now. If ok, gen identifies the breaker generation the
 // attempt belongs to and must be passed back to done. If !ok, wake is when admit may next succeed
 // (end of the open period), or zero if it waits for a probe's outcome.
-func (b *breaker) admit(now time.Time) (ok bool, gen uint32, wake time.Time) { return true, 0, time.Time{} }
+func (b *breaker) admit(now time.Time) (ok bool, gen uint32, wake time.Time) {
+	return true, 0, time.Time{}
+}
 
 // done records the outcome of an attempt admitted with gen. It returns the transition it caused, if any (from != to).
-func (b *breaker) done(now time.Time, gen uint32, o breakerOutcome) (from, to BreakerState) { return BreakerClosed, BreakerClosed }
+func (b *breaker) done(now time.Time, gen uint32, o breakerOutcome) (from, to BreakerState) {
+	return BreakerClosed, BreakerClosed
+}
 
 // state reports the state at now (open turns half-open when its time is up).
 func (b *breaker) state(now time.Time) BreakerState { return BreakerClosed }

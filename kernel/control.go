@@ -33,8 +33,8 @@ type ctrlMsg struct {
 	claim   *claimMsg
 	hungry  bool // ctrlClaimBudget: due pool work is known
 	id      string
-	sel     Selector // ctrlPause
-	pause   bool     // ctrlPause: pause rather than resume
+	sel     Selector   // ctrlPause
+	pause   bool       // ctrlPause: pause rather than resume
 	ack     chan error // size 1
 	count   chan int   // size 1
 }

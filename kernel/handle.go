@@ -35,14 +35,14 @@ type Handle struct {
 	dueAt    int64         // immutable; mono; meaningful when due
 
 	// Immutable after submission.
-	k         *Kernel
-	run       func(context.Context) error
-	submitAt  int64        // mono
-	retry     *RetryPolicy // Task.Retry resolved; nil: the priority's policy in force (Config.Retry)
-	ext       *taskExt // OnTimeout and the group, for the few tasks that have them; nil otherwise
-	seq       uint64
-	idx       int    // member index, for a Map batch (run is nil then)
-	id        string // "" until ID() makes one from seq
+	k        *Kernel
+	run      func(context.Context) error
+	submitAt int64        // mono
+	retry    *RetryPolicy // Task.Retry resolved; nil: the priority's policy in force (Config.Retry)
+	ext      *taskExt     // OnTimeout and the group, for the few tasks that have them; nil otherwise
+	seq      uint64
+	idx      int    // member index, for a Map batch (run is nil then)
+	id       string // "" until ID() makes one from seq
 
 	first attempt // the first attempt, embedded to save an allocation
 

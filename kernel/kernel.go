@@ -84,9 +84,9 @@ type Kernel struct {
 
 	gpubMu sync.Mutex
 	gpub   map[string]*groupPub // the published figures of each group; guarded by gpubMu
-	m    *kernelMetrics
-	dur  *durables // nil without Config.Store
-	_    cacheLinePad
+	m      *kernelMetrics
+	dur    *durables // nil without Config.Store
+	_      cacheLinePad
 
 	ls loopState // loop-owned: only the loop goroutine reads or writes it
 }
