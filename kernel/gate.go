@@ -1009,3 +1009,11 @@ func (k *Kernel) dropGateEntry(slot uint64) {
 		k.freeSlot(&s.g.sweepTimer)
 	}
 }
+
+// breakerHolds reports whether h's key has a breaker that is not closed: a retry
+// then waits at the gate until the breaker admits it, and is not charged to the
+// retry budget, as it reaches no upstream meanwhile. Loop only.
+func (k *Kernel) breakerHolds(h *Handle) bool {
+	x := groupExt(h)
+	return x != nil && x.ks != nil && x.ks.br != nil && x.ks.br.state(k.ls.now) != BreakerClosed
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -214,5 +215,46 @@ func TestGroupStop(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	})
+}
+
+func TestGroupEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var notes []string
+		groupOf := map[string]string{}
+		k := newTestKernel(t, Config{
+			Groups: map[string]GroupConfig{"g": {PerKey: Limits{Rate: Rate{N: 1, Per: time.Second}}}},
+			OnEvent: func(e Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				if e.Note != 0 {
+					notes = append(notes, itoa(int(e.Note))+":"+e.Group+"/"+e.Key)
+				} else if e.TaskID != "" {
+					groupOf[e.TaskID] = e.Group + "/" + e.Key
+				}
+			},
+		})
+		h1 := mustSubmit(t, k, Task{ID: "t1", Group: "g", Key: "k", Run: noop})
+		h2 := mustSubmit(t, k, Task{ID: "t2", Group: "g", Key: "k", Run: noop})
+		waitAll(t, []*Handle{h1, h2})
+		if err := k.Pause(Selector{Group: "g", Key: "k"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Resume(Selector{Group: "g"}); err != nil { // not paused: nothing
+			t.Fatal(err)
+		}
+		if err := k.Close(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		want := []string{itoa(int(NoteThrottled)) + ":g/k", itoa(int(NotePaused)) + ":g/k"}
+		if strings.Join(notes, " ") != strings.Join(want, " ") {
+			t.Errorf("notes = %v, want %v", notes, want)
+		}
+		if groupOf["t1"] != "g/k" {
+			t.Errorf("task event's group/key = %q, want g/k", groupOf["t1"])
+		}
 	})
 }

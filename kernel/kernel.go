@@ -183,6 +183,9 @@ func New(cfg Config) (*Kernel, error) {
 	if c.OnEvent != nil {
 		k.events = newCallbackQueue(c.OnEvent, c.EventBuffer, k.m.callbackPanics)
 	}
+	for name := range rc.groups {
+		k.groupPub(name)
+	}
 	go k.loop()
 	// Returned before the loop ran, a kernel would take its first tasks the slow
 	// way: the fast lane opens as the loop parks. A burst arriving at once would
@@ -284,6 +287,9 @@ func (k *Kernel) Update(fn func(*Config)) error {
 		return ErrClosed
 	}
 	k.cfg = next
+	for name := range rc.groups {
+		k.groupPub(name)
+	}
 	return nil
 }
 

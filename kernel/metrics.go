@@ -96,8 +96,8 @@ type Stats struct {
 	// Store is the journal of durable tasks; zero without Config.Store.
 	Store StoreStats
 
-	// Groups holds the figures of each group of Config.Groups that has had a task,
-	// by name; nil if none.
+	// Groups holds the figures of each group of Config.Groups, by name (a group an
+	// Update removed stays, its figures frozen once its tasks ended); nil if none.
 	Groups map[string]GroupStats
 }
 

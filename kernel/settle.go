@@ -70,7 +70,7 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	}
 	more := !IsPermanent(err) && int(a.n) < p.MaxAttempts
 	if more && !k.ls.draining && !k.ls.closing &&
-		(h.batch == nil || !h.batch.canceled()) && k.ls.budget.allow(k.ls.now) {
+		(h.batch == nil || !h.batch.canceled()) && (k.breakerHolds(h) || k.ls.budget.allow(k.ls.now)) {
 		na := &attempt{h: h, n: a.n + 1}
 		na.ctx.a = na
 		na.ctx.parent = a.ctx.parent
