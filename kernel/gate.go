@@ -62,7 +62,6 @@ type gateState struct {
 type gateSlot struct {
 	ks   *keyState   // a key's wake-up
 	g    *groupState // a group's total-rate wake-up (ks nil) or sweep (sweep)
-	gen  uint32
 	kind uint8
 }
 
@@ -137,8 +136,6 @@ func (r *ring[T]) pushFront(v T) {
 	copy(r.s[1:], r.s)
 	r.s[0] = v
 }
-
-func (r *ring[T]) front() T { return r.s[r.head] }
 
 func (r *ring[T]) pop() T {
 	var zero T
@@ -522,15 +519,6 @@ func (k *Kernel) armTimer(t *timer, s gateSlot, at int64) {
 	t.h = k.ls.wheel.Schedule(k.at(at), timerEntry{t: lazyTask{meta: t.slot}})
 }
 
-// disarm cancels t's wheel entry, if armed, and frees its slot.
-func (k *Kernel) disarm(t *timer) {
-	if t.slot == 0 {
-		return
-	}
-	k.ls.wheel.Cancel(t.h)
-	k.freeSlot(t)
-}
-
 func (k *Kernel) freeSlot(t *timer) {
 	gs := &k.ls.gate
 	gs.slots[t.slot] = gateSlot{}
@@ -743,12 +731,11 @@ func (k *Kernel) breakerDone(a *attempt, o breakerOutcome) {
 // outcomeOf classifies a finished attempt for its key's breaker. Loop only.
 func (k *Kernel) outcomeOf(a *attempt) breakerOutcome {
 	h := a.h
-	switch {
-	case h.cancelErr != nil || k.ls.closing:
+	if h.cancelErr != nil || k.ls.closing {
 		return breakerIgnored
-	case a.err == nil:
-		b := h.ext.ks.g.def.breaker
-		if s := b.SlowCall; b != nil && s > 0 && time.Duration(a.endAt-a.startAt) > s {
+	}
+	if a.err == nil {
+		if b := h.ext.ks.g.def.breaker; b != nil && b.SlowCall > 0 && time.Duration(a.endAt-a.startAt) > b.SlowCall {
 			return breakerSlow
 		}
 		return breakerSuccess
@@ -756,10 +743,10 @@ func (k *Kernel) outcomeOf(a *attempt) breakerOutcome {
 	if _, ok := isRateLimited(a.err); ok {
 		return breakerIgnored
 	}
-	switch {
-	case a.failClass == failNo:
-		return breakerIgnored
-	case a.failClass == failYes:
+	switch a.failClass {
+	case failNo:
+		return breakerSuccess // IsFailure says the upstream answered well (a 404, say)
+	case failYes:
 		return breakerFailure
 	}
 	if canceledByKernel(a.err) {

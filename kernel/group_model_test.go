@@ -92,8 +92,10 @@ func runGroupModel(t *testing.T, seed uint64) {
 			})
 			return err
 		}
-		task := Task{Group: g, Key: key, Priority: Priority(1 + rng.IntN(3)), Run: run,
-			Retry: &RetryPolicy{MaxAttempts: 2, Base: time.Millisecond, Jitter: JitterNone}}
+		task := Task{
+			Group: g, Key: key, Priority: Priority(1 + rng.IntN(3)), Run: run,
+			Retry: &RetryPolicy{MaxAttempts: 2, Base: time.Millisecond, Jitter: JitterNone},
+		}
 		if rng.IntN(5) == 0 {
 			task.Delay = time.Duration(rng.IntN(100)) * time.Millisecond
 		}

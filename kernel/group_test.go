@@ -424,3 +424,76 @@ func TestGroupKeyIdleForgotten(t *testing.T) {
 		}
 	})
 }
+
+func TestGroupUpdateLive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, Config{Groups: map[string]GroupConfig{"g": {PerKey: Limits{Concurrency: 1}}}})
+		tr := newTracker()
+		release := make(chan struct{})
+		var hs []*Handle
+		for range 6 {
+			hs = append(hs, mustSubmit(t, k, Task{Group: "g", Key: "k", Run: tr.run("k", "", 0, release)}))
+		}
+		synctest.Wait()
+		if n := tr.started.Load(); n != 1 {
+			t.Fatalf("started = %d, want 1", n)
+		}
+		if err := k.Update(func(c *Config) { c.Groups["g"] = GroupConfig{PerKey: Limits{Concurrency: 3}} }); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := tr.started.Load(); n != 3 {
+			t.Fatalf("started after raising the limit = %d, want 3", n)
+		}
+		// A group removed keeps serving its tasks; new ones are refused.
+		if err := k.Update(func(c *Config) { delete(c.Groups, "g") }); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.TrySubmit(Task{Group: "g", Key: "k", Run: noop}); err == nil {
+			t.Fatal("TrySubmit() to a removed group = nil, want an error")
+		}
+		close(release)
+		if got := waitAll(t, hs); got[Succeeded] != 6 {
+			t.Fatalf("outcomes = %v", got)
+		}
+	})
+}
+
+// TestGroupCapacityCountsGate: tasks waiting for a permit hold their room.
+func TestGroupCapacityCountsGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, Config{
+			Capacity: ByPriority[int]{Normal: 4}, DegradeAt: 1,
+			Groups: map[string]GroupConfig{"g": {PerKey: Limits{Concurrency: 1}}},
+		})
+		release := make(chan struct{})
+		g := gate(release)
+		var hs []*Handle
+		for range 5 { // one runs, four wait at the gate
+			hs = append(hs, mustSubmit(t, k, Task{Group: "g", Key: "k", Run: g.run}))
+			synctest.Wait()
+		}
+		if _, err := k.TrySubmit(Task{Group: "g", Key: "other", Run: noop}); !errors.Is(err, ErrQueueFull) {
+			t.Fatalf("TrySubmit() with the gate full = %v, want ErrQueueFull", err)
+		}
+		g.open()
+		waitAll(t, hs)
+	})
+}
+
+// TestGroupIsFailureRecovered: BreakerConfig.IsFailure runs on the executor, and
+// a panic in it is recovered and counted.
+func TestGroupIsFailureRecovered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, Config{Groups: map[string]GroupConfig{"g": {Breaker: &BreakerConfig{
+			IsFailure: func(error) bool { panic("bad classifier") },
+		}}}})
+		h := mustSubmit(t, k, Task{Group: "g", Key: "k", Retry: &RetryPolicy{MaxAttempts: 1}, Run: func(context.Context) error { return errors.New("boom") }})
+		if err := h.Wait(context.Background()); err == nil || err.Error() != "boom" {
+			t.Fatalf("Wait() = %v, want boom", err)
+		}
+		if n := k.Stats().CallbackPanics; n != 1 {
+			t.Errorf("CallbackPanics = %d, want 1", n)
+		}
+	})
+}

@@ -37,7 +37,6 @@ func (k *Kernel) settleAttempt(a *attempt) {
 	}
 	k.m.observe(0, h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
 	err := a.err
-	var pe *PanicError
 	if rateLimited {
 		k.rateLimited(h, a)
 		return
@@ -50,7 +49,7 @@ func (k *Kernel) settleAttempt(a *attempt) {
 	case h.cancelErr != nil:
 		k.m.canceled[h.bucket].Inc()
 		k.end(h, Canceled, h.cancelErr)
-	case errors.As(err, &pe):
+	case errors.As(err, new(*PanicError)): // allocates only for a failed attempt
 		// A panic is a bug; retrying it rarely helps. It ends the task Failed.
 		k.m.panics[h.bucket].Inc()
 		k.m.failed[h.bucket].Inc()
