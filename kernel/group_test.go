@@ -497,3 +497,27 @@ func TestGroupIsFailureRecovered(t *testing.T) {
 		}
 	})
 }
+
+// TestGroupTotalFair: keys that wait for the group's total take turns: a key
+// with a long backlog does not starve one that arrives later.
+func TestGroupTotalFair(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, Config{Groups: map[string]GroupConfig{"g": {Total: Limits{Concurrency: 1}}}})
+		tr := newTracker()
+		var hs []*Handle
+		for range 20 {
+			hs = append(hs, mustSubmit(t, k, Task{Group: "g", Key: "a", Run: tr.run("a", "a", time.Millisecond, nil)}))
+		}
+		synctest.Wait()
+		for range 3 {
+			hs = append(hs, mustSubmit(t, k, Task{Group: "g", Key: "b", Run: tr.run("b", "b", time.Millisecond, nil)}))
+		}
+		waitAll(t, hs)
+		if got, want := strings.Join(tr.order[:7], " "), "a a b a b a b"; got != want {
+			t.Errorf("order = %s, want %s (turns)", got, want)
+		}
+		if tr.maxAll != 1 {
+			t.Errorf("max running = %d, want 1", tr.maxAll)
+		}
+	})
+}

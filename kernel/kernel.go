@@ -226,7 +226,7 @@ func (k *Kernel) at(m int64) time.Time { return k.epoch.Add(time.Duration(m)) }
 // config last accepted; the result is validated and, if valid, applied by the loop
 // before Update returns. A bad update returns the errors and changes nothing.
 // MaxConcurrency, Quotas, Reserve, AgeAfter, Capacity, DegradeAt, EvictLow,
-// DefaultTimeout, Retry, RetryBudget, MaxZombies and ZombieGrace may change; Tick,
+// DefaultTimeout, Retry, RetryBudget, MaxZombies, ZombieGrace and Groups may change; Tick,
 // OnTimeoutWorkers, EventBuffer, Clock, Name, Metrics, Logger, OnEvent and the
 // store's fields (Owner and Lease too) may not (an update that changes them is refused). Lowering
 // MaxConcurrency lets running tasks finish; no new one starts until the running
