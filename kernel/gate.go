@@ -116,9 +116,9 @@ type keyState struct {
 	n         int // tasks in q
 	running   int // permits held
 	rate      gcra
-	holdUntil int64 // mono: a RateLimitedError paused the key until then
-	brUntil   int64 // mono: the breaker refused until then (0: not parked on time)
-	brProbe   bool  // the breaker refused until a probe's outcome
+	holdUntil int64      // mono: a RateLimitedError paused the key until then
+	brUntil   int64      // mono: the breaker refused until then (0: not parked on time)
+	brProbe   bool       // the breaker refused until a probe's outcome
 	br        keyBreaker // nil without GroupConfig.Breaker
 	paused    bool
 	inReady   bool
