@@ -27,6 +27,10 @@ func (k *Kernel) accept(h *Handle) {
 
 // toBucket queues a task in its bucket. from is its previous state (0 when new).
 func (k *Kernel) toBucket(h *Handle, from State) {
+	if groupExt(h) != nil {
+		k.gateIn(h, from)
+		return
+	}
 	h.queuedAt = k.ls.nowMono
 	k.growBucket(h.bucket)
 	_ = k.ls.buckets.Push(h.bucket, qitem{h: h}) // growBucket made room: no error
@@ -72,6 +76,10 @@ func (k *Kernel) growBucket(l queue.Level) {
 func (k *Kernel) onTimer(e timerEntry) {
 	a := e.a
 	if a == nil {
+		if isGateEntry(&e) {
+			k.onGateTimer(e.t.meta)
+			return
+		}
 		k.ls.delayed--
 		k.toBucket(k.lazyHandle(&e.t), 0)
 		return
@@ -107,6 +115,9 @@ func (k *Kernel) evictNewestLow() bool {
 	if v.h == nil {
 		k.ls.live-- // a light task ends here
 		return true
+	}
+	if v.h.cur.permit {
+		k.gateRelease(v.h.cur)
 	}
 	k.end(v.h, Evicted, ErrEvicted)
 	return true

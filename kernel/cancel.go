@@ -162,8 +162,15 @@ func (k *Kernel) cancel(h *Handle, err error) {
 		k.m.canceled[h.bucket].Inc()
 		k.end(h, Canceled, err)
 	case Queued:
-		if _, ok := k.ls.buckets.Bucket(h.bucket).Remove(func(x qitem) bool { return x.h == h }); !ok {
-			return // still in the intake: impossible, the intake is drained first
+		switch {
+		case k.gateRemove(h), k.unholdCanceled(h):
+		default:
+			if _, ok := k.ls.buckets.Bucket(h.bucket).Remove(func(x qitem) bool { return x.h == h }); !ok {
+				return // still in the intake: impossible, the intake is drained first
+			}
+			if h.cur.permit {
+				k.gateRelease(h.cur)
+			}
 		}
 		k.release(h.ticket(), 1)
 		k.ls.freed = true

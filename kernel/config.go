@@ -149,6 +149,10 @@ type RetryBudget struct {
 }
 
 // Event is one state change of a task, given to Config.OnEvent.
+//
+// An event with a Note is about a group or a key, not a task (TaskID is empty,
+// From and To are zero): a key throttled, a pause or resume, a breaker's
+// transition.
 type Event struct {
 	TaskID   string
 	Priority Priority
@@ -156,7 +160,28 @@ type Event struct {
 	Time     time.Time
 	Attempt  int   // the attempt the change belongs to (1 for the first)
 	Err      error // the error that ended an attempt or the task, if any
+
+	Group string // the task's group (Task.Group), or the group of a Note
+	Key   string // the task's key (Task.Key), or the key of a Note ("" for the whole group)
+	Note  Note   // what happened to a group or key; 0 for a task's state change
+	// Breaker is the state a key's breaker entered (Note NoteBreaker).
+	Breaker BreakerState
 }
+
+// Note says what an [Event] about a group or a key reports.
+type Note uint8
+
+// The notes of events about groups and keys.
+const (
+	// NoteThrottled: a key waits for a token of its rate or a RetryAfter's end.
+	NoteThrottled Note = iota + 1
+	// NotePaused: Kernel.Pause paused the group, or the key.
+	NotePaused
+	// NoteResumed: Kernel.Resume resumed the group, or the key.
+	NoteResumed
+	// NoteBreaker: the key's breaker changed state (Event.Breaker).
+	NoteBreaker
+)
 
 // Config configures a [Kernel]. The zero value is valid: every field has a default,
 // documented with the field. [New] validates it with [Config.Validate].
@@ -330,6 +355,15 @@ type Config struct {
 	// with a Store that is not a SharedStore. Not changeable.
 	Lease time.Duration
 
+	// Groups names the groups tasks may join (Task.Group), each with its limits per
+	// key and in total and an optional breaker per key (see [GroupConfig]): at most
+	// GroupsMax, each name 1 to NameMax bytes of ASCII letters, digits, '_', '-' and
+	// '.' (it labels the group's metrics). New and Update copy the map. If nil, no
+	// groups: a task naming one is refused. Changeable: a new limit applies to the
+	// next permits; a group removed keeps serving the tasks it holds under its last
+	// config, and new tasks naming it are refused.
+	Groups map[string]GroupConfig
+
 	// StoreBatch is the most changes in one group commit (the inserts of one
 	// SubmitDurableMany are never split). If zero, StoreBatchDefault (4,096) in
 	// acknowledged mode and StoreSnapshotBatchDefault (65,536) in periodic snapshot
@@ -439,6 +473,7 @@ func (c *Config) Validate() error {
 	if c.Lease != 0 && (c.Lease < LeaseConfigMin || c.Lease > LeaseConfigMax) {
 		bad("Lease", c.Lease, "must be 0 (LeaseDefault) or from "+LeaseConfigMin.String()+" to "+LeaseConfigMax.String())
 	}
+	errs = append(errs, validateGroups(c.Groups)...)
 	if !validName(c.Name) {
 		bad("Name", c.Name, "must be at most "+itoa(NameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
 	}

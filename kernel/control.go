@@ -19,6 +19,7 @@ const (
 	ctrlStartBudget                     // how many inserts of the next commit may start in it (want; answer on count)
 	ctrlPrestarted                      // a commit stored these tasks started, and frees its reservation (prestart)
 	ctrlLeaseLapse                      // the lease may end soon without a renewal: cancel the running durable attempts
+	ctrlPause                           // pause (pause) or resume the work of sel, answer on ack
 )
 
 // ctrlMsg is a message from the API to the loop.
@@ -38,6 +39,8 @@ type ctrlMsg struct {
 	// ctrlPrestarted: the tasks and the reservation of one commit.
 	prestart *prestartMsg
 	id       string
+	sel      Selector   // ctrlPause
+	pause    bool       // ctrlPause: pause rather than resume
 	ack      chan error // size 1
 	count    chan int   // size 1
 }
@@ -77,7 +80,10 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 	case ctrlUpdate:
 		k.apply(m.rc)
 		k.rc.Store(m.rc)
+		k.applyGroups(m.rc)
 		m.ack <- nil
+	case ctrlPause:
+		m.ack <- k.pause(m.sel, m.pause)
 	case ctrlShutdown:
 		k.beginDrain()
 	case ctrlClose:

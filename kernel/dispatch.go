@@ -48,7 +48,7 @@ func (k *Kernel) dispatch() {
 		// room overtaking picks took keeps its turn instead (PopAhead). So is a
 		// level whose next task is durable while the durable attempts in flight
 		// fill the slots (durableFull).
-		mask := r.mask()
+		mask := r.mask() &^ k.ls.gate.pausedLevels
 		if k.durableFull() {
 			mask &^= k.durableHeads()
 		}
@@ -66,6 +66,9 @@ func (k *Kernel) dispatch() {
 		}
 		if !ok {
 			break
+		}
+		if it.h != nil && it.h.dur != nil && k.ls.gate.pausedKinds != nil && k.holdKind(it.h) {
+			continue // its kind is paused (Kernel.Pause): it waits, still Queued, off its bucket
 		}
 		if it.h == nil {
 			// A light task: counted in bulk, its record never touched.

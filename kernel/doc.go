@@ -171,6 +171,24 @@
 // attempts, so an outage does not turn into a retry storm. The delay is
 // exponential with full jitter by default and waits in the timing wheel.
 //
+// # Groups: per-key limits
+//
+// Config.Groups names groups of tasks, each with limits per key and in total
+// ([GroupConfig]): concurrency, a rate ([Rate], a token bucket on Config.Clock),
+// a bound on the tasks waiting per key (MaxWaiting, [ErrGroupFull]) and an optional
+// breaker per key. A task joins one with Task.Group and Task.Key. It waits in its
+// key's queue (by priority, FIFO within one) and enters its priority's bucket only
+// once it holds a permit of its key and group; the permit returns when its
+// function returns, so a zombie keeps it. A key that cannot start holds no place
+// in the buckets: it never delays other keys nor the shares between priorities.
+// Keys that wait only for the group's total take turns, one permit each. A key
+// held back by its rate, a [RateLimitedError] or an open breaker has one timer,
+// whatever the number of its tasks. A key nothing uses for KeyIdle is forgotten.
+// Retries of a group's task wait for a permit again. Limits are per process.
+//
+// [Kernel.Pause] and [Kernel.Resume] stop and restart the starts of a group, a
+// key, a priority or a durable kind; paused tasks stay queued and in order.
+//
 // # Stopping
 //
 // [Kernel.Shutdown] stops intake and drains queued and running tasks; delayed

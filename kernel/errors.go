@@ -45,6 +45,14 @@ var (
 	// running; its owner runs it.
 	ErrTaskTaken = errors.New("kernel: another owner of the store holds the task")
 
+	// ErrGroupFull is returned by the submit methods for a task of a group whose key
+	// holds GroupConfig.MaxWaiting tasks not yet started.
+	ErrGroupFull = errors.New("kernel: group key full")
+
+	// ErrCircuitOpen is the error of a task of a group whose key's breaker is open
+	// while BreakerConfig.FailFast is set: it ends Failed without running.
+	ErrCircuitOpen = errors.New("kernel: circuit open")
+
 	// ErrNilFunc is the error of [Batch.Go] with a nil function (returned by
 	// [Batch.Wait]) and of [Map] with a nil fn: nothing is submitted for it.
 	ErrNilFunc = errors.New("fn must not be nil")

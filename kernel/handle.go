@@ -35,14 +35,14 @@ type Handle struct {
 	dueAt    int64         // immutable; mono; meaningful when due
 
 	// Immutable after submission.
-	k         *Kernel
-	run       func(context.Context) error
-	submitAt  int64        // mono
-	retry     *RetryPolicy // Task.Retry resolved; nil: the priority's policy in force (Config.Retry)
-	onTimeout func(int)
-	seq       uint64
-	idx       int    // member index, for a Map batch (run is nil then)
-	id        string // "" until ID() makes one from seq
+	k        *Kernel
+	run      func(context.Context) error
+	submitAt int64        // mono
+	retry    *RetryPolicy // Task.Retry resolved; nil: the priority's policy in force (Config.Retry)
+	ext      *taskExt     // OnTimeout and the group, for the few tasks that have them; nil otherwise
+	seq      uint64
+	idx      int    // member index, for a Map batch (run is nil then)
+	id       string // "" until ID() makes one from seq
 
 	first attempt // the first attempt, embedded to save an allocation
 
@@ -187,6 +187,9 @@ type attempt struct {
 	finished bool // the executor returned from Run
 	detached bool // timed out and its slot given away: a zombie
 
+	failClass uint8  // BreakerConfig.IsFailure's verdict on err; written by the executor before it hands the attempt back
+	brGen     uint32 // loop-owned: the breaker generation that admitted it
+
 	exec *executor // the executor running it (zombie stack dumps)
 
 	// Loop-owned.
@@ -195,5 +198,8 @@ type attempt struct {
 	tkind      timerKind
 	settled    bool    // the loop ended it (timeout, Close) before it returned
 	durRunning bool    // counted in loopState.durRunning (durableEnded)
+	permit     bool    // holds its group's permit (gate.go) until its function returns
+	brAdmitted bool    // its key's breaker admitted it (brGen)
+	brReported bool    // its outcome went to the breaker
 	zombie     *zombie // set while it is a zombie
 }

@@ -81,9 +81,16 @@ type Kernel struct {
 
 	zmu  sync.Mutex
 	zset map[*zombie]struct{} // zombies now; guarded by zmu
-	m    *kernelMetrics
-	dur  *durables // nil without Config.Store
-	_    cacheLinePad
+
+	// breakerFunc, if set, makes the keys' breakers instead of newBreaker (tests
+	// set it before the first task of a group with a breaker).
+	breakerFunc func(c *BreakerConfig, now time.Time) keyBreaker
+
+	gpubMu sync.Mutex
+	gpub   map[string]*groupPub // the published figures of each group; guarded by gpubMu
+	m      *kernelMetrics
+	dur    *durables // nil without Config.Store
+	_      cacheLinePad
 
 	ls loopState // loop-owned: only the loop goroutine reads or writes it
 }
@@ -102,10 +109,16 @@ type resolved struct {
 	capacity [queue.NumLevels]int64
 	degrade  int64 // total waiting above which only High is admitted; 0 = never
 	retry    [queue.NumLevels]*RetryPolicy
+	groups   map[string]*groupDef // Config.Groups resolved
 }
 
-func newResolved(c Config) *resolved {
+func newResolved(c Config, prev *resolved) *resolved {
 	r := &resolved{cfg: c}
+	var pg map[string]*groupDef
+	if prev != nil {
+		pg = prev.groups
+	}
+	r.groups = resolveGroups(&r.cfg, pg)
 	r.capacity[queue.High] = int64(c.Capacity.High)
 	r.capacity[queue.Normal] = int64(c.Capacity.Normal)
 	r.capacity[queue.Low] = int64(c.Capacity.Low)
@@ -133,10 +146,11 @@ func levelOf(p Priority) queue.Level {
 // New validates cfg, starts the kernel's loop and returns the kernel, ready for
 // submissions. Executors start on demand, up to Config.MaxConcurrency.
 func New(cfg Config) (*Kernel, error) {
+	cfg.Groups = cloneGroups(cfg.Groups)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rc := newResolved(cfg.withDefaults())
+	rc := newResolved(cfg.withDefaults(), nil)
 	c := &rc.cfg
 	g, err := joinMetrics(c.Metrics, cfg.Metrics != nil, c.Name)
 	if err != nil {
@@ -172,6 +186,9 @@ func New(cfg Config) (*Kernel, error) {
 	k.sidePool = newSidePool(c.OnTimeoutWorkers, 1024, k.m.callbackPanics)
 	if c.OnEvent != nil {
 		k.events = newCallbackQueue(c.OnEvent, c.EventBuffer, k.m.callbackPanics)
+	}
+	for name := range rc.groups {
+		k.groupPub(name)
 	}
 	go k.loop()
 	// Returned before the loop ran, a kernel would take its first tasks the slow
@@ -213,7 +230,7 @@ func (k *Kernel) at(m int64) time.Time { return k.epoch.Add(time.Duration(m)) }
 // config last accepted; the result is validated and, if valid, applied by the loop
 // before Update returns. A bad update returns the errors and changes nothing.
 // MaxConcurrency, Quotas, Reserve, AgeAfter, Capacity, DegradeAt, EvictLow,
-// DefaultTimeout, Retry, RetryBudget, MaxZombies and ZombieGrace may change; Tick,
+// DefaultTimeout, Retry, RetryBudget, MaxZombies, ZombieGrace and Groups may change; Tick,
 // OnTimeoutWorkers, EventBuffer, Clock, Name, Metrics, Logger, OnEvent and the
 // store's fields (Owner and Lease too) may not (an update that changes them is refused). Lowering
 // MaxConcurrency lets running tasks finish; no new one starts until the running
@@ -228,7 +245,9 @@ func (k *Kernel) Update(fn func(*Config)) error {
 		return ErrClosed
 	}
 	next := k.cfg
+	next.Groups = cloneGroups(k.cfg.Groups)
 	fn(&next)
+	next.Groups = cloneGroups(next.Groups) // the caller may keep the map it set
 	if err := next.Validate(); err != nil {
 		return err
 	}
@@ -260,7 +279,7 @@ func (k *Kernel) Update(fn func(*Config)) error {
 	cur := k.rc.Load()
 	n := next.withDefaults()
 	n.Clock, n.Metrics = cur.cfg.Clock, cur.cfg.Metrics
-	rc := newResolved(n)
+	rc := newResolved(n, cur)
 	ack := make(chan error, 1)
 	k.control(ctrlMsg{kind: ctrlUpdate, rc: rc, ack: ack})
 	select {
@@ -272,6 +291,9 @@ func (k *Kernel) Update(fn func(*Config)) error {
 		return ErrClosed
 	}
 	k.cfg = next
+	for name := range rc.groups {
+		k.groupPub(name)
+	}
 	return nil
 }
 

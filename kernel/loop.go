@@ -170,7 +170,7 @@ func (k *Kernel) park() {
 		return
 	}
 	k.in.loopWaiting = true
-	if k.ls.buckets.Len() == 0 && !k.ls.draining && !k.ls.closing && k.backlogEmpty() {
+	if k.ls.buckets.Len() == 0 && !k.ls.draining && !k.ls.closing && k.backlogEmpty() && k.ls.gate.pausedLevels == 0 {
 		k.in.fast = true
 		k.fastOpen.Store(true)
 	}
@@ -243,6 +243,9 @@ func (k *Kernel) publish() {
 			k.roomCh = make(chan struct{})
 			k.roomMu.Unlock()
 		}
+	}
+	if k.ls.gate.groups != nil {
+		k.publishGroups()
 	}
 	k.flushEvents()
 	if len(k.ls.jbuf) > 0 {

@@ -66,6 +66,8 @@ type loopState struct {
 	// MaxConcurrency while none ends (see durableFull).
 	durRunning int
 
+	gate gateState // groups and pauses (gate.go)
+
 	spareTasks []qitem
 	spareLight []lightDone
 	lazyDone   *lazyChunk // chunks emptied since the last swap, for the intake to reuse

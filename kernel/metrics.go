@@ -95,6 +95,10 @@ type Stats struct {
 
 	// Store is the journal of durable tasks; zero without Config.Store.
 	Store StoreStats
+
+	// Groups holds the figures of each group of Config.Groups, by name (a group an
+	// Update removed stays, its figures frozen once its tasks ended); nil if none.
+	Groups map[string]GroupStats
 }
 
 // StoreStats are the figures of the durable-task journal.
@@ -162,6 +166,14 @@ func (k *Kernel) Stats() Stats {
 	s.LogsDropped = m.logsDropped.Get()
 	s.CallbackPanics = m.callbackPanics.Get()
 	s.CallbacksAbandoned = int(m.callbacksAbandoned.Load())
+	k.gpubMu.Lock()
+	if len(k.gpub) > 0 {
+		s.Groups = make(map[string]GroupStats, len(k.gpub))
+		for name, p := range k.gpub {
+			s.Groups[name] = p.stats()
+		}
+	}
+	k.gpubMu.Unlock()
 	if d := k.dur; d != nil {
 		j := d.j
 		s.Store = StoreStats{

@@ -16,6 +16,8 @@ package kernel
 // The loop reserves only slots that nothing queued here waits for: a task queued in
 // a bucket takes a free slot before a new submit does, so the priorities and shares
 // decide as before; a new task only skips the run queue when nobody waits in it.
+// None while a priority or a durable kind is paused ([Kernel.Pause]); a task of a
+// group (durable tasks with a Group) always goes through its group's gate.
 
 // prestartMsg carries a commit's prestarted tasks to the loop.
 type prestartMsg struct {
@@ -53,7 +55,10 @@ func (k *Kernel) askStartBudget(want int) int {
 // the durable attempts' bound, and none while the lease is in doubt or the kernel
 // stops. Loop only.
 func (k *Kernel) startBudget(want int) int {
-	if k.ls.closing || k.ls.draining || k.dur.own != nil && k.dur.own.doubt() {
+	// Nor while a priority or a durable kind is paused: the journal cannot tell
+	// which of its inserts that holds back.
+	if k.ls.closing || k.ls.draining || k.dur.own != nil && k.dur.own.doubt() ||
+		k.ls.gate.pausedLevels != 0 || len(k.ls.gate.pausedKinds) > 0 {
 		return 0
 	}
 	q := &k.rq

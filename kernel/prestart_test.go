@@ -250,3 +250,39 @@ func TestDurablePrestartClose(t *testing.T) {
 		}
 	})
 }
+
+// A paused durable kind or priority is not started in the commit that stores its
+// task: it waits for Resume.
+func TestDurablePrestartHonoursPause(t *testing.T) {
+	for _, sel := range []kernel.Selector{{Kind: "k"}, {Priority: kernel.Normal}} {
+		t.Run(sel.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := newCommitLog()
+				k := newTestKernel(t, kernel.Config{Store: s})
+				var ran int
+				_ = k.Register("k", func(context.Context, []byte) error { ran++; return nil })
+				synctest.Wait()
+				if err := k.Pause(sel); err != nil {
+					t.Fatal(err)
+				}
+				h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				if ran != 0 || h.State() == kernel.Running {
+					t.Fatalf("paused: ran %d, state %v", ran, h.State())
+				}
+				if ops := s.opsOf(h.ID()); len(ops) != 1 || len(ops[0]) != 1 {
+					t.Fatalf("commits of the paused task = %v, want its insert alone", ops)
+				}
+				if err := k.Resume(sel); err != nil {
+					t.Fatal(err)
+				}
+				if err := h.Wait(context.Background()); err != nil || ran != 1 {
+					t.Fatalf("after Resume: Wait() = %v, ran %d", err, ran)
+				}
+			})
+		})
+	}
+}

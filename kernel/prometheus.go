@@ -53,8 +53,22 @@ const (
 	famStoreRescued
 	famStoreClaimed
 	famStoreFollowing
+	famGroupWaiting
+	famGroupRunning
+	famGroupKeys
+	famGroupThrottledKeys
+	famGroupPaused
+	famGroupBreakersOpen
+	famGroupThrottles
+	famGroupRateLimited
+	famGroupBreakerTransitions
+	famGroupCircuitOpen
 	famCount
 )
+
+// groupFams is the number of ax_group_* families, written for kernels with
+// Config.Groups only.
+const groupFams = famCount - famGroupWaiting
 
 // promFamily is one metric family: its name, Prometheus type and help text.
 type promFamily struct{ name, typ, help string }
@@ -96,6 +110,17 @@ var promFamilies = [famCount]promFamily{
 	famStoreRescued:       {"ax_store_rescued_total", "counter", "Tasks taken over from ended owners of a shared store."},
 	famStoreClaimed:       {"ax_store_claimed_total", "counter", "Tasks claimed from a shared store's pool."},
 	famStoreFollowing:     {"ax_store_pool_following", "gauge", "Tasks this kernel put in a shared store's pool and follows."},
+
+	famGroupWaiting:            {"ax_group_waiting", "gauge", "Tasks of a group waiting for a permit of their key, by group."},
+	famGroupRunning:            {"ax_group_running", "gauge", "Attempts of a group holding a permit (in their bucket, running, or zombies), by group."},
+	famGroupKeys:               {"ax_group_keys", "gauge", "Keys of a group whose state the kernel holds, by group."},
+	famGroupThrottledKeys:      {"ax_group_throttled_keys", "gauge", "Keys of a group waiting for a token, a RetryAfter's end or an open breaker's time, by group."},
+	famGroupPaused:             {"ax_group_paused", "gauge", "1 while the group is paused, by group."},
+	famGroupBreakersOpen:       {"ax_group_breakers_open", "gauge", "Keys of a group whose breaker is open or half-open, by group."},
+	famGroupThrottles:          {"ax_group_throttles_total", "counter", "Times a key of the group had to wait for a token or a RetryAfter, by group."},
+	famGroupRateLimited:        {"ax_group_rate_limited_total", "counter", "Attempts of a group that returned a RateLimitedError, by group."},
+	famGroupBreakerTransitions: {"ax_group_breaker_transitions_total", "counter", "Transitions of the breakers of a group's keys, by group and the state entered."},
+	famGroupCircuitOpen:        {"ax_group_circuit_open_failed_total", "counter", "Tasks of a group ended with ErrCircuitOpen (BreakerConfig.FailFast), by group."},
 }
 
 // WritePrometheus writes the kernel's metrics in the Prometheus text format
@@ -228,6 +253,45 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 		one(famStoreRescued, rescued)
 		one(famStoreClaimed, claimed)
 		one(famStoreFollowing, nonNeg(following))
+	}
+	k.appendGroupSamples(fams, kl)
+}
+
+// appendGroupSamples appends the ax_group_* samples of k's groups, by name.
+func (k *Kernel) appendGroupSamples(fams *[famCount][]byte, kl string) {
+	k.gpubMu.Lock()
+	names := make([]string, 0, len(k.gpub))
+	for name := range k.gpub {
+		names = append(names, name)
+	}
+	pubs := make([]*groupPub, len(names))
+	slices.Sort(names)
+	for i, name := range names {
+		pubs[i] = k.gpub[name]
+	}
+	k.gpubMu.Unlock()
+	for i, name := range names {
+		p := pubs[i]
+		gl := joinLabels(kl, `group="`+name+`"`) // validateGroups admits nothing that needs escaping
+		add := func(fam int, labels string, v uint64) {
+			fams[fam] = appendSample(fams[fam], promFamilies[fam].name, labels, v)
+		}
+		add(famGroupWaiting, gl, nonNeg(p.waiting.Load()))
+		add(famGroupRunning, gl, nonNeg(p.running.Load()))
+		add(famGroupKeys, gl, nonNeg(p.keys.Load()))
+		add(famGroupThrottledKeys, gl, nonNeg(p.throttled.Load()))
+		paused := uint64(0)
+		if p.paused.Load() {
+			paused = 1
+		}
+		add(famGroupPaused, gl, paused)
+		add(famGroupBreakersOpen, gl, nonNeg(p.openBreakers.Load()))
+		add(famGroupThrottles, gl, p.throttles.Load())
+		add(famGroupRateLimited, gl, p.rateLimited.Load())
+		add(famGroupBreakerTransitions, joinLabels(gl, `to="open"`), p.breakerOpened.Load())
+		add(famGroupBreakerTransitions, joinLabels(gl, `to="half_open"`), p.breakerHalfOpened.Load())
+		add(famGroupBreakerTransitions, joinLabels(gl, `to="closed"`), p.breakerClosed.Load())
+		add(famGroupCircuitOpen, gl, p.circuitOpenFailed.Load())
 	}
 }
 

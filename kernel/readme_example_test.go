@@ -19,6 +19,52 @@ import (
 	"github.com/axsched/ax/kernel/storekit"
 )
 
+// Per-key limits: at most 2 calls at once and 20 per second per host, 8 at once in
+// all; a host that answers 429 pauses without costing an attempt.
+func Example_groups() {
+	k, err := kernel.New(kernel.Config{Groups: map[string]kernel.GroupConfig{
+		"upstream": {
+			PerKey:     kernel.Limits{Concurrency: 2, Rate: kernel.Rate{N: 20, Per: time.Second}},
+			Total:      kernel.Limits{Concurrency: 8},
+			MaxWaiting: 1000, // per host; beyond it ErrGroupFull
+		},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Close() }()
+
+	var once sync.Once
+	call := func(context.Context) error {
+		var err error
+		once.Do(func() { // the upstream asks us to slow down, once
+			err = &kernel.RateLimitedError{RetryAfter: 50 * time.Millisecond}
+		})
+		return err
+	}
+	var hs []*kernel.Handle
+	for i := range 12 {
+		host := []string{"a.example", "b.example", "c.example"}[i%3]
+		h, err := k.TrySubmit(kernel.Task{Group: "upstream", Key: host, Run: call})
+		if err != nil {
+			panic(err)
+		}
+		hs = append(hs, h)
+	}
+	// Pause a host during an incident: its tasks stay queued, in order.
+	_ = k.Pause(kernel.Selector{Group: "upstream", Key: "c.example"})
+	_ = k.Resume(kernel.Selector{Group: "upstream", Key: "c.example"})
+	ok := 0
+	for _, h := range hs {
+		if h.Wait(context.Background()) == nil && h.Attempts() == 1 {
+			ok++ // the rate-limited attempt was not spent
+		}
+	}
+	fmt.Println(ok, k.Stats().Groups["upstream"].RateLimited)
+	// Output:
+	// 12 1
+}
+
 // High work overtakes queued Low work; under saturation the quotas share the slots.
 func Example_quotas() {
 	k, err := kernel.New(kernel.Config{

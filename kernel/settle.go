@@ -13,6 +13,21 @@ func (k *Kernel) settleAttempt(a *attempt) {
 	if a.zombie != nil {
 		k.zombieReturned(a)
 	}
+	rateLimited := false
+	if a.brAdmitted && !a.brReported {
+		k.breakerDone(a, k.outcomeOf(a))
+	}
+	if a.err != nil && !a.settled && h.cancelErr == nil && !k.ls.closing && groupExt(h) != nil {
+		// The key pauses before its permit returns, so that no other task of the
+		// key takes it meanwhile.
+		var d time.Duration
+		if d, rateLimited = isRateLimited(a.err); rateLimited {
+			k.holdKey(h.ext.ks, d)
+		}
+	}
+	if a.permit {
+		k.gateRelease(a)
+	}
 	if a.settled {
 		return // timed out or closed earlier; the caller already knows
 	}
@@ -22,7 +37,10 @@ func (k *Kernel) settleAttempt(a *attempt) {
 	}
 	k.m.observe(0, h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
 	err := a.err
-	var pe *PanicError
+	if rateLimited {
+		k.rateLimited(h, a)
+		return
+	}
 	switch {
 	case err == nil:
 		k.m.succeeded[h.bucket].Inc()
@@ -31,7 +49,7 @@ func (k *Kernel) settleAttempt(a *attempt) {
 	case h.cancelErr != nil:
 		k.m.canceled[h.bucket].Inc()
 		k.end(h, Canceled, h.cancelErr)
-	case errors.As(err, &pe):
+	case errors.As(err, new(*PanicError)): // allocates only for a failed attempt
 		// A panic is a bug; retrying it rarely helps. It ends the task Failed.
 		k.m.panics[h.bucket].Inc()
 		k.m.failed[h.bucket].Inc()
@@ -51,7 +69,7 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	}
 	more := !IsPermanent(err) && int(a.n) < p.MaxAttempts
 	if more && !k.ls.draining && !k.ls.closing &&
-		(h.batch == nil || !h.batch.canceled()) && k.ls.budget.allow(k.ls.now) {
+		(h.batch == nil || !h.batch.canceled()) && (k.breakerHolds(h) || k.ls.budget.allow(k.ls.now)) {
 		na := &attempt{h: h, n: a.n + 1}
 		na.ctx.a = na
 		na.ctx.parent = a.ctx.parent
@@ -114,14 +132,17 @@ func (k *Kernel) onTimeout(a *attempt) {
 	q.mu.Unlock()
 	a.ctx.cancel(context.DeadlineExceeded)
 	k.m.observe(0, h.bucket, time.Duration(startAt-h.submitAt), time.Duration(k.ls.nowMono-startAt))
-	if h.onTimeout != nil {
-		f, n := h.onTimeout, int(a.n)
+	if x := h.ext; x != nil && x.onTimeout != nil {
+		f, n := x.onTimeout, int(a.n)
 		if !k.sidePool.submit(func() { f(n) }) {
 			k.m.onTimeoutDropped.Inc()
 		}
 	}
 	if detach {
 		k.zombieStarted(a)
+	}
+	if a.brAdmitted {
+		k.breakerDone(a, breakerFailure) // judged at its timeout, even if its function runs on
 	}
 	// Its retry or end is journaled now, even if its function runs on: the store no
 	// longer shows it Running.
@@ -152,6 +173,7 @@ func (k *Kernel) end(h *Handle, to State, err error) {
 	if h.named {
 		k.unindex(h)
 	}
+	gateUncount(h)
 	if h.dur != nil {
 		k.journalEnd(h, to, err)
 	}
@@ -172,7 +194,7 @@ func (k *Kernel) end(h *Handle, to State, err error) {
 // durable (the loop journals its success). Called
 // with runq.mu held.
 func (k *Kernel) settlesItself(a *attempt) bool {
-	return a.err == nil && !a.settled && a.h.timeout == 0 && k.events == nil && a.h.dur == nil && !a.h.named
+	return a.err == nil && !a.settled && a.h.timeout == 0 && k.events == nil && a.h.dur == nil && !a.h.named && groupExt(a.h) == nil
 }
 
 // finishSelfSettled settles a succeeded attempt on its executor (see

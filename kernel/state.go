@@ -6,6 +6,9 @@ package kernel
 //	   ▲          ▲           │
 //	   │          └─ Retrying ◀┘ (a failed attempt that will be tried again)
 //
+// A task of a group whose attempt returned a [RateLimitedError] goes from Running
+// back to Queued, at the head of its key's queue; one whose key's breaker is open
+// under BreakerConfig.FailFast ends Failed from Queued, with [ErrCircuitOpen].
 // Queued, Delayed and Retrying tasks may also end Canceled, Evicted or Abandoned;
 // a durable task whose start a [SharedStore] refused ends Abandoned from Running,
 // without running.
@@ -17,7 +20,8 @@ type State uint8
 const (
 	// Delayed: accepted with a Delay or At in the future, waiting in the timing wheel.
 	Delayed State = iota + 1
-	// Queued: waiting in its priority's bucket for a slot.
+	// Queued: waiting in its priority's bucket for a slot (a task of a group: or in
+	// its key's queue for a permit, see [GroupConfig]).
 	Queued
 	// Running: handed to an executor; its function runs or is about to.
 	Running
@@ -67,8 +71,8 @@ func (s State) Terminal() bool { return s >= Succeeded && s <= Abandoned }
 // change against it (a failed check is a kernel bug and panics in tests).
 var transitions = [...][]State{
 	Delayed:  {Queued, Canceled, Abandoned},
-	Queued:   {Running, Canceled, Evicted, Abandoned},
-	Running:  {Succeeded, Failed, TimedOut, Canceled, Retrying, Abandoned},
+	Queued:   {Running, Canceled, Evicted, Abandoned, Failed},
+	Running:  {Succeeded, Failed, TimedOut, Canceled, Retrying, Abandoned, Queued},
 	Retrying: {Queued, Canceled, Abandoned},
 }
 

@@ -38,7 +38,11 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		if !isDone(k.loopDone) {
 			st := k.Stats()
-			return &ShutdownError{Err: ctx.Err(), Queued: st.Queued.High + st.Queued.Normal + st.Queued.Low + st.Dispatched + st.Delayed, Running: st.Running}
+			queued := st.Queued.High + st.Queued.Normal + st.Queued.Low + st.Dispatched + st.Delayed
+			for _, g := range st.Groups {
+				queued += g.Waiting
+			}
+			return &ShutdownError{Err: ctx.Err(), Queued: queued, Running: st.Running}
 		}
 	}
 	select {
@@ -220,9 +224,14 @@ func (k *Kernel) beginDrain() {
 	k.endPool(Abandoned, ErrAbandoned)
 	k.endParked(Abandoned)
 	var keep []*attempt
+	var keepGate []uint64
 	k.ls.wheel.Clear(func(e timerEntry) {
 		a := e.a
 		if a == nil {
+			if isGateEntry(&e) {
+				keepGate = append(keepGate, e.t.meta)
+				return
+			}
 			k.endLazy(&e.t, Abandoned)
 			return
 		}
@@ -240,6 +249,9 @@ func (k *Kernel) beginDrain() {
 	for _, a := range keep {
 		k.schedule(a, a.tkind, a.timerAt)
 	}
+	for _, slot := range keepGate {
+		k.keepGateEntry(slot)
+	}
 }
 
 // closeAll is Close: every task ends now.
@@ -252,6 +264,7 @@ func (k *Kernel) closeAll() {
 	k.dropBacklog()
 	k.endPool(Canceled, ErrClosed)
 	k.endParked(Canceled)
+	k.closeGate()
 	for l := range queue.NumLevels {
 		k.ls.buckets.Bucket(queue.Level(l)).Clear(func(it qitem) {
 			k.m.canceled[l].Inc()
@@ -260,6 +273,9 @@ func (k *Kernel) closeAll() {
 				k.ls.live-- // a light task ends here
 				return
 			}
+			if it.h.cur.permit {
+				k.gateRelease(it.h.cur)
+			}
 			k.release(it.h.ticket(), 1)
 			k.end(it.h, Canceled, ErrClosed)
 		})
@@ -267,6 +283,10 @@ func (k *Kernel) closeAll() {
 	k.ls.wheel.Clear(func(e timerEntry) {
 		a := e.a
 		if a == nil {
+			if isGateEntry(&e) {
+				k.dropGateEntry(e.t.meta)
+				return
+			}
 			k.endLazy(&e.t, Canceled)
 			return
 		}

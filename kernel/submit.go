@@ -62,6 +62,9 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 	prio := t.Priority.normalize()
 	lvl := levelOf(prio)
 	rc := k.rc.Load()
+	if t.Group != "" || t.Key != "" {
+		return k.submitGrouped(ctx, t, prio, rc, pooled)
+	}
 	var evicts bool
 	var err error
 	switch k.pathOf(t, prio, rc, pooled) {
@@ -109,6 +112,37 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 		}
 	}
 	return k.enqueueRecord(k.newRecord(t, prio, rc, pooled), evicts, pooled)
+}
+
+// submitGrouped is submit for a task of a group: it always travels by record.
+func (k *Kernel) submitGrouped(ctx context.Context, t *Task, prio Priority, rc *resolved, pooled bool) (*Handle, error) {
+	gd, err := groupOf(t, rc)
+	if err != nil {
+		return nil, err
+	}
+	if err := countWaiting(gd, t.Key, 1); err != nil {
+		return nil, err
+	}
+	uncount := func() {
+		if gd.counts != nil {
+			gd.counts.sub(t.Key, 1)
+		}
+	}
+	evicts, err := k.admit(ctx, levelOf(prio), 1, rc, true)
+	if err != nil {
+		uncount()
+		return nil, err
+	}
+	h := k.newRecord(t, prio, rc, pooled)
+	if h.ext == nil {
+		h.ext = &taskExt{}
+	}
+	h.ext.gd, h.ext.key, h.ext.counted = gd, t.Key, gd.counts != nil
+	h2, err := k.enqueueRecord(h, evicts, pooled)
+	if err != nil {
+		uncount()
+	}
+	return h2, err
 }
 
 // taskPath is the way a submitted task travels through the kernel (see pathOf).
@@ -209,7 +243,10 @@ func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *
 	h.prio = prio
 	h.bucket = levelOf(prio)
 	h.run = t.Run
-	h.onTimeout = t.OnTimeout
+	h.ext = nil
+	if t.OnTimeout != nil {
+		h.ext = &taskExt{onTimeout: t.OnTimeout}
+	}
 	h.timeout = taskTimeout(t, prio, rc)
 	h.retry = nil
 	if t.Retry != nil {

@@ -52,6 +52,18 @@ type Task struct {
 	// task ([Kernel.TryGo]).
 	Values context.Context
 
+	// Group, if set, names a group of Config.Groups: the task waits for a permit of
+	// its group and key (concurrency, rate, breaker) before it enters its bucket, and
+	// holds it until its function returns (see [GroupConfig]). A task of a group
+	// travels on a full record (never light, compact or by the fast lane). If empty,
+	// the task belongs to no group.
+	Group string
+
+	// Key is the task's key within its group (an upstream host, a tenant): the
+	// per-key limits apply to the tasks sharing it. The empty key is one key like
+	// any other. Must be empty without a Group.
+	Key string
+
 	// OnTimeout, if set, is called after an attempt timed out, with the attempt's
 	// number (1 for the first), on a small pool of goroutines of its own — never the
 	// scheduler's — so it may log or clean up. Calls that find the pool's queue full

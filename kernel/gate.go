@@ -1,0 +1,1024 @@
+package kernel
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/axsched/ax/queue"
+	"github.com/axsched/ax/timewheel"
+)
+
+// The gate holds the tasks of groups (Config.Groups) before their buckets. A
+// task of a group waits in its key's queue, by priority and FIFO within one, and
+// enters its bucket only once it holds a permit: a slot of its key's and its
+// group's concurrency and a token of their rates (and its key's breaker's
+// consent). So a key that cannot start — its limits reached, its upstream
+// hanging, its breaker open, paused — holds no place in the buckets, and never
+// delays other keys nor the shares between priorities. The permit returns when
+// the attempt's function returns (a zombie keeps it until then).
+//
+// Keys that may start but for the group's total limits wait in the group's ready
+// ring and are served round robin, one permit each, as the total allows. A key
+// held back by its own rate, a RetryAfter or an open breaker has one wheel entry
+// at the time it may go on; the group has one for its total rate and one to
+// forget idle keys. Everything here is loop-owned.
+
+// keyBreaker is what the gate asks of a key's circuit breaker (breaker.go).
+type keyBreaker interface {
+	admit(now time.Time) (ok bool, gen uint32, wake time.Time)
+	done(now time.Time, gen uint32, o breakerOutcome) (from, to BreakerState)
+	state(now time.Time) BreakerState
+	idle(now time.Time) bool
+}
+
+var _ keyBreaker = (*breaker)(nil)
+
+// newKeyBreaker returns a breaker for a new key under c. Loop only.
+func (k *Kernel) newKeyBreaker(c *BreakerConfig) keyBreaker {
+	if f := k.breakerFunc; f != nil {
+		return f(c, k.ls.now)
+	}
+	return newBreaker(c, k.ls.now)
+}
+
+// taskExt holds what few tasks need, off the task record: the OnTimeout callback
+// and the task's group.
+type taskExt struct {
+	onTimeout func(int) // immutable
+	gd        *groupDef // immutable: the task's group as submitted; nil: none
+	key       string    // immutable
+
+	// Loop-owned once submitted.
+	ks      *keyState // the key while the task is in the gate or holds a permit
+	inGate  bool      // waiting in its key's queue
+	counted bool      // counted in its key's waiting tasks (MaxWaiting); set by the submitter
+}
+
+// groupExt returns h's group ext, or nil for a task without a group.
+func groupExt(h *Handle) *taskExt {
+	if x := h.ext; x != nil && x.gd != nil {
+		return x
+	}
+	return nil
+}
+
+// gateState is the loop's gate: every group's state, the wheel entries of keys and
+// groups, and what Pause holds.
+type gateState struct {
+	groups map[string]*groupState
+	slots  []gateSlot // targets of gate wheel entries, by lazyTask.meta
+	free   []uint64   // free slots
+
+	pausedLevels queue.Mask
+	pausedKinds  map[string]bool
+	held         map[string][]*Handle // durable tasks of paused kinds, in order
+	heldN        int
+}
+
+// gateSlot is the target of a gate wheel entry.
+type gateSlot struct {
+	ks   *keyState   // a key's wake-up
+	g    *groupState // a group's total-rate wake-up (ks nil) or sweep (sweep)
+	kind uint8
+}
+
+const (
+	slotKey uint8 = iota + 1
+	slotTotal
+	slotSweep
+)
+
+// groupState is one group's loop state.
+type groupState struct {
+	name    string
+	def     *groupDef // the config in force
+	keys    map[string]*keyState
+	running int // permits held
+	waiting int // tasks in key queues
+	total   gcra
+	ready   ring[*keyState] // keys that may start but for the total limits
+	paused  bool
+
+	totalTimer timer
+	sweepTimer timer
+	idle       ring[*keyState] // keys that went idle, to forget after KeyIdle
+
+	throttled, pausedKeys, openBreakers int
+	pub                                 *groupPub
+}
+
+// keyState is one key's loop state.
+type keyState struct {
+	g         *groupState
+	key       string
+	q         [queue.NumLevels]ring[*Handle]
+	n         int // tasks in q
+	running   int // permits held
+	rate      gcra
+	holdUntil int64      // mono: a RateLimitedError paused the key until then
+	brUntil   int64      // mono: the breaker refused until then (0: not parked on time)
+	brProbe   bool       // the breaker refused until a probe's outcome
+	br        keyBreaker // nil without GroupConfig.Breaker
+	paused    bool
+	inReady   bool
+	inIdle    bool
+	lastUsed  int64 // mono
+	timer     timer
+}
+
+// timer is a gate wheel entry.
+type timer struct {
+	h    timewheel.Handle[timerEntry]
+	at   int64 // mono; meaningful while slot > 0
+	slot uint64
+}
+
+// ring is a growable FIFO with a cheap front insertion.
+type ring[T any] struct {
+	s    []T
+	head int
+}
+
+func (r *ring[T]) len() int { return len(r.s) - r.head }
+
+func (r *ring[T]) push(v T) { r.s = append(r.s, v) }
+
+func (r *ring[T]) pushFront(v T) {
+	if r.head > 0 {
+		r.head--
+		r.s[r.head] = v
+		return
+	}
+	r.s = append(r.s, v)
+	copy(r.s[1:], r.s)
+	r.s[0] = v
+}
+
+func (r *ring[T]) pop() T {
+	var zero T
+	v := r.s[r.head]
+	r.s[r.head] = zero
+	r.head++
+	if r.head == len(r.s) {
+		r.s, r.head = r.s[:0], 0
+		if cap(r.s) > 64 {
+			r.s = nil
+		}
+	} else if r.head >= 32 && r.head*2 >= len(r.s) {
+		n := copy(r.s, r.s[r.head:])
+		clear(r.s[n:])
+		r.s, r.head = r.s[:n], 0
+	}
+	return v
+}
+
+// remove takes v out, reporting whether it was there.
+func (r *ring[T]) remove(match func(T) bool) bool {
+	for i := r.head; i < len(r.s); i++ {
+		if match(r.s[i]) {
+			copy(r.s[i:], r.s[i+1:])
+			var zero T
+			r.s[len(r.s)-1] = zero
+			r.s = r.s[:len(r.s)-1]
+			if r.head == len(r.s) {
+				r.s, r.head = r.s[:0], 0
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// groupPub is what the loop publishes of a group for Stats and metrics.
+type groupPub struct {
+	waiting, running, keys, throttled, pausedKeys, openBreakers atomic.Int64
+	paused                                                      atomic.Bool
+	throttles, rateLimited, breakerOpened, breakerClosed        atomic.Uint64
+	breakerHalfOpened, circuitOpenFailed                        atomic.Uint64
+}
+
+// GroupStats are the figures of one group (Stats.Groups).
+type GroupStats struct {
+	Waiting       int  // tasks waiting in the gate for a permit (paused ones included)
+	Running       int  // attempts holding a permit: handed to their bucket, running, or zombies
+	Keys          int  // keys whose state the kernel holds
+	ThrottledKeys int  // keys waiting for a token, a RetryAfter's end or an open breaker's time
+	PausedKeys    int  // keys paused by Kernel.Pause
+	Paused        bool // the group is paused
+	OpenBreakers  int  // keys whose breaker is open or half-open
+	// Throttles counts the times a key had to wait for a token or a RetryAfter;
+	// RateLimited the attempts that returned a RateLimitedError.
+	Throttles, RateLimited uint64
+	// BreakerOpened, BreakerHalfOpened and BreakerClosed count the breakers'
+	// transitions to each state; CircuitOpenFailed the tasks ended with
+	// ErrCircuitOpen (BreakerConfig.FailFast).
+	BreakerOpened, BreakerHalfOpened, BreakerClosed, CircuitOpenFailed uint64
+}
+
+func (p *groupPub) stats() GroupStats {
+	return GroupStats{
+		Waiting: int(p.waiting.Load()), Running: int(p.running.Load()), Keys: int(p.keys.Load()),
+		ThrottledKeys: int(p.throttled.Load()), PausedKeys: int(p.pausedKeys.Load()), Paused: p.paused.Load(),
+		OpenBreakers: int(p.openBreakers.Load()), Throttles: p.throttles.Load(), RateLimited: p.rateLimited.Load(),
+		BreakerOpened: p.breakerOpened.Load(), BreakerHalfOpened: p.breakerHalfOpened.Load(),
+		BreakerClosed: p.breakerClosed.Load(), CircuitOpenFailed: p.circuitOpenFailed.Load(),
+	}
+}
+
+// publishGroups writes the groups' gauges. Loop only.
+func (k *Kernel) publishGroups() {
+	for _, g := range k.ls.gate.groups {
+		p := g.pub
+		p.waiting.Store(int64(g.waiting))
+		p.running.Store(int64(g.running))
+		p.keys.Store(int64(len(g.keys)))
+		p.throttled.Store(int64(g.throttled))
+		p.pausedKeys.Store(int64(g.pausedKeys))
+		p.paused.Store(g.paused)
+		p.openBreakers.Store(int64(g.openBreakers))
+	}
+}
+
+// group returns the state of group d, making it on first use. Loop only.
+func (k *Kernel) group(d *groupDef) *groupState {
+	gs := &k.ls.gate
+	if g, ok := gs.groups[d.name]; ok {
+		return g
+	}
+	if gs.groups == nil {
+		gs.groups = make(map[string]*groupState)
+	}
+	g := &groupState{name: d.name, def: d, keys: make(map[string]*keyState), pub: k.groupPub(d.name)}
+	if cur, ok := k.ls.rcl.groups[d.name]; ok {
+		g.def = cur
+	}
+	gs.groups[d.name] = g
+	return g
+}
+
+// groupPub returns the published figures of group name, kept across updates.
+func (k *Kernel) groupPub(name string) *groupPub {
+	k.gpubMu.Lock()
+	defer k.gpubMu.Unlock()
+	if p, ok := k.gpub[name]; ok {
+		return p
+	}
+	if k.gpub == nil {
+		k.gpub = make(map[string]*groupPub)
+	}
+	p := new(groupPub)
+	k.gpub[name] = p
+	return p
+}
+
+// keyOf returns the state of key in g, making it on first use. Loop only.
+func (k *Kernel) keyOf(g *groupState, key string) *keyState {
+	if ks, ok := g.keys[key]; ok {
+		return ks
+	}
+	ks := &keyState{g: g, key: key, lastUsed: k.ls.nowMono}
+	if b := g.def.breaker; b != nil {
+		ks.br = k.newKeyBreaker(b)
+	}
+	g.keys[key] = ks
+	return ks
+}
+
+// gateIn puts h, a task of a group without a permit, in its key's queue. from is
+// its previous state (0 when new). Loop only.
+func (k *Kernel) gateIn(h *Handle, from State) {
+	x := h.ext
+	g := k.group(x.gd)
+	ks := x.ks
+	if ks == nil {
+		ks = k.keyOf(g, x.key)
+		x.ks = ks
+	}
+	if !x.counted && x.gd.counts != nil {
+		x.gd.counts.add(x.key, 1, 0) // a retry is never refused
+		x.counted = true
+	}
+	k.setState(h, Queued)
+	if from != 0 || k.events != nil {
+		k.emit(h, from, Queued, h.cur, nil)
+	}
+	if k.ls.closing {
+		k.gateEnd(h, Canceled, ErrClosed)
+		return
+	}
+	x.inGate = true
+	ks.q[h.bucket].push(h)
+	ks.n++
+	g.waiting++
+	k.touchKey(ks)
+}
+
+// gatePushFront puts h back at the head of its key's queue (its attempt was
+// rate-limited, or Pause took it back from its bucket). h is Queued.
+func (k *Kernel) gatePushFront(h *Handle) {
+	x := h.ext
+	ks := x.ks
+	if !x.counted && x.gd.counts != nil {
+		x.gd.counts.add(x.key, 1, 0)
+		x.counted = true
+	}
+	x.inGate = true
+	ks.q[h.bucket].pushFront(h)
+	ks.n++
+	ks.g.waiting++
+}
+
+// gateEnd ends a task waiting in no queue (about to enter one) or taken out of
+// its key's queue, releasing its ticket. Loop only.
+func (k *Kernel) gateEnd(h *Handle, to State, err error) {
+	k.release(h.ticket(), 1)
+	k.ls.freed = true
+	switch to {
+	case Canceled:
+		k.m.canceled[h.bucket].Inc()
+	case Failed:
+		k.m.failed[h.bucket].Inc()
+	case Abandoned:
+		k.m.abandoned[h.bucket].Inc()
+	}
+	k.end(h, to, err)
+}
+
+// gateUncount takes h off its key's waiting tasks (MaxWaiting). Loop only.
+func gateUncount(h *Handle) {
+	if x := h.ext; x != nil && x.counted {
+		x.counted = false
+		x.gd.counts.sub(x.key, 1)
+	}
+}
+
+// gateRemove takes h out of its key's queue, if it waits there, and reports
+// whether it did. Loop only.
+func (k *Kernel) gateRemove(h *Handle) bool {
+	x := groupExt(h)
+	if x == nil || !x.inGate {
+		return false
+	}
+	ks := x.ks
+	ks.q[h.bucket].remove(func(o *Handle) bool { return o == h })
+	x.inGate = false
+	ks.n--
+	ks.g.waiting--
+	k.keyMaybeIdle(ks)
+	return true
+}
+
+// headLevel returns the level of ks's next task: its highest level with tasks
+// that is not paused.
+func (k *Kernel) headLevel(ks *keyState) (queue.Level, bool) {
+	for l := range queue.NumLevels {
+		if ks.q[l].len() > 0 && k.ls.gate.pausedLevels&(1<<l) == 0 {
+			return queue.Level(l), true
+		}
+	}
+	return 0, false
+}
+
+// keyCanStart reports whether ks's head task may have a permit as far as the key
+// is concerned (the group's total limits aside). When the key must wait for a
+// time (a token, a RetryAfter's end, an open breaker's time), it arms the key's
+// wheel entry for it. Loop only.
+func (k *Kernel) keyCanStart(ks *keyState) bool {
+	g := ks.g
+	if ks.n == 0 || ks.paused || g.paused || k.ls.closing {
+		return false
+	}
+	if _, ok := k.headLevel(ks); !ok {
+		return false
+	}
+	d := g.def
+	if c := d.cfg.PerKey.Concurrency; c > 0 && ks.running >= c {
+		return false
+	}
+	now := k.ls.nowMono
+	wait := max(ks.holdUntil, ks.rate.next(d.perKey, now), ks.brUntil)
+	if wait > now {
+		if ks.timer.slot == 0 || ks.timer.at != wait {
+			if ks.timer.slot == 0 {
+				g.pub.throttles.Add(1)
+				k.note(g, ks.key, NoteThrottled, 0)
+			}
+			k.armKey(ks, wait)
+		}
+		return false
+	}
+	return !ks.brProbe
+}
+
+// touchKey puts ks in its group's ready ring if it may start, and serves the
+// group. Loop only.
+func (k *Kernel) touchKey(ks *keyState) {
+	if !ks.inReady && k.keyCanStart(ks) {
+		ks.inReady = true
+		ks.g.ready.push(ks)
+	}
+	k.serveGroup(ks.g)
+}
+
+// serveGroup gives permits to the keys in g's ready ring, round robin, one each
+// per turn, while the group's total limits allow. Loop only.
+func (k *Kernel) serveGroup(g *groupState) {
+	d := g.def
+	now := k.ls.nowMono
+	for g.ready.len() > 0 {
+		if g.paused || k.ls.closing {
+			return
+		}
+		if c := d.cfg.Total.Concurrency; c > 0 && g.running >= c {
+			return // a permit's return serves the group again
+		}
+		if at := g.total.next(d.total, now); at > now {
+			if g.totalTimer.slot == 0 || g.totalTimer.at != at {
+				k.armGroup(g, &g.totalTimer, slotTotal, at)
+			}
+			return
+		}
+		ks := g.ready.pop()
+		ks.inReady = false
+		if !k.keyCanStart(ks) || !k.grant(ks) {
+			continue
+		}
+		if k.keyCanStart(ks) {
+			ks.inReady = true
+			g.ready.push(ks)
+		}
+	}
+}
+
+// grant gives a permit to ks's head task and moves it to its bucket. It reports
+// false if the key's breaker refused. keyCanStart and the group's total limits
+// allowed it. Loop only.
+func (k *Kernel) grant(ks *keyState) bool {
+	g := ks.g
+	lvl, _ := k.headLevel(ks)
+	var gen uint32
+	admitted := false
+	if ks.br != nil {
+		ok, gn, wake := ks.br.admit(k.ls.now)
+		if !ok {
+			k.breakerRefused(ks, wake)
+			return false
+		}
+		gen, admitted = gn, true
+	}
+	h := ks.q[lvl].pop()
+	ks.n--
+	g.waiting--
+	x := h.ext
+	x.inGate = false
+	gateUncount(h)
+	a := h.cur
+	a.permit = true
+	a.brGen, a.brAdmitted, a.brReported = gen, admitted, false
+	ks.running++
+	g.running++
+	now := k.ls.nowMono
+	ks.rate.take(g.def.perKey, now)
+	g.total.take(g.def.total, now)
+	ks.lastUsed = now
+	k.pushBucket(h)
+	return true
+}
+
+// gateRelease returns the permit of attempt a: its function returned, or it left
+// its bucket without running. Loop only.
+func (k *Kernel) gateRelease(a *attempt) {
+	k.breakerDone(a, breakerIgnored) // if not reported: it never ran
+	a.permit = false
+	ks := a.h.ext.ks
+	ks.running--
+	ks.g.running--
+	ks.lastUsed = k.ls.nowMono
+	if ks.n > 0 {
+		k.touchKey(ks)
+	} else {
+		k.serveGroup(ks.g)
+		k.keyMaybeIdle(ks)
+	}
+}
+
+// armKey sets ks's wheel entry to mono time at.
+func (k *Kernel) armKey(ks *keyState, at int64) {
+	if ks.timer.slot == 0 {
+		ks.g.throttled++
+	}
+	k.armTimer(&ks.timer, gateSlot{ks: ks, g: ks.g, kind: slotKey}, at)
+}
+
+// armGroup sets one of g's wheel entries to mono time at.
+func (k *Kernel) armGroup(g *groupState, t *timer, kind uint8, at int64) {
+	k.armTimer(t, gateSlot{g: g, kind: kind}, at)
+}
+
+func (k *Kernel) armTimer(t *timer, s gateSlot, at int64) {
+	gs := &k.ls.gate
+	if t.slot != 0 {
+		k.ls.wheel.Cancel(t.h)
+	} else {
+		if n := len(gs.free); n > 0 {
+			t.slot = gs.free[n-1]
+			gs.free = gs.free[:n-1]
+		} else {
+			if len(gs.slots) == 0 {
+				gs.slots = append(gs.slots, gateSlot{}) // slot 0 means none
+			}
+			t.slot = uint64(len(gs.slots))
+			gs.slots = append(gs.slots, gateSlot{})
+		}
+		gs.slots[t.slot] = s
+	}
+	t.at = at
+	t.h = k.ls.wheel.Schedule(k.at(at), timerEntry{t: lazyTask{meta: t.slot}})
+}
+
+func (k *Kernel) freeSlot(t *timer) {
+	gs := &k.ls.gate
+	gs.slots[t.slot] = gateSlot{}
+	gs.free = append(gs.free, t.slot)
+	t.slot = 0
+	t.h = timewheel.Handle[timerEntry]{}
+}
+
+// isGateEntry reports whether a wheel entry is the gate's.
+func isGateEntry(e *timerEntry) bool { return e.a == nil && e.t.run == nil }
+
+// onGateTimer handles a gate wheel entry that came due. Loop only.
+func (k *Kernel) onGateTimer(slot uint64) {
+	s := k.ls.gate.slots[slot]
+	switch s.kind {
+	case slotKey:
+		ks := s.ks
+		k.freeSlot(&ks.timer)
+		ks.g.throttled--
+		if ks.brUntil != 0 && ks.brUntil <= k.ls.nowMono {
+			ks.brUntil = 0
+		}
+		k.touchKey(ks)
+		k.keyMaybeIdle(ks)
+	case slotTotal:
+		k.freeSlot(&s.g.totalTimer)
+		k.serveGroup(s.g)
+	case slotSweep:
+		k.freeSlot(&s.g.sweepTimer)
+		k.sweepKeys(s.g)
+	}
+}
+
+// keepGateEntry re-arms a gate wheel entry that Shutdown's clearing of the wheel
+// took out. Loop only.
+func (k *Kernel) keepGateEntry(slot uint64) {
+	s := k.ls.gate.slots[slot]
+	var t *timer
+	switch s.kind {
+	case slotKey:
+		t = &s.ks.timer
+	case slotTotal:
+		t = &s.g.totalTimer
+	case slotSweep:
+		t = &s.g.sweepTimer
+	default:
+		return
+	}
+	t.h = k.ls.wheel.Schedule(k.at(t.at), timerEntry{t: lazyTask{meta: slot}})
+}
+
+// keyMaybeIdle queues ks to be forgotten once it stays unused for KeyIdle. Loop only.
+func (k *Kernel) keyMaybeIdle(ks *keyState) {
+	if ks.inIdle || ks.n > 0 || ks.running > 0 {
+		return
+	}
+	g := ks.g
+	ks.inIdle = true
+	g.idle.push(ks)
+	if g.sweepTimer.slot == 0 {
+		k.armGroup(g, &g.sweepTimer, slotSweep, ks.lastUsed+int64(g.def.cfg.KeyIdle))
+	}
+}
+
+// sweepKeys forgets the keys of g that stayed idle for KeyIdle, at most sweepMax
+// of them per call, and re-arms the sweep while idle keys remain. Loop only.
+func (k *Kernel) sweepKeys(g *groupState) {
+	now := k.ls.nowMono
+	idle := int64(g.def.cfg.KeyIdle)
+	next := int64(math.MaxInt64)
+	n := min(g.idle.len(), sweepMax)
+	if n < g.idle.len() {
+		next = now + 1 // more to look at
+	}
+	for ; n > 0; n-- {
+		ks := g.idle.pop()
+		if ks.n > 0 || ks.running > 0 || ks.paused {
+			ks.inIdle = false // it is queued again when it goes idle
+			continue
+		}
+		due := ks.lastUsed + idle
+		if due <= now {
+			if k.keyForgettable(ks) {
+				ks.inIdle = false
+				delete(g.keys, ks.key)
+				continue
+			}
+			due = now + max(idle/4, 1) // its bucket refills, its breaker closes: look again
+		}
+		next = min(next, due)
+		g.idle.push(ks)
+	}
+	if g.idle.len() > 0 {
+		k.armGroup(g, &g.sweepTimer, slotSweep, next)
+	}
+}
+
+// sweepMax bounds the keys one sweep looks at, so that forgetting a million keys
+// never stalls the loop for long.
+const sweepMax = 4096
+
+// keyForgettable reports whether ks holds nothing worth keeping: nothing waits or
+// runs, it is not paused, its bucket is full, no RetryAfter or breaker holds it.
+func (k *Kernel) keyForgettable(ks *keyState) bool {
+	now := k.ls.nowMono
+	return ks.n == 0 && ks.running == 0 && !ks.paused && ks.timer.slot == 0 &&
+		ks.rate.full(now) && ks.holdUntil <= now && ks.brUntil <= now && !ks.brProbe &&
+		(ks.br == nil || ks.br.idle(k.ls.now))
+}
+
+// pushBucket queues a task that may go to its bucket (ungrouped, or holding its
+// permit) without changing its state.
+func (k *Kernel) pushBucket(h *Handle) {
+	h.queuedAt = k.ls.nowMono
+	k.growBucket(h.bucket)
+	_ = k.ls.buckets.Push(h.bucket, qitem{h: h}) // growBucket made room: no error
+}
+
+// holdKey pauses ks for d after an attempt returned a RateLimitedError. Loop only.
+func (k *Kernel) holdKey(ks *keyState, d time.Duration) {
+	ks.g.pub.rateLimited.Add(1)
+	d = max(d, k.ls.rcl.cfg.Tick)
+	ks.holdUntil = max(ks.holdUntil, addMono(k.ls.nowMono, d))
+}
+
+// rateLimited handles an attempt of a group's task that returned a
+// RateLimitedError: its key pauses for d, and the task goes back to the head of
+// its key's queue, its attempt not spent. Loop only.
+func (k *Kernel) rateLimited(h *Handle, a *attempt) {
+	ks := h.ext.ks
+	na := &attempt{h: h, n: a.n}
+	na.ctx.a = na
+	na.ctx.parent = a.ctx.parent
+	h.cur = na
+	k.waiting[h.bucket].Add(1) // it waits again: a ticket, without a check (as a retry)
+	h.evicts = false
+	from := k.setState(h, Queued)
+	k.emit(h, from, Queued, na, a.err)
+	k.gatePushFront(h)
+	k.touchKey(ks)
+}
+
+// breakerRefused parks ks, or fails its tasks (FailFast), after its breaker
+// refused a start; wake is when it may admit again (zero: at a probe's outcome).
+func (k *Kernel) breakerRefused(ks *keyState, wake time.Time) {
+	if ks.g.def.breaker.FailFast {
+		k.failKey(ks)
+		return
+	}
+	if wake.IsZero() {
+		ks.brProbe = true
+		return
+	}
+	ks.brUntil = max(int64(wake.Sub(k.epoch)), k.ls.nowMono+1)
+	k.keyCanStart(ks) // arms the key's entry
+}
+
+// failKey ends the tasks waiting in ks's queue with ErrCircuitOpen. Loop only.
+func (k *Kernel) failKey(ks *keyState) {
+	for l := range queue.NumLevels {
+		for ks.q[l].len() > 0 {
+			h := ks.q[l].pop()
+			ks.n--
+			ks.g.waiting--
+			h.ext.inGate = false
+			ks.g.pub.circuitOpenFailed.Add(1)
+			k.gateEnd(h, Failed, ErrCircuitOpen)
+		}
+	}
+	k.keyMaybeIdle(ks)
+}
+
+// breakerDone reports a's outcome to its key's breaker, once. Loop only.
+func (k *Kernel) breakerDone(a *attempt, o breakerOutcome) {
+	if !a.brAdmitted || a.brReported {
+		return
+	}
+	a.brReported = true
+	ks := a.h.ext.ks
+	if ks.br == nil {
+		return // the group's breaker was removed by Update
+	}
+	from, to := ks.br.done(k.ls.now, a.brGen, o)
+	if ks.brProbe {
+		ks.brProbe = false
+		defer k.touchKey(ks)
+	}
+	if from == to {
+		return
+	}
+	g := ks.g
+	isOpen := func(s BreakerState) bool { return s == BreakerOpen || s == BreakerHalfOpen }
+	switch {
+	case isOpen(to) && !isOpen(from):
+		g.openBreakers++
+	case !isOpen(to) && isOpen(from):
+		g.openBreakers--
+	}
+	switch to {
+	case BreakerOpen:
+		g.pub.breakerOpened.Add(1)
+	case BreakerHalfOpen:
+		g.pub.breakerHalfOpened.Add(1)
+	case BreakerClosed:
+		g.pub.breakerClosed.Add(1)
+	}
+	k.note(g, ks.key, NoteBreaker, to)
+}
+
+// outcomeOf classifies a finished attempt for its key's breaker. Loop only.
+func (k *Kernel) outcomeOf(a *attempt) breakerOutcome {
+	h := a.h
+	if h.cancelErr != nil || k.ls.closing {
+		return breakerIgnored
+	}
+	if a.err == nil {
+		if b := h.ext.ks.g.def.breaker; b != nil && b.SlowCall > 0 && time.Duration(a.endAt-a.startAt) > b.SlowCall {
+			return breakerSlow
+		}
+		return breakerSuccess
+	}
+	if _, ok := isRateLimited(a.err); ok {
+		return breakerIgnored
+	}
+	switch a.failClass {
+	case failNo:
+		return breakerSuccess // IsFailure says the upstream answered well (a 404, say)
+	case failYes:
+		return breakerFailure
+	}
+	if canceledByKernel(a.err) {
+		return breakerIgnored
+	}
+	return breakerFailure
+}
+
+// The classification of an attempt's error by BreakerConfig.IsFailure, made on
+// the executor (attempt.failClass).
+const (
+	failUnknown uint8 = iota // not classified: the default rule applies
+	failYes
+	failNo
+)
+
+// classify calls the group's IsFailure on a's error, on the executor, recovering a
+// panic (the default rule applies then).
+func (k *Kernel) classify(a *attempt) {
+	x := a.h.ext
+	if a.err == nil || x == nil || x.gd == nil || x.gd.breaker == nil || x.gd.breaker.IsFailure == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			k.m.callbackPanics.Inc()
+			a.failClass = failUnknown
+		}
+	}()
+	if x.gd.breaker.IsFailure(a.err) {
+		a.failClass = failYes
+	} else {
+		a.failClass = failNo
+	}
+}
+
+// pause applies Kernel.Pause or Kernel.Resume. Loop only.
+func (k *Kernel) pause(sel Selector, on bool) error {
+	gs := &k.ls.gate
+	switch {
+	case sel.Group != "":
+		d, ok := k.ls.rcl.groups[sel.Group]
+		var g *groupState
+		if ok {
+			g = k.group(d)
+		} else if g, ok = gs.groups[sel.Group]; !ok {
+			return nil
+		}
+		if sel.Key != "" {
+			ks := k.keyOf(g, sel.Key)
+			if ks.paused == on {
+				return nil
+			}
+			ks.paused = on
+			if on {
+				g.pausedKeys++
+				k.pullBack(func(_ *Handle, x *taskExt) bool { return x.ks == ks })
+			} else {
+				g.pausedKeys--
+				k.touchKey(ks)
+				k.keyMaybeIdle(ks)
+			}
+			k.note(g, sel.Key, notePause(on), 0)
+			return nil
+		}
+		if g.paused == on {
+			return nil
+		}
+		g.paused = on
+		if on {
+			k.pullBack(func(_ *Handle, x *taskExt) bool { return x.ks.g == g })
+		} else {
+			k.touchAll(g)
+		}
+		k.note(g, "", notePause(on), 0)
+	case sel.Kind != "":
+		if on {
+			if gs.pausedKinds == nil {
+				gs.pausedKinds = make(map[string]bool)
+			}
+			gs.pausedKinds[sel.Kind] = true
+			return nil
+		}
+		delete(gs.pausedKinds, sel.Kind)
+		held := gs.held[sel.Kind]
+		delete(gs.held, sel.Kind)
+		gs.heldN -= len(held)
+		for _, h := range held {
+			k.pushBucket(h)
+		}
+	default:
+		m := queue.Mask(1) << levelOf(sel.Priority)
+		if on == (gs.pausedLevels&m != 0) {
+			return nil
+		}
+		if on {
+			gs.pausedLevels |= m
+			k.pullBack(func(h *Handle, _ *taskExt) bool { return h.bucket == levelOf(sel.Priority) })
+		} else {
+			gs.pausedLevels &^= m
+			for _, g := range gs.groups {
+				k.touchAll(g)
+			}
+		}
+	}
+	return nil
+}
+
+// touchAll offers every key of g a start.
+func (k *Kernel) touchAll(g *groupState) {
+	for _, ks := range g.keys {
+		if ks.n > 0 && !ks.inReady && k.keyCanStart(ks) {
+			ks.inReady = true
+			g.ready.push(ks)
+		}
+	}
+	k.serveGroup(g)
+}
+
+// pullBack takes the tasks of groups that hold a permit but wait in their bucket,
+// and that match, back to the head of their keys' queues, in their order,
+// returning their permits. Loop only.
+func (k *Kernel) pullBack(match func(h *Handle, x *taskExt) bool) {
+	var back []*Handle
+	for l := range queue.NumLevels {
+		r := k.ls.buckets.Bucket(queue.Level(l))
+		var keep []qitem
+		r.Clear(func(it qitem) {
+			if it.h != nil {
+				if x := groupExt(it.h); x != nil && it.h.cur.permit && match(it.h, x) {
+					back = append(back, it.h)
+					return
+				}
+			}
+			keep = append(keep, it)
+		})
+		for _, it := range keep {
+			_ = r.Push(it)
+		}
+	}
+	// Pushed to the front in reverse: each key's queue gets them back in order.
+	for i := len(back) - 1; i >= 0; i-- {
+		h := back[i]
+		a := h.cur
+		a.permit = false
+		k.breakerDone(a, breakerIgnored)
+		ks := h.ext.ks
+		ks.running--
+		ks.g.running--
+		k.gatePushFront(h)
+	}
+}
+
+// holdKind reports whether dispatch must hold h back (its durable kind is paused),
+// and holds it. Loop only.
+func (k *Kernel) holdKind(h *Handle) bool {
+	gs := &k.ls.gate
+	if h.dur == nil || !gs.pausedKinds[h.dur.kind] {
+		return false
+	}
+	if gs.held == nil {
+		gs.held = make(map[string][]*Handle)
+	}
+	gs.held[h.dur.kind] = append(gs.held[h.dur.kind], h)
+	gs.heldN++
+	return true
+}
+
+// unholdCanceled removes h from the tasks of paused kinds, reporting whether it
+// was there. Loop only.
+func (k *Kernel) unholdCanceled(h *Handle) bool {
+	gs := &k.ls.gate
+	if h.dur == nil {
+		return false
+	}
+	hs := gs.held[h.dur.kind]
+	for i, o := range hs {
+		if o == h {
+			gs.held[h.dur.kind] = append(hs[:i:i], hs[i+1:]...)
+			gs.heldN--
+			return true
+		}
+	}
+	return false
+}
+
+// closeGate ends every task waiting in the gate or held by a paused kind
+// Canceled with ErrClosed, and drops the gate's wheel entries. Loop only.
+func (k *Kernel) closeGate() {
+	gs := &k.ls.gate
+	for _, g := range gs.groups {
+		for _, ks := range g.keys {
+			for l := range queue.NumLevels {
+				for ks.q[l].len() > 0 {
+					h := ks.q[l].pop()
+					ks.n--
+					g.waiting--
+					h.ext.inGate = false
+					k.gateEnd(h, Canceled, ErrClosed)
+				}
+			}
+		}
+		g.ready = ring[*keyState]{}
+	}
+	for kind, hs := range gs.held {
+		for _, h := range hs {
+			k.gateEnd(h, Canceled, ErrClosed)
+		}
+		delete(gs.held, kind)
+	}
+	gs.heldN = 0
+}
+
+// applyGroups installs the groups of a new config: each group's state takes its
+// new def, and every group is served, its limits perhaps raised. A group no longer
+// in the config keeps the def its tasks were submitted with until it empties.
+// Loop only.
+func (k *Kernel) applyGroups(rc *resolved) {
+	for name, g := range k.ls.gate.groups {
+		if d, ok := rc.groups[name]; ok {
+			if (g.def.breaker == nil) != (d.breaker == nil) {
+				for _, ks := range g.keys {
+					ks.br, ks.brUntil, ks.brProbe = nil, 0, false
+					if d.breaker != nil {
+						ks.br = k.newKeyBreaker(d.breaker)
+					}
+				}
+				g.openBreakers = 0
+			}
+			g.def = d
+		}
+		k.touchAll(g)
+	}
+}
+
+// dropGateEntry forgets a gate wheel entry that Close's clearing of the wheel
+// took out. Loop only.
+func (k *Kernel) dropGateEntry(slot uint64) {
+	s := k.ls.gate.slots[slot]
+	switch s.kind {
+	case slotKey:
+		s.ks.g.throttled--
+		k.freeSlot(&s.ks.timer)
+	case slotTotal:
+		k.freeSlot(&s.g.totalTimer)
+	case slotSweep:
+		k.freeSlot(&s.g.sweepTimer)
+	}
+}
+
+// breakerHolds reports whether h's key has a breaker that is not closed: a retry
+// then waits at the gate until the breaker admits it, and is not charged to the
+// retry budget, as it reaches no upstream meanwhile. Loop only.
+func (k *Kernel) breakerHolds(h *Handle) bool {
+	x := groupExt(h)
+	return x != nil && x.ks != nil && x.ks.br != nil && x.ks.br.state(k.ls.now) != BreakerClosed
+}

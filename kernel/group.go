@@ -1,0 +1,446 @@
+package kernel
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Defaults and limits of [GroupConfig].
+const (
+	KeyIdleDefault = time.Minute
+	RateBurstMax   = 1 << 20
+	GroupsMax      = 1024
+)
+
+// Rate is a token bucket: N tokens per Per, refilled evenly (one every Per/N), in
+// a bucket of Burst tokens. The zero Rate is no limit.
+//
+// With Burst 1 (the default) the starts are spread evenly, one every Per/N: no
+// window of length Per ever holds more than N starts, which is what an upstream's
+// "N per second" quota usually means. A larger Burst lets up to Burst starts go
+// at once after a quiet spell (as golang.org/x/time/rate's burst does), so a
+// window of length Per may then hold up to N + Burst - 1 starts.
+type Rate struct {
+	// N tokens per Per. If zero, no rate limit (Per and Burst must be zero too).
+	N int
+	// Per is the period N tokens are spread over. Must be > 0 when N is set, and
+	// Per/N at least a nanosecond.
+	Per time.Duration
+	// Burst is the bucket's size, at most RateBurstMax. If zero, 1.
+	Burst int
+}
+
+// Limits bounds the attempts of a key or of a whole group. The zero Limits is no
+// limit.
+type Limits struct {
+	// Concurrency is the most attempts running at once. If zero, no limit.
+	Concurrency int
+	// Rate bounds how fast attempts start. If zero, no limit.
+	Rate Rate
+}
+
+// GroupConfig configures a group of tasks (Config.Groups): limits per key and for
+// the whole group, a bound on the tasks waiting per key, and an optional circuit
+// breaker per key. A task names its group and key with Task.Group and Task.Key
+// (Batch and Map members with BatchOptions.Group and Key). The limits hold per
+// kernel: kernels sharing a store each apply them to the tasks they run.
+type GroupConfig struct {
+	// PerKey limits each key of the group on its own. If zero, no limit.
+	PerKey Limits
+	// Total limits the group, all keys together. If zero, no limit.
+	Total Limits
+	// MaxWaiting bounds, per key, the tasks submitted and not yet started
+	// (waiting for their permit, delayed or waiting for a retry): a submission past
+	// it fails with [ErrGroupFull]. Retries are never refused. If zero, no bound
+	// other than Config.Capacity.
+	MaxWaiting int
+	// KeyIdle is how long the state of a key (its rate bucket, its breaker) is kept
+	// after the key was last used, while nothing of it waits or runs. A forgotten key
+	// starts again with a full bucket and a closed breaker. If zero, KeyIdleDefault
+	// (1 min).
+	KeyIdle time.Duration
+	// Breaker, if set, gives each key a circuit breaker (see [BreakerConfig]). If
+	// nil, none.
+	Breaker *BreakerConfig
+}
+
+// RateLimitedError is returned by a task's function to say that the upstream
+// asked it to slow down (an HTTP 429 or 503 with Retry-After): the task's key
+// pauses for RetryAfter (no attempt of the key starts until then), and the task
+// goes back to the head of its key's queue without spending an attempt or the
+// retry budget. Returned by a task without a Group, it is an error like any other.
+type RateLimitedError struct {
+	RetryAfter time.Duration // how long the key pauses; <= 0 means a tick
+	Err        error         // the upstream's answer, if any
+}
+
+// Error implements error.
+func (e *RateLimitedError) Error() string {
+	s := "kernel: rate limited, retry after " + e.RetryAfter.String()
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns Err.
+func (e *RateLimitedError) Unwrap() error { return e.Err }
+
+// Selector chooses the work [Kernel.Pause] and [Kernel.Resume] apply to: a group
+// (Group), one key of a group (Group and Key), a priority (Priority), or the
+// durable tasks of a kind (Kind). Exactly one of Group, Priority and Kind is set.
+type Selector struct {
+	Group    string
+	Key      string
+	Priority Priority // PriorityDefault means none; use Normal for Normal
+	Kind     string
+}
+
+// String returns the selector as a short description ("group x", "key x/y", ...).
+func (s Selector) String() string {
+	switch {
+	case s.Group != "" && s.Key != "":
+		return "key " + strconv.Quote(s.Group) + "/" + strconv.Quote(s.Key)
+	case s.Group != "":
+		return "group " + strconv.Quote(s.Group)
+	case s.Kind != "":
+		return "kind " + strconv.Quote(s.Kind)
+	default:
+		return "priority " + s.Priority.String()
+	}
+}
+
+// validate checks that s names one thing.
+func (s Selector) validate() error {
+	n := 0
+	if s.Group != "" {
+		n++
+	}
+	if s.Priority != PriorityDefault {
+		n++
+		if !s.Priority.Valid() {
+			return &ConfigError{Field: "Selector.Priority", Value: s.Priority, Reason: "must be High, Normal or Low"}
+		}
+	}
+	if s.Kind != "" {
+		n++
+	}
+	switch {
+	case s.Key != "" && s.Group == "":
+		return &ConfigError{Field: "Selector.Key", Value: s.Key, Reason: "needs a Group"}
+	case n != 1:
+		return &ConfigError{Field: "Selector", Value: s, Reason: "must set exactly one of Group, Priority and Kind"}
+	}
+	return nil
+}
+
+// Pause stops the starts of the work sel selects: a group's tasks, one key's, a
+// priority's (grouped or not) or a durable kind's. Paused tasks stay queued, in
+// their order, and count against Config.Capacity; tasks already running go on,
+// and tasks already handed to the run queue (at most the lookahead) may still
+// start. Submissions go on being accepted. A paused group or key pauses tasks
+// submitted later too; pausing a key that has no task yet holds its state until
+// it is resumed. Pause blocks until the loop applied it, and returns
+// [ErrClosed] once the kernel has stopped, a *ConfigError for a bad selector, and
+// an error for a group not in Config.Groups. Pausing what is paused does nothing.
+//
+// A paused task waits through [Kernel.Shutdown], which then returns when its ctx
+// ends unless the work is resumed; [Kernel.Close] ends paused tasks Canceled with
+// [ErrClosed], as it does every queued task.
+func (k *Kernel) Pause(sel Selector) error { return k.pauseResume(sel, true) }
+
+// Resume undoes [Kernel.Pause] for sel: the selected tasks start again in their
+// order, under their limits. Resuming what is not paused does nothing. It blocks
+// until the loop applied it and returns the errors of Pause.
+func (k *Kernel) Resume(sel Selector) error { return k.pauseResume(sel, false) }
+
+func (k *Kernel) pauseResume(sel Selector, pause bool) error {
+	if err := sel.validate(); err != nil {
+		return err
+	}
+	if sel.Group != "" {
+		if _, ok := k.rc.Load().groups[sel.Group]; !ok {
+			return fmt.Errorf("kernel: %v: no such group in Config.Groups", sel)
+		}
+	}
+	ack := make(chan error, 1)
+	k.control(ctrlMsg{kind: ctrlPause, sel: sel, pause: pause, ack: ack})
+	select {
+	case err := <-ack:
+		return err
+	case <-k.loopDone:
+		select {
+		case err := <-ack:
+			return err
+		default:
+			return ErrClosed
+		}
+	}
+}
+
+// validateGroups checks Config.Groups.
+func validateGroups(groups map[string]GroupConfig) []error {
+	var errs []error
+	if len(groups) > GroupsMax {
+		errs = append(errs, &ConfigError{Field: "Config.Groups", Value: len(groups), Reason: "must hold at most " + itoa(GroupsMax) + " groups"})
+	}
+	for name, g := range groups {
+		prefix := "Config.Groups[" + strconv.Quote(name) + "]"
+		if name == "" || !validName(name) {
+			errs = append(errs, &ConfigError{Field: prefix, Reason: "a group's name must be 1 to " + itoa(NameMax) + " bytes of ASCII letters, digits, '_', '-' and '.'"})
+		}
+		errs = append(errs, g.PerKey.validate(prefix+".PerKey")...)
+		errs = append(errs, g.Total.validate(prefix+".Total")...)
+		if g.MaxWaiting < 0 || g.MaxWaiting > CapacityMax {
+			errs = append(errs, &ConfigError{Field: prefix + ".MaxWaiting", Value: g.MaxWaiting, Reason: "must be in [0, " + itoa(CapacityMax) + "]"})
+		}
+		if g.KeyIdle < 0 {
+			errs = append(errs, &ConfigError{Field: prefix + ".KeyIdle", Value: g.KeyIdle, Reason: "must be >= 0"})
+		}
+		if g.Breaker != nil {
+			errs = append(errs, g.Breaker.validate(prefix+".Breaker")...)
+		}
+	}
+	return errs
+}
+
+// validate checks limits; prefix names them.
+func (l *Limits) validate(prefix string) []error {
+	var errs []error
+	bad := func(field string, v any, reason string) {
+		errs = append(errs, &ConfigError{Field: prefix + "." + field, Value: v, Reason: reason})
+	}
+	if l.Concurrency < 0 || l.Concurrency > MaxConcurrencyMax {
+		bad("Concurrency", l.Concurrency, "must be in [0, "+itoa(MaxConcurrencyMax)+"]")
+	}
+	r := l.Rate
+	switch {
+	case r.N < 0:
+		bad("Rate.N", r.N, "must be >= 0")
+	case r.N == 0 && r.Per != 0:
+		bad("Rate.Per", r.Per, "must be zero when Rate.N is")
+	case r.N == 0 && r.Burst != 0:
+		bad("Rate.Burst", r.Burst, "must be zero when Rate.N is")
+	case r.N > 0 && r.Per <= 0:
+		bad("Rate.Per", r.Per, "must be > 0 when Rate.N is set")
+	case r.N > 0 && r.Per/time.Duration(r.N) == 0:
+		bad("Rate.N", r.N, "must be at most Rate.Per in nanoseconds (one token per ns)")
+	}
+	if r.Burst < 0 || r.Burst > RateBurstMax {
+		bad("Rate.Burst", r.Burst, "must be in [0, "+itoa(RateBurstMax)+"]")
+	}
+	return errs
+}
+
+// cloneGroups deep-copies Config.Groups (each Breaker included).
+func cloneGroups(groups map[string]GroupConfig) map[string]GroupConfig {
+	if groups == nil {
+		return nil
+	}
+	out := make(map[string]GroupConfig, len(groups))
+	for name, g := range groups {
+		if g.Breaker != nil {
+			b := *g.Breaker
+			g.Breaker = &b
+		}
+		out[name] = g
+	}
+	return out
+}
+
+// groupDef is a group's resolved config, shared by submitters and the loop. The
+// counts of waiting tasks per key (for MaxWaiting) outlive config updates: the
+// def of a group that stays in the config keeps its counts.
+type groupDef struct {
+	name    string
+	cfg     GroupConfig // defaults applied; Breaker deep-copied
+	counts  *keyCounts  // nil when MaxWaiting is zero
+	perKey  gcraParams
+	total   gcraParams
+	breaker *BreakerConfig // cfg.Breaker with defaults, or nil
+}
+
+// resolveGroups builds the group defs of c, reusing prev's counts.
+func resolveGroups(c *Config, prev map[string]*groupDef) map[string]*groupDef {
+	if len(c.Groups) == 0 {
+		return nil
+	}
+	out := make(map[string]*groupDef, len(c.Groups))
+	for name, g := range c.Groups {
+		g.KeyIdle = cmp.Or(g.KeyIdle, KeyIdleDefault)
+		d := &groupDef{name: name, cfg: g, perKey: gcraOf(g.PerKey.Rate), total: gcraOf(g.Total.Rate)}
+		if g.Breaker != nil {
+			b := g.Breaker.withDefaults()
+			d.breaker = &b
+			d.cfg.Breaker = &b
+		}
+		if g.MaxWaiting > 0 {
+			if p := prev[name]; p != nil && p.counts != nil {
+				d.counts = p.counts
+			} else {
+				d.counts = newKeyCounts()
+			}
+		}
+		out[name] = d
+	}
+	return out
+}
+
+// gcraParams are a Rate as the generic cell rate algorithm uses it: a token every
+// interval, and up to tolerance ahead of time (Burst - 1 intervals). interval 0:
+// no limit.
+type gcraParams struct {
+	interval, tolerance int64
+}
+
+func gcraOf(r Rate) gcraParams {
+	if r.N == 0 {
+		return gcraParams{}
+	}
+	iv := int64(r.Per / time.Duration(r.N))
+	b := int64(cmp.Or(r.Burst, 1)) - 1
+	tol := int64(math.MaxInt64 / 4)
+	if b == 0 || iv <= tol/b {
+		tol = iv * b
+	}
+	return gcraParams{interval: iv, tolerance: tol}
+}
+
+// gcra is one token bucket's state: the theoretical arrival time of the next
+// token (mono). The zero value is a full bucket.
+type gcra struct{ tat int64 }
+
+// next returns when a token is available (<= now: at once).
+func (g *gcra) next(p gcraParams, now int64) int64 {
+	if p.interval == 0 {
+		return math.MinInt64
+	}
+	return g.tat - p.tolerance
+}
+
+// take spends a token at now, which next allowed.
+func (g *gcra) take(p gcraParams, now int64) {
+	if p.interval == 0 {
+		return
+	}
+	g.tat = max(g.tat, now) + p.interval
+}
+
+// full reports whether the bucket is full at now (its state may be forgotten).
+func (g *gcra) full(now int64) bool { return g.tat <= now }
+
+// keyCounts counts, per key of a group, the tasks submitted and not yet started,
+// for MaxWaiting: submitters add under a shard's lock, the loop takes off. Keys at
+// zero are deleted, so the maps hold only the keys with waiting tasks.
+type keyCounts struct {
+	seed   maphash.Seed
+	shards [keyShards]struct {
+		mu sync.Mutex
+		m  map[string]int32
+		_  [40]byte
+	}
+}
+
+const keyShards = 16
+
+func newKeyCounts() *keyCounts {
+	c := &keyCounts{seed: maphash.MakeSeed()}
+	for i := range c.shards {
+		c.shards[i].m = make(map[string]int32)
+	}
+	return c
+}
+
+// add counts n more tasks of key if the key stays within max (max 0: always),
+// and reports whether it did.
+func (c *keyCounts) add(key string, n, maxN int32) bool {
+	s := &c.shards[maphash.String(c.seed, key)%keyShards]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.m[key]
+	if maxN > 0 && v+n > maxN {
+		return false
+	}
+	s.m[key] = v + n
+	return true
+}
+
+// sub takes n tasks of key off.
+func (c *keyCounts) sub(key string, n int32) {
+	s := &c.shards[maphash.String(c.seed, key)%keyShards]
+	s.mu.Lock()
+	if v := s.m[key] - n; v > 0 {
+		s.m[key] = v
+	} else {
+		delete(s.m, key)
+	}
+	s.mu.Unlock()
+}
+
+// groupOf resolves t's group for a submission under rc: nil for a task without
+// one, or a *ConfigError naming Task.Group or Task.Key.
+func groupOf(t *Task, rc *resolved) (*groupDef, error) {
+	if t.Group == "" {
+		if t.Key != "" {
+			return nil, &ConfigError{Field: "Task.Key", Value: t.Key, Reason: "needs a Task.Group"}
+		}
+		return nil, nil
+	}
+	d, ok := rc.groups[t.Group]
+	if !ok {
+		return nil, &ConfigError{Field: "Task.Group", Value: t.Group, Reason: "names no group of Config.Groups"}
+	}
+	return d, nil
+}
+
+// countWaiting counts a new task of group d and key in its key's waiting tasks,
+// and returns ErrGroupFull when MaxWaiting is reached.
+func countWaiting(d *groupDef, key string, n int) error {
+	if d == nil || d.counts == nil {
+		return nil
+	}
+	if !d.counts.add(key, int32(n), int32(d.cfg.MaxWaiting)) {
+		return fmt.Errorf("%w: group %q, key %q holds %d waiting tasks (MaxWaiting)", ErrGroupFull, d.name, key, d.cfg.MaxWaiting)
+	}
+	return nil
+}
+
+// isRateLimited returns the pause a RateLimitedError in err asks for.
+func isRateLimited(err error) (time.Duration, bool) {
+	var rl *RateLimitedError
+	if !errors.As(err, &rl) {
+		return 0, false
+	}
+	return rl.RetryAfter, true
+}
+
+// canceledByKernel reports whether err is the context cancellation of Cancel or
+// Close rather than a failure of the upstream.
+func canceledByKernel(err error) bool {
+	return errors.Is(err, context.Canceled)
+}
+
+// countSome counts up to n new tasks of group d and key in its key's waiting
+// tasks, as many as MaxWaiting allows, and returns how many it counted: at least
+// one, or none with ErrGroupFull.
+func countSome(d *groupDef, key string, n int64) (int64, error) {
+	c := d.counts
+	s := &c.shards[maphash.String(c.seed, key)%keyShards]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := int64(s.m[key])
+	room := int64(d.cfg.MaxWaiting) - v
+	if room <= 0 {
+		return 0, fmt.Errorf("%w: group %q, key %q holds %d waiting tasks (MaxWaiting)", ErrGroupFull, d.name, key, d.cfg.MaxWaiting)
+	}
+	took := min(n, room)
+	s.m[key] = int32(v + took)
+	return took, nil
+}
