@@ -397,7 +397,10 @@ func TestBreakerUnknownOutcomePanics(t *testing.T) {
 }
 
 // refBreaker is an exact, unbucketed model of the breaker: it keeps every outcome
-// of the closed state and counts those in (now - Window, now].
+// of the closed state and counts those in (now - Window, now]. Its half-open rules
+// are sony/gobreaker v2's with MaxRequests = Probes: at most MaxRequests requests
+// not excluded, closed after MaxRequests successes, reopened by any failure, and
+// outcomes of another generation dropped.
 type refBreaker struct {
 	c        *BreakerConfig
 	st       BreakerState
@@ -629,6 +632,13 @@ func TestBreakerWindowBounds(t *testing.T) {
 	}
 }
 
+func TestBreakerBucketSaturates(t *testing.T) {
+	h := newBreakerHarness(t, BreakerConfig{MinCalls: 1, FailureRatio: 1})
+	h.b.ring[0] = breakerBucket{calls: math.MaxUint32 - 1}
+	h.calls(0, 3, breakerFailure, BreakerClosed)
+	h.window(0, math.MaxUint32, 1, 0)
+}
+
 func TestBreakerSize(t *testing.T) {
 	if got := unsafe.Sizeof(breaker{}); got > 200 {
 		t.Errorf("unsafe.Sizeof(breaker{}) = %d, want <= 200", got)
@@ -780,6 +790,26 @@ func TestBreakerConfigDefaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := tt.in.withDefaults(); !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("withDefaults() = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func BenchmarkBreaker(b *testing.B) {
+	for _, bm := range []struct {
+		name string
+		o    breakerOutcome
+	}{{"success", breakerSuccess}, {"failure", breakerFailure}} {
+		b.Run(bm.name, func(b *testing.B) {
+			c := BreakerConfig{OpenFor: BreakerOpenForMin}.withDefaults()
+			br := newBreaker(&c, breakerBase)
+			now := breakerBase
+			b.ReportAllocs()
+			for b.Loop() {
+				now = now.Add(10 * time.Microsecond)
+				if ok, gen, _ := br.admit(now); ok {
+					br.done(now, gen, bm.o)
+				}
 			}
 		})
 	}
