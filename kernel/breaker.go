@@ -77,17 +77,17 @@ type BreakerConfig struct {
 	// is longer; at most BreakerOpenForMax (24 h), and not shorter than OpenFor.
 	MaxOpenFor time.Duration
 	// Probes is the number of attempts a half-open breaker admits, and the number
-	// of successes that close it. If zero, BreakerProbesDefault (1); at
-	// most BreakerProbesMax.
+	// of successes that close it. If zero, BreakerProbesDefault (1); at most
+	// BreakerProbesMax.
 	Probes int
 	// FailFast ends the key's tasks with [ErrCircuitOpen] while the breaker is
 	// open, instead of keeping them queued until it half-opens. A task ended so
 	// spends no attempt. If false, tasks wait.
 	FailFast bool
 	// IsFailure reports whether an attempt's non-nil error counts as a failure of
-	// the upstream; an error it refuses counts as a success. It
-	// runs on the task's goroutine after the attempt, never on the scheduler's, and
-	// must be safe for concurrent use. If nil, every error is a failure.
+	// the upstream; an error it refuses counts as a success. It runs on the task's
+	// goroutine after the attempt, never on the scheduler's, and must be safe for
+	// concurrent use. If nil, every error is a failure.
 	IsFailure func(err error) bool
 }
 
