@@ -116,10 +116,11 @@ type keyState struct {
 	n         int // tasks in q
 	running   int // permits held
 	rate      gcra
-	holdUntil int64      // mono: a RateLimitedError paused the key until then
-	brUntil   int64      // mono: the breaker refused until then (0: not parked on time)
-	brProbe   bool       // the breaker refused until a probe's outcome
-	br        keyBreaker // nil without GroupConfig.Breaker
+	holdUntil int64        // mono: a RateLimitedError paused the key until then
+	brUntil   int64        // mono: the breaker refused until then (0: not parked on time)
+	brProbe   bool         // the breaker refused until a probe's outcome
+	br        keyBreaker   // nil without GroupConfig.Breaker
+	brState   BreakerState // br's state as last reported (breakerMoved)
 	paused    bool
 	inReady   bool
 	inIdle    bool
@@ -279,7 +280,7 @@ func (k *Kernel) keyOf(g *groupState, key string) *keyState {
 	}
 	ks := &keyState{g: g, key: key, lastUsed: k.ls.nowMono}
 	if b := g.def.breaker; b != nil {
-		ks.br = k.newKeyBreaker(b)
+		ks.br, ks.brState = k.newKeyBreaker(b), BreakerClosed
 	}
 	g.keys[key] = ks
 	return ks
@@ -461,6 +462,9 @@ func (k *Kernel) grant(ks *keyState) bool {
 	admitted := false
 	if ks.br != nil {
 		ok, gn, wake := ks.br.admit(k.ls.now)
+		if st := ks.br.state(k.ls.now); st != ks.brState {
+			k.breakerMoved(ks, ks.brState, st) // open turned half-open in admit
+		}
 		if !ok {
 			k.breakerRefused(ks, wake)
 			return false
@@ -724,9 +728,14 @@ func (k *Kernel) breakerDone(a *attempt, o breakerOutcome) {
 		ks.brProbe = false
 		defer k.touchKey(ks)
 	}
-	if from == to {
-		return
+	if from != to {
+		k.breakerMoved(ks, from, to)
 	}
+}
+
+// breakerMoved counts and reports a transition of ks's breaker. Loop only.
+func (k *Kernel) breakerMoved(ks *keyState, from, to BreakerState) {
+	ks.brState = to
 	g := ks.g
 	isOpen := func(s BreakerState) bool { return s == BreakerOpen || s == BreakerHalfOpen }
 	switch {
@@ -987,9 +996,9 @@ func (k *Kernel) applyGroups(rc *resolved) {
 		if d, ok := rc.groups[name]; ok {
 			if (g.def.breaker == nil) != (d.breaker == nil) {
 				for _, ks := range g.keys {
-					ks.br, ks.brUntil, ks.brProbe = nil, 0, false
+					ks.br, ks.brUntil, ks.brProbe, ks.brState = nil, 0, false, 0
 					if d.breaker != nil {
-						ks.br = k.newKeyBreaker(d.breaker)
+						ks.br, ks.brState = k.newKeyBreaker(d.breaker), BreakerClosed
 					}
 				}
 				g.openBreakers = 0

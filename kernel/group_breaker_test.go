@@ -163,8 +163,9 @@ func TestBreakerParks(t *testing.T) {
 				t.Errorf("probe %d at %v, want %v", i, got, want)
 			}
 		}
-		if len(notes) < 2 || notes[0] != BreakerOpen || notes[1] != BreakerOpen {
-			t.Errorf("breaker notes = %v, want open first", notes)
+		// Each probe half-opens the breaker, and its failure opens it again.
+		if len(notes) < 3 || notes[0] != BreakerOpen || notes[1] != BreakerHalfOpen || notes[2] != BreakerOpen {
+			t.Errorf("breaker notes = %v, want open, half-open, open, ...", notes)
 		}
 	})
 }
