@@ -549,8 +549,10 @@ func TestGroupBatchAndMap(t *testing.T) {
 		if err := b.Wait(); !errors.Is(err, ErrGroupFull) {
 			t.Fatalf("Wait() = %v, want ErrGroupFull", err)
 		}
-		if st := k.Stats().ByPriority.Normal; st.Succeeded != 18 {
-			t.Errorf("succeeded = %d, want 8 + 10", st.Succeeded)
+		// MaxWaiting counts the tasks waiting for a permit: 10 of them, and up to
+		// PerKey.Concurrency more if the loop granted permits during the flush.
+		if st := k.Stats().ByPriority.Normal; st.Succeeded < 18 || st.Succeeded > 20 {
+			t.Errorf("succeeded = %d, want 8 + 10 to 8 + 12", st.Succeeded)
 		}
 		_, err = Map(context.Background(), k, items, func(context.Context, int) (int, error) { return 0, nil }, &BatchOptions{Group: "nope"})
 		var ce *ConfigError
