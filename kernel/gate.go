@@ -468,6 +468,35 @@ func (k *Kernel) grant(ks *keyState) bool {
 	return true
 }
 
+// gateClaimed gives a claimed durable task of a group (see claimed) its permit
+// at once, past its key's and group's limits if need be: the claim started the
+// attempt in the store already, so it cannot wait. It counts against the limits
+// like any permit (other tasks of the key wait for it), spends the rate tokens and
+// is returned when the attempt's function returns; the breaker is not asked. Loop
+// only.
+func (k *Kernel) gateClaimed(h *Handle) {
+	x := groupExt(h)
+	if x == nil {
+		return
+	}
+	g := k.group(x.gd)
+	ks := x.ks
+	if ks == nil {
+		ks = k.keyOf(g, x.key)
+		x.ks = ks
+	}
+	gateUncount(h)
+	a := h.cur
+	a.permit = true
+	a.brGen, a.brAdmitted, a.brReported = 0, false, false
+	ks.running++
+	g.running++
+	now := k.ls.nowMono
+	ks.rate.take(g.def.perKey, now)
+	g.total.take(g.def.total, now)
+	ks.lastUsed = now
+}
+
 // gateRelease returns the permit of attempt a: its function returned, or it left
 // its bucket without running. Loop only.
 func (k *Kernel) gateRelease(a *attempt) {

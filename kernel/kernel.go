@@ -290,6 +290,7 @@ func (k *Kernel) Update(fn func(*Config)) error {
 	for name := range rc.groups {
 		k.groupPub(name)
 	}
+	k.releaseGroups(rc)
 	return nil
 }
 
