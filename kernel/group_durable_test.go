@@ -247,8 +247,10 @@ func TestDurableGroupHeldUntilConfigured(t *testing.T) {
 		s := storekit.NewMemoryStore()
 		var seeded []kernel.StoredTask
 		for i := range 4 {
-			seeded = append(seeded, kernel.StoredTask{ID: fmt.Sprintf("g%d", i), Kind: "call", Payload: fmt.Appendf(nil, "a/%d", i),
-				State: kernel.Queued, Fence: 1, Group: "hosts", Key: "a"})
+			seeded = append(seeded, kernel.StoredTask{
+				ID: fmt.Sprintf("g%d", i), Kind: "call", Payload: fmt.Appendf(nil, "a/%d", i),
+				State: kernel.Queued, Fence: 1, Group: "hosts", Key: "a",
+			})
 		}
 		seeded = append(seeded, kernel.StoredTask{ID: "free", Kind: "call", Payload: []byte("free/0"), State: kernel.Queued, Fence: 1})
 		seed(t, s, seeded...)
