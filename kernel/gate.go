@@ -267,16 +267,25 @@ func (k *Kernel) keyOf(g *groupState, key string) *keyState {
 	return ks
 }
 
+// keyFor returns the state of x's key, making it anew when the key was forgotten
+// since x last used it (its retry's backoff, or a pause of its kind, outlasted
+// KeyIdle): a task never comes back to a forgotten key's state, which would limit
+// it apart from the key's other tasks. Loop only.
+func (k *Kernel) keyFor(x *taskExt) *keyState {
+	g := k.group(x.gd)
+	if ks := x.ks; ks != nil && g.keys[x.key] == ks {
+		return ks
+	}
+	x.ks = k.keyOf(g, x.key)
+	return x.ks
+}
+
 // gateIn puts h, a task of a group without a permit, in its key's queue. from is
 // its previous state (0 when new). Loop only.
 func (k *Kernel) gateIn(h *Handle, from State) {
 	x := h.ext
-	g := k.group(x.gd)
-	ks := x.ks
-	if ks == nil {
-		ks = k.keyOf(g, x.key)
-		x.ks = ks
-	}
+	ks := k.keyFor(x)
+	g := ks.g
 	if !x.counted && x.gd.counts != nil {
 		x.gd.counts.add(x.key, 1, 0) // a retry is never refused
 		x.counted = true
@@ -479,12 +488,8 @@ func (k *Kernel) gateClaimed(h *Handle) {
 	if x == nil {
 		return
 	}
-	g := k.group(x.gd)
-	ks := x.ks
-	if ks == nil {
-		ks = k.keyOf(g, x.key)
-		x.ks = ks
-	}
+	ks := k.keyFor(x)
+	g := ks.g
 	gateUncount(h)
 	a := h.cur
 	a.permit = true
