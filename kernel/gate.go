@@ -868,8 +868,22 @@ func (k *Kernel) pause(sel Selector, on bool) error {
 		held := gs.held[sel.Kind]
 		delete(gs.held, sel.Kind)
 		gs.heldN -= len(held)
+		var regate []*Handle
 		for _, h := range held {
+			if groupExt(h) != nil {
+				regate = append(regate, h) // its permit returned when it was held
+				continue
+			}
 			k.pushBucket(h)
+		}
+		// Back to the head of their keys' queues, in their order.
+		for i := len(regate) - 1; i >= 0; i-- {
+			h := regate[i]
+			k.keyFor(h.ext)
+			k.gatePushFront(h)
+		}
+		for _, h := range regate {
+			k.touchKey(h.ext.ks)
 		}
 	default:
 		m := queue.Mask(1) << levelOf(sel.Priority)
@@ -946,6 +960,12 @@ func (k *Kernel) holdKind(h *Handle) bool {
 	}
 	gs.held[h.dur.kind] = append(gs.held[h.dur.kind], h)
 	gs.heldN++
+	if h.cur.permit {
+		// A task of a paused kind holds no permit of its group (DurableTask.Group):
+		// its key's other tasks go on meanwhile. It waits for a permit again once
+		// its kind is resumed.
+		k.gateRelease(h.cur)
+	}
 	return true
 }
 

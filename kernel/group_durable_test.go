@@ -343,3 +343,48 @@ func TestDurableGroupClaimedHoldsPermit(t *testing.T) {
 		}
 	})
 }
+
+// TestPauseDurableKindOfGroup: a paused kind's task of a group holds no permit of
+// its key: another kind's task of the same key runs meanwhile; once resumed, the
+// paused kind's task waits for its permit again and runs.
+func TestPauseDurableKindOfGroup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, kernel.Config{Store: storekit.NewMemoryStore(), Groups: map[string]kernel.GroupConfig{
+			"hosts": {PerKey: kernel.Limits{Concurrency: 1}},
+		}})
+		for _, kind := range []string{"mail", "sms"} {
+			if err := k.Register(kind, func(context.Context, []byte) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := k.Pause(kernel.Selector{Kind: "mail"}); err != nil {
+			t.Fatal(err)
+		}
+		mail, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "mail", Group: "hosts", Key: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		sms, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "sms", Group: "hosts", Key: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		advance(time.Second)
+		if s := sms.State(); s != kernel.Succeeded {
+			t.Fatalf("the other kind's task of the key: State() = %v, want succeeded (the paused task holds no permit)", s)
+		}
+		if s := mail.State(); s != kernel.Queued {
+			t.Fatalf("paused kind's task State() = %v, want queued", s)
+		}
+		if err := k.Resume(kernel.Selector{Kind: "mail"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := mail.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if g := k.Stats().Groups["hosts"]; g.Running != 0 || g.Waiting != 0 {
+			t.Fatalf("Stats.Groups[hosts] = %+v, want nothing running or waiting", g)
+		}
+	})
+}
