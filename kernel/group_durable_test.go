@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -385,6 +387,56 @@ func TestPauseDurableKindOfGroup(t *testing.T) {
 		synctest.Wait()
 		if g := k.Stats().Groups["hosts"]; g.Running != 0 || g.Waiting != 0 {
 			t.Fatalf("Stats.Groups[hosts] = %+v, want nothing running or waiting", g)
+		}
+	})
+}
+
+// refuseFirstStart is a MemoryStore that refuses the first OpStart it is given,
+// as a store does when another owner took the task.
+type refuseFirstStart struct {
+	*storekit.MemoryStore
+	done atomic.Bool
+}
+
+func (s *refuseFirstStart) CommitAs(ctx context.Context, o kernel.Owner, cs []kernel.Change) ([]error, error) {
+	idx := slices.IndexFunc(cs, func(c kernel.Change) bool { return c.Op == kernel.OpStart })
+	if idx < 0 || !s.done.CompareAndSwap(false, true) {
+		return s.MemoryStore.CommitAs(ctx, o, cs)
+	}
+	res, err := s.MemoryStore.CommitAs(ctx, o, slices.Delete(slices.Clone(cs), idx, idx+1))
+	if err != nil {
+		return nil, err
+	}
+	return slices.Insert(res, idx, error(fmt.Errorf("refused: %w", kernel.ErrStaleFence))), nil
+}
+
+// TestDurableGroupRefusedStartReturnsPermit: an attempt of a group whose start the
+// store refused (another owner holds the task) never runs and gives its key's
+// permit back: the key's next task runs.
+func TestDurableGroupRefusedStartReturnsPermit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &refuseFirstStart{MemoryStore: storekit.NewMemoryStore()}
+		k := newTestKernel(t, kernel.Config{Store: s, Groups: map[string]kernel.GroupConfig{
+			"hosts": {PerKey: kernel.Limits{Concurrency: 1}},
+		}})
+		var ran atomic.Int32
+		if err := k.Register("call", func(context.Context, []byte) error { ran.Add(1); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		first, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "call", Group: "hosts", Key: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := first.Wait(context.Background()); !errors.Is(err, kernel.ErrTaskTaken) || first.State() != kernel.Abandoned {
+			t.Fatalf("refused start: Wait() = %v, State() = %v; want ErrTaskTaken, abandoned", err, first.State())
+		}
+		next, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "call", Group: "hosts", Key: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		advance(time.Second)
+		if s := next.State(); s != kernel.Succeeded || ran.Load() != 1 {
+			t.Fatalf("the key's next task: State() = %v, ran %d; want succeeded once (the refused attempt's permit returned)", s, ran.Load())
 		}
 	})
 }
