@@ -426,3 +426,21 @@ func isRateLimited(err error) (time.Duration, bool) {
 func canceledByKernel(err error) bool {
 	return errors.Is(err, context.Canceled)
 }
+
+// countSome counts up to n new tasks of group d and key in its key's waiting
+// tasks, as many as MaxWaiting allows, and returns how many it counted: at least
+// one, or none with ErrGroupFull.
+func countSome(d *groupDef, key string, n int64) (int64, error) {
+	c := d.counts
+	s := &c.shards[maphash.String(c.seed, key)%keyShards]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := int64(s.m[key])
+	room := int64(d.cfg.MaxWaiting) - v
+	if room <= 0 {
+		return 0, fmt.Errorf("%w: group %q, key %q holds %d waiting tasks (MaxWaiting)", ErrGroupFull, d.name, key, d.cfg.MaxWaiting)
+	}
+	took := min(n, room)
+	s.m[key] = int32(v + took)
+	return took, nil
+}
