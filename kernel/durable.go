@@ -59,10 +59,11 @@ type DurableTask struct {
 	// group, is held like a task of an unregistered kind (Stats.Store.Held) until an
 	// Update adds the group. Limits are per process: each kernel enforces its own
 	// Config.Groups on the tasks it runs, so N processes with PerKey.Concurrency 5
-	// run up to 5N tasks of a key at once. The group's MaxWaiting counts durable
-	// tasks but never refuses them. A pool task (see Pool) of a group runs at once
-	// where it is claimed, holding a permit past the limits if need be (the claim
-	// started it); its retries wait for their permits.
+	// run up to 5N tasks of a key at once. The group's MaxWaiting counts a durable
+	// task while it waits in the gate but never refuses one. A pool task (see Pool)
+	// of a group runs at once where it is claimed, holding a permit past the limits
+	// if need be (the claim started it; in a kernel without its group it runs
+	// ungrouped); its retries wait for their permits.
 	//
 	// A Group not in Config.Groups is refused at submit with a *ConfigError naming
 	// DurableTask.Group. Key is at most GroupKeyMax bytes and must be empty without
@@ -676,9 +677,10 @@ func ceilMilli(t time.Time) time.Time {
 }
 
 // Requeue gives the named dead letters another life (see [Store.Requeue]: Queued,
-// attempts counted from zero, a new fence) and schedules them in this kernel — or
-// holds them until their kind is registered. With a [SharedStore] they belong to this
-// kernel's owner ([SharedStore.RequeueAs]). It returns how many it requeued; IDs
+// attempts counted from zero, a new fence) and schedules them in this kernel, each
+// in its group's gate (see [DurableTask.Group]) — or holds them until their kind is
+// registered or their group is in Config.Groups. With a [SharedStore] they belong to
+// this kernel's owner ([SharedStore.RequeueAs]). It returns how many it requeued; IDs
 // that are unknown or not dead letters are skipped. List dead letters with the
 // store's [Store.DeadLetters]. ctx bounds the store's call; a nil ctx is
 // context.Background().
