@@ -440,3 +440,64 @@ func TestDurableGroupRefusedStartReturnsPermit(t *testing.T) {
 		}
 	})
 }
+
+// plainStore hides the SharedStore methods of the store it wraps: the kernel
+// then reads its tasks back with Recover.
+type plainStore struct{ kernel.Store }
+
+// TestDurableGroupRecoverAndRequeuePlainStore: on a Store that is not a
+// SharedStore, tasks read back by Recover and dead letters given another life by
+// Requeue wait in their group's gate with their keys.
+func TestDurableGroupRecoverAndRequeuePlainStore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := storekit.NewMemoryStore()
+		var seeded []kernel.StoredTask
+		for i := range 3 {
+			seeded = append(seeded, kernel.StoredTask{
+				ID: fmt.Sprintf("r%d", i), Kind: "call", Payload: fmt.Appendf(nil, "a/r%d", i),
+				State: kernel.Queued, Fence: 1, Group: "hosts", Key: "a",
+			})
+		}
+		seed(t, mem, seeded...)
+		k := newTestKernel(t, kernel.Config{Store: plainStore{mem}, Groups: map[string]kernel.GroupConfig{
+			"hosts": {PerKey: kernel.Limits{Concurrency: 1}},
+		}})
+		tr := newKeyTracker(time.Second)
+		if err := k.Register("call", tr.run); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Register("fail", func(context.Context, []byte) error { return kernel.Permanent(errors.New("no")) }); err != nil {
+			t.Fatal(err)
+		}
+		dead := make([]kernel.DurableTask, 3)
+		for i := range dead {
+			dead[i] = kernel.DurableTask{Kind: "fail", Group: "hosts", Key: "b"}
+		}
+		hs, err := k.SubmitDurableMany(context.Background(), dead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		advance(time.Minute)
+		if _, maxKey, runs := tr.snapshot(); maxKey["a"] != 1 || len(runs) != 3 {
+			t.Fatalf("recovered tasks: most running of key a = %d, runs %v; want 1, each of the 3 once", maxKey["a"], runs)
+		}
+		ids := make([]string, len(hs))
+		for i, h := range hs {
+			if h.State() != kernel.Failed {
+				t.Fatalf("task %d State() = %v, want failed", i, h.State())
+			}
+			ids[i] = h.ID()
+		}
+		// Another life, under a kind that runs, with their group and key.
+		if err := k.Pause(kernel.Selector{Group: "hosts", Key: "b"}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := k.Requeue(context.Background(), ids...); n != 3 || err != nil {
+			t.Fatalf("Requeue() = %d, %v; want 3", n, err)
+		}
+		synctest.Wait()
+		if g := k.Stats().Groups["hosts"]; g.Waiting != 3 || g.PausedKeys != 1 {
+			t.Fatalf("Stats.Groups[hosts] after Requeue = %+v, want the 3 requeued tasks waiting in paused key b", g)
+		}
+	})
+}
