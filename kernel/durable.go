@@ -201,7 +201,7 @@ func (k *Kernel) Register(kind string, fn DurableFunc) error {
 // its key. A task whose group this kernel does not have (Config.Groups) is held
 // until an Update adds it (releaseGroups).
 func (k *Kernel) recover(tasks []StoredTask, fn DurableFunc) {
-	tasks = k.dur.holdGroupless(tasks, k)
+	tasks, groups := k.dur.holdGroupless(tasks, k)
 	rc := k.rc.Load()
 	now := k.clk.Now()
 	var hs []*Handle
@@ -225,7 +225,7 @@ func (k *Kernel) recover(tasks []StoredTask, fn DurableFunc) {
 		}
 		var gd *groupDef
 		if t.Group != "" {
-			gd = rc.groups[t.Group] // holdGroupless kept only the tasks of groups rc has
+			gd = groups[t.Group] // holdGroupless kept only the tasks of these groups
 		}
 		h := k.newDurableHandle(&task, rc, fn, t.Kind, t.Payload, t.UniqueKey, maxAttempts, t.Timeout, gd, t.Key)
 		h.dur.fence = t.Fence
@@ -243,10 +243,11 @@ func (k *Kernel) recover(tasks []StoredTask, fn DurableFunc) {
 }
 
 // holdGroupless takes out of tasks those whose group is not in k's Config.Groups
-// and holds them (heldGroups) until an Update adds it, and returns the others. The
-// check and the hold are made under mu, which Update's releaseGroups takes after the
-// new config is in force: a task is never held for a group that is there.
-func (d *durables) holdGroupless(tasks []StoredTask, k *Kernel) []StoredTask {
+// and holds them (heldGroups) until an Update adds it, and returns the others with
+// the groups it checked them against (the others' groups are all there). The check
+// and the hold are made under mu, which Update's releaseGroups takes after the new
+// config is in force: a task is never held for a group that is there.
+func (d *durables) holdGroupless(tasks []StoredTask, k *Kernel) ([]StoredTask, map[string]*groupDef) {
 	var keep []StoredTask
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -268,9 +269,9 @@ func (d *durables) holdGroupless(tasks []StoredTask, k *Kernel) []StoredTask {
 		k.log.warn("kernel: a recovered durable task names a group not in Config.Groups; it is held until an Update adds it", "task", t.ID, "group", t.Group)
 	}
 	if keep == nil {
-		return tasks
+		return tasks, groups
 	}
-	return keep
+	return keep, groups
 }
 
 // releaseGroups schedules the held tasks of the groups rc has (an Update added
