@@ -48,7 +48,9 @@ type Limits struct {
 
 // GroupConfig configures a group of tasks (Config.Groups): limits per key and for
 // the whole group, a bound on the tasks waiting per key, and an optional circuit
-// breaker per key. A task names its group and key with Task.Group and Task.Key.
+// breaker per key. A task names its group and key with Task.Group and Task.Key
+// (Batch and Map members with BatchOptions.Group and Key). The limits hold per
+// kernel: kernels sharing a store each apply them to the tasks they run.
 type GroupConfig struct {
 	// PerKey limits each key of the group on its own. If zero, no limit.
 	PerKey Limits
