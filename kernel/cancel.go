@@ -46,7 +46,7 @@ func (k *Kernel) Cancel(ctx context.Context, id string) (int, error) {
 }
 
 // cancelHeld cancels the recovered durable task id if it waits for its kind's
-// Register: its row is stored Canceled. It reports how many it cancelled (0 or 1).
+// Register or its group's configuration: its row is stored Canceled. It reports how many it cancelled (0 or 1).
 func (k *Kernel) cancelHeld(id string) int {
 	d := k.dur
 	if d == nil {
@@ -54,15 +54,20 @@ func (k *Kernel) cancelHeld(id string) int {
 	}
 	d.mu.Lock()
 	var found *StoredTask
-	for kind, ts := range d.held {
-		if i := slices.IndexFunc(ts, func(t StoredTask) bool { return t.ID == id }); i >= 0 {
-			t := ts[i]
-			found = &t
-			if ts = slices.Delete(ts, i, i+1); len(ts) == 0 {
-				delete(d.held, kind)
-			} else {
-				d.held[kind] = ts
+	for _, held := range []map[string][]StoredTask{d.held, d.heldGroups} {
+		for name, ts := range held {
+			if i := slices.IndexFunc(ts, func(t StoredTask) bool { return t.ID == id }); i >= 0 {
+				t := ts[i]
+				found = &t
+				if ts = slices.Delete(ts, i, i+1); len(ts) == 0 {
+					delete(held, name)
+				} else {
+					held[name] = ts
+				}
+				break
 			}
+		}
+		if found != nil {
 			break
 		}
 	}

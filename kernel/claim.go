@@ -387,7 +387,13 @@ func (k *Kernel) claimed(m *claimMsg) {
 				maxAttempts = rc.retry[levelOf(prio)].MaxAttempts
 			}
 			task := Task{ID: t.ID, Priority: prio, Timeout: t.Timeout}
-			h = k.newDurableHandle(&task, rc, fn, t.Kind, t.Payload, t.UniqueKey, maxAttempts, t.Timeout)
+			var gd *groupDef
+			if t.Group != "" {
+				// A group this kernel does not have: the claimed attempt runs ungrouped
+				// (the claim started it; it cannot be held).
+				gd = rc.groups[t.Group]
+			}
+			h = k.newDurableHandle(&task, rc, fn, t.Kind, t.Payload, t.UniqueKey, maxAttempts, t.Timeout, gd, t.Key)
 			k.index(h)
 			k.ls.live++
 			k.ls.pendSubmitted[h.bucket]++
@@ -401,6 +407,7 @@ func (k *Kernel) claimed(m *claimMsg) {
 			k.endFromPool(h, Abandoned, ErrAbandoned)
 			continue
 		}
+		k.gateClaimed(h)
 		picked = append(picked, k.startClaimed(h, int32(t.Attempt)))
 	}
 	k.flushCounts()

@@ -288,6 +288,9 @@ func (k *Kernel) abortGated(as []*attempt, errs []error) {
 			k.ls.wheel.Cancel(a.timer)
 			a.tkind = timerNone
 		}
+		if a.permit {
+			k.gateRelease(a) // it never ran
+		}
 		a.settled = true
 		h.dur.keepLive = true
 		k.m.abandoned[h.bucket].Inc()

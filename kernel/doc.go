@@ -184,7 +184,17 @@
 // Keys that wait only for the group's total take turns, one permit each. A key
 // held back by its rate, a [RateLimitedError] or an open breaker has one timer,
 // whatever the number of its tasks. A key nothing uses for KeyIdle is forgotten.
-// Retries of a group's task wait for a permit again. Limits are per process.
+// Retries of a group's task wait for a permit again.
+//
+// Durable tasks join groups too (DurableTask.Group and Key). The store keeps the
+// group and key with the task, so a task recovered after a restart, rescued from
+// another process or requeued waits in its group's gate with its key again; one
+// whose group is not in this kernel's Config.Groups is held (Stats.Store.Held)
+// until an Update adds it. Limits are per process: each kernel enforces its own
+// Config.Groups on the tasks it runs, and no limit is shared through the store, so
+// N processes with PerKey.Concurrency 5 run up to 5N tasks of a key at once (and
+// N times a Rate). Give each process its share of the limit where the total
+// matters.
 //
 // [Kernel.Pause] and [Kernel.Resume] stop and restart the starts of a group, a
 // key, a priority or a durable kind; paused tasks stay queued and in order.

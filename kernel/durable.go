@@ -50,6 +50,27 @@ type DurableTask struct {
 	// with [ErrDuplicateKey]. At most UniqueKeyMax bytes.
 	UniqueKey string
 
+	// Group, if set, names a group of Config.Groups, and Key the task's key in it,
+	// as Task.Group and Task.Key do for a task in memory: each attempt waits for a
+	// permit of its key and group (concurrency, rate, breaker) before it enters its
+	// bucket. Both are stored with the task and kept across restarts: a task
+	// recovered, rescued or requeued by any kernel on the store waits in its group's
+	// gate with its key again — or, if that kernel's Config.Groups has no such
+	// group, is held like a task of an unregistered kind (Stats.Store.Held) until an
+	// Update adds the group. Limits are per process: each kernel enforces its own
+	// Config.Groups on the tasks it runs, so N processes with PerKey.Concurrency 5
+	// run up to 5N tasks of a key at once. The group's MaxWaiting counts a durable
+	// task while it waits in the gate but never refuses one. A pool task (see Pool)
+	// of a group runs at once where it is claimed, holding a permit past the limits
+	// if need be (the claim started it; in a kernel without its group it runs
+	// ungrouped); its retries wait for their permits.
+	//
+	// A Group not in Config.Groups is refused at submit with a *ConfigError naming
+	// DurableTask.Group. Key is at most GroupKeyMax bytes and must be empty without
+	// a Group.
+	Group string
+	Key   string
+
 	// Pool sends the task to the pool of the kernel's [SharedStore] instead of running
 	// it here: any kernel on the store with a free slot claims and runs it (this one
 	// too), when it is due. Its handle follows it wherever it runs: it ends as the
@@ -80,14 +101,17 @@ type durable struct {
 // live durable tasks, the tasks recovered for kinds not registered yet, and the
 // journal.
 type durables struct {
-	mu       sync.Mutex
-	kinds    map[string]DurableFunc  // guarded by mu
-	keys     map[string]struct{}     // guarded by mu: unique keys of live durable tasks
-	held     map[string][]StoredTask // guarded by mu: recovered tasks by kind, waiting for Register
-	prefix   string                  // immutable: the ID prefix of this kernel instance
-	maxBytes int                     // immutable: the store's payload cap, 0 if unknown
-	j        *journal
-	own      *ownership // nil unless the store is a SharedStore
+	mu    sync.Mutex
+	kinds map[string]DurableFunc  // guarded by mu
+	keys  map[string]struct{}     // guarded by mu: unique keys of live durable tasks
+	held  map[string][]StoredTask // guarded by mu: recovered tasks by kind, waiting for Register
+	// heldGroups holds, by group, recovered tasks of a registered kind whose group
+	// is not in Config.Groups, waiting for an Update that adds it. Guarded by mu.
+	heldGroups map[string][]StoredTask
+	prefix     string // immutable: the ID prefix of this kernel instance
+	maxBytes   int    // immutable: the store's payload cap, 0 if unknown
+	j          *journal
+	own        *ownership // nil unless the store is a SharedStore
 }
 
 // payloadCapper is implemented by stores that cap payload sizes; the kernel then
@@ -136,7 +160,8 @@ func (k *Kernel) initDurable(c *Config) error {
 
 // Register names the function that runs durable tasks of kind. Tasks of that kind
 // recovered from the store when the kernel started (see Config.Store) are scheduled
-// now: queued and delayed ones with their priority and due time, those that were
+// now (a task of a group in its group's gate, or held until its group is configured,
+// see [DurableTask.Group]): queued and delayed ones with their priority and due time, those that were
 // running as a new attempt — or, when that attempt was their last, dead-lettered as
 // Failed. Register a kind once, before submitting tasks of it. It returns a
 // *ConfigError for an empty or too long kind or a nil fn, and an error when the
@@ -172,8 +197,11 @@ func (k *Kernel) Register(kind string, fn DurableFunc) error {
 	return nil
 }
 
-// recover schedules tasks read back from the store.
+// recover schedules tasks read back from the store, each in its group's gate with
+// its key. A task whose group this kernel does not have (Config.Groups) is held
+// until an Update adds it (releaseGroups).
 func (k *Kernel) recover(tasks []StoredTask, fn DurableFunc) {
+	tasks, groups := k.dur.holdGroupless(tasks, k)
 	rc := k.rc.Load()
 	now := k.clk.Now()
 	var hs []*Handle
@@ -195,7 +223,11 @@ func (k *Kernel) recover(tasks []StoredTask, fn DurableFunc) {
 		if t.RunAt.After(now) {
 			task.At = t.RunAt
 		}
-		h := k.newDurableHandle(&task, rc, fn, t.Kind, t.Payload, t.UniqueKey, maxAttempts, t.Timeout)
+		var gd *groupDef
+		if t.Group != "" {
+			gd = groups[t.Group] // holdGroupless kept only the tasks of these groups
+		}
+		h := k.newDurableHandle(&task, rc, fn, t.Kind, t.Payload, t.UniqueKey, maxAttempts, t.Timeout, gd, t.Key)
 		h.dur.fence = t.Fence
 		// The next attempt: after one interrupted by the stop (Running), after a failed
 		// one waiting for its retry, or the first.
@@ -210,6 +242,59 @@ func (k *Kernel) recover(tasks []StoredTask, fn DurableFunc) {
 	}
 }
 
+// holdGroupless takes out of tasks those whose group is not in k's Config.Groups
+// and holds them (heldGroups) until an Update adds it, and returns the others with
+// the groups it checked them against (the others' groups are all there). The check
+// and the hold are made under mu, which Update's releaseGroups takes after the new
+// config is in force: a task is never held for a group that is there.
+func (d *durables) holdGroupless(tasks []StoredTask, k *Kernel) ([]StoredTask, map[string]*groupDef) {
+	var keep []StoredTask
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	groups := k.rc.Load().groups
+	for i, t := range tasks {
+		if _, ok := groups[t.Group]; t.Group == "" || ok {
+			if keep != nil {
+				keep = append(keep, t)
+			}
+			continue
+		}
+		if keep == nil {
+			keep = append(make([]StoredTask, 0, len(tasks)), tasks[:i]...)
+		}
+		if d.heldGroups == nil {
+			d.heldGroups = make(map[string][]StoredTask)
+		}
+		d.heldGroups[t.Group] = append(d.heldGroups[t.Group], t)
+		k.log.warn("kernel: a recovered durable task names a group not in Config.Groups; it is held until an Update adds it", "task", t.ID, "group", t.Group)
+	}
+	if keep == nil {
+		return tasks, groups
+	}
+	return keep, groups
+}
+
+// releaseGroups schedules the held tasks of the groups rc has (an Update added
+// them).
+func (k *Kernel) releaseGroups(rc *resolved) {
+	d := k.dur
+	if d == nil {
+		return
+	}
+	var ts []StoredTask
+	d.mu.Lock()
+	for g, held := range d.heldGroups {
+		if _, ok := rc.groups[g]; ok {
+			ts = append(ts, held...)
+			delete(d.heldGroups, g)
+		}
+	}
+	d.mu.Unlock()
+	if len(ts) > 0 {
+		k.recoverStored(ts)
+	}
+}
+
 // dropKey frees a unique key of a durable task that is no longer live.
 func (d *durables) dropKey(key string) {
 	if key == "" {
@@ -220,8 +305,9 @@ func (d *durables) dropKey(key string) {
 	d.mu.Unlock()
 }
 
-// newDurableHandle builds the record of a durable task.
-func (k *Kernel) newDurableHandle(t *Task, rc *resolved, fn DurableFunc, kind string, payload []byte, unique string, maxAttempts int, timeout time.Duration) *Handle {
+// newDurableHandle builds the record of a durable task, of group gd and key key
+// (gd nil: none).
+func (k *Kernel) newDurableHandle(t *Task, rc *resolved, fn DurableFunc, kind string, payload []byte, unique string, maxAttempts int, timeout time.Duration, gd *groupDef, key string) *Handle {
 	h := &Handle{}
 	t.Run = func(ctx context.Context) error { return fn(ctx, payload) }
 	k.initHandle(h, t, t.Priority.normalize(), rc, nil)
@@ -233,6 +319,14 @@ func (k *Kernel) newDurableHandle(t *Task, rc *resolved, fn DurableFunc, kind st
 	p.MaxAttempts = maxAttempts
 	h.retry = &p
 	h.dur = &durable{kind: kind, payload: payload, unique: unique, maxAttempts: maxAttempts, timeout: timeout, fence: 1}
+	if gd != nil {
+		// Not counted in the key's waiting tasks yet: the gate counts it, never
+		// refusing it (MaxWaiting refuses no durable task).
+		if h.ext == nil {
+			h.ext = &taskExt{}
+		}
+		h.ext.gd, h.ext.key = gd, key
+	}
 	return h
 }
 
@@ -265,6 +359,12 @@ func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
 	}
 	if len(t.UniqueKey) > UniqueKeyMax {
 		errs = append(errs, &ConfigError{Field: prefix + "UniqueKey", Reason: strconv.Itoa(len(t.UniqueKey)) + " bytes: must be at most " + strconv.Itoa(UniqueKeyMax) + " bytes (UniqueKeyMax)"})
+	}
+	if t.Key != "" && t.Group == "" {
+		bad("Key", t.Key, "needs a DurableTask.Group")
+	}
+	if len(t.Key) > GroupKeyMax {
+		errs = append(errs, &ConfigError{Field: prefix + "Key", Reason: strconv.Itoa(len(t.Key)) + " bytes: must be at most " + strconv.Itoa(GroupKeyMax) + " bytes (GroupKeyMax)"})
 	}
 	if t.Pool && !shared {
 		bad("Pool", t.Pool, "needs a Config.Store that is a SharedStore")
@@ -374,6 +474,8 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		errs[i] = err
 	}
 	fns := make([]DurableFunc, len(ts))
+	gds := make([]*groupDef, len(ts))
+	groups := k.rc.Load().groups
 	prefix := func(i int) string {
 		if many {
 			return "DurableTask[" + strconv.Itoa(i) + "]."
@@ -390,6 +492,12 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		if !ok {
 			fail(i, &ConfigError{Field: prefix(i) + "Kind", Value: ts[i].Kind, Reason: "is not registered (Kernel.Register)"})
 			continue
+		}
+		if g := ts[i].Group; g != "" {
+			if gds[i] = groups[g]; gds[i] == nil {
+				fail(i, &ConfigError{Field: prefix(i) + "Group", Value: g, Reason: "names no group of Config.Groups"})
+				continue
+			}
 		}
 		fns[i] = fn
 	}
@@ -485,12 +593,12 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		id := d.prefix + fmt.Sprintf("%016x", k.seq.Add(1))
 		payload := bytes.Clone(t.Payload)
 		task := Task{ID: id, Priority: prio, Delay: t.Delay, At: t.At, Timeout: t.Timeout}
-		h := k.newDurableHandle(&task, rc, fns[i], t.Kind, payload, t.UniqueKey, maxAttempts, t.Timeout)
+		h := k.newDurableHandle(&task, rc, fns[i], t.Kind, payload, t.UniqueKey, maxAttempts, t.Timeout, gds[i], t.Key)
 		hs[i] = h
 		st := StoredTask{
 			ID: id, Kind: t.Kind, Payload: payload, Priority: prio, RunAt: now,
 			Timeout: t.Timeout, MaxAttempts: maxAttempts, Fence: 1, UniqueKey: t.UniqueKey,
-			State: Queued, CreatedAt: now, UpdatedAt: now,
+			Group: t.Group, Key: t.Key, State: Queued, CreatedAt: now, UpdatedAt: now,
 		}
 		if h.due {
 			// Stored at millisecond precision, rounded up: a recovered task never
@@ -570,9 +678,10 @@ func ceilMilli(t time.Time) time.Time {
 }
 
 // Requeue gives the named dead letters another life (see [Store.Requeue]: Queued,
-// attempts counted from zero, a new fence) and schedules them in this kernel — or
-// holds them until their kind is registered. With a [SharedStore] they belong to this
-// kernel's owner ([SharedStore.RequeueAs]). It returns how many it requeued; IDs
+// attempts counted from zero, a new fence) and schedules them in this kernel, each
+// in its group's gate (see [DurableTask.Group]) — or holds them until their kind is
+// registered or their group is in Config.Groups. With a [SharedStore] they belong to
+// this kernel's owner ([SharedStore.RequeueAs]). It returns how many it requeued; IDs
 // that are unknown or not dead letters are skipped. List dead letters with the
 // store's [Store.DeadLetters]. ctx bounds the store's call; a nil ctx is
 // context.Background().

@@ -286,16 +286,25 @@ func (k *Kernel) keyOf(g *groupState, key string) *keyState {
 	return ks
 }
 
+// keyFor returns the state of x's key, making it anew when the key was forgotten
+// since x last used it (its retry's backoff, or a pause of its kind, outlasted
+// KeyIdle): a task never comes back to a forgotten key's state, which would limit
+// it apart from the key's other tasks. Loop only.
+func (k *Kernel) keyFor(x *taskExt) *keyState {
+	g := k.group(x.gd)
+	if ks := x.ks; ks != nil && g.keys[x.key] == ks {
+		return ks
+	}
+	x.ks = k.keyOf(g, x.key)
+	return x.ks
+}
+
 // gateIn puts h, a task of a group without a permit, in its key's queue. from is
 // its previous state (0 when new). Loop only.
 func (k *Kernel) gateIn(h *Handle, from State) {
 	x := h.ext
-	g := k.group(x.gd)
-	ks := x.ks
-	if ks == nil {
-		ks = k.keyOf(g, x.key)
-		x.ks = ks
-	}
+	ks := k.keyFor(x)
+	g := ks.g
 	if !x.counted && x.gd.counts != nil {
 		x.gd.counts.add(x.key, 1, 0) // a retry is never refused
 		x.counted = true
@@ -488,6 +497,31 @@ func (k *Kernel) grant(ks *keyState) bool {
 	ks.lastUsed = now
 	k.pushBucket(h)
 	return true
+}
+
+// gateClaimed gives a claimed durable task of a group (see claimed) its permit
+// at once, past its key's and group's limits if need be: the claim started the
+// attempt in the store already, so it cannot wait. It counts against the limits
+// like any permit (other tasks of the key wait for it), spends the rate tokens and
+// is returned when the attempt's function returns; the breaker is not asked. Loop
+// only.
+func (k *Kernel) gateClaimed(h *Handle) {
+	x := groupExt(h)
+	if x == nil {
+		return
+	}
+	ks := k.keyFor(x)
+	g := ks.g
+	gateUncount(h)
+	a := h.cur
+	a.permit = true
+	a.brGen, a.brAdmitted, a.brReported = 0, false, false
+	ks.running++
+	g.running++
+	now := k.ls.nowMono
+	ks.rate.take(g.def.perKey, now)
+	g.total.take(g.def.total, now)
+	ks.lastUsed = now
 }
 
 // gateRelease returns the permit of attempt a: its function returned, or it left
@@ -861,8 +895,22 @@ func (k *Kernel) pause(sel Selector, on bool) error {
 		held := gs.held[sel.Kind]
 		delete(gs.held, sel.Kind)
 		gs.heldN -= len(held)
+		var regate []*Handle
 		for _, h := range held {
+			if groupExt(h) != nil {
+				regate = append(regate, h) // its permit returned when it was held
+				continue
+			}
 			k.pushBucket(h)
+		}
+		// Back to the head of their keys' queues, in their order.
+		for i := len(regate) - 1; i >= 0; i-- {
+			h := regate[i]
+			k.keyFor(h.ext)
+			k.gatePushFront(h)
+		}
+		for _, h := range regate {
+			k.touchKey(h.ext.ks)
 		}
 	default:
 		m := queue.Mask(1) << levelOf(sel.Priority)
@@ -939,6 +987,12 @@ func (k *Kernel) holdKind(h *Handle) bool {
 	}
 	gs.held[h.dur.kind] = append(gs.held[h.dur.kind], h)
 	gs.heldN++
+	if h.cur.permit {
+		// A task of a paused kind holds no permit of its group (DurableTask.Group):
+		// its key's other tasks go on meanwhile. It waits for a permit again once
+		// its kind is resumed.
+		k.gateRelease(h.cur)
+	}
 	return true
 }
 

@@ -147,7 +147,9 @@ func (s Selector) validate() error {
 // and tasks already handed to the run queue (at most the lookahead) may still
 // start. Submissions go on being accepted. A paused group or key pauses tasks
 // submitted later too; pausing a key that has no task yet holds its state until
-// it is resumed. Pause blocks until the loop applied it, and returns
+// it is resumed. A durable task of a paused kind that belongs to a group holds no
+// permit of its key while it waits, and waits for one again once resumed. Pause
+// blocks until the loop applied it, and returns
 // [ErrClosed] once the kernel has stopped, a *ConfigError for a bad selector, and
 // an error for a group not in Config.Groups. Pausing what is paused does nothing.
 //

@@ -385,7 +385,7 @@ func (j *journal) startable() int {
 }
 
 func startable(e *jentry) bool {
-	return e.ack != nil && e.c.Op == OpInsert && !e.c.Pool && e.c.Task.State == Queued && e.h != nil && !e.h.due
+	return e.ack != nil && e.c.Op == OpInsert && !e.c.Pool && e.c.Task.State == Queued && e.c.Task.Group == "" && e.h != nil && !e.h.due
 }
 
 // prestart returns batch with an OpStart behind each of its first n startable

@@ -232,9 +232,10 @@ func (k *Kernel) at(m int64) time.Time { return k.epoch.Add(time.Duration(m)) }
 // MaxConcurrency, Quotas, Reserve, AgeAfter, Capacity, DegradeAt, EvictLow,
 // DefaultTimeout, Retry, RetryBudget, MaxZombies, ZombieGrace and Groups may change; Tick,
 // OnTimeoutWorkers, EventBuffer, Clock, Name, Metrics, Logger, OnEvent and the
-// store's fields (Owner and Lease too) may not (an update that changes them is refused). Lowering
-// MaxConcurrency lets running tasks finish; no new one starts until the running
-// count is below the new limit.
+// store's fields (Owner and Lease too) may not (an update that changes them is refused).
+// Lowering MaxConcurrency lets running tasks finish; no new one starts until the
+// running count is below the new limit. A group it adds releases the recovered
+// durable tasks held for it (see [DurableTask.Group]).
 func (k *Kernel) Update(fn func(*Config)) error {
 	if fn == nil {
 		return errors.New("kernel: Update: fn must not be nil")
@@ -294,6 +295,7 @@ func (k *Kernel) Update(fn func(*Config)) error {
 	for name := range rc.groups {
 		k.groupPub(name)
 	}
+	k.releaseGroups(rc)
 	return nil
 }
 

@@ -112,7 +112,7 @@ type StoreStats struct {
 	Prestarted uint64
 	Pending    int  // changes waiting for a commit
 	Down       bool // the store is known to be down: durable submits fail fast
-	Held       int  // recovered tasks whose kind is not registered yet
+	Held       int  // recovered tasks whose kind is not registered yet, or whose group (DurableTask.Group) is not in Config.Groups
 
 	// With a SharedStore: this kernel's owner and what its membership did.
 	Owner     string // the owner's name (Config.Owner or the generated one)
@@ -182,6 +182,9 @@ func (k *Kernel) Stats() Stats {
 		}
 		d.mu.Lock()
 		for _, ts := range d.held {
+			s.Store.Held += len(ts)
+		}
+		for _, ts := range d.heldGroups {
 			s.Store.Held += len(ts)
 		}
 		d.mu.Unlock()

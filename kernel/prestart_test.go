@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/kernel/storekit"
@@ -285,4 +286,48 @@ func TestDurablePrestartHonoursPause(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A durable task of a group is never started in its insert's commit: it waits for
+// its key's permit like any task of the group.
+func TestDurablePrestartLeavesGroupsToTheGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newCommitLog()
+		k := newTestKernel(t, kernel.Config{Store: s, Groups: map[string]kernel.GroupConfig{
+			"g": {PerKey: kernel.Limits{Concurrency: 1}},
+		}})
+		var mu sync.Mutex
+		running, most := 0, 0
+		_ = k.Register("k", func(ctx context.Context, _ []byte) error {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			<-time.After(10 * time.Millisecond)
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return nil
+		})
+		synctest.Wait()
+		ts := make([]kernel.DurableTask, 4)
+		for i := range ts {
+			ts[i] = kernel.DurableTask{Kind: "k", Group: "g", Key: "a"}
+		}
+		hs, err := k.SubmitDurableMany(context.Background(), ts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range hs {
+			if err := h.Wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if most != 1 {
+			t.Errorf("at most %d ran at once, want 1 (PerKey.Concurrency)", most)
+		}
+		if got := k.Stats().Store.Prestarted; got != 0 {
+			t.Errorf("Stats().Store.Prestarted = %d, want 0 for tasks of a group", got)
+		}
+	})
 }

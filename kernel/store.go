@@ -148,6 +148,12 @@ type StoredTask struct {
 	// UniqueKey, when not empty, is held by at most one live task; at most
 	// [UniqueKeyMax] bytes. See "Unique keys" in [Store].
 	UniqueKey string
+	// Group names the task's group (DurableTask.Group), at most [NameMax] bytes;
+	// empty for a task of no group. Key is its key within the group, at most
+	// [GroupKeyMax] bytes, empty without a Group. Both are set by [OpInsert] and
+	// never change; a store returns them with the task wherever it returns tasks.
+	Group string
+	Key   string
 	// State is where the task is; see [State]. Live states are Delayed, Queued, Running
 	// and Retrying.
 	State State
@@ -233,6 +239,9 @@ const (
 	KindMax = 255
 	// UniqueKeyMax is the longest unique key, in bytes.
 	UniqueKeyMax = 255
+	// GroupKeyMax is the longest key of a durable task's group (DurableTask.Key,
+	// StoredTask.Key), in bytes. (A group's name is at most [NameMax] bytes.)
+	GroupKeyMax = 255
 	// LastErrorMax is the longest LastError kept, in bytes; longer ones are truncated.
 	LastErrorMax = 4096
 	// DeadLettersLimitDefault is the page size of [Store.DeadLetters] for a limit <= 0.
@@ -303,6 +312,12 @@ func (c *Change) Validate() error {
 			return invalidChange(c, "Task.Kind", "longer than KindMax bytes")
 		case len(t.UniqueKey) > UniqueKeyMax:
 			return invalidChange(c, "Task.UniqueKey", "longer than UniqueKeyMax bytes")
+		case len(t.Group) > NameMax:
+			return invalidChange(c, "Task.Group", "longer than NameMax bytes")
+		case len(t.Key) > GroupKeyMax:
+			return invalidChange(c, "Task.Key", "longer than GroupKeyMax bytes")
+		case t.Key != "" && t.Group == "":
+			return invalidChange(c, "Task.Key", "must be empty without a Task.Group")
 		case !t.Priority.Valid():
 			return invalidChange(c, "Task.Priority", "unknown priority")
 		case t.State < Delayed || t.State > Abandoned:

@@ -49,7 +49,13 @@
 // and the due pool tasks of a priority ([Store.Claim]) one range per waiting state, in
 // run_at order; and (state, updated_at) serves dead letters and the retention purge.
 // Each costs every state change one more index write; owner, written only by inserts,
-// claims, rescues and requeues, costs nothing more.
+// claims, rescues and requeues, costs nothing more. grp (VARBINARY(64)) and gkey
+// (VARBINARY(255)) hold the task's group and key ([kernel.StoredTask] Group and Key,
+// from DurableTask.Group and Key), ” for none: written by inserts only, returned by
+// every read of tasks, in no index. The store only keeps them: it enforces no group
+// limit. Each kernel enforces its own Config.Groups on the tasks it runs, so the limits
+// are per process: N processes with PerKey.Concurrency 5 run up to 5N tasks of a key at
+// once.
 // The store's throughput is in docs/performance.md.
 //
 // Four more tables are named after it, which is why a table name is at most [TableMax]
@@ -79,8 +85,10 @@
 // [Store.Migrate] creates missing tables, and adds the owner column (an in-place ALTER
 // TABLE where the server can) and the index (state, owner, priority, run_at) (an online
 // index build, which reads the whole table) to a task table that lacks them, dropping the
-// index (state, priority, run_at) it replaces, and the conn_id column to an owner table
-// that lacks it. Stores of this version need it: migrate before they start.
+// index (state, priority, run_at) it replaces, the grp and gkey columns (in place where
+// the server can; the rows already stored get ”, no group) to a task table that lacks
+// them, and the conn_id column to an owner table that lacks it. Stores of this version
+// need it: migrate before they start.
 //
 // # Owners
 //

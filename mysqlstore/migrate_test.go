@@ -177,3 +177,67 @@ func TestMigrateAddsConnID(t *testing.T) {
 		t.Fatalf("conn_id after a renewal = %d, %v; want the renewing connection's ID", conn, err)
 	}
 }
+
+// TestMigrateAddsGroupKey migrates a task table made without the grp and gkey columns
+// (by a store before groups), with rows in it, from several stores at once and then
+// again: each column is added once, the old rows read back with no group, and a task
+// inserted after keeps its group and key.
+func TestMigrateAddsGroupKey(t *testing.T) {
+	ctx := context.Background()
+	s, db := setup(t, mysqlstore.Options{})
+	table := "`" + s.Table() + "`"
+	if _, err := db.ExecContext(ctx, "ALTER TABLE "+table+" DROP COLUMN grp, DROP COLUMN gkey"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := db.ExecContext(ctx, "INSERT INTO "+table+" (id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, "+
+		"fence, unique_key, live_key, state, last_error, created_at, updated_at) VALUES ('old', 'k', 'p', 2, 0, 0, 1, 0, 7, '', NULL, 2, '', 0, 0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const stores = 4
+	ss := []*mysqlstore.Store{s}
+	for range stores - 1 {
+		o, err := mysqlstore.New(db, mysqlstore.Options{Table: s.Table(), Retention: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = o.Close() })
+		ss = append(ss, o)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, stores)
+	for i, st := range ss {
+		wg.Go(func() { errs[i] = st.Migrate(ctx) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent Migrate() #%d = %v", i, err)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate() again = %v", err)
+	}
+	var grp, gkey int
+	err = db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "+
+		"AND TABLE_NAME = ? AND COLUMN_NAME = 'grp'), (SELECT COUNT(*) FROM information_schema.COLUMNS "+
+		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = 'gkey')", s.Table(), s.Table()).Scan(&grp, &gkey)
+	if err != nil || grp != 1 || gkey != 1 {
+		t.Fatalf("after Migrate: grp columns %d, gkey columns %d, %v; want 1, 1", grp, gkey, err)
+	}
+	now := time.UnixMilli(1_000)
+	ins := kernel.StoredTask{ID: "new", Kind: "k", Group: "hosts", Key: "a.example", State: kernel.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now}
+	if res, err := s.Commit(ctx, []kernel.Change{{Op: kernel.OpInsert, Task: ins}}); err != nil || res[0] != nil {
+		t.Fatalf("Commit(insert) = %v, %v", res, err)
+	}
+	got, err := s.Recover(ctx)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("Recover() = %+v, %v; want old and new", got, err)
+	}
+	for _, tk := range got {
+		want := map[string][2]string{"old": {"", ""}, "new": {"hosts", "a.example"}}[tk.ID]
+		if tk.Group != want[0] || tk.Key != want[1] {
+			t.Errorf("recovered %s: group %q key %q, want %q %q", tk.ID, tk.Group, tk.Key, want[0], want[1])
+		}
+	}
+}

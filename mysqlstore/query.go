@@ -235,7 +235,7 @@ func (s *Store) exec(ctx context.Context, what, q string) (int, error) {
 }
 
 // columnsNoPayload are the columns of scanTask with an empty payload in its place.
-const columnsNoPayload = "id, kind, '' AS payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at"
+const columnsNoPayload = "id, kind, '' AS payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at, grp, gkey"
 
 // States implements [kernel.SharedStore.States]: one read by primary key, payloads
 // left out.

@@ -184,7 +184,7 @@ func scanTask(sc scanner) (kernel.StoredTask, error) {
 		runAt, timeout, created, u int64
 	)
 	err := sc.Scan(&t.ID, &t.Kind, &t.Payload, &prio, &runAt, &timeout, &t.MaxAttempts, &t.Attempt,
-		&t.Fence, &t.UniqueKey, &state, &t.LastError, &created, &u)
+		&t.Fence, &t.UniqueKey, &state, &t.LastError, &created, &u, &t.Group, &t.Key)
 	if err != nil {
 		return t, err
 	}

@@ -346,7 +346,8 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 				uint(uint64(priorityCode(t.Priority))).raw(",").int(millis(t.RunAt)).raw(",").
 				int(int64(t.Timeout)).raw(",").int(int64(t.MaxAttempts)).raw(",").int(int64(t.Attempt)).raw(",").
 				uint(t.Fence).raw(",").hexString(t.UniqueKey).raw(",").uint(uint64(stateCode(t.State))).raw(",").
-				hexString(t.LastError).raw(",").int(millis(t.CreatedAt)).raw(",").int(millis(t.UpdatedAt)).raw(",")
+				hexString(t.LastError).raw(",").int(millis(t.CreatedAt)).raw(",").int(millis(t.UpdatedAt)).raw(",").
+				hexString(t.Group).raw(",").hexString(t.Key).raw(",")
 			if t.UniqueKey != "" && t.State.Live() {
 				q.hexString(t.UniqueKey)
 			} else {

@@ -190,6 +190,8 @@ const schema = `CREATE TABLE IF NOT EXISTS %s (
 	updated_at   BIGINT          NOT NULL COMMENT 'unix ms',
 	version      BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'bumped by every write',
 	` + ownerColumn + `,
+	` + groupColumn + `,
+	` + keyColumn + `,
 	PRIMARY KEY (id),
 	UNIQUE KEY live_key (live_key),
 	KEY state_updated_at (state, updated_at),
@@ -205,6 +207,16 @@ const (
 	ownerIndexName = "state_owner_priority_run_at"
 	ownerIndex     = "KEY " + ownerIndexName + " (state, owner, priority, run_at)"
 	ownerIndexOld  = "state_priority_run_at"
+)
+
+// The group and key columns of a task (kernel.StoredTask.Group and Key), which Migrate
+// adds to a task table that lacks them. Written by inserts only: they never change.
+// No index holds them: the store never searches by them.
+const (
+	groupColumn = "grp VARBINARY(" + groupMaxStr + ") NOT NULL DEFAULT '' COMMENT 'group (DurableTask.Group), empty for none'"
+	keyColumn   = "gkey VARBINARY(" + keyMaxStr + ") NOT NULL DEFAULT '' COMMENT 'key within the group (DurableTask.Key)'"
+	groupMaxStr = "64"  // kernel.NameMax
+	keyMaxStr   = "255" // kernel.GroupKeyMax
 )
 
 // ownersSchema is the owner table: one row per membership ([Store.Join]) until
@@ -242,12 +254,17 @@ const epochsSchema = `CREATE TABLE IF NOT EXISTS %s (
 	PRIMARY KEY (epoch)
 ) ENGINE=InnoDB`
 
+// baseColumns are the task columns every version of the store had; Migrate checks that
+// an existing table has them before it adds the others.
+const baseColumns = "id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at"
+
 // columns are the task columns in the order scanTask reads them.
-const columns = "id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at"
+const columns = baseColumns + ", grp, gkey"
 
 // Migrate creates the store's tables when they do not exist (CREATE TABLE IF NOT
 // EXISTS), checks that an existing task table has the columns the store needs, adds the
-// owner column and its index to a task table that lacks them and the conn_id column to
+// owner column and its index, and the group and key columns (grp, gkey: empty for the
+// rows stored before, tasks of no group), to a task table that lacks them and the conn_id column to
 // an owner table that lacks it, and checks that the server's max_allowed_packet holds a
 // statement with the largest payload. It is idempotent and safe to call from several
 // processes at once.
@@ -259,7 +276,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if _, err := s.db.ExecContext(ctx, fmt.Sprintf(schema, s.table)); err != nil {
 			return err
 		}
-		rows, err := s.db.QueryContext(ctx, "SELECT "+columns+", live_key, version FROM "+s.table+" LIMIT 0")
+		rows, err := s.db.QueryContext(ctx, "SELECT "+baseColumns+", live_key, version FROM "+s.table+" LIMIT 0")
 		if err != nil {
 			return fmt.Errorf("table %s exists with another schema: %w", s.opts.Table, err)
 		}
@@ -267,6 +284,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 		if err := s.addOwner(ctx); err != nil {
+			return err
+		}
+		if err := s.addGroupKey(ctx); err != nil {
 			return err
 		}
 		for _, def := range []struct{ schema, table string }{
@@ -325,6 +345,38 @@ func (s *Store) addOwner(ctx context.Context) error {
 				return err
 			}
 			return s.addOwner(ctx) // another Migrate did some of it: look again
+		}
+	}
+	return nil
+}
+
+// addGroupKey adds the grp and gkey columns to a task table that lacks them (made by
+// an earlier version of the store): in-place ALTER TABLEs where the server can (MariaDB
+// >= 10.3 adds a column with a default instantly). A concurrent Migrate that added
+// either first is not an error.
+func (s *Store) addGroupKey(ctx context.Context) error {
+	name := newQuery(64).hexString(s.opts.Table).String()
+	var grp, gkey int
+	err := s.db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "+
+		"AND TABLE_NAME = "+name+" AND COLUMN_NAME = 'grp'), (SELECT COUNT(*) FROM information_schema.COLUMNS "+
+		"WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = "+name+" AND COLUMN_NAME = 'gkey')").Scan(&grp, &gkey)
+	if err != nil {
+		return err
+	}
+	var alters []string
+	if grp == 0 {
+		alters = append(alters, "ALTER TABLE "+s.table+" ADD COLUMN "+groupColumn)
+	}
+	if gkey == 0 {
+		alters = append(alters, "ALTER TABLE "+s.table+" ADD COLUMN "+keyColumn)
+	}
+	for _, alter := range alters {
+		if _, err := s.db.ExecContext(ctx, alter); err != nil {
+			var me *mysql.MySQLError
+			if !errors.As(err, &me) || me.Number != erDupFieldName {
+				return err
+			}
+			return s.addGroupKey(ctx) // another Migrate did some of it: look again
 		}
 	}
 	return nil

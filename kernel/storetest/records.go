@@ -34,6 +34,7 @@ func testInsertRoundTrip(t *testing.T, s kernel.Store) {
 	b.Attempt = 2
 	b.Fence = math.MaxUint64 - 1
 	b.UniqueKey = "order-42"
+	b.Group, b.Key = "upstream.api", "host-ünïcode.example:443"
 	b.State = kernel.Delayed
 	b.LastError = "previous: ünïcode ✓"
 	b.CreatedAt = at(-5000)
@@ -45,6 +46,7 @@ func testInsertRoundTrip(t *testing.T, s kernel.Store) {
 	e := task(strings.Repeat("e", kernel.StoredIDMax))
 	e.Kind = strings.Repeat("k", kernel.KindMax)
 	e.UniqueKey = strings.Repeat("u", kernel.UniqueKeyMax)
+	e.Group, e.Key = strings.Repeat("g", kernel.NameMax), strings.Repeat("\xff", kernel.GroupKeyMax)
 	e.State = kernel.Running
 	e.Attempt = 1
 	f := task("f")

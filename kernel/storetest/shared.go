@@ -46,6 +46,7 @@ func exerciseShared(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"ClaimThenRescue", testClaimThenRescue},
 		{"States", testStates},
+		{"GroupKey", testSharedGroupKey},
 		{"NamedLeases", testNamedLeases},
 		{"NamedLeaseExpiry", testNamedLeaseExpiry},
 	}

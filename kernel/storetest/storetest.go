@@ -11,7 +11,7 @@
 //
 // Each subtest gets a new, empty store from newStore, which also arranges its cleanup.
 // The suite checks the contract documented on [kernel.Store]: idempotent inserts and
-// retried batches, unique keys, fences, recovery, dead letters, retention, large batches,
+// retried batches, unique keys, groups and keys, fences, recovery, dead letters, retention, large batches,
 // payload and time round trips, concurrent commits and closing.
 package storetest
 
@@ -47,6 +47,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 		{"UniqueKey", testUniqueKey},
 		{"UniqueKeyBytes", testUniqueKeyBytes},
 		{"UniqueKeyFreedInBatch", testUniqueKeyFreedInBatch},
+		{"GroupKey", testGroupKey},
 		{"Fences", testFences},
 		{"StaleWriter", testStaleWriter},
 		{"UnknownTask", testUnknownTask},
@@ -263,6 +264,12 @@ func diffTask(got, want kernel.StoredTask) string {
 	}
 	if got.UniqueKey != want.UniqueKey {
 		add("UniqueKey", got.UniqueKey, want.UniqueKey)
+	}
+	if got.Group != want.Group {
+		add("Group", got.Group, want.Group)
+	}
+	if got.Key != want.Key {
+		add("Key", got.Key, want.Key)
 	}
 	if got.State != want.State {
 		add("State", got.State, want.State)
