@@ -26,6 +26,9 @@ func AxFactories() []Factory {
 			Name: "ax", Mode: Blocking, Priorities: true, Delays: true,
 			Doc: "the ax kernel: Submit and Go wait for room (priorities, timeouts, delays and retries native)",
 			New: func(ctx context.Context, p Params) (Executor, error) { return newAx(ctx, p, false, 0) },
+			Keyed: func(ctx context.Context, _ Params, cfg KeyedConfig) (KeyedExecutor, error) {
+				return newAxKeyed(ctx, cfg)
+			},
 		},
 		{
 			Name: "ax-nb", Mode: NonBlocking, Priorities: true, Delays: true,
