@@ -18,6 +18,7 @@ require (
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/schollz/progressbar/v3 v3.19.1
+	github.com/sony/gobreaker/v2 v2.4.0
 	github.com/sourcegraph/conc v0.3.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/time v0.14.0
