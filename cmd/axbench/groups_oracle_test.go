@@ -89,7 +89,7 @@ func TestGroupRateMatchesLimiter(t *testing.T) {
 					}
 				}
 				// Let every task start: the last is due within a few seconds.
-				time.Sleep(want[len(want)-1].Sub(time.Now()) + time.Second)
+				time.Sleep(time.Until(want[len(want)-1]) + time.Second)
 				synctest.Wait()
 				mu.Lock()
 				defer mu.Unlock()
