@@ -19,7 +19,8 @@ import (
 // the saturation scenario only). They run a kernel with MaxConcurrency Conc,
 // a Capacity of Queue per priority, one attempt per task unless the task has
 // a retry policy, and every other setting at its default (quotas, retry
-// budget, zombies).
+// budget, zombies). ax is also the keyed executor of the groups scenario
+// ([Factory.Keyed]): a kernel whose groups hold the per-key limits.
 func AxFactories() []Factory {
 	return []Factory{
 		{

@@ -84,16 +84,28 @@ const (
 	groupGuarded = "guarded"
 )
 
+// Dropper is implemented by keyed executors that keep tasks waiting while a
+// key's breaker is open: the groups scenario drops them once its arrivals are
+// over, so that a run ends although its failing key never recovers.
+type Dropper interface {
+	// DropGuarded cancels the guarded tasks that have not ended; a task
+	// running then may end canceled or run to its end.
+	DropGuarded()
+}
+
 // axKeyed adapts a kernel whose groups enforce the per-key limits.
 type axKeyed struct {
 	k        *kernel.Kernel  // immutable
 	ctx      context.Context // immutable: ends blocking submissions
 	accepted atomic.Int64
+	mu       sync.Mutex
+	guarded  []*kernel.Handle // guarded by mu: the guarded tasks, for DropGuarded
 }
 
 var (
 	_ KeyedExecutor   = (*axKeyed)(nil)
 	_ breakerReporter = (*axKeyed)(nil)
+	_ Dropper         = (*axKeyed)(nil)
 )
 
 // breakerReporter is implemented by keyed executors that hold breakers and
@@ -103,8 +115,8 @@ type breakerReporter interface{ reportsBreakers() }
 func (a *axKeyed) reportsBreakers() {}
 
 // newAxKeyed builds a kernel with the groups hosts (cfg.PerKey) and guarded
-// (cfg.PerKey and cfg.Breaker, failing fast while open so that the tasks of a
-// failing key end), one attempt per task.
+// (cfg.PerKey and cfg.Breaker, whose tasks wait while it is open: the
+// default), one attempt per task.
 func newAxKeyed(ctx context.Context, cfg KeyedConfig) (KeyedExecutor, error) {
 	lim := kernel.Limits{Concurrency: cfg.PerKey.Concurrency}
 	if cfg.PerKey.Rate > 0 {
@@ -114,7 +126,7 @@ func newAxKeyed(ctx context.Context, cfg KeyedConfig) (KeyedExecutor, error) {
 	if b := cfg.Breaker; b != nil {
 		guarded.Breaker = &kernel.BreakerConfig{
 			Window: b.Window, MinCalls: b.MinCalls, FailureRatio: b.FailureRatio,
-			OpenFor: b.OpenFor, MaxOpenFor: b.MaxOpenFor, Probes: b.Probes, FailFast: true,
+			OpenFor: b.OpenFor, MaxOpenFor: b.MaxOpenFor, Probes: b.Probes,
 		}
 	}
 	once := kernel.RetryPolicy{MaxAttempts: 1}
@@ -139,15 +151,34 @@ func newAxKeyed(ctx context.Context, cfg KeyedConfig) (KeyedExecutor, error) {
 }
 
 func (a *axKeyed) Submit(t KeyedTask) error {
-	g := groupHosts
-	if t.Guarded {
-		g = groupGuarded
+	kt := kernel.Task{Group: groupHosts, Key: t.Key, Timeout: t.Timeout, Run: t.Run}
+	if !t.Guarded {
+		if err := a.k.Go(a.ctx, kt); err != nil {
+			return refusal(err)
+		}
+		a.accepted.Add(1)
+		return nil
 	}
-	if err := a.k.Go(a.ctx, kernel.Task{Group: g, Key: t.Key, Timeout: t.Timeout, Run: t.Run}); err != nil {
+	kt.Group = groupGuarded
+	h, err := a.k.Submit(a.ctx, kt)
+	if err != nil {
 		return refusal(err)
 	}
 	a.accepted.Add(1)
+	a.mu.Lock()
+	a.guarded = append(a.guarded, h)
+	a.mu.Unlock()
 	return nil
+}
+
+// DropGuarded cancels the guarded tasks that have not ended.
+func (a *axKeyed) DropGuarded() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, h := range a.guarded {
+		h.Cancel()
+	}
+	a.guarded = nil
 }
 
 // Wait polls the kernel's count of ended tasks until it reaches the accepted count.

@@ -314,6 +314,15 @@ func groupsCalls(ctx context.Context, f Factory, p Params, lim KeyLimits, bad bo
 		}
 		subErr = submit(add(keyCold0+i%nCold, due, "ok", p.Work, groupsTimeout))
 	})
+	if d, ok := ex.(Dropper); ok && bad {
+		// The failing key never recovers: its tasks that wait for its breaker
+		// would wait for ever. Drop them once the others are due to have ended.
+		select {
+		case <-time.After(groupsTimeout / 4):
+		case <-ctx.Done():
+		}
+		d.DropGuarded()
+	}
 	ex.Wait()
 	run.elapsed = time.Since(base)
 	if err == nil {
