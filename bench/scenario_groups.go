@@ -30,6 +30,7 @@ const (
 	groupsFailEvery   = 40                     // every 40th arrival goes to the failing key
 	groupsWindow      = 10                     // the fewest starts of a window the rate is judged over
 	groupsProbes      = 1                      // the breaker's probes
+	groupsDrop        = 200 * time.Millisecond // after the other keys' tasks ended, the failing key's waiting ones are dropped
 )
 
 // Keys by index: the hanging key, the failing one, the rate-bound ones, the
@@ -55,7 +56,7 @@ func groupsScenario() Scenario {
 		Doc: "1,000 keys limited to 5 concurrent and 100/s each, calling 127.0.0.1: one key hangs, one fails (breaker); " +
 			"observed per-key concurrency and rate, other keys' p99 wait with the bad keys ÷ without, " +
 			"attempts at the failing key while its breaker is open, CPU per task under the limits",
-		Defaults: Params{N: 50_000, Conc: 500, Rate: 2000, Work: 2 * time.Millisecond, Duration: 2 * time.Second},
+		Defaults: Params{N: 30_000, Conc: 500, Rate: 2000, Work: 2 * time.Millisecond, Duration: time.Second},
 		Keyed:    true,
 		Run:      runGroups,
 	}
@@ -239,6 +240,16 @@ func groupsCalls(ctx context.Context, f Factory, p Params, lim KeyLimits, bad bo
 	next := 0
 	open := make([]atomic.Int32, groupsKeys)
 	clientPeak := make([]atomic.Int32, groupsKeys)
+	// others counts the tasks of the other keys not yet ended; allDone closes
+	// when it reaches zero after the last submission (it starts at one for that).
+	var others atomic.Int64
+	others.Add(1)
+	allDone := make(chan struct{})
+	otherEnded := func() {
+		if others.Add(-1) == 0 {
+			close(allDone)
+		}
+	}
 	base := time.Now()
 	run.base = base
 
@@ -247,10 +258,17 @@ func groupsCalls(ctx context.Context, f Factory, p Params, lim KeyLimits, bad bo
 		tk := &run.tasks[next]
 		next++
 		*tk = groupsTask{key: key, due: due}
+		guarded := key == keyFail
+		if !guarded {
+			others.Add(1)
+		}
 		path := up.url + keyName(key) + "?m=" + mode + "&d=" + strconv.FormatInt(int64(work), 10) + "&s="
 		return KeyedTask{
-			Key: keyName(key), Guarded: key == keyFail, Timeout: timeout,
+			Key: keyName(key), Guarded: guarded, Timeout: timeout,
 			Run: func(ctx context.Context) error {
+				if !guarded {
+					defer otherEnded()
+				}
 				now := int64(time.Since(base))
 				tk.start, tk.called = now, true
 				n := open[key].Add(1)
@@ -314,11 +332,17 @@ func groupsCalls(ctx context.Context, f Factory, p Params, lim KeyLimits, bad bo
 		}
 		subErr = submit(add(keyCold0+i%nCold, due, "ok", p.Work, groupsTimeout))
 	})
-	if d, ok := ex.(Dropper); ok && bad {
+	otherEnded() // the last submission is made
+	if d, ok := ex.(Dropper); ok && bad && err == nil && subErr == nil {
 		// The failing key never recovers: its tasks that wait for its breaker
-		// would wait for ever. Drop them once the others are due to have ended.
+		// would wait for ever. Drop them groupsDrop after the others ended.
 		select {
-		case <-time.After(groupsTimeout / 4):
+		case <-allDone:
+		case <-time.After(10 * (p.Duration + groupsTimeout)): // a task lost: Wait below finds no end either
+		case <-ctx.Done():
+		}
+		select {
+		case <-time.After(groupsDrop):
 		case <-ctx.Done():
 		}
 		d.DropGuarded()
