@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,12 @@ type BatchOptions struct {
 	// NoWait fails the submission with ErrQueueFull or ErrDegraded instead of
 	// waiting for room while the kernel is full.
 	NoWait bool
+	// Group and Key put every member in a group of Config.Groups under one key,
+	// as Task.Group and Task.Key do for a task: each member waits for its own
+	// permit. A flush that would take the key past MaxWaiting submits the members
+	// that fit and fails with ErrGroupFull. If Group is empty, no group (Key must
+	// be empty too).
+	Group, Key string
 }
 
 // Batch is an errgroup-shaped group of tasks run under a kernel's limits and
@@ -180,8 +187,16 @@ func (b *Batch) cause() error {
 // for. init sets each member's function; slab, if given, holds the records.
 func (b *Batch) submit(n int, init func(h *Handle, i int), slab []Handle) error {
 	k := b.k
-	t := Task{Priority: b.opts.Priority, Timeout: b.opts.Timeout, Retry: b.opts.Retry, Run: func(context.Context) error { return nil }}
+	t := Task{Priority: b.opts.Priority, Timeout: b.opts.Timeout, Retry: b.opts.Retry, Group: b.opts.Group, Key: b.opts.Key, Run: func(context.Context) error { return nil }}
 	if err := t.validate(); err != nil {
+		return err
+	}
+	gd, err := groupOf(&t, k.rc.Load())
+	if err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			ce.Field = "BatchOptions." + strings.TrimPrefix(ce.Field, "Task.")
+		}
 		return err
 	}
 	// The members share one resolved policy (initHandle would copy it for each).
@@ -204,6 +219,15 @@ func (b *Batch) submit(n int, init func(h *Handle, i int), slab []Handle) error 
 		if err != nil {
 			return err
 		}
+		if gd != nil && gd.counts != nil {
+			took, err := countSome(gd, t.Key, got)
+			if err != nil {
+				k.release(lvl, got)
+				return err
+			}
+			k.release(lvl, got-took)
+			got = took
+		}
 		hs = hs[:0]
 		for j := range int(got) {
 			var h *Handle
@@ -213,6 +237,9 @@ func (b *Batch) submit(n int, init func(h *Handle, i int), slab []Handle) error 
 				h = &Handle{}
 			}
 			k.initHandle(h, &t, prio, rc, b)
+			if gd != nil {
+				h.ext = &taskExt{gd: gd, key: t.Key, counted: gd.counts != nil}
+			}
 			h.retry = retry
 			h.run = nil
 			init(h, i+j)
@@ -224,6 +251,9 @@ func (b *Batch) submit(n int, init func(h *Handle, i int), slab []Handle) error 
 		b.left.Add(int64(len(hs)))
 		if !k.enqueueMany(hs) {
 			k.release(lvl, got)
+			if gd != nil && gd.counts != nil {
+				gd.counts.sub(t.Key, int32(got))
+			}
 			b.left.Add(-int64(len(hs)))
 			return ErrClosed
 		}

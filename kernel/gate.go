@@ -24,6 +24,24 @@ import (
 // at the time it may go on; the group has one for its total rate and one to
 // forget idle keys. Everything here is loop-owned.
 
+// keyBreaker is what the gate asks of a key's circuit breaker (breaker.go).
+type keyBreaker interface {
+	admit(now time.Time) (ok bool, gen uint32, wake time.Time)
+	done(now time.Time, gen uint32, o breakerOutcome) (from, to BreakerState)
+	state(now time.Time) BreakerState
+	idle(now time.Time) bool
+}
+
+var _ keyBreaker = (*breaker)(nil)
+
+// newKeyBreaker returns a breaker for a new key under c. Loop only.
+func (k *Kernel) newKeyBreaker(c *BreakerConfig) keyBreaker {
+	if f := k.breakerFunc; f != nil {
+		return f(c, k.ls.now)
+	}
+	return newBreaker(c, k.ls.now)
+}
+
 // taskExt holds what few tasks need, off the task record: the OnTimeout callback
 // and the task's group.
 type taskExt struct {
@@ -37,7 +55,7 @@ type taskExt struct {
 	counted bool      // counted in its key's waiting tasks (MaxWaiting); set by the submitter
 }
 
-// groupOfHandle returns h's group ext, or nil.
+// groupExt returns h's group ext, or nil for a task without a group.
 func groupExt(h *Handle) *taskExt {
 	if x := h.ext; x != nil && x.gd != nil {
 		return x
@@ -98,10 +116,10 @@ type keyState struct {
 	n         int // tasks in q
 	running   int // permits held
 	rate      gcra
-	holdUntil int64 // mono: a RateLimitedError paused the key until then
-	brUntil   int64 // mono: the breaker refused until then (0: not parked on time)
-	brProbe   bool  // the breaker refused until a probe's outcome
-	br        *breaker
+	holdUntil int64      // mono: a RateLimitedError paused the key until then
+	brUntil   int64      // mono: the breaker refused until then (0: not parked on time)
+	brProbe   bool       // the breaker refused until a probe's outcome
+	br        keyBreaker // nil without GroupConfig.Breaker
 	paused    bool
 	inReady   bool
 	inIdle    bool
@@ -261,7 +279,7 @@ func (k *Kernel) keyOf(g *groupState, key string) *keyState {
 	}
 	ks := &keyState{g: g, key: key, lastUsed: k.ls.nowMono}
 	if b := g.def.breaker; b != nil {
-		ks.br = newBreaker(b, k.ls.now)
+		ks.br = k.newKeyBreaker(b)
 	}
 	g.keys[key] = ks
 	return ks
@@ -971,7 +989,7 @@ func (k *Kernel) applyGroups(rc *resolved) {
 				for _, ks := range g.keys {
 					ks.br, ks.brUntil, ks.brProbe = nil, 0, false
 					if d.breaker != nil {
-						ks.br = newBreaker(d.breaker, k.ls.now)
+						ks.br = k.newKeyBreaker(d.breaker)
 					}
 				}
 				g.openBreakers = 0

@@ -48,7 +48,9 @@ type Limits struct {
 
 // GroupConfig configures a group of tasks (Config.Groups): limits per key and for
 // the whole group, a bound on the tasks waiting per key, and an optional circuit
-// breaker per key. A task names its group and key with Task.Group and Task.Key.
+// breaker per key. A task names its group and key with Task.Group and Task.Key
+// (Batch and Map members with BatchOptions.Group and Key). The limits hold per
+// kernel: kernels sharing a store each apply them to the tasks they run.
 type GroupConfig struct {
 	// PerKey limits each key of the group on its own. If zero, no limit.
 	PerKey Limits
@@ -423,4 +425,22 @@ func isRateLimited(err error) (time.Duration, bool) {
 // Close rather than a failure of the upstream.
 func canceledByKernel(err error) bool {
 	return errors.Is(err, context.Canceled)
+}
+
+// countSome counts up to n new tasks of group d and key in its key's waiting
+// tasks, as many as MaxWaiting allows, and returns how many it counted: at least
+// one, or none with ErrGroupFull.
+func countSome(d *groupDef, key string, n int64) (int64, error) {
+	c := d.counts
+	s := &c.shards[maphash.String(c.seed, key)%keyShards]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := int64(s.m[key])
+	room := int64(d.cfg.MaxWaiting) - v
+	if room <= 0 {
+		return 0, fmt.Errorf("%w: group %q, key %q holds %d waiting tasks (MaxWaiting)", ErrGroupFull, d.name, key, d.cfg.MaxWaiting)
+	}
+	took := min(n, room)
+	s.m[key] = int32(v + took)
+	return took, nil
 }

@@ -521,3 +521,41 @@ func TestGroupTotalFair(t *testing.T) {
 		}
 	})
 }
+
+func TestGroupBatchAndMap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, Config{Groups: map[string]GroupConfig{"g": {PerKey: Limits{Concurrency: 2}, MaxWaiting: 10}}})
+		tr := newTracker()
+		items := make([]int, 8)
+		out, err := Map(context.Background(), k, items, func(ctx context.Context, _ int) (int, error) {
+			return 1, tr.run("k", "", time.Millisecond, nil)(ctx)
+		}, &BatchOptions{Group: "g", Key: "k"})
+		if err != nil || len(out) != 8 || out[7] != 1 {
+			t.Fatalf("Map() = %v, %v", out, err)
+		}
+		if tr.maxKey["k"] != 2 {
+			t.Errorf("members running at once = %d, want 2 (PerKey.Concurrency)", tr.maxKey["k"])
+		}
+		// Past MaxWaiting, a flush submits what fits and fails with ErrGroupFull.
+		release := make(chan struct{})
+		b := k.NewBatch(context.Background(), &BatchOptions{Group: "g", Key: "k2"})
+		for range 15 {
+			b.Go(gate(release).run)
+		}
+		if err := b.Flush(); !errors.Is(err, ErrGroupFull) {
+			t.Fatalf("Flush() past MaxWaiting = %v, want ErrGroupFull", err)
+		}
+		close(release)
+		if err := b.Wait(); !errors.Is(err, ErrGroupFull) {
+			t.Fatalf("Wait() = %v, want ErrGroupFull", err)
+		}
+		if st := k.Stats().ByPriority.Normal; st.Succeeded != 18 {
+			t.Errorf("succeeded = %d, want 8 + 10", st.Succeeded)
+		}
+		_, err = Map(context.Background(), k, items, func(context.Context, int) (int, error) { return 0, nil }, &BatchOptions{Group: "nope"})
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Field != "BatchOptions.Group" {
+			t.Errorf("Map() with an unknown group = %v, want a ConfigError for BatchOptions.Group", err)
+		}
+	})
+}

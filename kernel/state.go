@@ -7,7 +7,8 @@ package kernel
 //	   │          └─ Retrying ◀┘ (a failed attempt that will be tried again)
 //
 // A task of a group whose attempt returned a [RateLimitedError] goes from Running
-// back to Queued, at the head of its key's queue.
+// back to Queued, at the head of its key's queue; one whose key's breaker is open
+// under BreakerConfig.FailFast ends Failed from Queued, with [ErrCircuitOpen].
 // Queued, Delayed and Retrying tasks may also end Canceled, Evicted or Abandoned;
 // a durable task whose start a [SharedStore] refused ends Abandoned from Running,
 // without running.
@@ -70,7 +71,7 @@ func (s State) Terminal() bool { return s >= Succeeded && s <= Abandoned }
 // change against it (a failed check is a kernel bug and panics in tests).
 var transitions = [...][]State{
 	Delayed:  {Queued, Canceled, Abandoned},
-	Queued:   {Running, Canceled, Evicted, Abandoned},
+	Queued:   {Running, Canceled, Evicted, Abandoned, Failed},
 	Running:  {Succeeded, Failed, TimedOut, Canceled, Retrying, Abandoned, Queued},
 	Retrying: {Queued, Canceled, Abandoned},
 }
