@@ -152,22 +152,30 @@ func newAxKeyed(ctx context.Context, cfg KeyedConfig) (KeyedExecutor, error) {
 
 func (a *axKeyed) Submit(t KeyedTask) error {
 	kt := kernel.Task{Group: groupHosts, Key: t.Key, Timeout: t.Timeout, Run: t.Run}
-	if !t.Guarded {
+	if !t.Guarded && t.Timeout == 0 {
 		if err := a.k.Go(a.ctx, kt); err != nil {
 			return refusal(err)
 		}
 		a.accepted.Add(1)
 		return nil
 	}
-	kt.Group = groupGuarded
+	// A task with a timeout (an HTTP call) goes through Submit: its Handle is
+	// never recycled, whereas the kernel recycles a Go task's record, context
+	// included, once Run returns, and net/http's dialing goroutine may read the
+	// request's context after that.
+	if t.Guarded {
+		kt.Group = groupGuarded
+	}
 	h, err := a.k.Submit(a.ctx, kt)
 	if err != nil {
 		return refusal(err)
 	}
 	a.accepted.Add(1)
-	a.mu.Lock()
-	a.guarded = append(a.guarded, h)
-	a.mu.Unlock()
+	if t.Guarded {
+		a.mu.Lock()
+		a.guarded = append(a.guarded, h)
+		a.mu.Unlock()
+	}
 	return nil
 }
 
