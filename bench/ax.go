@@ -19,13 +19,17 @@ import (
 // the saturation scenario only). They run a kernel with MaxConcurrency Conc,
 // a Capacity of Queue per priority, one attempt per task unless the task has
 // a retry policy, and every other setting at its default (quotas, retry
-// budget, zombies).
+// budget, zombies). ax is also the keyed executor of the groups scenario
+// ([Factory.Keyed]): a kernel whose groups hold the per-key limits.
 func AxFactories() []Factory {
 	return []Factory{
 		{
 			Name: "ax", Mode: Blocking, Priorities: true, Delays: true,
 			Doc: "the ax kernel: Submit and Go wait for room (priorities, timeouts, delays and retries native)",
 			New: func(ctx context.Context, p Params) (Executor, error) { return newAx(ctx, p, false, 0) },
+			Keyed: func(ctx context.Context, _ Params, cfg KeyedConfig) (KeyedExecutor, error) {
+				return newAxKeyed(ctx, cfg)
+			},
 		},
 		{
 			Name: "ax-nb", Mode: NonBlocking, Priorities: true, Delays: true,

@@ -28,6 +28,15 @@
 // this module never imports a SQL driver, and river and asynq as peers
 // ([DurablePeer]).
 //
+// # Keyed executors
+//
+// The groups scenario runs tasks with a key under per-key limits (5 at once
+// and 100/s per upstream host) on keyed executors ([KeyedExecutor]), built by a
+// factory's [Factory.Keyed]: ax, whose kernel holds the limits and a circuit
+// breaker per key in its groups, and (from cmd/axbench, since this module
+// never imports golang.org/x/time/rate) chanpool-keyed, the hand-written
+// baseline of per-key semaphores and rate limiters in front of a channel pool.
+//
 // # Scenarios
 //
 // A [Scenario] runs one executor once and returns raw figures ([Sample]). [Run]

@@ -212,6 +212,11 @@ type Factory struct {
 	// It is called once per measured kernel, and each call opens a fresh
 	// store (a table of its own) that [DurableSetup.Close] drops.
 	Durable func(ctx context.Context, p Params) (*DurableSetup, error)
+	// Keyed, if not nil, builds the executor of the scenarios marked
+	// [Scenario.Keyed] (groups): tasks with a key, under per-key limits. A
+	// factory may have it beside New, or alone (then it runs in those
+	// scenarios only).
+	Keyed func(ctx context.Context, p Params, cfg KeyedConfig) (KeyedExecutor, error)
 	// DurableJoin, if not nil, opens in another process the store of a
 	// DurableSetup that Durable returned, named by its Shared; the setup's Close
 	// releases it without dropping it. The durable-multi scenario runs only

@@ -25,6 +25,9 @@ type Scenario struct {
 	// Durable is true when the scenario runs on the durable-task
 	// configurations ([Factory.Durable]) instead of the executors.
 	Durable bool
+	// Keyed is true when the scenario runs on the keyed executors
+	// ([Factory.Keyed]) instead of the plain ones.
+	Keyed bool
 	// Accepts reports whether the scenario can run on f, one of the factories
 	// of its kind (executors, or durable configurations when Durable). If
 	// nil, it runs on all of them.
@@ -49,13 +52,17 @@ func Scenarios() []Scenario {
 		timersScenario(),
 		durableScenario(),
 		durableMultiScenario(),
+		groupsScenario(),
 	}
 }
 
 // runsOn reports whether sc runs on f: f is of sc's kind, runs in sc (its
 // Only) and sc accepts it.
 func runsOn(sc Scenario, f Factory) bool {
-	if sc.Durable != (f.Durable != nil) {
+	switch {
+	case sc.Durable != (f.Durable != nil):
+		return false
+	case sc.Keyed && f.Keyed == nil, !sc.Keyed && !sc.Durable && f.New == nil:
 		return false
 	}
 	if len(f.Only) > 0 && !slices.Contains(f.Only, sc.Name) {

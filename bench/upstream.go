@@ -26,12 +26,18 @@ type upstream struct {
 // startUpstream listens on a free port of 127.0.0.1; conns sizes the client's
 // keep-alive pool.
 func startUpstream(conns int) (*upstream, error) {
+	return startServer(conns, http.HandlerFunc(serveUpstream))
+}
+
+// startServer serves h on a free port of 127.0.0.1; conns sizes the client's
+// keep-alive pool.
+func startServer(conns int, h http.Handler) (*upstream, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("bench: upstream: %w", err)
 	}
 	u := &upstream{ln: ln, url: "http://" + ln.Addr().String() + "/"}
-	u.srv = &http.Server{Handler: http.HandlerFunc(serveUpstream), ReadHeaderTimeout: time.Minute}
+	u.srv = &http.Server{Handler: h, ReadHeaderTimeout: time.Minute}
 	u.served.Go(func() { _ = u.srv.Serve(ln) })
 	u.client = &http.Client{Transport: &http.Transport{
 		MaxIdleConns:        conns,

@@ -32,6 +32,9 @@ func registry() (*bench.Registry, error) {
 	if err := reg.Add(peers()...); err != nil {
 		return nil, err
 	}
+	if err := reg.Add(keyedBaseline()); err != nil {
+		return nil, err
+	}
 	if err := reg.Add(durableConfigs()...); err != nil {
 		return nil, err
 	}

@@ -200,6 +200,30 @@ var views = map[string]view{
 		headline: "tasks_per_sec_p3", higher: true,
 		bars: []string{"tasks_per_sec_p1", "tasks_per_sec_p2", "tasks_per_sec_p3", "ack_p99_us_p3"},
 	},
+	"groups": {
+		columns: []column{
+			{"max_conc_per_key", "max conc/key"},
+			{"max_conc_hang_key", "hang key conc"},
+			{"rate_dev_pct_max", "rate dev %"},
+			{"rate_excess_pct_max", "rate excess %"},
+			{"wait_p99_us", "p99 wait µs"},
+			{"wait_p99_us_nobad", "p99 no bad µs"},
+			{"wait_ratio", "wait ratio"},
+			{"overhead_ns_per_task", "CPU ns/task"},
+			{"fail_key_calls", "fail calls"},
+			{"fail_calls_open_max", "open calls"},
+			{"breaker_opened", "trips"},
+			{"timed_out", "timed out"},
+		},
+		headline: "overhead_ns_per_task", baseline: "chanpool-keyed", compact: true,
+		bars: []string{"overhead_ns_per_task", "wait_p99_us", "wait_p99_us_nobad", "rate_dev_pct_max"},
+		legend: "max conc/key: the most calls one key had open at the server (the hanging key apart: the server sees its " +
+			"abandoned calls late); rate dev/excess: the largest deviation (excess) of a backlogged key's start rate from 100/s " +
+			"over any window of >= 10 starts; p99 wait: the cold keys' submit→start, with the bad keys and without; " +
+			"CPU ns/task: process CPU per instant task under the limits; open calls: the most calls at the failing key " +
+			"in one open spell of its breaker (trip to close or reopen, half-open probes included)",
+		conclude: groupsConclusion,
+	},
 }
 
 // latencyView shows both latency scenarios, one per generator.

@@ -83,3 +83,47 @@ func ratioText(r float64) string {
 	}
 	return fmt.Sprintf("%.0f×", r)
 }
+
+// groupsConclusion sums up the groups scenario from its medians against the
+// issue's targets: limits exact, rate within ±5 %, CPU per task ax ÷ the
+// keyed baseline <= 1.5, calls at the failing key while open <= the probes,
+// other keys' p99 wait with the bad keys ÷ without <= 1.2.
+func groupsConclusion(rp bench.Report) []string {
+	ax, ok := rp.Result("ax")
+	if !ok {
+		return nil
+	}
+	med := func(r bench.Result, name string) (float64, bool) {
+		s, ok := r.Metrics[name]
+		return s.Median, ok
+	}
+	var lines []string
+	if got, ok := med(ax, "max_conc_per_key"); ok {
+		limit, _ := med(ax, "key_conc_limit")
+		verdict := "exact"
+		if got > limit {
+			verdict = "exceeded"
+		}
+		lines = append(lines, fmt.Sprintf("Per-key concurrency under ax: %s (observed max %.0f, limit %.0f).", verdict, got, limit))
+	}
+	if dev, ok := med(ax, "rate_dev_pct_max"); ok {
+		ex, _ := med(ax, "rate_excess_pct_max")
+		lines = append(lines, fmt.Sprintf("Rate of a backlogged key under ax: worst deviation %.1f %% (excess %.1f %%) over windows of >= 10 starts; target ±5 %%.", dev, ex))
+	}
+	if base, ok := rp.Result("chanpool-keyed"); ok {
+		a, okA := med(ax, "overhead_ns_per_task")
+		b, okB := med(base, "overhead_ns_per_task")
+		if okA && okB && b > 0 {
+			lines = append(lines, fmt.Sprintf("CPU per task: ax %.0f ns, per-key semaphores + x/time/rate on chanpool %.0f ns: ratio %.2f (target <= 1.5).", a, b, a/b))
+		}
+	}
+	if open, ok := med(ax, "fail_calls_open_max"); ok {
+		probes, _ := med(ax, "breaker_probes")
+		trips, _ := med(ax, "breaker_opened")
+		lines = append(lines, fmt.Sprintf("Failing key: at most %.0f calls in one open spell of its breaker (%.0f trips; target <= %.0f probes).", open, trips, probes))
+	}
+	if r, ok := med(ax, "wait_ratio"); ok {
+		lines = append(lines, fmt.Sprintf("Other keys' p99 wait with the bad keys ÷ without: %.2f (target <= 1.2).", r))
+	}
+	return lines
+}
