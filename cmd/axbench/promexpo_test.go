@@ -47,6 +47,7 @@ var promWant = map[string]dto.MetricType{
 	"ax_store_changes_total":       dto.MetricType_COUNTER,
 	"ax_store_commit_errors_total": dto.MetricType_COUNTER,
 	"ax_store_refused_total":       dto.MetricType_COUNTER,
+	"ax_store_prestarted_total":    dto.MetricType_COUNTER,
 	"ax_store_pending":             dto.MetricType_GAUGE,
 	"ax_store_up":                  dto.MetricType_GAUGE,
 	"ax_store_joins_total":         dto.MetricType_COUNTER,
