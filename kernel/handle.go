@@ -58,10 +58,13 @@ type Handle struct {
 var handlePool = sync.Pool{New: func() any { return new(Handle) }}
 
 // recycle returns a fire-and-forget task's record to the pool once it ended on
-// its first attempt through the normal path: no executor, wheel entry or list
-// refers to it any more. Other records are left to the garbage collector. Loop only.
+// its first attempt through the normal path, before that attempt started: no
+// executor, wheel entry or list refers to it any more. A record whose attempt
+// started is left to the garbage collector like the others, because the task's
+// function may have kept its context (&h.first.ctx), and a context must stay
+// valid after the call it was passed to returns. Loop only.
 func recycle(h *Handle, a *attempt) {
-	if !h.pooled || a != &h.first {
+	if !h.pooled || a != &h.first || a.started {
 		return
 	}
 	*h = Handle{}
