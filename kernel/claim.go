@@ -223,7 +223,7 @@ func (o *ownership) claim(n int) ([]StoredTask, time.Time, error) {
 
 func storeCallClaim(o *ownership, ctx context.Context, req ClaimRequest) ([]StoredTask, time.Time, error) {
 	var next time.Time
-	got, err := storeCall("Claim", func() ([]StoredTask, error) {
+	got, err := storeCall(o.k, "Claim", func() ([]StoredTask, error) {
 		ts, nx, err := o.store.Claim(ctx, o.owner(), req)
 		next = nx
 		return ts, err
@@ -274,7 +274,7 @@ func (o *ownership) readStates() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.k.dur.j.timeout)
-	ts, err := storeCall("States", func() ([]StoredTask, error) { return o.store.States(ctx, ids) })
+	ts, err := storeCall(o.k, "States", func() ([]StoredTask, error) { return o.store.States(ctx, ids) })
 	cancel()
 	if err != nil {
 		if o.log != nil {

@@ -133,8 +133,9 @@
 //
 // # What a caller must not do, and what happens if it does
 //
-//   - Call [Kernel.Shutdown] or [Kernel.Close] from a task's function or from an
-//     OnEvent, OnTimeout or Logger handler callback and expect it to wait: it would wait for its
+//   - Call [Kernel.Shutdown] or [Kernel.Close] from a task's function, from an
+//     OnEvent, OnTimeout or Logger handler callback, from a RetryPolicy.BackoffFunc or
+//     from a method of Config.Store, and expect it to wait: it would wait for its
 //     caller. The kernel detects it: the stop begins, the call returns
 //     [ErrStopFromInside] at once, and the stop completes once the caller returns.
 //     A Shutdown called from a goroutine that a task waits for cannot be detected:

@@ -140,7 +140,7 @@ func (k *Kernel) initDurable(c *Config) error {
 		d.own, tasks = own, ts
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
-		ts, err := storeCall("Recover", func() ([]StoredTask, error) { return c.Store.Recover(ctx) })
+		ts, err := storeCall(k, "Recover", func() ([]StoredTask, error) { return c.Store.Recover(ctx) })
 		cancel()
 		if err != nil {
 			return fmt.Errorf("kernel: recover durable tasks: %w", err)
@@ -696,7 +696,7 @@ func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
 	if k.isClosed() {
 		return 0, ErrClosed
 	}
-	ts, err := storeCall("Requeue", func() ([]StoredTask, error) {
+	ts, err := storeCall(k, "Requeue", func() ([]StoredTask, error) {
 		if d.own != nil {
 			return d.own.store.RequeueAs(ctx, d.own.owner(), k.clk.Now(), ids...)
 		}

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/axsched/ax/internal/axtest"
@@ -1374,4 +1375,69 @@ func TestEdgeGoexitInCallbacks(t *testing.T) {
 			edgeInChild(t, tt.run)
 		})
 	}
+}
+
+// TestEdgeStopFromGuardedCallbacks: a BackoffFunc or a Store method that calls
+// Close or Shutdown gets ErrStopFromInside at once, and the stop completes, instead
+// of waiting for the loop or the journal that waits for the callback.
+func TestEdgeStopFromGuardedCallbacks(t *testing.T) {
+	stops := map[string]func(k *kernel.Kernel) error{
+		"Close":    func(k *kernel.Kernel) error { return k.Close() },
+		"Shutdown": func(k *kernel.Kernel) error { return k.Shutdown(context.Background()) },
+	}
+	for name, stop := range stops {
+		t.Run("BackoffFunc/"+name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var k *kernel.Kernel
+				got := make(chan error, 1)
+				k = newTestKernel(t, kernel.Config{})
+				retry := &kernel.RetryPolicy{MaxAttempts: 3, BackoffFunc: func(int, error) time.Duration {
+					got <- stop(k)
+					return time.Millisecond
+				}}
+				h, err := k.Submit(context.Background(), kernel.Task{Retry: retry, Run: func(context.Context) error { return errors.New("fail") }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := <-got; !errors.Is(err, kernel.ErrStopFromInside) {
+					t.Fatalf("%s from a BackoffFunc = %v, want ErrStopFromInside", name, err)
+				}
+				<-h.Done()
+				if err := k.Close(); err != nil {
+					t.Fatalf("Close() after = %v", err)
+				}
+			})
+		})
+		t.Run("Store/"+name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &stopStore{MemoryStore: storekit.NewMemoryStore(), got: make(chan error, 1)}
+				k := newTestKernel(t, kernel.Config{Store: struct{ kernel.Store }{s}})
+				s.stop = func() error { return stop(k) }
+				_ = k.Register("k", func(context.Context, []byte) error { return nil })
+				s.armed.Store(true)
+				_, _ = k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
+				if err := <-s.got; !errors.Is(err, kernel.ErrStopFromInside) {
+					t.Fatalf("%s from Store.Commit = %v, want ErrStopFromInside", name, err)
+				}
+				if err := k.Close(); err != nil {
+					t.Fatalf("Close() after = %v", err)
+				}
+			})
+		})
+	}
+}
+
+// stopStore is a MemoryStore whose next Commit, once armed, stops the kernel.
+type stopStore struct {
+	*storekit.MemoryStore
+	armed atomic.Bool
+	stop  func() error
+	got   chan error
+}
+
+func (s *stopStore) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+	if s.armed.CompareAndSwap(true, false) {
+		s.got <- s.stop()
+	}
+	return s.MemoryStore.Commit(ctx, cs)
 }

@@ -58,8 +58,9 @@ var (
 	ErrNilFunc = errors.New("fn must not be nil")
 
 	// ErrStopFromInside is returned by [Kernel.Shutdown] and [Kernel.Close] when
-	// called from the kernel's own goroutines — a task's function, an OnEvent or
-	// OnTimeout callback — which they would wait for: the stop begins and goes on in
+	// called from the kernel's own goroutines — a task's function, an OnEvent,
+	// OnTimeout or Logger handler callback, a BackoffFunc, a Store method — which
+	// they would wait for: the stop begins and goes on in
 	// the background, and the call returns at once.
 	ErrStopFromInside = errors.New("kernel: Shutdown or Close called from a task or callback of this kernel: the stop goes on without waiting for its caller")
 )

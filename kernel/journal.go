@@ -324,8 +324,8 @@ func nextBackoff(d time.Duration) time.Duration {
 // storeCall runs a call to the store on a goroutine of its own (callGuarded) and
 // waits for it, turning a panic or a runtime.Goexit into an error: a Store is the
 // user's code, and the kernel's goroutines must not die with it.
-func storeCall[T any](op string, f func() (T, error)) (v T, err error) {
-	r, ok := callGuarded(func() { v, err = f() })
+func storeCall[T any](k *Kernel, op string, f func() (T, error)) (v T, err error) {
+	r, ok := callGuarded(k, func() { v, err = f() })
 	switch {
 	case ok:
 		return v, err
@@ -339,7 +339,7 @@ func storeCall[T any](op string, f func() (T, error)) (v T, err error) {
 // probe checks whether a down store answers again and returns the next backoff.
 func (j *journal) probe(backoff time.Duration) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
-	_, err := storeCall("Get", func() (StoredTask, error) { return j.store.Get(ctx, "ax-probe") })
+	_, err := storeCall(j.k, "Get", func() (StoredTask, error) { return j.store.Get(ctx, "ax-probe") })
 	cancel()
 	if err == nil || errors.Is(err, ErrUnknownTask) {
 		j.down.Store(nil)
@@ -430,7 +430,7 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 	if own := j.k.dur.own; own != nil {
 		results, err = own.commit(ctx, changes)
 	} else {
-		results, err = storeCall("Commit", func() ([]error, error) { return j.store.Commit(ctx, changes) })
+		results, err = storeCall(j.k, "Commit", func() ([]error, error) { return j.store.Commit(ctx, changes) })
 	}
 	cancel()
 	if err == nil && len(results) != len(changes) {

@@ -78,6 +78,9 @@ type Kernel struct {
 	events   *callbackQueue[Event] // nil without Config.OnEvent
 	log      *kernelLog            // nil without Config.Logger
 	sidePool *sidePool             // OnTimeout callbacks and zombie stack dumps
+	// guarded holds the IDs of the goroutines running user code the kernel waits
+	// for (callGuarded): a BackoffFunc, a Store method. Safe for concurrent use.
+	guarded sync.Map
 
 	zmu  sync.Mutex
 	zset map[*zombie]struct{} // zombies now; guarded by zmu

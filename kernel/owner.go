@@ -61,7 +61,7 @@ func (k *Kernel) joinStore(s SharedStore, c *Config) (*ownership, []StoredTask, 
 	ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
 	defer cancel()
 	t0 := time.Now()
-	m, err := storeCall("Join", func() (Owner, error) { return s.Join(ctx, o.name, o.lease) })
+	m, err := storeCall(o.k, "Join", func() (Owner, error) { return s.Join(ctx, o.name, o.lease) })
 	if err != nil {
 		return nil, nil, fmt.Errorf("kernel: join the store as owner %q: %w", o.name, err)
 	}
@@ -82,7 +82,7 @@ const rescueBatch = 4096
 func (o *ownership) rescueAll(ctx context.Context, m *Owner) ([]StoredTask, error) {
 	var all []StoredTask
 	for {
-		ts, err := storeCall("Rescue", func() ([]StoredTask, error) { return o.store.Rescue(ctx, *m, rescueBatch) })
+		ts, err := storeCall(o.k, "Rescue", func() ([]StoredTask, error) { return o.store.Rescue(ctx, *m, rescueBatch) })
 		if err != nil {
 			return all, err
 		}
@@ -121,7 +121,7 @@ func (o *ownership) owner() Owner { return *o.cur.Load() }
 func (o *ownership) commit(ctx context.Context, changes []Change) ([]error, error) {
 	m := o.cur.Load()
 	t0 := time.Now()
-	res, err := storeCall("CommitAs", func() ([]error, error) { return o.store.CommitAs(ctx, *m, changes) })
+	res, err := storeCall(o.k, "CommitAs", func() ([]error, error) { return o.store.CommitAs(ctx, *m, changes) })
 	if err == nil {
 		o.renewed(t0)
 		return res, nil
@@ -144,7 +144,7 @@ func (o *ownership) rejoin(old *Owner) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), o.k.dur.j.timeout)
 		t0 := time.Now()
-		m, err := storeCall("Join", func() (Owner, error) { return o.store.Join(ctx, o.name, o.lease) })
+		m, err := storeCall(o.k, "Join", func() (Owner, error) { return o.store.Join(ctx, o.name, o.lease) })
 		if err == nil {
 			o.cur.Store(&m)
 			o.renewed(t0)
@@ -247,7 +247,7 @@ func (o *ownership) stopRescuer() {
 // ones, a Close's cancelled ones) are rescued at once by the other kernels.
 func (o *ownership) leave(ctx context.Context) {
 	m := o.cur.Load()
-	_, err := storeCall("Leave", func() (struct{}, error) { return struct{}{}, o.store.Leave(ctx, *m) })
+	_, err := storeCall(o.k, "Leave", func() (struct{}, error) { return struct{}{}, o.store.Leave(ctx, *m) })
 	if err != nil && o.log != nil {
 		o.log.warn("kernel: leave the store; its tasks are rescued once the lease ends", "owner", o.name, "err", err)
 	}

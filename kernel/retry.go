@@ -36,7 +36,7 @@ func DefaultBackoff(p RetryPolicy, n int) time.Duration {
 func (k *Kernel) backoff(p *RetryPolicy, n int, err error) time.Duration {
 	if p.BackoffFunc != nil {
 		var d time.Duration
-		if _, ok := callGuarded(func() { d = p.BackoffFunc(n, err) }); ok {
+		if _, ok := callGuarded(k, func() { d = p.BackoffFunc(n, err) }); ok {
 			return max(d, 0)
 		}
 		k.m.callbackPanics.Inc()

@@ -162,6 +162,9 @@ func isDone(ch <-chan struct{}) bool {
 // those goroutines. It costs a stack read.
 func (k *Kernel) onOwnGoroutine() bool {
 	gid := goid.ID()
+	if _, ok := k.guarded.Load(gid); ok {
+		return true
+	}
 	if k.sidePool.has(gid) || (k.events != nil && k.events.gid.Load() == gid) || (k.log != nil && k.log.q.gid.Load() == gid) {
 		return true
 	}
