@@ -1441,3 +1441,63 @@ func (s *stopStore) Commit(ctx context.Context, cs []kernel.Change) ([]error, er
 	}
 	return s.MemoryStore.Commit(ctx, cs)
 }
+
+// TestEdgeStoreIgnoresCtx: a Store whose Commit blocks and ignores its ctx holds
+// neither Close nor Shutdown beyond their bounds (StoreTimeout, the ctx).
+func TestEdgeStoreIgnoresCtx(t *testing.T) {
+	for _, name := range []string{"Close", "Shutdown"} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &hangStore{MemoryStore: storekit.NewMemoryStore(), entered: make(chan struct{}), release: make(chan struct{})}
+				k, err := kernel.New(kernel.Config{Store: struct{ kernel.Store }{s}, StoreTimeout: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = k.Register("k", func(context.Context, []byte) error { return nil })
+				s.armed.Store(true)
+				submitted := make(chan error, 1)
+				go func() {
+					_, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
+					submitted <- err
+				}()
+				<-s.entered
+				start := time.Now()
+				var stopErr error
+				if name == "Close" {
+					stopErr = k.Close()
+				} else {
+					ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+					stopErr = k.Shutdown(ctx)
+					cancel()
+				}
+				if d := time.Since(start); d > 5*time.Second {
+					t.Errorf("%s returned after %v with the store's Commit blocked", name, d)
+				}
+				if name == "Shutdown" && stopErr == nil {
+					t.Errorf("Shutdown() = nil with the journal blocked, want a ShutdownError")
+				}
+				close(s.release)
+				<-submitted
+				_ = k.Close()
+				synctest.Wait()
+			})
+		})
+	}
+}
+
+// hangStore is a MemoryStore whose next Commit, once armed, blocks until release,
+// whatever its ctx says.
+type hangStore struct {
+	*storekit.MemoryStore
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *hangStore) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+	if s.armed.CompareAndSwap(true, false) {
+		close(s.entered)
+		<-s.release
+	}
+	return s.MemoryStore.Commit(ctx, cs)
+}

@@ -59,15 +59,19 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 		}
 	}
 	if k.dur != nil {
-		if own := k.dur.own; own != nil {
-			own.stopRescuer()
+		// A Store method that ignores its ctx must not hold the stop beyond ctx.
+		own := k.dur.own
+		if own != nil && !waitFor(ctx.Done(), own.stopRescuer) {
+			return &ShutdownError{Err: ctx.Err(), Journal: int(k.dur.j.pending.Load())}
 		}
 		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
 			return &ShutdownError{Err: err, Journal: int(k.dur.j.pending.Load())}
 		}
-		k.dur.j.stop()
-		if own := k.dur.own; own != nil {
-			own.leave(ctx)
+		if !waitFor(ctx.Done(), k.dur.j.stop) {
+			return &ShutdownError{Err: ctx.Err(), Journal: int(k.dur.j.pending.Load())}
+		}
+		if own != nil && !waitFor(ctx.Done(), func() { own.leave(ctx) }) {
+			return &ShutdownError{Err: ctx.Err()}
 		}
 	}
 	n := k.stopCallbacks(ctx.Done())
@@ -89,8 +93,10 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 // that did not; then it waits up to ZombieGrace more for the Logger's handler to
 // take the kernel's records, and returns nil: Close always returns. A callback
 // still running then is abandoned (its goroutine ends when it returns;
-// Stats.CallbacksAbandoned counts it). Close is idempotent; after Shutdown it ends
-// what the drain left.
+// Stats.CallbacksAbandoned counts it). With Config.Store it also waits up to
+// Config.StoreTimeout for each of the journal's last commit, its stop and the
+// owner's leave: a Store method that ignores its ctx holds Close no longer. Close
+// is idempotent; after Shutdown it ends what the drain left.
 //
 // Called from the kernel's own goroutines (a task's function, an OnEvent,
 // OnTimeout or Logger handler callback), Close ends the tasks as above but does not wait for its
@@ -114,19 +120,33 @@ func (k *Kernel) Close() error {
 		}
 	}
 	if k.dur != nil {
-		own := k.dur.own
-		if own != nil {
-			own.stopRescuer()
+		// Each step waits StoreTimeout at most: a Store method that ignores its ctx
+		// must not hold Close. A goroutine left waiting for it ends when it returns.
+		timeout := k.rc.Load().cfg.StoreTimeout
+		within := func(f func()) bool {
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			return waitFor(ctx.Done(), f)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), k.rc.Load().cfg.StoreTimeout)
+		own := k.dur.own
+		if own != nil && !within(own.stopRescuer) && k.log != nil {
+			k.log.warn("kernel: close stopped waiting for a store call of the owner's goroutines", "timeout", timeout)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) && k.log != nil {
 			k.log.warn("kernel: close gave up writing the journal; the store keeps the tasks' earlier states", "changes", k.dur.j.pending.Load(), "err", err)
 		}
-		k.dur.j.stop()
-		if own != nil {
-			own.leave(ctx)
-		}
 		cancel()
+		if !within(k.dur.j.stop) && k.log != nil {
+			k.log.warn("kernel: close stopped waiting for the journal's store call", "timeout", timeout)
+		}
+		if own != nil {
+			within(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				own.leave(ctx)
+			})
+		}
 	}
 	n := k.stopCallbacks(expired)
 	if n > 0 && k.log != nil {
@@ -144,6 +164,23 @@ func (k *Kernel) Close() error {
 	}
 	k.m.callbacksAbandoned.Store(int64(n))
 	return nil
+}
+
+// waitFor runs f on a goroutine of its own and waits until it returns or limit
+// is closed; it reports whether f returned. A goroutine left behind ends when f
+// returns.
+func waitFor(limit <-chan struct{}, f func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+		return true
+	case <-limit:
+		return isDone(done)
+	}
 }
 
 // isDone reports whether ch is closed.
