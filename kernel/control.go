@@ -20,6 +20,7 @@ const (
 	ctrlPrestarted                      // a commit stored these tasks started, and frees its reservation (prestart)
 	ctrlLeaseLapse                      // the lease may end soon without a renewal: cancel the running durable attempts
 	ctrlPause                           // pause (pause) or resume the work of sel, answer on ack
+	ctrlSchedule                        // add, change or remove a schedule (sched), answer on ack
 )
 
 // ctrlMsg is a message from the API to the loop.
@@ -39,6 +40,7 @@ type ctrlMsg struct {
 	// ctrlPrestarted: the tasks and the reservation of one commit.
 	prestart *prestartMsg
 	id       string
+	sched    *schedMsg  // ctrlSchedule
 	sel      Selector   // ctrlPause
 	pause    bool       // ctrlPause: pause rather than resume
 	ack      chan error // size 1
@@ -84,6 +86,8 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		m.ack <- nil
 	case ctrlPause:
 		m.ack <- k.pause(m.sel, m.pause)
+	case ctrlSchedule:
+		m.ack <- k.handleSched(m.sched)
 	case ctrlShutdown:
 		k.beginDrain()
 	case ctrlClose:

@@ -89,6 +89,8 @@ type Kernel struct {
 	// set it before the first task of a group with a breaker).
 	breakerFunc func(c *BreakerConfig, now time.Time) keyBreaker
 
+	schedRegistry // Kernel.Schedule's schedules (schedule.go)
+
 	gpubMu sync.Mutex
 	gpub   map[string]*groupPub // the published figures of each group; guarded by gpubMu
 	m      *kernelMetrics

@@ -66,7 +66,8 @@ type loopState struct {
 	// MaxConcurrency while none ends (see durableFull).
 	durRunning int
 
-	gate gateState // groups and pauses (gate.go)
+	gate  gateState // groups and pauses (gate.go)
+	sched schedLoop // the schedules' wheel entries (schedule.go)
 
 	spareTasks []qitem
 	spareLight []lightDone

@@ -99,6 +99,11 @@ type Stats struct {
 	// Groups holds the figures of each group of Config.Groups, by name (a group an
 	// Update removed stays, its figures frozen once its tasks ended); nil if none.
 	Groups map[string]GroupStats
+
+	// Schedules holds the figures of each schedule of [Kernel.Schedule], by name;
+	// nil if none. Building it costs O(schedules): with very many of them, read
+	// [Scheduled.Stats] of the ones of interest instead.
+	Schedules map[string]ScheduleStats
 }
 
 // StoreStats are the figures of the durable-task journal.
@@ -174,6 +179,7 @@ func (k *Kernel) Stats() Stats {
 		}
 	}
 	k.gpubMu.Unlock()
+	s.Schedules = k.scheduleStats()
 	if d := k.dur; d != nil {
 		j := d.j
 		s.Store = StoreStats{

@@ -174,6 +174,9 @@ func (k *Kernel) end(h *Handle, to State, err error) {
 		k.unindex(h)
 	}
 	gateUncount(h)
+	if x := h.ext; x != nil && x.sched != nil {
+		k.schedEnded(x.sched, h)
+	}
 	if h.dur != nil {
 		k.journalEnd(h, to, err)
 	}
@@ -194,7 +197,14 @@ func (k *Kernel) end(h *Handle, to State, err error) {
 // durable (the loop journals its success). Called
 // with runq.mu held.
 func (k *Kernel) settlesItself(a *attempt) bool {
-	return a.err == nil && !a.settled && a.h.timeout == 0 && k.events == nil && a.h.dur == nil && !a.h.named && groupExt(a.h) == nil
+	return a.err == nil && !a.settled && a.h.timeout == 0 && k.events == nil && a.h.dur == nil && !a.h.named && !loopEnds(a.h)
+}
+
+// loopEnds reports whether h's end must pass through the loop because of its ext:
+// the gate gives its permit back, a schedule hears of its occurrence's end.
+func loopEnds(h *Handle) bool {
+	x := h.ext
+	return x != nil && (x.gd != nil || x.sched != nil)
 }
 
 // finishSelfSettled settles a succeeded attempt on its executor (see

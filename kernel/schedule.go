@@ -1,0 +1,682 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/axsched/ax/queue"
+	"github.com/axsched/ax/timewheel"
+)
+
+// Overlap says what a schedule does when an occurrence is due while an earlier one
+// of it is still live (queued, running or retrying). The zero value means
+// [OverlapSkip].
+type Overlap uint8
+
+// The overlap policies.
+const (
+	// OverlapDefault is the zero value; the kernel treats it as [OverlapSkip].
+	OverlapDefault Overlap = iota
+	// OverlapSkip fires no occurrence while one is live: the occurrence is counted as
+	// skipped ([ScheduleStats.Skipped]) and the next [Fire.Missed] counts it.
+	OverlapSkip
+	// OverlapQueueOne keeps at most one occurrence waiting behind the live one: it is
+	// submitted when the live one ends. A further occurrence due while one waits is
+	// skipped.
+	OverlapQueueOne
+	// OverlapAllow submits every occurrence, whatever is live.
+	OverlapAllow
+	// OverlapReplace cancels the live occurrences (their context ends with
+	// [ErrCanceled], as [Handle.Cancel] does) and submits the new one.
+	OverlapReplace
+)
+
+// String returns the policy's name.
+func (o Overlap) String() string {
+	switch o {
+	case OverlapSkip, OverlapDefault:
+		return "skip"
+	case OverlapQueueOne:
+		return "queue-one"
+	case OverlapAllow:
+		return "allow"
+	case OverlapReplace:
+		return "replace"
+	default:
+		return "overlap(" + strconv.Itoa(int(o)) + ")"
+	}
+}
+
+// Valid reports whether o is one of the defined policies (or the zero value).
+func (o Overlap) Valid() bool { return o <= OverlapReplace }
+
+// ScheduleOptions configure one schedule of [Kernel.Schedule]. A nil *ScheduleOptions
+// means the zero value, whose fields all have defaults.
+type ScheduleOptions struct {
+	// Name identifies the schedule in Stats.Schedules and events; unique among the
+	// live schedules of a kernel, at most ScheduleNameMax bytes. If empty, the kernel
+	// makes one ("schedule-" and a sequence number).
+	Name string
+
+	// Misfire is what happens to the targets that passed more than Grace before
+	// they could fire (the kernel was busy, the machine slept, the schedule was
+	// paused). If zero, MisfireOnce.
+	Misfire Misfire
+
+	// MaxCatchUp bounds the fires of one catch-up under MisfireAll, at most
+	// MaxCatchUpMax. If zero, MaxCatchUpDefault.
+	MaxCatchUp int
+
+	// Grace is how late a target may fire and still be on time. If zero,
+	// MisfireGraceDefault.
+	Grace time.Duration
+
+	// Overlap is what happens to an occurrence due while an earlier one is live. If
+	// zero, OverlapSkip.
+	Overlap Overlap
+
+	// Jitter delays each fire by a random duration in [0, Jitter), so schedules
+	// sharing a time do not all fire at once. The delay does not count toward
+	// Grace, and Fire.Scheduled is the target without it. If zero, none.
+	Jitter time.Duration
+
+	// RunOnStart fires an occurrence when the schedule is added (its Fire.Scheduled
+	// is that time), besides the schedule's targets. If false, the first fire is the
+	// schedule's first target.
+	RunOnStart bool
+
+	// Priority, Timeout, Group, Key and Retry are those of the task each occurrence
+	// submits; see [Task]. Group must name a group of Config.Groups.
+	Priority Priority
+	Timeout  time.Duration
+	Group    string
+	Key      string
+	Retry    *RetryPolicy
+}
+
+// validate checks o's fields under rc, naming the bad ones.
+func (o *ScheduleOptions) validate(rc *resolved) error {
+	var errs []error
+	bad := func(field string, v any, reason string) {
+		errs = append(errs, &ConfigError{Field: "ScheduleOptions." + field, Value: v, Reason: reason})
+	}
+	if len(o.Name) > ScheduleNameMax {
+		bad("Name", len(o.Name), fmt.Sprintf("bytes: must be at most %d (ScheduleNameMax)", ScheduleNameMax))
+	}
+	if !o.Misfire.Valid() {
+		bad("Misfire", o.Misfire, "must be MisfireOnce, MisfireSkip or MisfireAll")
+	}
+	if o.MaxCatchUp < 0 || o.MaxCatchUp > MaxCatchUpMax {
+		bad("MaxCatchUp", o.MaxCatchUp, fmt.Sprintf("must be in [0, %d] (MaxCatchUpMax)", MaxCatchUpMax))
+	}
+	if o.Grace < 0 {
+		bad("Grace", o.Grace, "must be >= 0")
+	}
+	if !o.Overlap.Valid() {
+		bad("Overlap", o.Overlap, "must be OverlapSkip, OverlapQueueOne, OverlapAllow or OverlapReplace")
+	}
+	if o.Jitter < 0 {
+		bad("Jitter", o.Jitter, "must be >= 0")
+	}
+	if !o.Priority.Valid() {
+		bad("Priority", o.Priority, "must be High, Normal or Low")
+	}
+	if o.Timeout < 0 {
+		bad("Timeout", o.Timeout, "must be >= 0")
+	}
+	if o.Group == "" && o.Key != "" {
+		bad("Key", o.Key, "needs a ScheduleOptions.Group")
+	}
+	if o.Group != "" {
+		if _, ok := rc.groups[o.Group]; !ok {
+			bad("Group", o.Group, "names no group of Config.Groups")
+		}
+	}
+	if o.Retry != nil {
+		errs = append(errs, o.Retry.validate("ScheduleOptions.Retry")...)
+	}
+	return errors.Join(errs...)
+}
+
+// Scheduled is a schedule added by [Kernel.Schedule]. Its methods are safe for
+// concurrent use; those that change it block until the kernel's loop applied the
+// change and return at once, doing nothing, once the kernel stopped.
+type Scheduled struct {
+	k    *Kernel                           // immutable
+	name string                            // immutable
+	run  func(context.Context, Fire) error // immutable
+	o    ScheduleOptions                   // immutable: validated, Name filled
+	pub  schedPub                          // written by the loop, read by Stats
+	ls   schedLoopFields                   // loop-owned
+	_    [0]func()                         // not comparable
+}
+
+// schedPub is what the loop publishes of a schedule.
+type schedPub struct {
+	next, last                        atomic.Int64 // unix ns of the next and the last fire's target; 0: none
+	fires, misfires, skipped, refused atomic.Uint64
+	paused, ended                     atomic.Bool
+}
+
+// schedLoopFields is a schedule's loop state.
+type schedLoopFields struct {
+	s       Schedule
+	next    time.Time     // the first target not fired; zero: the schedule ended
+	jitter  time.Duration // the jitter of the armed fire
+	carried int           // missed targets no fire reported yet
+	slot    uint64        // index in schedLoop.slots; 0: none
+	timer   timewheel.Handle[timerEntry]
+	paused  bool
+	removed bool
+	live    []*Handle // occurrences not yet ended, oldest first
+	queued  bool      // OverlapQueueOne: an occurrence waits behind the live ones
+	queuedF Fire
+}
+
+// schedLoop is the loop's table of schedules: the targets of their wheel entries.
+type schedLoop struct {
+	slots []*Scheduled // by the entry's slot; slot 0 means none
+	free  []uint64
+}
+
+// schedEntryBit marks the wheel entry of a schedule among the gate's (isGateEntry):
+// its lazyTask.meta is schedEntryBit | the schedule's slot.
+const schedEntryBit = 1 << 63
+
+// isSchedEntry reports whether a gate wheel entry is a schedule's.
+func isSchedEntry(e *timerEntry) bool { return e.t.meta&schedEntryBit != 0 }
+
+// ScheduleStats are the figures of one schedule (Stats.Schedules, [Scheduled.Stats]).
+type ScheduleStats struct {
+	Next     time.Time // the next target; zero when the schedule ended, is paused or was removed, or the kernel stopped
+	Last     time.Time // the target of the last fire; zero before the first
+	Fires    uint64    // occurrences submitted (Trigger's and RunOnStart's included)
+	Misfires uint64    // targets that did not fire because they were late (the misfire policy)
+	Skipped  uint64    // occurrences not submitted because of the overlap policy
+	Refused  uint64    // occurrences the kernel had no room for (Capacity, MaxWaiting)
+	Paused   bool
+	Ended    bool // the schedule's Next returned the zero Time
+}
+
+// ErrScheduleRemoved is returned by the methods of a [Scheduled] after
+// [Scheduled.Remove], and by [Scheduled.Trigger] and [Scheduled.Update] after the
+// kernel stopped.
+var ErrScheduleRemoved = errors.New("kernel: schedule removed")
+
+// Schedule adds a schedule: at each target of s (see [Schedule]), the kernel submits
+// a task whose function calls run with the occurrence's [Fire]. The task travels as
+// any other (o's Priority, Timeout, Group, Key and Retry; Capacity, retries,
+// timeouts, groups and pauses apply); an occurrence the kernel has no room for is
+// refused and counted (ScheduleStats.Refused), never waited for.
+//
+// Each target is computed from the previous target, never from when a run started
+// or ended. Targets that could not fire in time follow o.Misfire; occurrences due
+// while an earlier one is live follow o.Overlap. A schedule costs one timer of the
+// kernel's wheel and no goroutine. It ends when s.Next returns the zero Time; it stops
+// firing when Shutdown or Close begins, or on [Scheduled.Remove].
+//
+// Schedule blocks until the loop added it. It returns a *ConfigError (joined)
+// naming each bad field of o, or the nil s or run; an error wrapping
+// [ErrScheduleExists] when o.Name is taken; and [ErrClosed] after Shutdown or Close
+// began. Safe for concurrent use.
+func (k *Kernel) Schedule(s Schedule, run func(ctx context.Context, f Fire) error, o *ScheduleOptions) (*Scheduled, error) {
+	var opts ScheduleOptions
+	if o != nil {
+		opts = *o
+	}
+	var errs []error
+	if s == nil {
+		errs = append(errs, &ConfigError{Field: "Schedule: s", Reason: "must not be nil"})
+	}
+	if run == nil {
+		errs = append(errs, &ConfigError{Field: "Schedule: run", Reason: "must not be nil"})
+	}
+	if err := opts.validate(k.rc.Load()); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if opts.Retry != nil {
+		r := *opts.Retry
+		opts.Retry = &r
+	}
+	if k.isClosed() {
+		return nil, ErrClosed
+	}
+	k.schedMu.Lock()
+	if opts.Name == "" {
+		for {
+			k.schedSeq++
+			opts.Name = "schedule-" + strconv.FormatUint(k.schedSeq, 10)
+			if _, ok := k.scheds[opts.Name]; !ok {
+				break
+			}
+		}
+	} else if _, ok := k.scheds[opts.Name]; ok {
+		k.schedMu.Unlock()
+		return nil, fmt.Errorf("%w: %q", ErrScheduleExists, opts.Name)
+	}
+	sc := &Scheduled{k: k, name: opts.Name, run: run, o: opts}
+	sc.ls.s = s
+	if k.scheds == nil {
+		k.scheds = make(map[string]*Scheduled)
+	}
+	k.scheds[opts.Name] = sc
+	k.schedMu.Unlock()
+	if err := k.schedCtrl(sc, schedAdd, nil); err != nil {
+		k.unregister(sc)
+		return nil, err
+	}
+	return sc, nil
+}
+
+// ErrScheduleExists is returned (wrapped) by [Kernel.Schedule] when
+// ScheduleOptions.Name names a schedule of the kernel.
+var ErrScheduleExists = errors.New("kernel: schedule name in use")
+
+func (k *Kernel) unregister(sc *Scheduled) {
+	k.schedMu.Lock()
+	if k.scheds[sc.name] == sc {
+		delete(k.scheds, sc.name)
+	}
+	k.schedMu.Unlock()
+}
+
+// schedOp is what a control message does to a schedule.
+type schedOp uint8
+
+const (
+	schedAdd schedOp = iota + 1
+	schedRemove
+	schedPause
+	schedResume
+	schedTrigger
+	schedUpdate
+)
+
+// schedMsg is the schedule part of a ctrlSchedule message.
+type schedMsg struct {
+	sc *Scheduled
+	op schedOp
+	s  Schedule // schedUpdate
+}
+
+// schedCtrl hands op on sc to the loop and waits for its answer; ErrClosed when the
+// loop stopped.
+func (k *Kernel) schedCtrl(sc *Scheduled, op schedOp, s Schedule) error {
+	ack := make(chan error, 1)
+	k.control(ctrlMsg{kind: ctrlSchedule, sched: &schedMsg{sc: sc, op: op, s: s}, ack: ack})
+	select {
+	case err := <-ack:
+		return err
+	case <-k.loopDone:
+		select {
+		case err := <-ack:
+			return err
+		default:
+			return ErrClosed
+		}
+	}
+}
+
+// Name returns the schedule's name (ScheduleOptions.Name, or the generated one).
+func (sc *Scheduled) Name() string { return sc.name }
+
+// Next returns the schedule's next target (without jitter), or the zero Time when it
+// ended, is paused, was removed or the kernel stopped. It reads what the loop
+// published at its last change and never blocks.
+func (sc *Scheduled) Next() time.Time { return unixOrZero(sc.pub.next.Load()) }
+
+// Stats returns the schedule's figures. It never blocks.
+func (sc *Scheduled) Stats() ScheduleStats {
+	p := &sc.pub
+	return ScheduleStats{
+		Next: unixOrZero(p.next.Load()), Last: unixOrZero(p.last.Load()),
+		Fires: p.fires.Load(), Misfires: p.misfires.Load(), Skipped: p.skipped.Load(), Refused: p.refused.Load(),
+		Paused: p.paused.Load(), Ended: p.ended.Load(),
+	}
+}
+
+func unixOrZero(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+// Pause stops the schedule's fires until [Scheduled.Resume]; a live occurrence
+// continues. The targets that pass meanwhile follow the misfire policy on Resume.
+// It returns ErrScheduleRemoved after Remove, ErrClosed once the kernel stopped.
+func (sc *Scheduled) Pause() error { return sc.k.schedCtrl(sc, schedPause, nil) }
+
+// Resume undoes Pause: the next fire is the schedule's first target not fired, with
+// the targets missed meanwhile handled by the misfire policy. Resuming a schedule
+// that is not paused does nothing. Errors as Pause.
+func (sc *Scheduled) Resume() error { return sc.k.schedCtrl(sc, schedResume, nil) }
+
+// Trigger fires one occurrence now, outside the schedule (its Fire.Scheduled is now,
+// its Missed 0), under the overlap policy; the schedule's targets do not change. It
+// works while the schedule is paused or ended. Errors as Pause.
+func (sc *Scheduled) Trigger() error { return sc.k.schedCtrl(sc, schedTrigger, nil) }
+
+// Update replaces the schedule's Schedule: its next target is s.Next(now), and the
+// targets missed so far are forgotten. A live occurrence continues. It returns a
+// *ConfigError for a nil s; other errors as Pause.
+func (sc *Scheduled) Update(s Schedule) error {
+	if s == nil {
+		return &ConfigError{Field: "Scheduled.Update: s", Reason: "must not be nil"}
+	}
+	return sc.k.schedCtrl(sc, schedUpdate, s)
+}
+
+// Remove ends the schedule: it fires no more, and its name is free again. A live
+// occurrence continues; one waiting under OverlapQueueOne is dropped. Remove is
+// idempotent and returns once the loop applied it (at once if the kernel stopped).
+func (sc *Scheduled) Remove() {
+	_ = sc.k.schedCtrl(sc, schedRemove, nil)
+	sc.k.unregister(sc)
+}
+
+// handleSched applies a schedule control message. Loop only.
+func (k *Kernel) handleSched(m *schedMsg) error {
+	sc := m.sc
+	if sc.ls.removed {
+		if m.op == schedRemove {
+			return nil
+		}
+		return ErrScheduleRemoved
+	}
+	stopped := k.ls.draining || k.ls.closing
+	switch m.op {
+	case schedAdd:
+		if stopped {
+			return ErrClosed
+		}
+		now := k.ls.now
+		if sc.o.RunOnStart {
+			k.schedFire(sc, Fire{Scheduled: now})
+		}
+		sc.ls.next = sc.ls.s.Next(now)
+		k.schedArm(sc)
+	case schedRemove:
+		sc.ls.removed = true
+		sc.ls.queued = false
+		k.schedDisarm(sc)
+		sc.pub.next.Store(0)
+	case schedPause:
+		if sc.ls.paused {
+			return nil
+		}
+		sc.ls.paused = true
+		sc.pub.paused.Store(true)
+		k.schedDisarm(sc)
+		sc.pub.next.Store(0)
+	case schedResume:
+		if !sc.ls.paused {
+			return nil
+		}
+		sc.ls.paused = false
+		sc.pub.paused.Store(false)
+		if !stopped {
+			k.schedArm(sc)
+		}
+	case schedTrigger:
+		if stopped {
+			return ErrClosed
+		}
+		k.schedFire(sc, Fire{Scheduled: k.ls.now})
+	case schedUpdate:
+		if stopped {
+			return ErrClosed
+		}
+		k.schedDisarm(sc)
+		sc.ls.s = m.s
+		sc.ls.carried = 0
+		sc.ls.next = m.s.Next(k.ls.now)
+		sc.pub.ended.Store(false)
+		k.schedArm(sc)
+	}
+	return nil
+}
+
+// schedArm puts sc's one wheel entry at its next target plus a fresh jitter, or marks
+// it ended. Loop only.
+func (k *Kernel) schedArm(sc *Scheduled) {
+	if sc.ls.next.IsZero() {
+		sc.pub.next.Store(0)
+		sc.pub.ended.Store(true)
+		k.schedDisarm(sc)
+		return
+	}
+	if sc.ls.paused {
+		return
+	}
+	sc.pub.next.Store(sc.ls.next.UnixNano())
+	if sc.ls.slot == 0 {
+		sl := &k.ls.sched
+		if n := len(sl.free); n > 0 {
+			sc.ls.slot = sl.free[n-1]
+			sl.free = sl.free[:n-1]
+		} else {
+			if len(sl.slots) == 0 {
+				sl.slots = append(sl.slots, nil) // slot 0 means none
+			}
+			sc.ls.slot = uint64(len(sl.slots))
+			sl.slots = append(sl.slots, nil)
+		}
+		sl.slots[sc.ls.slot] = sc
+	} else {
+		k.ls.wheel.Cancel(sc.ls.timer)
+	}
+	sc.ls.jitter = 0
+	if sc.o.Jitter > 0 {
+		sc.ls.jitter = rand.N(sc.o.Jitter) //nolint:gosec // jitter, not a secret
+	}
+	sc.ls.timer = k.ls.wheel.Schedule(sc.ls.next.Add(sc.ls.jitter), timerEntry{t: lazyTask{meta: schedEntryBit | sc.ls.slot}})
+}
+
+// schedDisarm takes sc's wheel entry out and frees its slot. Loop only.
+func (k *Kernel) schedDisarm(sc *Scheduled) {
+	if sc.ls.slot == 0 {
+		return
+	}
+	k.ls.wheel.Cancel(sc.ls.timer)
+	sl := &k.ls.sched
+	sl.slots[sc.ls.slot] = nil
+	sl.free = append(sl.free, sc.ls.slot)
+	sc.ls.slot = 0
+	sc.ls.timer = timewheel.Handle[timerEntry]{}
+}
+
+// onSchedTimer handles a schedule's wheel entry that came due: it fires the due
+// targets by the misfire policy and arms the next one. Loop only.
+func (k *Kernel) onSchedTimer(meta uint64) {
+	sc := k.ls.sched.slots[meta&^schedEntryBit]
+	sc.ls.timer = timewheel.Handle[timerEntry]{}
+	// The jitter is the kernel's own delay: it does not make a target late.
+	now := k.ls.now.Add(-sc.ls.jitter)
+	if now.Before(sc.ls.next) {
+		now = sc.ls.next
+	}
+	res := missed(misfireRequest{
+		Schedule: sc.ls.s, Next: sc.ls.next, Now: now, Policy: sc.o.Misfire,
+		Grace: cmpOr(sc.o.Grace, MisfireGraceDefault), MaxCatchUp: sc.o.MaxCatchUp, Carried: sc.ls.carried,
+	})
+	sc.ls.carried = res.Carried
+	if res.Missed > 0 {
+		sc.pub.misfires.Add(uint64(res.Missed))
+		k.schedNote(sc, NoteMisfired, nil)
+	}
+	for _, f := range res.Fires {
+		k.schedFire(sc, f)
+	}
+	sc.ls.next = res.Next
+	k.schedArm(sc)
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// schedFire submits one occurrence of sc under its overlap policy. Loop only.
+func (k *Kernel) schedFire(sc *Scheduled, f Fire) {
+	if k.ls.draining || k.ls.closing {
+		return
+	}
+	if len(sc.ls.live) > 0 {
+		switch sc.o.Overlap {
+		case OverlapAllow:
+		case OverlapReplace:
+			for _, h := range sc.ls.live {
+				if !State(h.state.Load()).Terminal() {
+					k.cancel(h, ErrCanceled)
+				}
+			}
+		case OverlapQueueOne:
+			if !sc.ls.queued {
+				sc.ls.queued, sc.ls.queuedF = true, f
+				return
+			}
+			k.schedSkip(sc, f)
+			return
+		default: // OverlapSkip
+			k.schedSkip(sc, f)
+			return
+		}
+	}
+	k.schedSubmit(sc, f)
+}
+
+// schedSkip counts an occurrence the overlap policy does not submit. Loop only.
+func (k *Kernel) schedSkip(sc *Scheduled, f Fire) {
+	sc.ls.carried += 1 + f.Missed
+	sc.pub.skipped.Add(1)
+	k.schedNote(sc, NoteSkipped, nil)
+}
+
+// schedSubmit submits the task of one occurrence, or counts it refused when the
+// kernel has no room for it. It never blocks. Loop only.
+func (k *Kernel) schedSubmit(sc *Scheduled, f Fire) {
+	rc := k.ls.rcl
+	prio := sc.o.Priority.normalize()
+	lvl := levelOf(prio)
+	evicts := false
+	if err := k.tryAcquire(lvl, 1, rc); err != nil {
+		if lvl != queue.High || !rc.cfg.EvictLow || !k.evictNewestLow() {
+			k.schedRefuse(sc, f, err)
+			return
+		}
+		evicts = true
+	}
+	var gd *groupDef
+	if sc.o.Group != "" {
+		var ok bool
+		if gd, ok = rc.groups[sc.o.Group]; !ok {
+			k.releaseFor(lvl, evicts)
+			k.schedRefuse(sc, f, fmt.Errorf("kernel: schedule %q: group %q is not in Config.Groups", sc.name, sc.o.Group))
+			return
+		}
+		if err := countWaiting(gd, sc.o.Key, 1); err != nil {
+			k.releaseFor(lvl, evicts)
+			k.schedRefuse(sc, f, err)
+			return
+		}
+	}
+	run := sc.run
+	t := Task{
+		Priority: prio, Timeout: sc.o.Timeout, Retry: sc.o.Retry,
+		Run: func(ctx context.Context) error { return run(ctx, f) },
+	}
+	h := k.newRecord(&t, prio, rc, false)
+	h.ext = &taskExt{gd: gd, key: sc.o.Key, counted: gd != nil && gd.counts != nil, sched: sc}
+	h.evicts = evicts
+	sc.ls.live = append(sc.ls.live, h)
+	sc.pub.fires.Add(1)
+	sc.pub.last.Store(f.Scheduled.UnixNano())
+	k.schedNote(sc, NoteFired, nil)
+	k.accept(h)
+}
+
+// releaseFor gives back the ticket schedSubmit took: an evicted Low task's when
+// evicts.
+func (k *Kernel) releaseFor(lvl queue.Level, evicts bool) {
+	if evicts {
+		lvl = queue.Low
+	}
+	k.release(lvl, 1)
+	k.ls.freed = true
+}
+
+// schedRefuse counts an occurrence the kernel had no room for. Loop only.
+func (k *Kernel) schedRefuse(sc *Scheduled, f Fire, err error) {
+	sc.ls.carried += 1 + f.Missed
+	sc.pub.refused.Add(1)
+	k.schedNote(sc, NoteRefused, err)
+}
+
+// schedEnded is called when an occurrence of sc ends: it submits the one waiting
+// under OverlapQueueOne. Loop only.
+func (k *Kernel) schedEnded(sc *Scheduled, h *Handle) {
+	for i, x := range sc.ls.live {
+		if x == h {
+			sc.ls.live = append(sc.ls.live[:i], sc.ls.live[i+1:]...)
+			break
+		}
+	}
+	if sc.ls.queued && len(sc.ls.live) == 0 && !sc.ls.removed {
+		sc.ls.queued = false
+		k.schedFire(sc, sc.ls.queuedF)
+	}
+}
+
+// schedStop stops every schedule: Shutdown or Close began. Loop only.
+func (k *Kernel) schedStop() {
+	for _, sc := range k.ls.sched.slots {
+		if sc != nil {
+			sc.ls.queued = false
+			sc.ls.slot, sc.ls.timer = 0, timewheel.Handle[timerEntry]{}
+			sc.pub.next.Store(0)
+		}
+	}
+	// The wheel entries are gone (the stop cleared the wheel): forget the slots.
+	k.ls.sched = schedLoop{}
+}
+
+// schedNote records an event about sc for OnEvent. Loop only.
+func (k *Kernel) schedNote(sc *Scheduled, n Note, err error) {
+	if k.events == nil {
+		return
+	}
+	k.ls.evBuf = append(k.ls.evBuf, Event{Time: k.ls.now, Schedule: sc.name, Note: n, Err: err})
+}
+
+// scheduleStats returns the figures of every schedule, by name; nil if none.
+func (k *Kernel) scheduleStats() map[string]ScheduleStats {
+	k.schedMu.Lock()
+	defer k.schedMu.Unlock()
+	if len(k.scheds) == 0 {
+		return nil
+	}
+	m := make(map[string]ScheduleStats, len(k.scheds))
+	for name, sc := range k.scheds {
+		m[name] = sc.Stats()
+	}
+	return m
+}
+
+// schedRegistry is the Kernel's table of live schedules by name.
+type schedRegistry struct {
+	schedMu  sync.Mutex
+	scheds   map[string]*Scheduled // guarded by schedMu
+	schedSeq uint64                // guarded by schedMu: the last generated name's number
+}
