@@ -23,6 +23,11 @@ type kernelMetrics struct {
 	submitted, started, succeeded, failed, timedOut, retried, rejected,
 	evicted, canceled, panics, abandoned [queue.NumLevels]*metrics.Counter
 	onTimeoutDropped, eventsDropped, logsDropped, callbackPanics *metrics.Counter
+	// The schedules' figures, all schedules together: a schedule is no label, so
+	// that a kernel with very many of them does not make as many series
+	// (Stats.Schedules has them one by one). Written by the loop.
+	schedFires, schedMisfires, schedSkipped, schedRefused *metrics.Counter
+	schedUsed                                             atomic.Bool // a schedule was added: the ax_schedule* families are written
 
 	wait, exec [queue.NumLevels]hist.Hist
 
@@ -50,6 +55,8 @@ func newKernelMetrics(g *promGroup, name string) *kernelMetrics {
 	m.eventsDropped = new(metrics.Counter)
 	m.logsDropped = new(metrics.Counter)
 	m.callbackPanics = new(metrics.Counter)
+	m.schedFires, m.schedMisfires = new(metrics.Counter), new(metrics.Counter)
+	m.schedSkipped, m.schedRefused = new(metrics.Counter), new(metrics.Counter)
 	return m
 }
 

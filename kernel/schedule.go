@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -183,6 +184,7 @@ type schedLoopFields struct {
 type schedLoop struct {
 	slots []*Scheduled // by the entry's slot; slot 0 means none
 	free  []uint64
+	ready []*Scheduled // schedules whose queued occurrence may go (schedRunQueued)
 }
 
 // schedEntryBit marks the wheel entry of a schedule among the gate's (isGateEntry):
@@ -203,11 +205,6 @@ type ScheduleStats struct {
 	Paused   bool
 	Ended    bool // the schedule's Next returned the zero Time
 }
-
-// ErrScheduleRemoved is returned by the methods of a [Scheduled] after
-// [Scheduled.Remove], and by [Scheduled.Trigger] and [Scheduled.Update] after the
-// kernel stopped.
-var ErrScheduleRemoved = errors.New("kernel: schedule removed")
 
 // Schedule adds a schedule: at each target of s (see [Schedule]), the kernel submits
 // a task whose function calls run with the occurrence's [Fire]. The task travels as
@@ -270,16 +267,13 @@ func (k *Kernel) Schedule(s Schedule, run func(ctx context.Context, f Fire) erro
 	}
 	k.scheds[opts.Name] = sc
 	k.schedMu.Unlock()
+	k.m.schedUsed.Store(true)
 	if err := k.schedCtrl(sc, schedAdd, nil); err != nil {
 		k.unregister(sc)
 		return nil, err
 	}
 	return sc, nil
 }
-
-// ErrScheduleExists is returned (wrapped) by [Kernel.Schedule] when
-// ScheduleOptions.Name names a schedule of the kernel.
-var ErrScheduleExists = errors.New("kernel: schedule name in use")
 
 func (k *Kernel) unregister(sc *Scheduled) {
 	k.schedMu.Lock()
@@ -512,6 +506,7 @@ func (k *Kernel) onSchedTimer(meta uint64) {
 	sc.ls.carried = res.Carried
 	if res.Missed > 0 {
 		sc.pub.misfires.Add(uint64(res.Missed))
+		k.m.schedMisfires.AddInt64(int64(res.Missed))
 		k.schedNote(sc, NoteMisfired, nil)
 	}
 	for _, f := range res.Fires {
@@ -537,7 +532,8 @@ func (k *Kernel) schedFire(sc *Scheduled, f Fire) {
 		switch sc.o.Overlap {
 		case OverlapAllow:
 		case OverlapReplace:
-			for _, h := range sc.ls.live {
+			// k.cancel may end an occurrence at once, which takes it off sc.ls.live.
+			for _, h := range slices.Clone(sc.ls.live) {
 				if !State(h.state.Load()).Terminal() {
 					k.cancel(h, ErrCanceled)
 				}
@@ -561,6 +557,7 @@ func (k *Kernel) schedFire(sc *Scheduled, f Fire) {
 func (k *Kernel) schedSkip(sc *Scheduled, f Fire) {
 	sc.ls.carried += 1 + f.Missed
 	sc.pub.skipped.Add(1)
+	k.m.schedSkipped.Inc()
 	k.schedNote(sc, NoteSkipped, nil)
 }
 
@@ -602,6 +599,7 @@ func (k *Kernel) schedSubmit(sc *Scheduled, f Fire) {
 	h.evicts = evicts
 	sc.ls.live = append(sc.ls.live, h)
 	sc.pub.fires.Add(1)
+	k.m.schedFires.Inc()
 	sc.pub.last.Store(f.Scheduled.UnixNano())
 	k.schedNote(sc, NoteFired, nil)
 	k.accept(h)
@@ -621,6 +619,7 @@ func (k *Kernel) releaseFor(lvl queue.Level, evicts bool) {
 func (k *Kernel) schedRefuse(sc *Scheduled, f Fire, err error) {
 	sc.ls.carried += 1 + f.Missed
 	sc.pub.refused.Add(1)
+	k.m.schedRefused.Inc()
 	k.schedNote(sc, NoteRefused, err)
 }
 
@@ -634,8 +633,22 @@ func (k *Kernel) schedEnded(sc *Scheduled, h *Handle) {
 		}
 	}
 	if sc.ls.queued && len(sc.ls.live) == 0 && !sc.ls.removed {
-		sc.ls.queued = false
-		k.schedFire(sc, sc.ls.queuedF)
+		// An occurrence ends in the midst of the loop's other work (the gate's, a
+		// bucket's): the waiting one is submitted from a clean point (schedRunQueued).
+		k.ls.sched.ready = append(k.ls.sched.ready, sc)
+	}
+}
+
+// schedRunQueued submits the occurrences that waited under OverlapQueueOne behind
+// ones that ended this pass. Loop only.
+func (k *Kernel) schedRunQueued() {
+	ready := k.ls.sched.ready
+	k.ls.sched.ready = nil
+	for _, sc := range ready {
+		if sc.ls.queued && len(sc.ls.live) == 0 && !sc.ls.removed {
+			sc.ls.queued = false
+			k.schedFire(sc, sc.ls.queuedF)
+		}
 	}
 }
 
