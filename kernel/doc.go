@@ -200,6 +200,28 @@
 // [Kernel.Pause] and [Kernel.Resume] stop and restart the starts of a group, a
 // key, a priority or a durable kind; paused tasks stay queued and in order.
 //
+// # Schedules
+//
+// [Kernel.Schedule] runs a function at each target of a [Schedule]: [ParseCron]
+// (cron specs on a location's wall clock, with ax's rule for daylight saving time)
+// or [Every] (a fixed interval). Each target is computed from the previous target,
+// never from when a run started or ended. A schedule is one entry of the loop's
+// timing wheel: no goroutine, no ticker; the loop alone decides when it fires, and
+// the [Scheduled]'s methods (Pause, Resume, Trigger, Update, Remove) hand it
+// messages. At a target the loop submits a task like any other (its priority,
+// timeout, group, key and retry policy from [ScheduleOptions]; Capacity applies),
+// without waiting: an occurrence without room is refused and counted. The task's
+// function receives a [Fire]: its target and how many targets before it did not
+// fire.
+//
+// Targets later than ScheduleOptions.Grace when the loop sees them (the kernel was
+// saturated or blocked, the machine slept, the schedule was paused) follow the
+// [Misfire] policy; an occurrence due while an earlier one is live follows the
+// [Overlap] policy. A schedule stops firing when Shutdown or Close begins, and on
+// Remove; an occurrence already submitted runs to its end, and Shutdown waits for
+// it. Stats.Schedules reports each schedule; the ax_schedule* metrics add them all
+// up, without a label per schedule, so that many schedules do not make many series.
+//
 // # Stopping
 //
 // [Kernel.Shutdown] stops intake and drains queued and running tasks; delayed

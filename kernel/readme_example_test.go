@@ -385,3 +385,54 @@ func Example_sharedStore() {
 	// <nil> 1
 	// api-0
 }
+
+// A nightly job on the wall clock of New York, and a refresh every 10 ms that never
+// runs twice at once.
+func Example_schedules() {
+	k, err := kernel.New(kernel.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Close() }()
+
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		panic(err)
+	}
+	nightly, err := kernel.ParseCron("30 2 * * *", ny)
+	if err != nil {
+		panic(err)
+	}
+	// 02:30 does not exist on 9 March 2025 (spring forward): it runs at 03:00.
+	fmt.Println(nightly.Next(time.Date(2025, 3, 8, 12, 0, 0, 0, ny)))
+	report, err := k.Schedule(nightly, func(ctx context.Context, f kernel.Fire) error {
+		return nil // f.Scheduled is the target; f.Missed the targets that did not fire
+	}, &kernel.ScheduleOptions{Name: "report", Misfire: kernel.MisfireOnce, Timeout: time.Hour})
+	if err != nil {
+		panic(err)
+	}
+	defer report.Remove()
+
+	fires := make(chan kernel.Fire, 8)
+	refresh, err := k.Schedule(kernel.Every(10*time.Millisecond), func(ctx context.Context, f kernel.Fire) error {
+		fires <- f
+		return nil
+	}, &kernel.ScheduleOptions{
+		Name:       "refresh",
+		RunOnStart: true,               // fire once at once
+		Overlap:    kernel.OverlapSkip, // never two at once
+		Jitter:     time.Millisecond,   // each fire up to 1 ms late, spread
+		Priority:   kernel.High,
+	})
+	if err != nil {
+		panic(err)
+	}
+	for range 3 {
+		<-fires
+	}
+	refresh.Remove() // fires no more; a running occurrence completes
+	fmt.Println(k.Stats().Schedules["report"].Fires, len(k.Stats().Schedules))
+	// Output:
+	// 2025-03-09 03:00:00 -0400 EDT
+	// 0 1
+}

@@ -1,0 +1,40 @@
+package kernel
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// BenchmarkScheduleMemory adds 100,000 Every schedules of 1 to 60 s to a kernel and
+// reports the heap they hold, per schedule.
+func BenchmarkScheduleMemory(b *testing.B) {
+	const n = 100_000
+	run := func(context.Context, Fire) error { return nil }
+	r := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	var perSchedule float64
+	for b.Loop() {
+		k, err := New(Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for range n {
+			if _, err := k.Schedule(Every(time.Duration(1+r.IntN(60))*time.Second), run, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perSchedule = float64(after.HeapAlloc-before.HeapAlloc) / n
+		if err := k.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(perSchedule, "bytes/schedule")
+}
