@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -213,7 +214,9 @@ type ScheduleStats struct {
 // refused and counted (ScheduleStats.Refused), never waited for.
 //
 // Each target is computed from the previous target, never from when a run started
-// or ended. Targets that could not fire in time follow o.Misfire; occurrences due
+// or ended. The kernel's loop calls s.Next: it must return quickly and never block
+// (those of [ParseCron] and [Every] do); a panic in it ends the schedule, and is
+// logged. Targets that could not fire in time follow o.Misfire; occurrences due
 // while an earlier one is live follow o.Overlap. A schedule costs one timer of the
 // kernel's wheel and no goroutine. It ends when s.Next returns the zero Time; it stops
 // firing when Shutdown or Close begins, or on [Scheduled.Remove].
@@ -397,8 +400,9 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 		if sc.o.RunOnStart {
 			k.schedFire(sc, Fire{Scheduled: now})
 		}
-		sc.ls.next = sc.ls.s.Next(now)
-		k.schedArm(sc)
+		if k.schedGuard(sc, func() { sc.ls.next = sc.ls.s.Next(now) }) {
+			k.schedArm(sc)
+		}
 	case schedRemove:
 		sc.ls.removed = true
 		sc.ls.queued = false
@@ -433,9 +437,10 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 		k.schedDisarm(sc)
 		sc.ls.s = m.s
 		sc.ls.carried = 0
-		sc.ls.next = m.s.Next(k.ls.now)
 		sc.pub.ended.Store(false)
-		k.schedArm(sc)
+		if k.schedGuard(sc, func() { sc.ls.next = m.s.Next(k.ls.now) }) {
+			k.schedArm(sc)
+		}
 	}
 	return nil
 }
@@ -476,6 +481,24 @@ func (k *Kernel) schedArm(sc *Scheduled) {
 	sc.ls.timer = k.ls.wheel.Schedule(sc.ls.next.Add(sc.ls.jitter), timerEntry{t: lazyTask{meta: schedEntryBit | sc.ls.slot}})
 }
 
+// schedGuard runs f, which calls sc's Schedule, and reports whether it returned. A
+// panic in the Schedule ends sc (its Stats show it Ended), is logged and noted
+// (NoteMisfired with a *PanicError): the loop goes on. Loop only.
+func (k *Kernel) schedGuard(sc *Scheduled, f func()) (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			ok = false
+			sc.ls.next = time.Time{}
+			k.schedArm(sc) // ends it
+			err := &PanicError{Value: r, Stack: debug.Stack()}
+			k.log.warn("kernel: a schedule's Next panicked: the schedule ended", "schedule", sc.name, "panic", r)
+			k.schedNote(sc, NoteMisfired, err)
+		}
+	}()
+	f()
+	return true
+}
+
 // schedDisarm takes sc's wheel entry out and frees its slot. Loop only.
 func (k *Kernel) schedDisarm(sc *Scheduled) {
 	if sc.ls.slot == 0 {
@@ -499,10 +522,15 @@ func (k *Kernel) onSchedTimer(meta uint64) {
 	if now.Before(sc.ls.next) {
 		now = sc.ls.next
 	}
-	res := missed(misfireRequest{
-		Schedule: sc.ls.s, Next: sc.ls.next, Now: now, Policy: sc.o.Misfire,
-		Grace: cmpOr(sc.o.Grace, MisfireGraceDefault), MaxCatchUp: sc.o.MaxCatchUp, Carried: sc.ls.carried,
-	})
+	var res misfireResult
+	if !k.schedGuard(sc, func() {
+		res = missed(misfireRequest{
+			Schedule: sc.ls.s, Next: sc.ls.next, Now: now, Policy: sc.o.Misfire,
+			Grace: cmpOr(sc.o.Grace, MisfireGraceDefault), MaxCatchUp: sc.o.MaxCatchUp, Carried: sc.ls.carried,
+		})
+	}) {
+		return
+	}
 	sc.ls.carried = res.Carried
 	if res.Missed > 0 {
 		sc.pub.misfires.Add(uint64(res.Missed))
@@ -601,7 +629,9 @@ func (k *Kernel) schedSubmit(sc *Scheduled, f Fire) {
 	sc.pub.fires.Add(1)
 	k.m.schedFires.Inc()
 	sc.pub.last.Store(f.Scheduled.UnixNano())
-	k.schedNote(sc, NoteFired, nil)
+	if k.events != nil {
+		k.ls.evBuf = append(k.ls.evBuf, Event{Time: k.ls.now, Schedule: sc.name, Note: NoteFired, TaskID: h.ID(), Priority: prio})
+	}
 	k.accept(h)
 }
 
@@ -626,11 +656,8 @@ func (k *Kernel) schedRefuse(sc *Scheduled, f Fire, err error) {
 // schedEnded is called when an occurrence of sc ends: it submits the one waiting
 // under OverlapQueueOne. Loop only.
 func (k *Kernel) schedEnded(sc *Scheduled, h *Handle) {
-	for i, x := range sc.ls.live {
-		if x == h {
-			sc.ls.live = append(sc.ls.live[:i], sc.ls.live[i+1:]...)
-			break
-		}
+	if i := slices.Index(sc.ls.live, h); i >= 0 {
+		sc.ls.live = slices.Delete(sc.ls.live, i, i+1) // zeroes the freed tail
 	}
 	if sc.ls.queued && len(sc.ls.live) == 0 && !sc.ls.removed {
 		// An occurrence ends in the midst of the loop's other work (the gate's, a

@@ -562,3 +562,29 @@ func TestScheduleManyOneEntryEach(t *testing.T) {
 		}
 	})
 }
+
+// panicky is a Schedule whose Next panics after its first target.
+type panicky struct{ t0 time.Time }
+
+func (p panicky) Next(after time.Time) time.Time {
+	if first := p.t0.Add(time.Second); after.Before(first) {
+		return first
+	}
+	panic("panicky: no more")
+}
+
+func TestSchedulePanickyNext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, Config{})
+		var l fireLog
+		sc := mustSchedule(t, k, panicky{t0: time.Now()}, l.run, nil)
+		advance(time.Minute)
+		if st := sc.Stats(); !st.Ended || st.Fires != 0 {
+			t.Fatalf("Stats() = %+v, want ended without a fire", st)
+		}
+		// The kernel goes on.
+		if err := mustSubmit(t, k, Task{Run: noop}).Wait(context.Background()); err != nil {
+			t.Fatalf("Wait() = %v", err)
+		}
+	})
+}
