@@ -84,8 +84,9 @@ type ScheduleOptions struct {
 	Overlap Overlap
 
 	// Jitter delays each fire by a random duration in [0, Jitter), so schedules
-	// sharing a time do not all fire at once. The delay does not count toward
-	// Grace, and Fire.Scheduled is the target without it. If zero, none.
+	// sharing a time do not all fire at once (the wheel then rounds the fire up to
+	// its Config.Tick, as every timer). The delay does not count toward Grace, and
+	// Fire.Scheduled is the target without it. If zero, none.
 	Jitter time.Duration
 
 	// RunOnStart fires an occurrence when the schedule is added (its Fire.Scheduled
@@ -156,7 +157,6 @@ type Scheduled struct {
 	o    ScheduleOptions                   // immutable: validated, Name filled
 	pub  schedPub                          // written by the loop, read by Stats
 	ls   schedLoopFields                   // loop-owned
-	_    [0]func()                         // not comparable
 }
 
 // schedPub is what the loop publishes of a schedule.
