@@ -409,8 +409,12 @@ func (k *Kernel) keyCanStart(ks *keyState) bool {
 		return false
 	}
 	now := k.ls.nowMono
-	wait := max(ks.holdUntil, ks.rate.next(d.perKey, now), ks.brUntil)
+	token := ks.rate.next(d.perKey, now)
+	wait := max(ks.holdUntil, token, ks.brUntil)
 	if wait > now {
+		if token > now {
+			ks.rate.refuse(d.perKey)
+		}
 		if ks.timer.slot == 0 || ks.timer.at != wait {
 			if ks.timer.slot == 0 {
 				g.pub.throttles.Add(1)
@@ -446,6 +450,7 @@ func (k *Kernel) serveGroup(g *groupState) {
 			return // a permit's return serves the group again
 		}
 		if at := g.total.next(d.total, now); at > now {
+			g.total.refuse(d.total)
 			if g.totalTimer.slot == 0 || g.totalTimer.at != at {
 				k.armGroup(g, &g.totalTimer, slotTotal, at)
 			}

@@ -277,7 +277,7 @@ func resolveGroups(c *Config, prev map[string]*groupDef) map[string]*groupDef {
 	out := make(map[string]*groupDef, len(c.Groups))
 	for name, g := range c.Groups {
 		g.KeyIdle = cmp.Or(g.KeyIdle, KeyIdleDefault)
-		d := &groupDef{name: name, cfg: g, perKey: gcraOf(g.PerKey.Rate), total: gcraOf(g.Total.Rate)}
+		d := &groupDef{name: name, cfg: g, perKey: gcraOf(g.PerKey.Rate, c.Tick), total: gcraOf(g.Total.Rate, c.Tick)}
 		if g.Breaker != nil {
 			b := g.Breaker.withDefaults()
 			d.breaker = &b
@@ -297,12 +297,18 @@ func resolveGroups(c *Config, prev map[string]*groupDef) map[string]*groupDef {
 
 // gcraParams are a Rate as the generic cell rate algorithm uses it: a token every
 // interval, and up to tolerance ahead of time (Burst - 1 intervals). interval 0:
-// no limit.
+// no limit. late is how long after a token came due a permit may still be
+// counted as taken when it came due (see gcra.take).
 type gcraParams struct {
-	interval, tolerance int64
+	interval, tolerance, late int64
 }
 
-func gcraOf(r Rate) gcraParams {
+// gcraLateTicks is gcraParams.late in ticks of the wheel: one for the wheel's
+// rounding of a wake-up up to its tick, one for the loop's own wake-up latency.
+const gcraLateTicks = 2
+
+// gcraOf returns the GCRA of r on a wheel whose tick is tick.
+func gcraOf(r Rate, tick time.Duration) gcraParams {
 	if r.N == 0 {
 		return gcraParams{}
 	}
@@ -312,12 +318,16 @@ func gcraOf(r Rate) gcraParams {
 	if b == 0 || iv <= tol/b {
 		tol = iv * b
 	}
-	return gcraParams{interval: iv, tolerance: tol}
+	return gcraParams{interval: iv, tolerance: tol, late: int64(tick) * gcraLateTicks}
 }
 
 // gcra is one token bucket's state: the theoretical arrival time of the next
-// token (mono). The zero value is a full bucket.
-type gcra struct{ tat int64 }
+// token (mono), and whether a start has waited for it. The zero value is a full
+// bucket.
+type gcra struct {
+	tat  int64
+	owed bool // a start was refused for want of a token since the last take
+}
 
 // next returns when a token is available (<= now: at once).
 func (g *gcra) next(p gcraParams, now int64) int64 {
@@ -327,12 +337,31 @@ func (g *gcra) next(p gcraParams, now int64) int64 {
 	return g.tat - p.tolerance
 }
 
-// take spends a token at now, which next allowed.
+// refuse notes that a start waits for the token next returned, after now.
+func (g *gcra) refuse(p gcraParams) {
+	if p.interval != 0 {
+		g.owed = true
+	}
+}
+
+// take spends a token at now, which next allowed. When a start waited for this
+// token (refuse) and takes it at most p.late after it came due, the token counts
+// as taken when it came due: the wheel wakes the waiting key up to a tick late,
+// later on a busy loop, and counting from now would add that lateness to every
+// interval of a backlogged key. So a backlogged key's starts keep the rate, each
+// within p.late of its token's due time, as an x/time/rate.Limiter's
+// reservations do; a window of length w then holds at most
+// Burst + (w+p.late)/interval starts.
 func (g *gcra) take(p gcraParams, now int64) {
 	if p.interval == 0 {
 		return
 	}
-	g.tat = max(g.tat, now) + p.interval
+	if g.owed && now-(g.tat-p.tolerance) <= p.late {
+		g.tat += p.interval // g.tat >= now - p.late: the token was due no earlier
+	} else {
+		g.tat = max(g.tat, now) + p.interval
+	}
+	g.owed = false
 }
 
 // full reports whether the bucket is full at now (its state may be forgotten).

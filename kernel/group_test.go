@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -560,4 +561,45 @@ func TestGroupBatchAndMap(t *testing.T) {
 			t.Errorf("Map() with an unknown group = %v, want a ConfigError for BatchOptions.Group", err)
 		}
 	})
+}
+
+// TestGroupRateOffTick checks that a backlogged key keeps its rate when its
+// interval is not a whole number of ticks: the wheel wakes the key up to a tick
+// after its token is due, and the next token is counted from the due time, not
+// from the late grant, so the lateness does not add up.
+func TestGroupRateOffTick(t *testing.T) {
+	tests := []struct {
+		name string
+		rate Rate
+		tick time.Duration
+	}{
+		{"3 per 20ms", Rate{N: 3, Per: 20 * time.Millisecond}, 0},
+		{"1 per 5ms tick 4ms", Rate{N: 1, Per: 5 * time.Millisecond}, 4 * time.Millisecond},
+		{"100/s tick 3ms", Rate{N: 100, Per: time.Second}, 3 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				k := newTestKernel(t, Config{Tick: tt.tick, Groups: map[string]GroupConfig{
+					"g": {PerKey: Limits{Rate: tt.rate}},
+				}})
+				tick := cmp.Or(tt.tick, TickDefault)
+				iv := tt.rate.Per / time.Duration(tt.rate.N)
+				const n = 60
+				tr := newTracker()
+				var hs []*Handle
+				for range n {
+					hs = append(hs, mustSubmit(t, k, Task{Group: "g", Key: "k", Run: tr.run("k", "", 0, nil)}))
+				}
+				waitAll(t, hs)
+				s := tr.starts["k"]
+				for i, at := range s {
+					want := time.Duration(i) * iv
+					if at < want || at > want+2*tick {
+						t.Errorf("start %d at %v, want in [%v, %v]", i, at, want, want+2*tick)
+					}
+				}
+			})
+		})
+	}
 }

@@ -49,6 +49,7 @@ func TestGroupRateMatchesLimiter(t *testing.T) {
 		{"100/s burst 1", kernel.Rate{N: 100, Per: time.Second}, []int{50}, nil},
 		{"10/s burst 5", kernel.Rate{N: 10, Per: time.Second, Burst: 5}, []int{20, 3, 12}, []time.Duration{300 * time.Millisecond, 3 * time.Second}},
 		{"3 per 30ms burst 2", kernel.Rate{N: 3, Per: 30 * time.Millisecond, Burst: 2}, []int{7, 7, 1, 9}, []time.Duration{5 * time.Millisecond, 45 * time.Millisecond, 13 * time.Millisecond}},
+		{"3 per 20ms burst 1 off the tick", kernel.Rate{N: 3, Per: 20 * time.Millisecond}, []int{40}, nil},
 		{"1 per 7ms burst 3 refilled", kernel.Rate{N: 1, Per: 7 * time.Millisecond, Burst: 3}, []int{4, 2, 6}, []time.Duration{time.Second, 15 * time.Millisecond}},
 	}
 	for _, tt := range tests {
