@@ -77,14 +77,20 @@ func runGroups(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	// The calls run with the bad keys, without, without, with: each case once
 	// first and once last, so that neither gains from its place in the process
 	// (a warmer runtime, heap and box), and each p99 is over twice the arrivals.
+	// A stall meter runs beside them (see stallMeter).
 	var runs [4]*groupsRun
+	sm := startStallMeter()
 	for i, bad := range []bool{true, false, false, true} {
 		r, err := groupsCalls(ctx, f, p, lim, bad)
 		if err != nil {
+			sm.end()
 			return nil, err
 		}
 		runs[i] = r
 	}
+	stall, share := sm.end()
+	out.Metrics["stall_max_ms"] = float64(stall.Microseconds()) / 1e3
+	out.Metrics["stall_pct"] = share * 100
 	runs[0].report(out, p, lim)
 	qBad := QuantilesOf(append(runs[0].coldWaits(), runs[3].coldWaits()...))
 	qBad.put(out.Metrics, "wait", "")

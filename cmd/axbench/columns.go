@@ -214,6 +214,7 @@ var views = map[string]view{
 			{"fail_calls_open_max", "open calls"},
 			{"breaker_opened", "trips"},
 			{"timed_out", "timed out"},
+			{"stall_max_ms", "stall max ms"},
 		},
 		headline: "overhead_ns_per_task", baseline: "chanpool-keyed", compact: true,
 		bars: []string{"overhead_ns_per_task", "wait_p99_us", "wait_p99_us_nobad", "rate_dev_pct_max"},
@@ -221,7 +222,9 @@ var views = map[string]view{
 			"abandoned calls late); rate dev/excess: the largest deviation (excess) of a backlogged key's start rate from 100/s " +
 			"over any window of >= 10 starts; p99 wait: the cold keys' submit→start, with the bad keys and without; " +
 			"CPU ns/task: process CPU per instant task under the limits; open calls: the most calls at the failing key " +
-			"in one open spell of its breaker (trip to close or reopen, half-open probes included)",
+			"in one open spell of its breaker (trip to close or reopen, half-open probes included); stall max: the latest a " +
+			"goroutine sleeping 1 ms at a time woke during the calls, beyond its sleep (the whole process held back: the " +
+			"machine's other jobs, GC), which delays every executor's starts alike",
 		conclude: groupsConclusion,
 	},
 }

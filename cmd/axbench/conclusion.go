@@ -84,6 +84,9 @@ func ratioText(r float64) string {
 	return fmt.Sprintf("%.0f×", r)
 }
 
+// med0 returns the median of metric name in r, or 0.
+func med0(r bench.Result, name string) float64 { return r.Metrics[name].Median }
+
 // groupsConclusion sums up the groups scenario from its medians against the
 // issue's targets: limits exact, rate within ±5 %, CPU per task ax ÷ the
 // keyed baseline <= 1.5, calls at the failing key while open <= the probes,
@@ -124,6 +127,10 @@ func groupsConclusion(rp bench.Report) []string {
 	}
 	if r, ok := med(ax, "wait_ratio"); ok {
 		lines = append(lines, fmt.Sprintf("Other keys' p99 wait with the bad keys ÷ without: %.2f (target <= 1.2).", r))
+	}
+	if st, ok := med(ax, "stall_max_ms"); ok {
+		lines = append(lines, fmt.Sprintf("The process stalled up to %.1f ms during ax's calls (a goroutine sleeping 1 ms woke that late; "+
+			"%.1f %% of the time late in all): the rate over 10 starts and the p99 waits include such stalls.", st, med0(ax, "stall_pct")))
 	}
 	return lines
 }
