@@ -22,11 +22,16 @@ const (
 // Rate is a token bucket: N tokens per Per, refilled evenly (one every Per/N), in
 // a bucket of Burst tokens. The zero Rate is no limit.
 //
-// With Burst 1 (the default) the starts are spread evenly, one every Per/N: no
-// window of length Per ever holds more than N starts, which is what an upstream's
-// "N per second" quota usually means. A larger Burst lets up to Burst starts go
-// at once after a quiet spell (as golang.org/x/time/rate's burst does), so a
-// window of length Per may then hold up to N + Burst - 1 starts.
+// With Burst 1 (the default) the starts are spread evenly, one every Per/N: a window
+// of length Per holds at most N starts, which is what an upstream's "N per second"
+// quota usually means, and when a start came late, one more (or the tokens of two
+// ticks, at rates above one token every two ticks): the wheel wakes a waiting key up
+// to a tick after its token, and a start made within two ticks of its token counts as
+// made at the token's time, so that the lateness does not slow a backlogged key (as
+// golang.org/x/time/rate's reservations keep their times however late the waiter
+// wakes). A larger Burst lets up to Burst starts go at once after a quiet spell (as
+// x/time/rate's burst does), so a window of length Per may then hold up to
+// N + Burst - 1 starts (and as many more after a late one).
 type Rate struct {
 	// N tokens per Per. If zero, no rate limit (Per and Burst must be zero too).
 	N int
