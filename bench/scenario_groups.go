@@ -450,17 +450,23 @@ func (r *groupsRun) report(out *Sample, p Params, lim KeyLimits) {
 		}
 	}
 	iv := 1e9 / lim.Rate
-	dev, excess := 0.0, 0.0
+	dev, excess, mean := 0.0, 0.0, 0.0
 	for k, s := range starts {
 		slices.Sort(s)
 		d, e := rateDeviation(s, iv, groupsWindow)
 		excess = max(excess, e)
 		if k >= keyRate0 && k < keyRate0+groupsRateKeys {
 			dev = max(dev, d)
+			if n := len(s); n > 1 && s[n-1] > s[0] {
+				mean = max(mean, math.Abs(float64(n-1)*iv/float64(s[n-1]-s[0])-1))
+			}
 		}
 	}
 	m["rate_dev_pct_max"] = dev * 100
 	m["rate_excess_pct_max"] = excess * 100
+	// The deviation of a backlogged key's rate over its whole backlog: a
+	// systematic drift, which a stall of the process moves little.
+	m["rate_mean_dev_pct_max"] = mean * 100
 	m["ran"] = float64(ran)
 	m["succeeded"] = float64(ok)
 	m["timed_out"] = float64(timedOut)

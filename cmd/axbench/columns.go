@@ -206,6 +206,7 @@ var views = map[string]view{
 			{"max_conc_hang_key", "hang key conc"},
 			{"rate_dev_pct_max", "rate dev %"},
 			{"rate_excess_pct_max", "rate excess %"},
+			{"rate_mean_dev_pct_max", "mean rate dev %"},
 			{"wait_p99_us", "p99 wait µs"},
 			{"wait_p99_us_nobad", "p99 no bad µs"},
 			{"wait_ratio", "wait ratio"},
@@ -220,7 +221,8 @@ var views = map[string]view{
 		bars: []string{"overhead_ns_per_task", "wait_p99_us", "wait_p99_us_nobad", "rate_dev_pct_max"},
 		legend: "max conc/key: the most calls one key had open at the server (the hanging key apart: the server sees its " +
 			"abandoned calls late); rate dev/excess: the largest deviation (excess) of a backlogged key's start rate from 100/s " +
-			"over any window of >= 10 starts; p99 wait: the cold keys' submit→start, with the bad keys and without; " +
+			"over any window of >= 10 starts; mean rate dev: the same over a key's whole backlog; p99 wait: the cold " +
+			"keys' submit→start, with the bad keys and without (each over two runs: with, without, without, with); " +
 			"CPU ns/task: process CPU per instant task under the limits; open calls: the most calls at the failing key " +
 			"in one open spell of its breaker (trip to close or reopen, half-open probes included); stall max: the latest a " +
 			"goroutine sleeping 1 ms at a time woke during the calls, beyond its sleep (the whole process held back: the " +
