@@ -224,6 +224,28 @@ var views = map[string]view{
 			"in one open spell of its breaker (trip to close or reopen, half-open probes included)",
 		conclude: groupsConclusion,
 	},
+	"schedules": {
+		columns: []column{
+			{"bytes_per_schedule", "B/schedule"},
+			{"goroutines_per_schedule", "goroutines/sched"},
+			{"add_ns_per_op", "add ns/op"},
+			{"idle_cpu_pct", "idle CPU %"},
+			{"lateness_p50_us", "late p50 µs"},
+			{"lateness_p99_us", "late p99 µs"},
+			{"lateness_max_us", "late max µs"},
+			{"wakeup_p99_us", "wake-up p99 µs"},
+			{"cpu_ns_per_fire", "CPU ns/fire"},
+			{"fires", "fires"},
+			{"unfired", "unfired"},
+		},
+		headline: "bytes_per_schedule", baseline: "gocron", compact: true,
+		bars: []string{"bytes_per_schedule", "idle_cpu_pct", "lateness_p99_us", "cpu_ns_per_fire"},
+		legend: "B/schedule: heap and stack bytes in use after a GC per idle schedule (1–60 min, none due); idle CPU: " +
+			"process CPU over 1.5 s with them all live, % of one core; late: fire time − the schedule's own target " +
+			"(first target + k × interval) for the firing schedules (1–60 s ÷ shrink); wake-up: time.AfterFunc(2ms) " +
+			"lateness in the same process; CPU ns/fire: process CPU over the firing window ÷ fires",
+		conclude: schedulesConclusion,
+	},
 }
 
 // latencyView shows both latency scenarios, one per generator.
