@@ -12,13 +12,13 @@ import (
 
 // The schedules scenario's shape.
 const (
-	schedIdleUnit    = time.Minute             // idle schedules run every 1–60 of these
-	schedIdleSpan    = 1500 * time.Millisecond // how long idle CPU is measured
-	schedFireShare   = 20                      // firing schedules are N / schedFireShare
-	schedSpanMin     = time.Second             // firing schedules' intervals before Shrink
+	schedIdleUnit    = time.Minute // idle schedules run every 1–60 of these
+	schedIdleSpan    = time.Second // how long idle CPU is measured
+	schedFireShare   = 20          // firing schedules are N / schedFireShare
+	schedSpanMin     = time.Second // firing schedules' intervals before Shrink
 	schedSpanMax     = 60 * time.Second
-	schedShrink      = 30                     // default Shrink: intervals 33 ms–2 s
-	schedSettle      = 500 * time.Millisecond // the window outlasts the last first target by this
+	schedShrink      = 40                     // default Shrink: intervals 25 ms–1.5 s
+	schedSettle      = 300 * time.Millisecond // the window outlasts the last first target by this
 	schedWakeSamples = 100                    // time.AfterFunc wake-ups measured
 	schedWakeDelay   = 2 * time.Millisecond
 )
@@ -28,7 +28,7 @@ func schedulesScenario() Scenario {
 		Name: "schedules",
 		Key:  "bytes_per_schedule",
 		Doc: "N = 100,000 interval schedules at random 1–60 min (none due while measured): bytes per schedule " +
-			"(heap and stacks) and idle CPU; then N/20 more at random 1–60 s ÷ shrink (default 30: 33 ms–2 s) firing " +
+			"(heap and stacks) and idle CPU over 1 s; then N/20 more at random 1–60 s ÷ shrink (default 40: 25 ms–1.5 s) firing " +
 			"until each has fired: lateness p50/p99 against each schedule's own grid of targets, CPU per fire",
 		Defaults:  Params{N: 100_000, Shrink: schedShrink},
 		Schedules: true,
