@@ -237,10 +237,10 @@ var views = map[string]view{
 		},
 		headline: "bytes_per_schedule", baseline: "gocron", compact: true,
 		bars: []string{"bytes_per_schedule", "idle_cpu_pct", "lateness_p99_us", "cpu_ns_per_fire"},
-		legend: "B/schedule: heap and stack bytes in use after a GC per idle schedule (1–60 min, none due); idle CPU: " +
+		legend: "B/sched: heap and stack bytes in use after a GC per idle schedule (1–60 min, none due); idle CPU%: " +
 			"process CPU over 1 s with them all live, % of one core; late: fire time − the schedule's own target " +
-			"(first target + k × interval) for the firing schedules (1–60 s ÷ shrink); wake-up: time.AfterFunc(2ms) " +
-			"lateness in the same process; CPU ns/fire: process CPU over the firing window ÷ fires",
+			"(first target + k × interval) for the firing schedules (1–60 s ÷ shrink); wake: time.AfterFunc(2ms) " +
+			"lateness in the same process, one at a time; CPU ns/fire: process CPU over the firing window ÷ fires",
 		conclude: schedulesConclusion,
 	},
 }
