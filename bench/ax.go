@@ -20,7 +20,9 @@ import (
 // a Capacity of Queue per priority, one attempt per task unless the task has
 // a retry policy, and every other setting at its default (quotas, retry
 // budget, zombies). ax is also the keyed executor of the groups scenario
-// ([Factory.Keyed]): a kernel whose groups hold the per-key limits.
+// ([Factory.Keyed]): a kernel whose groups hold the per-key limits, and the
+// recurring scheduler of the schedules scenario ([Factory.Schedules]): a
+// kernel at its defaults whose schedules are kernel.Every.
 func AxFactories() []Factory {
 	return []Factory{
 		{
@@ -30,6 +32,7 @@ func AxFactories() []Factory {
 			Keyed: func(ctx context.Context, _ Params, cfg KeyedConfig) (KeyedExecutor, error) {
 				return newAxKeyed(ctx, cfg)
 			},
+			Schedules: func(context.Context, Params) (ScheduleExecutor, error) { return newAxSchedules() },
 		},
 		{
 			Name: "ax-nb", Mode: NonBlocking, Priorities: true, Delays: true,

@@ -217,6 +217,10 @@ type Factory struct {
 	// factory may have it beside New, or alone (then it runs in those
 	// scenarios only).
 	Keyed func(ctx context.Context, p Params, cfg KeyedConfig) (KeyedExecutor, error)
+	// Schedules, if not nil, builds the recurring scheduler of the scenarios
+	// marked [Scenario.Schedules]. A factory may have it beside New, or alone
+	// (then it runs in those scenarios only).
+	Schedules func(ctx context.Context, p Params) (ScheduleExecutor, error)
 	// DurableJoin, if not nil, opens in another process the store of a
 	// DurableSetup that Durable returned, named by its Shared; the setup's Close
 	// releases it without dropping it. The durable-multi scenario runs only

@@ -29,7 +29,8 @@ type Params struct {
 	// Scale multiplies the default N and the default Duration. If zero, 1.
 	Scale float64 `json:"scale,omitempty"`
 	// Shrink divides the upstream delays of slow-upstream (50 ms … 30 s) and
-	// the timeouts that go with them. If zero, ShrinkDefault.
+	// the timeouts that go with them, and the firing intervals of schedules
+	// (1–60 s). If zero, the scenario's default, else ShrinkDefault.
 	Shrink float64 `json:"shrink,omitempty"`
 	// Seed seeds the random draws of a run. If zero, 1.
 	Seed uint64 `json:"seed,omitempty"`

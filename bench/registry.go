@@ -29,8 +29,8 @@ func NewRegistry() *Registry {
 // there. A name used twice is an error.
 func (r *Registry) Add(fs ...Factory) error {
 	for _, f := range fs {
-		if f.Name == "" || f.Mode == 0 || (f.New == nil && f.Keyed == nil) == (f.Durable == nil) {
-			return fmt.Errorf("bench: executor %q: Name, Mode and one of New (or Keyed) or Durable are required", f.Name)
+		if f.Name == "" || f.Mode == 0 || (f.New == nil && f.Keyed == nil && f.Schedules == nil) == (f.Durable == nil) {
+			return fmt.Errorf("bench: executor %q: Name, Mode and one of New (or Keyed or Schedules) or Durable are required", f.Name)
 		}
 		if _, ok := r.Executor(f.Name); ok {
 			return fmt.Errorf("bench: executor %q registered twice", f.Name)

@@ -28,6 +28,9 @@ type Scenario struct {
 	// Keyed is true when the scenario runs on the keyed executors
 	// ([Factory.Keyed]) instead of the plain ones.
 	Keyed bool
+	// Schedules is true when the scenario runs on the recurring schedulers
+	// ([Factory.Schedules]) instead of the executors.
+	Schedules bool
 	// Accepts reports whether the scenario can run on f, one of the factories
 	// of its kind (executors, or durable configurations when Durable). If
 	// nil, it runs on all of them.
@@ -53,6 +56,7 @@ func Scenarios() []Scenario {
 		durableScenario(),
 		durableMultiScenario(),
 		groupsScenario(),
+		schedulesScenario(),
 	}
 }
 
@@ -62,7 +66,8 @@ func runsOn(sc Scenario, f Factory) bool {
 	switch {
 	case sc.Durable != (f.Durable != nil):
 		return false
-	case sc.Keyed && f.Keyed == nil, !sc.Keyed && !sc.Durable && f.New == nil:
+	case sc.Keyed && f.Keyed == nil, sc.Schedules && f.Schedules == nil,
+		!sc.Keyed && !sc.Durable && !sc.Schedules && f.New == nil:
 		return false
 	}
 	if len(f.Only) > 0 && !slices.Contains(f.Only, sc.Name) {

@@ -35,6 +35,9 @@ func registry() (*bench.Registry, error) {
 	if err := reg.Add(keyedBaseline()); err != nil {
 		return nil, err
 	}
+	if err := reg.Add(gocronScheduler()); err != nil {
+		return nil, err
+	}
 	if err := reg.Add(durableConfigs()...); err != nil {
 		return nil, err
 	}
@@ -67,7 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.params.Work, "work", 0, "duration of each task where tasks sleep (default: the scenario's; in saturation, Low's, with Normal's a tenth and High's a fiftieth; in flood, every priority's, spread ±50 %)")
 	fs.DurationVar(&c.params.Duration, "duration", 0, "how long the arrivals of saturation and flood last (default: the scenario's, times -scale)")
 	fs.Float64Var(&c.params.Scale, "scale", 0, "multiply the scenarios' default sizes and durations, e.g. 0.1 for a quick run (default 1)")
-	fs.Float64Var(&c.params.Shrink, "shrink", 0, fmt.Sprintf("divide slow-upstream's delays and timeouts (default %d)", bench.ShrinkDefault))
+	fs.Float64Var(&c.params.Shrink, "shrink", 0, fmt.Sprintf("divide slow-upstream's delays and timeouts (default %d) and the firing intervals of schedules (1–60 s; default 40)", bench.ShrinkDefault))
 	fs.Uint64Var(&c.params.Seed, "seed", 0, "seed of the random draws (default 1)")
 	fs.IntVar(&c.reps, "reps", bench.RepsDefault, "repetitions of each scenario on each executor, each in a fresh process")
 	fs.DurationVar(&c.timeout, "timeout", bench.RunTimeoutDefault, "limit of one repetition")

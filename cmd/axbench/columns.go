@@ -229,6 +229,25 @@ var views = map[string]view{
 			"machine's other jobs, GC), which delays every executor's starts alike",
 		conclude: groupsConclusion,
 	},
+	"schedules": {
+		columns: []column{
+			{"bytes_per_schedule", "B/sched"},
+			{"add_ns_per_op", "add ns"},
+			{"idle_cpu_pct", "idle CPU%"},
+			{"lateness_p50_us", "late p50"},
+			{"lateness_p99_us", "late p99"},
+			{"wakeup_p99_us", "wake p99"},
+			{"cpu_ns_per_fire", "CPU ns/fire"},
+			{"unfired", "unfired"},
+		},
+		headline: "bytes_per_schedule", baseline: "gocron", compact: true,
+		bars: []string{"bytes_per_schedule", "idle_cpu_pct", "lateness_p99_us", "cpu_ns_per_fire"},
+		legend: "B/sched: heap and stack bytes in use after a GC per idle schedule (1–60 min, none due); idle CPU%: " +
+			"process CPU over 1 s with them all live, % of one core; late: fire time − the schedule's own target " +
+			"(first target + k × interval) for the firing schedules (1–60 s ÷ shrink); wake: time.AfterFunc(2ms) " +
+			"lateness in the same process, one at a time; CPU ns/fire: process CPU over the firing window ÷ fires",
+		conclude: schedulesConclusion,
+	},
 }
 
 // latencyView shows both latency scenarios, one per generator.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/axsched/ax/bench"
+	"github.com/axsched/ax/kernel"
 )
 
 // starvedShare is the share of the starts under which a priority counts as
@@ -134,4 +135,58 @@ func groupsConclusion(rp bench.Report) []string {
 			"%.1f %% of the time late in all): the rate over 10 starts and the p99 waits include such stalls.", st, med0(ax, "stall_pct")))
 	}
 	return lines
+}
+
+// schedulesConclusion sums up the schedules scenario from its medians against
+// the targets: bytes per schedule ax ÷ gocron <= 0.25, ax's lateness
+// p99 <= one tick (kernel.TickDefault) + the process's wake-up p99, ax's idle
+// CPU < 1 % of a core.
+func schedulesConclusion(rp bench.Report) []string {
+	ax, ok := rp.Result("ax")
+	if !ok {
+		return nil
+	}
+	med := func(r bench.Result, name string) (float64, bool) {
+		s, ok := r.Metrics[name]
+		return s.Median, ok
+	}
+	gc, hasGC := rp.Result("gocron")
+	var lines []string
+	if a, ok := med(ax, "bytes_per_schedule"); ok {
+		line := fmt.Sprintf("Memory per schedule: ax %.0f B", a)
+		if b, ok := med(gc, "bytes_per_schedule"); hasGC && ok && b > 0 {
+			line += fmt.Sprintf(", gocron %.0f B: ratio %.2f", b, a/b)
+		}
+		lines = append(lines, line+" (target <= 0.25).")
+	}
+	if p99, ok := med(ax, "lateness_p99_us"); ok {
+		wake, _ := med(ax, "wakeup_p99_us")
+		bound := float64(kernel.TickDefault.Microseconds()) + wake
+		line := fmt.Sprintf("Lateness p99: ax %s (p50 %s)", micros(p99), microsOf(ax, "lateness_p50_us"))
+		if g, ok := med(gc, "lateness_p99_us"); hasGC && ok {
+			line += fmt.Sprintf(", gocron %s (p50 %s)", micros(g), microsOf(gc, "lateness_p50_us"))
+		}
+		verdict := "met"
+		if p99 > bound {
+			verdict = "missed"
+		}
+		lines = append(lines, fmt.Sprintf("%s; target one tick + wake-up p99 = %s: %s.", line, micros(bound), verdict))
+	}
+	if c, ok := med(ax, "idle_cpu_pct"); ok {
+		line := fmt.Sprintf("Idle CPU with the schedules live: ax %.3f %% of a core", c)
+		if g, ok := med(gc, "idle_cpu_pct"); hasGC && ok {
+			line += fmt.Sprintf(", gocron %.3f %%", g)
+		}
+		lines = append(lines, line+" (target < 1 %).")
+	}
+	return lines
+}
+
+// microsOf formats r's median of metric (microseconds), or "?" if missing.
+func microsOf(r bench.Result, metric string) string {
+	s, ok := r.Metrics[metric]
+	if !ok {
+		return "?"
+	}
+	return micros(s.Median)
 }
