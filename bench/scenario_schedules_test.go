@@ -32,10 +32,10 @@ func TestSchedulesScenarioOnAx(t *testing.T) {
 	if m["fires"] < m["firing_schedules"] {
 		t.Errorf("fires = %v, want >= %v", m["fires"], m["firing_schedules"])
 	}
-	if m["bytes_per_schedule"] <= 0 {
-		t.Errorf("bytes_per_schedule = %v, want > 0", m["bytes_per_schedule"])
-	}
-	for _, name := range []string{"idle_cpu_pct", "lateness_p50_us", "lateness_p99_us", "wakeup_p99_us", "add_ns_per_op", "cpu_ns_per_fire", "overdue_max_us"} {
+	// In a test process other tests' garbage is collected between the scenario's
+	// two heap readings, so bytes_per_schedule has no sign here; a fresh process
+	// (axbench) measures it.
+	for _, name := range []string{"bytes_per_schedule", "idle_cpu_pct", "lateness_p50_us", "lateness_p99_us", "wakeup_p99_us", "add_ns_per_op", "cpu_ns_per_fire", "overdue_max_us"} {
 		if _, ok := m[name]; !ok {
 			t.Errorf("metric %s missing", name)
 		}
