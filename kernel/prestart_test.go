@@ -70,6 +70,23 @@ func (s *commitLog) opsOf(id string) [][]kernel.ChangeOp {
 	return out
 }
 
+// submitResult is what a SubmitDurable made on a goroutine of its own returned.
+type submitResult struct {
+	h   *kernel.Handle
+	err error
+}
+
+// submitAsync submits t on a goroutine of its own, for a submit whose commit the
+// test holds.
+func submitAsync(k *kernel.Kernel, t kernel.DurableTask) <-chan submitResult {
+	res := make(chan submitResult, 1)
+	go func() {
+		h, err := k.SubmitDurable(context.Background(), t)
+		res <- submitResult{h, err}
+	}()
+	return res
+}
+
 func TestDurablePrestart(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		name := map[bool]string{false: "store", true: "shared"}[shared]
@@ -180,15 +197,7 @@ func TestDurablePrestartDrains(t *testing.T) {
 		var ran int
 		_ = k.Register("k", func(context.Context, []byte) error { ran++; return nil })
 		synctest.Wait()
-		type result struct {
-			h   *kernel.Handle
-			err error
-		}
-		res := make(chan result, 1)
-		go func() {
-			h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
-			res <- result{h, err}
-		}()
+		res := submitAsync(k, kernel.DurableTask{Kind: "k"})
 		synctest.Wait() // the commit is held
 		stopped := make(chan error, 1)
 		go func() { stopped <- k.Shutdown(context.Background()) }()
@@ -220,15 +229,7 @@ func TestDurablePrestartClose(t *testing.T) {
 		var ran int
 		_ = k.Register("k", func(context.Context, []byte) error { ran++; return nil })
 		synctest.Wait()
-		type result struct {
-			h   *kernel.Handle
-			err error
-		}
-		res := make(chan result, 1)
-		go func() {
-			h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
-			res <- result{h, err}
-		}()
+		res := submitAsync(k, kernel.DurableTask{Kind: "k"})
 		synctest.Wait()
 		closed := make(chan struct{})
 		go func() { _ = k.Close(); close(closed) }()

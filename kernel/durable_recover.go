@@ -1,0 +1,138 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// recover schedules tasks read back from the store, each in its group's gate with
+// its key. A task whose group this kernel does not have (Config.Groups) is held
+// until an Update adds it (releaseGroups).
+func (k *Kernel) recover(tasks []StoredTask, fn DurableFunc) {
+	tasks, groups := k.dur.holdGroupless(tasks, k)
+	rc := k.rc.Load()
+	now := k.clk.Now()
+	var hs []*Handle
+	var dead []jentry
+	for i := range tasks {
+		t := &tasks[i]
+		prio := t.Priority.normalize()
+		maxAttempts := t.MaxAttempts
+		if maxAttempts <= 0 {
+			maxAttempts = rc.retry[levelOf(prio)].MaxAttempts
+		}
+		if t.State == Running && t.Attempt >= maxAttempts {
+			msg := "kernel: attempt " + strconv.Itoa(t.Attempt) + " of " + strconv.Itoa(maxAttempts) + " was interrupted (the process stopped) and it was the last"
+			dead = append(dead, jentry{c: Change{Op: OpFail, Fence: t.Fence, Task: StoredTask{ID: t.ID, State: Failed, LastError: msg, UpdatedAt: now}}})
+			k.dur.dropKey(t.UniqueKey)
+			continue
+		}
+		task := Task{ID: t.ID, Priority: prio, Timeout: t.Timeout}
+		if t.RunAt.After(now) {
+			task.At = t.RunAt
+		}
+		var gd *groupDef
+		if t.Group != "" {
+			gd = groups[t.Group] // holdGroupless kept only the tasks of these groups
+		}
+		h := k.newDurableHandle(&task, rc, fn, t.Kind, t.Payload, t.UniqueKey, maxAttempts, t.Timeout, gd, t.Key)
+		h.dur.fence = t.Fence
+		// The next attempt: after one interrupted by the stop (Running), after a failed
+		// one waiting for its retry, or the first.
+		h.first.n = int32(t.Attempt) + 1
+		hs = append(hs, h)
+	}
+	if len(dead) > 0 {
+		k.dur.j.add(dead)
+	}
+	if len(hs) > 0 {
+		k.control(ctrlMsg{kind: ctrlRecover, hs: hs})
+	}
+}
+
+// holdGroupless takes out of tasks those whose group is not in k's Config.Groups
+// and holds them (heldGroups) until an Update adds it, and returns the others with
+// the groups it checked them against (the others' groups are all there). The check
+// and the hold are made under mu, which Update's releaseGroups takes after the new
+// config is in force: a task is never held for a group that is there.
+func (d *durables) holdGroupless(tasks []StoredTask, k *Kernel) ([]StoredTask, map[string]*groupDef) {
+	var keep []StoredTask
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	groups := k.rc.Load().groups
+	for i, t := range tasks {
+		if _, ok := groups[t.Group]; t.Group == "" || ok {
+			if keep != nil {
+				keep = append(keep, t)
+			}
+			continue
+		}
+		if keep == nil {
+			keep = append(make([]StoredTask, 0, len(tasks)), tasks[:i]...)
+		}
+		if d.heldGroups == nil {
+			d.heldGroups = make(map[string][]StoredTask)
+		}
+		d.heldGroups[t.Group] = append(d.heldGroups[t.Group], t)
+		k.log.warn("kernel: a recovered durable task names a group not in Config.Groups; it is held until an Update adds it", "task", t.ID, "group", t.Group)
+	}
+	if keep == nil {
+		return tasks, groups
+	}
+	return keep, groups
+}
+
+// releaseGroups schedules the held tasks of the groups rc has (an Update added
+// them).
+func (k *Kernel) releaseGroups(rc *resolved) {
+	d := k.dur
+	if d == nil {
+		return
+	}
+	var ts []StoredTask
+	d.mu.Lock()
+	for g, held := range d.heldGroups {
+		if _, ok := rc.groups[g]; ok {
+			ts = append(ts, held...)
+			delete(d.heldGroups, g)
+		}
+	}
+	d.mu.Unlock()
+	if len(ts) > 0 {
+		k.recoverStored(ts)
+	}
+}
+
+// Requeue gives the named dead letters another life (see [Store.Requeue]: Queued,
+// attempts counted from zero, a new fence) and schedules them in this kernel, each
+// in its group's gate (see [DurableTask.Group]) — or holds them until their kind is
+// registered or their group is in Config.Groups. With a [SharedStore] they belong to
+// this kernel's owner ([SharedStore.RequeueAs]). It returns how many it requeued; IDs
+// that are unknown or not dead letters are skipped. List dead letters with the
+// store's [Store.DeadLetters]. ctx bounds the store's call; a nil ctx is
+// context.Background().
+func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	d := k.dur
+	if d == nil {
+		return 0, errors.New("kernel: Requeue: Config.Store is nil")
+	}
+	if k.isClosed() {
+		return 0, ErrClosed
+	}
+	ts, err := storeCall(k, "Requeue", func() ([]StoredTask, error) {
+		if d.own != nil {
+			return d.own.store.RequeueAs(ctx, d.own.owner(), k.clk.Now(), ids...)
+		}
+		return d.j.store.Requeue(ctx, k.clk.Now(), ids...)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("kernel: requeue: %w", err)
+	}
+	k.recoverStored(ts)
+	return len(ts), nil
+}
