@@ -47,8 +47,11 @@ type schedPub struct {
 type schedLoopFields struct {
 	s     Schedule
 	timer timewheel.Handle[timerEntry]
-	live1 *Handle // the one occurrence not yet ended, when cold.live is empty
-	slot  uint32  // index in schedLoop.slots; 0: none
+	// live1 is the one occurrence not yet ended, when cold.live is empty: set by the
+	// loop, cleared by the loop or by the executor that settles its success
+	// (finishSelfSettled). A terminal one still here ended without the loop.
+	live1 atomic.Pointer[Handle]
+	slot  uint32 // index in schedLoop.slots; 0: none
 	// flags are the sched* bits: written by the loop only, read by Stats and Next.
 	flags atomic.Uint32
 }
@@ -446,12 +449,12 @@ func (k *Kernel) schedFire(sc *Scheduled, f Fire) {
 	if k.ls.draining || k.ls.closing {
 		return
 	}
-	if sc.ls.live1 != nil || sc.liveMore() {
+	if sc.anyLive() {
 		switch sc.o.Overlap {
 		case OverlapAllow:
 		case OverlapReplace:
 			// k.cancel may end an occurrence at once, which takes it off the live ones.
-			if h := sc.ls.live1; h != nil {
+			if h := sc.ls.live1.Load(); h != nil {
 				if !State(h.state.Load()).Terminal() {
 					k.cancel(h, ErrCanceled)
 				}
@@ -555,14 +558,12 @@ func (k *Kernel) schedRefuse(sc *Scheduled, f Fire, err error) {
 // schedEnded is called when an occurrence of sc ends: it submits the one waiting
 // under OverlapQueueOne. Loop only.
 func (k *Kernel) schedEnded(sc *Scheduled, h *Handle) {
-	if sc.ls.live1 == h {
-		sc.ls.live1 = nil
-	} else if c := sc.cold.Load(); c != nil {
+	if c := sc.cold.Load(); !sc.ls.live1.CompareAndSwap(h, nil) && c != nil {
 		if i := slices.Index(c.live, h); i >= 0 {
 			c.live = slices.Delete(c.live, i, i+1) // zeroes the freed tail
 		}
 	}
-	if sc.ls.flags.Load()&(schedQueued|schedRemoved) == schedQueued && sc.ls.live1 == nil && !sc.liveMore() {
+	if sc.ls.flags.Load()&(schedQueued|schedRemoved) == schedQueued && !sc.anyLive() {
 		// An occurrence ends in the midst of the loop's other work (the gate's, a
 		// bucket's): the waiting one is submitted from a clean point (schedRunQueued).
 		k.ls.sched.ready = append(k.ls.sched.ready, sc)
@@ -575,7 +576,7 @@ func (k *Kernel) schedRunQueued() {
 	ready := k.ls.sched.ready
 	k.ls.sched.ready = nil
 	for _, sc := range ready {
-		if sc.ls.flags.Load()&(schedQueued|schedRemoved) == schedQueued && sc.ls.live1 == nil && !sc.liveMore() {
+		if sc.ls.flags.Load()&(schedQueued|schedRemoved) == schedQueued && !sc.anyLive() {
 			sc.setFlags(0, schedQueued)
 			k.schedFire(sc, sc.cold.Load().queuedF)
 		}

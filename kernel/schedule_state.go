@@ -25,23 +25,32 @@ func (k *Kernel) coldOf(sc *Scheduled) *schedCold {
 	return c
 }
 
-// liveMore reports whether sc's live occurrences are held in its cold state. Loop
-// only.
-func (sc *Scheduled) liveMore() bool {
+// anyLive reports whether an occurrence of sc has not ended. It drops those that
+// ended without the loop (settlesItself). Loop only.
+func (sc *Scheduled) anyLive() bool {
+	if h := sc.ls.live1.Load(); h != nil {
+		if !State(h.state.Load()).Terminal() {
+			return true
+		}
+		sc.ls.live1.CompareAndSwap(h, nil)
+	}
 	c := sc.cold.Load()
-	return c != nil && len(c.live) > 0
+	if c == nil || len(c.live) == 0 {
+		return false
+	}
+	c.live = slices.DeleteFunc(c.live, func(h *Handle) bool { return State(h.state.Load()).Terminal() })
+	return len(c.live) > 0
 }
 
 // schedAddLive adds h to sc's live occurrences, the newest. Loop only.
 func (k *Kernel) schedAddLive(sc *Scheduled, h *Handle) {
-	if sc.ls.live1 == nil && !sc.liveMore() {
-		sc.ls.live1 = h
+	if !sc.anyLive() {
+		sc.ls.live1.Store(h)
 		return
 	}
 	c := k.coldOf(sc)
-	if sc.ls.live1 != nil {
-		c.live = append(c.live, sc.ls.live1)
-		sc.ls.live1 = nil
+	if h1 := sc.ls.live1.Swap(nil); h1 != nil {
+		c.live = append(c.live, h1)
 	}
 	c.live = append(c.live, h)
 }
