@@ -420,11 +420,17 @@ func (k *Kernel) onSchedTimer(meta uint64) {
 	if now.Before(next) {
 		now = next
 	}
+	grace := cmp.Or(sc.o.Grace, MisfireGraceDefault)
 	var res misfireResult
+	one := false // next alone fires, with carried as its Missed
 	if !k.schedGuard(sc, func() {
+		if after, ok := dueOne(sc.ls.s, next, now, grace); ok {
+			res, one = misfireResult{Next: after}, true
+			return
+		}
 		res = missed(misfireRequest{
 			Schedule: sc.ls.s, Next: next, Now: now, Policy: sc.o.Misfire,
-			Grace: cmp.Or(sc.o.Grace, MisfireGraceDefault), MaxCatchUp: sc.o.MaxCatchUp, Carried: carried,
+			Grace: grace, MaxCatchUp: sc.o.MaxCatchUp, Carried: carried,
 		})
 	}) {
 		return
@@ -436,6 +442,9 @@ func (k *Kernel) onSchedTimer(meta uint64) {
 		k.coldOf(sc).misfires.Add(uint64(res.Missed))
 		k.m.schedMisfires.AddInt64(int64(res.Missed))
 		k.schedNote(sc, NoteMisfired, nil)
+	}
+	if one {
+		k.schedFire(sc, Fire{Scheduled: next, Missed: carried})
 	}
 	for _, f := range res.Fires {
 		k.schedFire(sc, f)
