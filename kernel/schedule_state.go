@@ -97,7 +97,7 @@ func (k *Kernel) schedNext(sc *Scheduled) time.Time {
 
 // sameTime reports whether a and b are the same representation: instant, location
 // and monotonic reading.
-func sameTime(a, b time.Time) bool { return a == b }
+func sameTime(a, b time.Time) bool { return a == b } //nolint:staticcheck // comparing representations, not instants
 
 // schedNamePrefix starts the generated schedule names.
 const schedNamePrefix = "schedule-"
