@@ -61,7 +61,7 @@ const (
 	schedPaused   = 1 << iota // Pause
 	schedEnded                // the Schedule's Next returned the zero Time
 	schedRemoved              // Remove
-	schedStopped              // Shutdown or Close began while it was armed or paused
+	schedStopped              // Shutdown or Close began while it was armed, or it was resumed after
 	schedQueued               // OverlapQueueOne: an occurrence waits behind the live ones (cold.queuedF)
 	schedNextMono             // pub.next rebuilds as k.epoch plus an offset
 	schedNextWall             // pub.next rebuilds as a wall time in the cron schedule's location
