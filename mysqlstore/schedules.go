@@ -28,7 +28,7 @@ const schedSchema = `CREATE TABLE IF NOT EXISTS %s (
 	paused     TINYINT UNSIGNED NOT NULL DEFAULT 0,
 	version    BIGINT UNSIGNED  NOT NULL DEFAULT 0 COMMENT 'bumped by every change',
 	fire_token BIGINT UNSIGNED  NOT NULL DEFAULT 0 COMMENT 'random token of the last fire: a retry after a lost answer finds its own',
-	`+lastFireColumn+`,
+	` + lastFireColumn + `,
 	updated_at DATETIME(6)      NOT NULL COMMENT 'UTC, server clock',
 	PRIMARY KEY (name)
 ) ENGINE=InnoDB`
