@@ -25,6 +25,7 @@ type Scheduled struct {
 	name string                            // immutable
 	run  func(context.Context, Fire) error // immutable
 	o    ScheduleOptions                   // immutable: validated, Name filled
+	dur  *schedDur                         // immutable: nil for a schedule in memory (ScheduleDurable)
 	pub  schedPub                          // written by the loop, read by Stats
 	ls   schedLoopFields                   // loop-owned
 }
@@ -221,12 +222,36 @@ func unixOrZero(ns int64) time.Time {
 // Pause stops the schedule's fires until [Scheduled.Resume]; a live occurrence
 // continues. The targets that pass meanwhile follow the misfire policy on Resume.
 // It returns ErrScheduleRemoved after Remove, ErrClosed once the kernel stopped.
-func (sc *Scheduled) Pause() error { return sc.k.schedCtrl(sc, schedPause, nil) }
+//
+// A durable schedule's pause is stored first, so that every kernel following it
+// pauses; an error of the store is returned and changes nothing here.
+func (sc *Scheduled) Pause() error {
+	if sc.dur != nil {
+		if err := sc.durableCheck(); err != nil {
+			return err
+		}
+		if err := sc.setStorePaused(true); err != nil {
+			return err
+		}
+	}
+	return sc.k.schedCtrl(sc, schedPause, nil)
+}
 
 // Resume undoes Pause: the next fire is the schedule's first target not fired, with
 // the targets missed meanwhile handled by the misfire policy. Resuming a schedule
 // that is not paused does nothing. Errors as Pause.
-func (sc *Scheduled) Resume() error { return sc.k.schedCtrl(sc, schedResume, nil) }
+// A durable schedule's resume is stored first, as its pause is.
+func (sc *Scheduled) Resume() error {
+	if sc.dur != nil {
+		if err := sc.durableCheck(); err != nil {
+			return err
+		}
+		if err := sc.setStorePaused(false); err != nil {
+			return err
+		}
+	}
+	return sc.k.schedCtrl(sc, schedResume, nil)
+}
 
 // Trigger fires one occurrence now, outside the schedule (its Fire.Scheduled is now,
 // its Missed 0), under the overlap policy; the schedule's targets do not change. It
@@ -266,6 +291,10 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 		if stopped {
 			return ErrClosed
 		}
+		if sc.dur != nil {
+			k.schedDurAdd(sc)
+			return nil
+		}
 		now := k.ls.now
 		if sc.o.RunOnStart {
 			k.schedFire(sc, Fire{Scheduled: now})
@@ -292,12 +321,20 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 		}
 		sc.ls.paused = false
 		sc.pub.paused.Store(false)
+		if sc.dur != nil {
+			sc.dur.paused, sc.dur.notBefore = false, time.Time{}
+		}
 		if !stopped {
 			k.schedArm(sc)
 		}
 	case schedTrigger:
 		if stopped {
 			return ErrClosed
+		}
+		if sc.dur != nil {
+			k.schedSend(sc, schedReqTrigger, ScheduleFire{}, misfireResult{})
+			k.schedDisarm(sc) // re-armed with the result
+			return nil
 		}
 		k.schedFire(sc, Fire{Scheduled: k.ls.now})
 	case schedUpdate:
@@ -308,6 +345,13 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 		sc.ls.s = m.s
 		sc.ls.carried = 0
 		sc.pub.ended.Store(false)
+		if sc.dur != nil {
+			var next time.Time
+			if k.schedGuard(sc, func() { next = m.s.Next(k.ls.now) }) {
+				k.schedSend(sc, schedReqMove, ScheduleFire{Next: next, Spec: specOf(m.s)}, misfireResult{})
+			}
+			return nil
+		}
 		if k.schedGuard(sc, func() { sc.ls.next = m.s.Next(k.ls.now) }) {
 			k.schedArm(sc)
 		}
@@ -328,6 +372,13 @@ func (k *Kernel) schedArm(sc *Scheduled) {
 		return
 	}
 	sc.pub.next.Store(sc.ls.next.UnixNano())
+	at := sc.ls.next
+	if sc.dur != nil {
+		if sc.dur.inflight > 0 {
+			return // armed again with the store's answer
+		}
+		at = k.schedDurArmAt(sc)
+	}
 	if sc.ls.slot == 0 {
 		sl := &k.ls.sched
 		if n := len(sl.free); n > 0 {
@@ -348,7 +399,7 @@ func (k *Kernel) schedArm(sc *Scheduled) {
 	if sc.o.Jitter > 0 {
 		sc.ls.jitter = rand.N(sc.o.Jitter) //nolint:gosec // jitter, not a secret
 	}
-	sc.ls.timer = k.ls.wheel.Schedule(sc.ls.next.Add(sc.ls.jitter), timerEntry{t: lazyTask{meta: schedEntryBit | sc.ls.slot}})
+	sc.ls.timer = k.ls.wheel.Schedule(at.Add(sc.ls.jitter), timerEntry{t: lazyTask{meta: schedEntryBit | sc.ls.slot}})
 }
 
 // schedGuard runs f, which calls sc's Schedule, and reports whether it returned. A
@@ -387,6 +438,10 @@ func (k *Kernel) schedDisarm(sc *Scheduled) {
 func (k *Kernel) onSchedTimer(meta uint64) {
 	sc := k.ls.sched.slots[meta&^schedEntryBit]
 	sc.ls.timer = timewheel.Handle[timerEntry]{}
+	if sc.dur != nil && sc.dur.refresh {
+		k.schedSend(sc, schedReqRefresh, ScheduleFire{}, misfireResult{})
+		return
+	}
 	// The jitter is the kernel's own delay: it does not make a target late.
 	now := k.ls.now.Add(-sc.ls.jitter)
 	if now.Before(sc.ls.next) {
@@ -399,6 +454,10 @@ func (k *Kernel) onSchedTimer(meta uint64) {
 			Grace: cmp.Or(sc.o.Grace, MisfireGraceDefault), MaxCatchUp: sc.o.MaxCatchUp, Carried: sc.ls.carried,
 		})
 	}) {
+		return
+	}
+	if sc.dur != nil {
+		k.schedDurDue(sc, res)
 		return
 	}
 	sc.ls.carried = res.Carried
