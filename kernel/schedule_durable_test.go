@@ -323,9 +323,6 @@ func TestScheduleDurableTriggerAndUpdate(t *testing.T) {
 	})
 }
 
-
-
-
 func TestScheduleDurableRefuses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := storekit.NewMemoryStore()
