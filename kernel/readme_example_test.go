@@ -471,7 +471,8 @@ func Example_durableSchedules() {
 	}
 	targets := []time.Time{<-ran, <-ran, <-ran}
 	slices.SortFunc(targets, time.Time.Compare) // the replicas run them side by side
-	apart := true // distinct targets of the schedule: none fired twice
+	// Distinct targets of the schedule: none fired twice.
+	apart := true
 	for i := 1; i < len(targets); i++ {
 		gap := targets[i].Sub(targets[i-1])
 		apart = apart && gap > 0 && gap%(20*time.Millisecond) == 0

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -95,11 +97,9 @@ func TestScheduleDurableFiresOnce(t *testing.T) {
 		s := storekit.NewMemoryStore()
 		l := newOccLog()
 		start := time.Now()
-		var ks []*kernel.Kernel
 		var scs []*kernel.Scheduled
 		for _, name := range []string{"a", "b", "c"} {
 			k := durKernel(t, s, name, l, nil)
-			ks = append(ks, k)
 			scs = append(scs, mustScheduleDurable(t, k, kernel.Every(100*time.Millisecond), kernel.ScheduleOptions{}))
 		}
 		advance(3*time.Second + 50*time.Millisecond)
@@ -376,4 +376,75 @@ func TestParseOccurrenceID(t *testing.T) {
 			t.Errorf("ParseOccurrenceID(%q) ok, want not an occurrence", id)
 		}
 	}
+}
+
+// TestScheduleDurableChurn: kernels close and new ones start at random times, at
+// least one always running: every target of the schedule is stored, none twice
+// (the kernels' fires add up to no more than the targets), and runs.
+func TestScheduleDurableChurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := storekit.NewMemoryStore()
+		l := newOccLog()
+		start := time.Now()
+		type replica struct {
+			k  *kernel.Kernel
+			sc *kernel.Scheduled
+		}
+		var fires uint64
+		gen := 0
+		up := func() replica {
+			gen++
+			k, err := kernel.New(kernel.Config{Store: s, Owner: fmt.Sprintf("r%d", gen), Lease: sharedLease, MaxConcurrency: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := k.Register("occ", l.fn(fmt.Sprintf("r%d", gen), nil)); err != nil {
+				t.Fatal(err)
+			}
+			return replica{k, mustScheduleDurable(t, k, kernel.Every(100*time.Millisecond), kernel.ScheduleOptions{Grace: time.Second})}
+		}
+		down := func(r replica) {
+			fires += r.sc.Stats().Fires
+			if err := r.k.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		live := []replica{up(), up(), up()}
+		rng := rand.New(rand.NewPCG(1, 2))
+		for range 40 {
+			advance(time.Duration(rng.IntN(300)+1) * time.Millisecond)
+			if len(live) > 1 && rng.IntN(2) == 0 {
+				i := rng.IntN(len(live))
+				down(live[i])
+				live = slices.Delete(live, i, i+1)
+			} else if len(live) < 3 {
+				live = append(live, up())
+			}
+		}
+		end := time.Now()
+		for _, r := range live {
+			r.sc.Remove()
+		}
+		advance(3 * time.Second) // the last occurrences run (a rescue takes a lease)
+		for _, r := range live {
+			down(r)
+		}
+		want := int(end.Sub(start) / (100 * time.Millisecond))
+		// A fire whose answer came after its kernel closed is stored but not counted:
+		// the count bounds the fires from above, the store shows every target.
+		if int(fires) > want || int(fires) < want-gen {
+			t.Errorf("the kernels counted %d fires in all, want %d (one per target; a closing kernel may miss its last)", fires, want)
+		}
+		for i := 1; i <= want; i++ {
+			id := kernel.OccurrenceID("tick", start.Add(time.Duration(i)*100*time.Millisecond))
+			if st, err := s.Get(context.Background(), id); err != nil || st.State != kernel.Succeeded {
+				t.Errorf("occurrence %d: %+v, %v; want stored and succeeded", i, st, err)
+			}
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if len(l.runs) != want {
+			t.Errorf("%d targets ran, want %d", len(l.runs), want)
+		}
+	})
 }
