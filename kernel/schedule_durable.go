@@ -122,7 +122,8 @@ type schedFirer struct {
 // [Scheduled.Pause] and [Scheduled.Resume] change the stored schedule, so that every
 // kernel following it pauses or resumes (the others within a second of a due target);
 // Trigger and Update go to the store in the background, and a failure is logged and
-// reported as an event with NoteRefused; Remove stops this kernel following it, and
+// reported as an event with NoteRefused (while the schedule is paused in the store,
+// they change nothing: the store fires no occurrence of a paused schedule); Remove stops this kernel following it, and
 // [Scheduled.Delete] deletes it from the store as well.
 //
 // ScheduleDurable blocks until the store answered (Config.StoreTimeout at most) and the
