@@ -50,7 +50,6 @@ type schedDur struct {
 	stored StoredSchedule // ScheduleDurable's UpsertSchedule; read by the loop's schedAdd
 
 	// Loop-owned.
-	version   uint64    // of the latest stored schedule seen
 	last      time.Time // its Last
 	inflight  int       // requests handed to the firer and not answered
 	notBefore time.Time // the next fire waits until then (a retry, a paused poll)
@@ -314,14 +313,10 @@ func (k *Kernel) schedDurAdd(sc *Scheduled) {
 	k.schedArm(sc)
 }
 
-// schedAdopt takes the stored schedule st as the truth when it is newer than what sc
-// saw. Loop only.
+// schedAdopt takes the stored schedule st as the truth. The firer answers requests
+// in order, so st is the latest the kernel read. Loop only.
 func (k *Kernel) schedAdopt(sc *Scheduled, st StoredSchedule) {
 	d := sc.dur
-	if st.Version < d.version {
-		return
-	}
-	d.version = st.Version
 	d.last = st.Last
 	d.paused = st.Paused
 	sc.ls.next = st.Next

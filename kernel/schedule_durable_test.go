@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -445,6 +446,47 @@ func TestScheduleDurableChurn(t *testing.T) {
 		defer l.mu.Unlock()
 		if len(l.runs) != want {
 			t.Errorf("%d targets ran, want %d", len(l.runs), want)
+		}
+	})
+}
+
+// countingStore counts the FireSchedule calls on a MemoryStore.
+type countingStore struct {
+	*storekit.MemoryStore
+	fires atomic.Int64
+}
+
+func (s *countingStore) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (kernel.StoredSchedule, bool, error) {
+	s.fires.Add(1)
+	return s.MemoryStore.FireSchedule(ctx, f)
+}
+
+// TestScheduleDurableFollowsRecreated: the schedule is deleted and created again
+// (its version starts over) with another next time while a kernel follows it; the
+// kernel's fire finds another next time stored and follows it, one store call later.
+func TestScheduleDurableFollowsRecreated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &countingStore{MemoryStore: storekit.NewMemoryStore()}
+		l := newOccLog()
+		a := durKernel(t, s, "a", l, nil)
+		start := time.Now()
+		mustScheduleDurable(t, a, kernel.Every(time.Second), kernel.ScheduleOptions{})
+		advance(1100 * time.Millisecond) // fired at 1 s: version 1
+		ctx := context.Background()
+		if _, err := s.DeleteSchedule(ctx, "tick"); err != nil {
+			t.Fatal(err)
+		}
+		later := start.Add(3500 * time.Millisecond)
+		if _, _, err := s.UpsertSchedule(ctx, kernel.StoredSchedule{Name: "tick", Spec: "@every 1s", Next: later}); err != nil {
+			t.Fatal(err)
+		}
+		advance(2800 * time.Millisecond)
+		want := []time.Time{start.Add(time.Second).Truncate(time.Millisecond), later.Truncate(time.Millisecond)}
+		if got := l.targets(t); !slices.EqualFunc(got, want, time.Time.Equal) {
+			t.Errorf("ran %v, want %v (the first target, then the recreated schedule's)", got, want)
+		}
+		if n := s.fires.Load(); n != 3 {
+			t.Errorf("%d FireSchedule calls, want 3 (1 s, one refused at 2 s, 3.5 s)", n)
 		}
 	})
 }
