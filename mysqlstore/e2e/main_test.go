@@ -5,7 +5,8 @@
 // The tests use the server named by AX_MYSQL_DSN (default root@tcp(127.0.0.1:3306)/test;
 // `make db` starts one), each on a table or database of its own, and a private mariadbd
 // of their own where they stop the server. AX_E2E_CRASH_TASKS and AX_E2E_CRASH_KILLS
-// scale the crash test down for a quick local run.
+// scale the crash test down for a quick local run, and AX_E2E_SCHED_SECONDS,
+// AX_E2E_SCHED_KILLS and AX_E2E_SCHED_DOWNS the durable-schedule kill test.
 package e2e
 
 import (
