@@ -47,6 +47,7 @@ const (
 	multiStatsTag     = "MULTI-STATS"
 	multiRejoinMsg    = "joined the store again"
 	multiKillMsg      = "mysqlstore: killed the connection"
+	multiLapseMsg     = "the lease on the store was not renewed in time"
 )
 
 // multiConf is what the children of one multi-process test share.
@@ -682,7 +683,8 @@ type attemptCheck struct {
 }
 
 // checkAttempts checks the attempts as of one task, in the order they began, named
-// label, against the kills of processes (killedAt: pid -> µs): an attempt began only
+// label, against the kills of processes (killedAt: pid -> µs, the time a process was
+// killed or had its running attempts cut otherwise): an attempt began only
 // after every earlier one ended or its process was killed, and every attempt but the
 // last was cut by a kill of its process, each in a process of its own (a task runs
 // again at most once per kill of a process that ran it).

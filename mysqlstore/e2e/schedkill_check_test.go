@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -138,6 +139,31 @@ type schedKillRun struct {
 	windows         []downWindow
 	pauseAt, paused time.Time // the parent's PauseSchedule calls began and returned
 	attempts        map[string][]multiAttempt
+	lapses          map[int]int64 // pid -> µs: the last lease lapse the process logged
+}
+
+// leaseLapses returns, by pid, when each process last logged that its lease was not
+// renewed in time (multiLapseMsg), in µs.
+func leaseLapses(t *testing.T, stats map[*multiProc]multiStats) map[int]int64 {
+	t.Helper()
+	out := map[int]int64{}
+	for p, st := range stats {
+		for line := range strings.Lines(st.out) {
+			if !strings.Contains(line, multiLapseMsg) {
+				continue
+			}
+			v, ok := strings.CutPrefix(line, "time=")
+			if ok {
+				v, _, _ = strings.Cut(v, " ")
+			}
+			at, err := time.Parse(time.RFC3339, v)
+			if !ok || err != nil {
+				t.Fatalf("%v: a log line without its time: %q", p, line)
+			}
+			out[p.pid] = max(out[p.pid], at.UnixMicro())
+		}
+	}
+	return out
 }
 
 // covered reports whether a process followed the schedules from grace before the
@@ -274,8 +300,14 @@ func (sk *schedKillRun) checkSchedule(t *testing.T, sp schedSpec, policy kernel.
 func (sk *schedKillRun) checkAttempts(t *testing.T, occ map[string][]schedOcc) {
 	t.Helper()
 	killedAt := sk.r.killedAt()
+	// A kernel whose lease was not renewed in time cancels its running attempts, whose
+	// tasks run again: a lapse explains a run again as a kill does.
+	cutAt := maps.Clone(killedAt)
+	for pid, at := range sk.lapses {
+		cutAt[pid] = max(cutAt[pid], at)
+	}
 	var none, unended, overlaps, samePid, unexplained []string
-	var extra, reran int
+	var extra, reran, byLapse int
 	var endedCut []time.Duration // attempts that ended and ran again: from their end to the kill
 	ids := map[string]bool{}
 	for _, l := range occ {
@@ -293,10 +325,14 @@ func (sk *schedKillRun) checkAttempts(t *testing.T, occ map[string][]schedOcc) {
 				reran++
 				extra += len(as) - 1
 			}
-			ac := checkAttempts(o.id, as, killedAt)
+			ac := checkAttempts(o.id, as, cutAt)
 			for _, i := range ac.cut {
-				if a := as[i]; a.end != 0 {
-					endedCut = append(endedCut, time.Duration(killedAt[a.pid]-a.end)*time.Microsecond)
+				a := as[i]
+				switch k, killed := killedAt[a.pid]; {
+				case !killed || k < a.start:
+					byLapse++
+				case a.end != 0:
+					endedCut = append(endedCut, time.Duration(k-a.end)*time.Microsecond)
 				}
 			}
 			overlaps = append(overlaps, ac.overlaps...)
@@ -309,8 +345,8 @@ func (sk *schedKillRun) checkAttempts(t *testing.T, occ map[string][]schedOcc) {
 			none = append(none, "an attempt of "+id+", which is not stored")
 		}
 	}
-	t.Logf("%d occurrences ran more than once (%d extra runs, after %d kills); %d runs in one process overlapped",
-		reran, extra, len(killedAt), len(samePid))
+	t.Logf("%d occurrences ran more than once (%d extra runs, after %d kills and lease lapses in %d processes, %d of them after a lapse); %d runs in one process overlapped",
+		reran, extra, len(killedAt), len(sk.lapses), byLapse, len(samePid))
 	t.Logf("attempts that ended and ran again, as the kill of their process came before their end was stored: from the end to the kill %s",
 		percentiles(endedCut))
 	for _, c := range []struct {

@@ -260,8 +260,9 @@ type downWindow struct{ from, to time.Time }
 //     within the grace; under all, no target is missing; each down window left
 //     missed targets (but under all), and schedCatchUp ended at least one down window
 //     with a catch-up: an occurrence later than the grace after missed targets;
-//   - an occurrence ran again only after a kill cut its attempt, at most once per
-//     kill of a process that ran it, and never in two processes at once.
+//   - an occurrence ran again only after a kill cut its attempt (or a lease lapse,
+//     on which a kernel cancels its running attempts), at most once per process that
+//     ran it, and never in two processes at once.
 func TestSchedKill(t *testing.T) {
 	seconds := envInt(t, envSchedSeconds, schedSecondsDefault)
 	kills := envInt(t, envSchedKills, schedKillsDefault)
@@ -392,7 +393,7 @@ func TestSchedKill(t *testing.T) {
 	occ := readOccurrences(t, db, table)
 	sk := schedKillRun{
 		r: r, ready: ready, windows: windows, pauseAt: pauseAt, paused: paused,
-		attempts: readAttempts(t, db, table),
+		attempts: readAttempts(t, db, table), lapses: leaseLapses(t, stats),
 	}
 	for _, sp := range schedSpecs {
 		pol := policy
