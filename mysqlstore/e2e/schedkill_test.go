@@ -262,7 +262,9 @@ type downWindow struct{ from, to time.Time }
 //     with a catch-up: an occurrence later than the grace after missed targets;
 //   - an occurrence ran again only after a kill cut its attempt (or a lease lapse,
 //     on which a kernel cancels its running attempts), at most once per process that
-//     ran it, and never in two processes at once.
+//     ran it, and never in two processes at once (but after a lease lapse: a process
+//     stalled past its lease cannot stop an attempt it began, whose task another one
+//     may rescue).
 func TestSchedKill(t *testing.T) {
 	seconds := envInt(t, envSchedSeconds, schedSecondsDefault)
 	kills := envInt(t, envSchedKills, schedKillsDefault)
