@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -46,6 +47,7 @@ const (
 	multiStatsTag     = "MULTI-STATS"
 	multiRejoinMsg    = "joined the store again"
 	multiKillMsg      = "mysqlstore: killed the connection"
+	multiLapseMsg     = "the lease on the store was not renewed in time"
 )
 
 // multiConf is what the children of one multi-process test share.
@@ -55,6 +57,10 @@ type multiConf struct {
 	workMin, workMax time.Duration
 	submitters       int
 	storeTimeout     time.Duration // 0: the kernel's default
+	// test is the child's test function; "" is TestMultiChild. Another child reads
+	// the same environment and env besides.
+	test string
+	env  []string
 }
 
 // multiProc is one child process: an owner's process of one generation.
@@ -91,11 +97,13 @@ func (r *multiRun) start(t *testing.T, i int) *multiProc {
 	}
 	name := fmt.Sprintf("p%d", i)
 	cf := r.conf
-	c := spawnChildFor(t, "TestMultiChild", len(r.procs), multiChildTimeout,
-		envMultiChild+"=1", envMultiDSN+"="+cf.dsn, envMultiTable+"="+cf.table, envMultiDir+"="+cf.dir,
-		envMultiOwner+"="+name, envMultiGen+"="+strconv.Itoa(gen), envMultiLease+"="+cf.lease.String(),
-		envMultiWorkMin+"="+cf.workMin.String(), envMultiWorkMax+"="+cf.workMax.String(),
-		envMultiSubmitters+"="+strconv.Itoa(cf.submitters), envMultiTimeout+"="+cf.storeTimeout.String())
+	env := append([]string{
+		envMultiChild + "=1", envMultiDSN + "=" + cf.dsn, envMultiTable + "=" + cf.table, envMultiDir + "=" + cf.dir,
+		envMultiOwner + "=" + name, envMultiGen + "=" + strconv.Itoa(gen), envMultiLease + "=" + cf.lease.String(),
+		envMultiWorkMin + "=" + cf.workMin.String(), envMultiWorkMax + "=" + cf.workMax.String(),
+		envMultiSubmitters + "=" + strconv.Itoa(cf.submitters), envMultiTimeout + "=" + cf.storeTimeout.String(),
+	}, cf.env...)
+	c := spawnChildFor(t, cmp.Or(cf.test, "TestMultiChild"), len(r.procs), multiChildTimeout, env...)
 	p := &multiProc{name: name, gen: gen, pid: c.cmd.Process.Pid, c: c}
 	r.procs = append(r.procs, p)
 	r.cur[i] = p
@@ -128,6 +136,17 @@ func (r *multiRun) kill(t *testing.T, i int) {
 	p := r.cur[i]
 	p.killed = time.Now()
 	p.c.kill(t, 0)
+}
+
+// killedAt returns when the parent killed each killed child, in µs, by pid.
+func (r *multiRun) killedAt() map[int]int64 {
+	out := map[int]int64{}
+	for _, p := range r.procs {
+		if !p.killed.IsZero() {
+			out[p.pid] = p.killed.UnixMicro()
+		}
+	}
+	return out
 }
 
 // waitAcks polls until p acknowledged at least n tasks.
@@ -655,16 +674,63 @@ func TestMultiKill(t *testing.T) {
 	checkMultiKill(t, r, f, stats)
 }
 
+// attemptCheck is what checkAttempts found in one task's attempts.
+type attemptCheck struct {
+	overlaps    []string // two attempts in two processes at once
+	samePid     []string // two attempts in one process at once
+	unexplained []string // an attempt followed by another, though no kill of its process cut it
+	cut         []int    // the indices of the attempts a kill of their process cut
+}
+
+// checkAttempts checks the attempts as of one task, in the order they began, named
+// label, against the kills of processes (killedAt: pid -> µs, the time a process was
+// killed or had its running attempts cut otherwise): an attempt began only
+// after every earlier one ended or its process was killed, and every attempt but the
+// last was cut by a kill of its process, each in a process of its own (a task runs
+// again at most once per kill of a process that ran it).
+func checkAttempts(label string, as []multiAttempt, killedAt map[int]int64) attemptCheck {
+	var c attemptCheck
+	// Overlaps: b began before a, which began first, ended (or was killed).
+	for i, a := range as {
+		effEnd := a.end
+		if effEnd == 0 {
+			if k, ok := killedAt[a.pid]; ok {
+				effEnd = k
+			} else {
+				effEnd = 1 << 62
+			}
+		}
+		for _, b := range as[i+1:] {
+			if b.start >= effEnd {
+				continue
+			}
+			what := fmt.Sprintf("%s: %v and %v", label, a, b)
+			if a.pid == b.pid {
+				c.samePid = append(c.samePid, what)
+			} else {
+				c.overlaps = append(c.overlaps, what)
+			}
+		}
+	}
+	seen := map[int]bool{}
+	for i, a := range as[:max(len(as)-1, 0)] {
+		k, killed := killedAt[a.pid]
+		if !killed || k < a.start || seen[a.pid] {
+			c.unexplained = append(c.unexplained, fmt.Sprintf("%s: %v ran again, though no kill of its process cut it; attempts %v",
+				label, a, as))
+			continue
+		}
+		seen[a.pid] = true
+		c.cut = append(c.cut, i)
+	}
+	return c
+}
+
 // checkMultiKill checks the claims of TestMultiKill on the attempts and reports the
 // rescue delays.
 func checkMultiKill(t *testing.T, r *multiRun, f *multiFacts, stats map[*multiProc]multiStats) {
 	t.Helper()
-	killedAt := map[int]int64{} // pid -> µs
-	for _, p := range r.procs {
-		if !p.killed.IsZero() {
-			killedAt[p.pid] = p.killed.UnixMicro()
-		}
-	}
+	killedAt := r.killedAt()
 	var (
 		overlaps, samePid, unexplained []string
 		extra, reran, maxAttempts      int
@@ -678,40 +744,14 @@ func checkMultiKill(t *testing.T, r *multiRun, f *multiFacts, stats map[*multiPr
 		for _, a := range as {
 			maxAttempts = max(maxAttempts, a.attempt)
 		}
-		// Overlaps: b began before a, which began first, ended (or was killed).
-		for i, a := range as {
-			effEnd := a.end
-			if effEnd == 0 {
-				if k, ok := killedAt[a.pid]; ok {
-					effEnd = k
-				} else {
-					effEnd = 1 << 62
-				}
-			}
-			for _, b := range as[i+1:] {
-				if b.start >= effEnd {
-					continue
-				}
-				what := fmt.Sprintf("%s (%s): %v and %v", f.tokens[id], id, a, b)
-				if a.pid == b.pid {
-					samePid = append(samePid, what)
-				} else {
-					overlaps = append(overlaps, what)
-				}
-			}
-		}
-		// Every attempt but the last was cut by a kill of its process, each in a process
-		// of its own; the next attempt measures the rescue delay.
-		seen := map[int]bool{}
-		for i, a := range as[:len(as)-1] {
-			k, killed := killedAt[a.pid]
-			if !killed || k < a.start || seen[a.pid] {
-				unexplained = append(unexplained, fmt.Sprintf("%s (%s): %v ran again, though no kill of its process cut it; attempts %v",
-					f.tokens[id], id, a, as))
-				continue
-			}
-			seen[a.pid] = true
-			d := time.Duration(as[i+1].start-k) * time.Microsecond
+		ac := checkAttempts(fmt.Sprintf("%s (%s)", f.tokens[id], id), as, killedAt)
+		overlaps = append(overlaps, ac.overlaps...)
+		samePid = append(samePid, ac.samePid...)
+		unexplained = append(unexplained, ac.unexplained...)
+		// The attempt after one a kill cut measures the rescue delay.
+		for _, i := range ac.cut {
+			a := as[i]
+			d := time.Duration(as[i+1].start-killedAt[a.pid]) * time.Microsecond
 			if as[i+1].owner == a.owner {
 				bySelf = append(bySelf, d)
 			} else {
