@@ -191,8 +191,8 @@ const (
 	NoteMisfired
 	// NoteSkipped: a schedule's overlap policy did not submit an occurrence.
 	NoteSkipped
-	// NoteRefused: the kernel had no room for a schedule's occurrence (Event.Err
-	// says why).
+	// NoteRefused: the kernel had no room for a schedule's occurrence, or a durable
+	// schedule's store call failed (Event.Err says why).
 	NoteRefused
 )
 

@@ -21,6 +21,7 @@ const (
 	ctrlLeaseLapse                      // the lease may end soon without a renewal: cancel the running durable attempts
 	ctrlPause                           // pause (pause) or resume the work of sel, answer on ack
 	ctrlSchedule                        // add, change or remove a schedule (sched), answer on ack
+	ctrlSchedStored                     // the firer's result of a durable schedule's request (schedReq)
 )
 
 // ctrlMsg is a message from the API to the loop.
@@ -41,6 +42,7 @@ type ctrlMsg struct {
 	prestart *prestartMsg
 	id       string
 	sched    *schedMsg  // ctrlSchedule
+	schedReq *schedReq  // ctrlSchedStored
 	sel      Selector   // ctrlPause
 	pause    bool       // ctrlPause: pause rather than resume
 	ack      chan error // size 1
@@ -88,6 +90,8 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		m.ack <- k.pause(m.sel, m.pause)
 	case ctrlSchedule:
 		m.ack <- k.handleSched(m.sched)
+	case ctrlSchedStored:
+		k.schedStored(m.schedReq)
 	case ctrlShutdown:
 		k.beginDrain()
 	case ctrlClose:

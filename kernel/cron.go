@@ -112,6 +112,7 @@ func ParseCron(spec string, loc *time.Location) (Schedule, error) {
 		month:  spec6.Month,
 		dow:    spec6.Dow,
 		loc:    loc,
+		spec:   s,
 	}
 	if !c.matchable() {
 		return nil, bad("never matches: no month in the spec has the day of month it names")
@@ -148,6 +149,15 @@ const cronStar = 1 << 63
 type cronSchedule struct {
 	second, minute, hour, dom, month, dow uint64
 	loc                                   *time.Location
+	spec                                  string // as parsed, trimmed
+}
+
+// String returns the spec the schedule was parsed from, and its location unless UTC.
+func (c *cronSchedule) String() string {
+	if c.loc == time.UTC {
+		return c.spec
+	}
+	return c.spec + " (" + c.loc.String() + ")"
 }
 
 // daysIn is the most days each month has (29 for February).
@@ -353,6 +363,9 @@ func Every(d time.Duration) Schedule {
 
 // every is the Schedule of [Every]. Immutable.
 type every struct{ d time.Duration }
+
+// String returns "@every" and the interval.
+func (e every) String() string { return "@every " + e.d.String() }
 
 // Next returns after + d.
 func (e every) Next(after time.Time) time.Time { return after.Add(e.d) }

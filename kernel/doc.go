@@ -222,6 +222,13 @@
 // it. Stats.Schedules reports each schedule; the ax_schedule* metrics add them all
 // up, without a label per schedule, so that many schedules do not make many series.
 //
+// [Kernel.ScheduleDurable] keeps a schedule's next target in a [ScheduleStore]:
+// every kernel on the store that adds it under the same name follows the stored
+// time, and of those exactly one fires each occurrence (a compare-and-set of the
+// stored time in the transaction that inserts the occurrence as a durable pool
+// task); a kernel that starts catches up on the targets missed while every kernel
+// was down by the misfire policy.
+//
 // # Stopping
 //
 // [Kernel.Shutdown] stops intake and drains queued and running tasks; delayed

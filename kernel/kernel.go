@@ -204,6 +204,7 @@ func New(cfg Config) (*Kernel, error) {
 	if k.dur != nil && k.dur.own != nil {
 		k.dur.own.startRescuer()
 		k.dur.own.startClaimer()
+		k.dur.own.startFirer()
 	}
 	g.activate(c.Name, k)
 	return k, nil

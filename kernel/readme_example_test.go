@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -435,4 +436,48 @@ func Example_schedules() {
 	// Output:
 	// 2025-03-09 03:00:00 -0400 EDT
 	// 0 1
+}
+
+// A durable schedule: two kernels (replicas) on one store follow it, and each
+// occurrence fires once, in one of them.
+func Example_durableSchedules() {
+	store := storekit.NewMemoryStore() // in production: a mysqlstore.Store, one table for every replica
+	ran := make(chan time.Time, 8)
+	report := func(ctx context.Context, payload []byte) error {
+		_, target, _ := kernel.OccurrenceOf(ctx) // the occurrence's target
+		select {
+		case ran <- target:
+		default:
+		}
+		return nil
+	}
+	for _, owner := range []string{"replica-1", "replica-2"} {
+		k, err := kernel.New(kernel.Config{Store: store, Owner: owner})
+		if err != nil {
+			panic(err)
+		}
+		defer func() { _ = k.Close() }()
+		if err := k.Register("report", report); err != nil {
+			panic(err)
+		}
+		_, err = k.ScheduleDurable(kernel.Every(20*time.Millisecond), "report", []byte("weekly"), &kernel.ScheduleOptions{
+			Name:    "report", // required: the schedule's identity in the store
+			Misfire: kernel.MisfireOnce,
+			Grace:   time.Minute,
+		})
+		if err != nil {
+			panic(err)
+		}
+	}
+	targets := []time.Time{<-ran, <-ran, <-ran}
+	slices.SortFunc(targets, time.Time.Compare) // the replicas run them side by side
+	// Distinct targets of the schedule: none fired twice.
+	apart := true
+	for i := 1; i < len(targets); i++ {
+		gap := targets[i].Sub(targets[i-1])
+		apart = apart && gap > 0 && gap%(20*time.Millisecond) == 0
+	}
+	fmt.Println(apart)
+	// Output:
+	// true
 }

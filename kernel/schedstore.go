@@ -85,6 +85,11 @@ type StoredSchedule struct {
 	Next time.Time
 	// Paused reports whether the schedule is paused.
 	Paused bool
+	// Last is the latest target among the occurrences of the last fire that had any,
+	// to the millisecond; the zero time before the first. The task of that occurrence
+	// is OccurrenceID(Name, Last): a kernel reads its state to keep occurrences from
+	// overlapping (OverlapSkip).
+	Last time.Time
 	// Version counts the changes of the schedule since it was created.
 	Version uint64
 	// UpdatedAt is when the schedule last changed, on the store's clock.
@@ -135,6 +140,38 @@ var ErrUnknownSchedule = errors.New("kernel: unknown schedule")
 // once whoever fires it.
 func OccurrenceID(name string, at time.Time) string {
 	return "sched/" + name + "/" + strconv.FormatInt(at.UnixMilli(), 10)
+}
+
+// ParseOccurrenceID returns the schedule name and the target time of an occurrence ID
+// made by [OccurrenceID], and ok = false for any other ID. The target is in UTC, to
+// the millisecond.
+func ParseOccurrenceID(id string) (name string, target time.Time, ok bool) {
+	rest, ok := strings.CutPrefix(id, "sched/")
+	if !ok {
+		return "", time.Time{}, false
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i < 0 {
+		return "", time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(rest[i+1:], 10, 64)
+	if err != nil || CheckScheduleName(rest[:i]) != nil {
+		return "", time.Time{}, false
+	}
+	return rest[:i], time.UnixMilli(ms).UTC(), true
+}
+
+// Last returns the latest target among f's occurrences (parsed from their IDs), or
+// the zero time when it has none: what a [ScheduleStore] stores as the schedule's
+// Last when f fires.
+func (f *ScheduleFire) Last() time.Time {
+	var last time.Time
+	for i := range f.Occurrences {
+		if _, at, ok := ParseOccurrenceID(f.Occurrences[i].Task.ID); ok && at.After(last) {
+			last = at
+		}
+	}
+	return last
 }
 
 // CheckScheduleName returns nil for a valid schedule name, and otherwise a

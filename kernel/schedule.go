@@ -30,7 +30,8 @@ type Scheduled struct {
 // schedOpts are a schedule's options, validated. The schedules of a kernel whose
 // options are all zero (Name too) share one.
 type schedOpts struct {
-	k *Kernel
+	k   *Kernel
+	dur *schedDur // nil for a schedule in memory (ScheduleDurable)
 	ScheduleOptions
 }
 
@@ -58,13 +59,14 @@ type schedLoopFields struct {
 
 // The bits of schedLoopFields.flags.
 const (
-	schedPaused   = 1 << iota // Pause
-	schedEnded                // the Schedule's Next returned the zero Time
-	schedRemoved              // Remove
-	schedStopped              // Shutdown or Close began while it was armed, or it was resumed after
-	schedQueued               // OverlapQueueOne: an occurrence waits behind the live ones (cold.queuedF)
-	schedNextMono             // pub.next rebuilds as k.epoch plus an offset
-	schedNextWall             // pub.next rebuilds as a wall time in the cron schedule's location
+	schedPaused      = 1 << iota // Pause
+	schedEnded                   // the Schedule's Next returned the zero Time
+	schedRemoved                 // Remove
+	schedStopped                 // Shutdown or Close began while it was armed, or it was resumed after
+	schedQueued                  // OverlapQueueOne: an occurrence waits behind the live ones (cold.queuedF)
+	schedNextMono                // pub.next rebuilds as k.epoch plus an offset
+	schedNextWall                // pub.next rebuilds as a wall time in the cron schedule's location
+	schedStorePaused             // a durable schedule paused in its store (by any kernel): shown as Paused
 
 	schedNoNext = schedPaused | schedEnded | schedRemoved | schedStopped
 )
@@ -154,7 +156,7 @@ func (k *Kernel) Schedule(s Schedule, run func(ctx context.Context, f Fire) erro
 	}
 	sc := &Scheduled{run: run}
 	sc.ls.s = s
-	if err := k.register(sc, &opts); err != nil {
+	if err := k.register(sc, &opts, nil); err != nil {
 		return nil, err
 	}
 	k.m.schedUsed.Store(true)
@@ -226,7 +228,7 @@ func (sc *Scheduled) Stats() ScheduleStats {
 	f := sc.ls.flags.Load()
 	st := ScheduleStats{
 		Last: unixOrZero(p.last.Load()), Fires: p.fires.Load(),
-		Paused: f&schedPaused != 0, Ended: f&schedEnded != 0,
+		Paused: f&(schedPaused|schedStorePaused) != 0, Ended: f&schedEnded != 0,
 	}
 	if f&schedNoNext == 0 {
 		st.Next = unixOrZero(p.next.Load())
@@ -247,12 +249,36 @@ func unixOrZero(ns int64) time.Time {
 // Pause stops the schedule's fires until [Scheduled.Resume]; a live occurrence
 // continues. The targets that pass meanwhile follow the misfire policy on Resume.
 // It returns ErrScheduleRemoved after Remove, ErrClosed once the kernel stopped.
-func (sc *Scheduled) Pause() error { return sc.o.k.schedCtrl(sc, schedPause, nil) }
+//
+// A durable schedule's pause is stored first, so that every kernel following it
+// pauses; an error of the store is returned and changes nothing here.
+func (sc *Scheduled) Pause() error {
+	if sc.o.dur != nil {
+		if err := sc.durableCheck(); err != nil {
+			return err
+		}
+		if err := sc.setStorePaused(true); err != nil {
+			return err
+		}
+	}
+	return sc.o.k.schedCtrl(sc, schedPause, nil)
+}
 
 // Resume undoes Pause: the next fire is the schedule's first target not fired, with
 // the targets missed meanwhile handled by the misfire policy. Resuming a schedule
 // that is not paused does nothing. Errors as Pause.
-func (sc *Scheduled) Resume() error { return sc.o.k.schedCtrl(sc, schedResume, nil) }
+// A durable schedule's resume is stored first, as its pause is.
+func (sc *Scheduled) Resume() error {
+	if sc.o.dur != nil {
+		if err := sc.durableCheck(); err != nil {
+			return err
+		}
+		if err := sc.setStorePaused(false); err != nil {
+			return err
+		}
+	}
+	return sc.o.k.schedCtrl(sc, schedResume, nil)
+}
 
 // Trigger fires one occurrence now, outside the schedule (its Fire.Scheduled is now,
 // its Missed 0), under the overlap policy; the schedule's targets do not change. It
@@ -292,6 +318,10 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 		if stopped {
 			return ErrClosed
 		}
+		if sc.o.dur != nil {
+			k.schedDurAdd(sc)
+			return nil
+		}
 		now := k.ls.now
 		if sc.o.RunOnStart {
 			k.schedFire(sc, Fire{Scheduled: now})
@@ -312,15 +342,23 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 		if sc.ls.flags.Load()&schedPaused == 0 {
 			return nil
 		}
+		if sc.o.dur != nil {
+			sc.o.dur.paused, sc.o.dur.notBefore = false, time.Time{}
+		}
 		if stopped {
-			sc.setFlags(schedStopped, schedPaused)
+			sc.setFlags(schedStopped, schedPaused|schedStorePaused)
 		} else {
-			sc.setFlags(0, schedPaused)
+			sc.setFlags(0, schedPaused|schedStorePaused)
 			k.schedArm(sc)
 		}
 	case schedTrigger:
 		if stopped {
 			return ErrClosed
+		}
+		if sc.o.dur != nil {
+			k.schedSend(sc, schedReqTrigger, ScheduleFire{}, misfireResult{})
+			k.schedDisarm(sc) // re-armed with the result
+			return nil
 		}
 		k.schedFire(sc, Fire{Scheduled: k.ls.now})
 	case schedUpdate:
@@ -331,6 +369,13 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 		sc.ls.s = m.s
 		if c := sc.cold.Load(); c != nil {
 			c.carried = 0
+		}
+		if sc.o.dur != nil {
+			var next time.Time
+			if k.schedGuard(sc, func() { next = m.s.Next(k.ls.now) }) {
+				k.schedSend(sc, schedReqMove, ScheduleFire{Next: next, Spec: specOf(m.s)}, misfireResult{})
+			}
+			return nil
 		}
 		if k.schedGuard(sc, func() { k.schedSetNext(sc, m.s.Next(k.ls.now)) }) {
 			k.schedArm(sc)
@@ -350,6 +395,15 @@ func (k *Kernel) schedArm(sc *Scheduled) {
 	if f&schedPaused != 0 {
 		return
 	}
+	var at time.Time
+	if d := sc.o.dur; d != nil {
+		if d.inflight > 0 {
+			return // armed again with the store's answer
+		}
+		at = k.schedDurArmAt(sc)
+	} else {
+		at = k.schedNext(sc)
+	}
 	if sc.ls.slot == 0 {
 		sl := &k.ls.sched
 		if n := len(sl.free); n > 0 {
@@ -366,7 +420,6 @@ func (k *Kernel) schedArm(sc *Scheduled) {
 	} else {
 		k.ls.wheel.Cancel(sc.ls.timer)
 	}
-	at := k.schedNext(sc)
 	if j := sc.o.Jitter; j > 0 {
 		c := k.coldOf(sc)
 		c.jitter = rand.N(j) //nolint:gosec // jitter, not a secret
@@ -411,6 +464,10 @@ func (k *Kernel) schedDisarm(sc *Scheduled) {
 func (k *Kernel) onSchedTimer(meta uint64) {
 	sc := k.ls.sched.slots[meta&^schedEntryBit]
 	sc.ls.timer = timewheel.Handle[timerEntry]{}
+	if sc.o.dur != nil && sc.o.dur.refresh {
+		k.schedSend(sc, schedReqRefresh, ScheduleFire{}, misfireResult{})
+		return
+	}
 	next := k.schedNext(sc)
 	now, carried := k.ls.now, 0
 	if c := sc.cold.Load(); c != nil {
@@ -424,7 +481,7 @@ func (k *Kernel) onSchedTimer(meta uint64) {
 	var res misfireResult
 	one := false // next alone fires, with carried as its Missed
 	if !k.schedGuard(sc, func() {
-		if after, ok := dueOne(sc.ls.s, next, now, grace); ok {
+		if after, ok := dueOne(sc.ls.s, next, now, grace); ok && sc.o.dur == nil {
 			res, one = misfireResult{Next: after}, true
 			return
 		}
@@ -433,6 +490,10 @@ func (k *Kernel) onSchedTimer(meta uint64) {
 			Grace: grace, MaxCatchUp: sc.o.MaxCatchUp, Carried: carried,
 		})
 	}) {
+		return
+	}
+	if sc.o.dur != nil {
+		k.schedDurDue(sc, res)
 		return
 	}
 	if res.Carried != carried {
@@ -562,34 +623,6 @@ func (k *Kernel) schedRefuse(sc *Scheduled, f Fire, err error) {
 	c.refused.Add(1)
 	k.m.schedRefused.Inc()
 	k.schedNote(sc, NoteRefused, err)
-}
-
-// schedEnded is called when an occurrence of sc ends: it submits the one waiting
-// under OverlapQueueOne. Loop only.
-func (k *Kernel) schedEnded(sc *Scheduled, h *Handle) {
-	if c := sc.cold.Load(); !sc.ls.live1.CompareAndSwap(h, nil) && c != nil {
-		if i := slices.Index(c.live, h); i >= 0 {
-			c.live = slices.Delete(c.live, i, i+1) // zeroes the freed tail
-		}
-	}
-	if sc.ls.flags.Load()&(schedQueued|schedRemoved) == schedQueued && !sc.anyLive() {
-		// An occurrence ends in the midst of the loop's other work (the gate's, a
-		// bucket's): the waiting one is submitted from a clean point (schedRunQueued).
-		k.ls.sched.ready = append(k.ls.sched.ready, sc)
-	}
-}
-
-// schedRunQueued submits the occurrences that waited under OverlapQueueOne behind
-// ones that ended this pass. Loop only.
-func (k *Kernel) schedRunQueued() {
-	ready := k.ls.sched.ready
-	k.ls.sched.ready = nil
-	for _, sc := range ready {
-		if sc.ls.flags.Load()&(schedQueued|schedRemoved) == schedQueued && !sc.anyLive() {
-			sc.setFlags(0, schedQueued)
-			k.schedFire(sc, sc.cold.Load().queuedF)
-		}
-	}
 }
 
 // schedStop stops every schedule: Shutdown or Close began. Loop only.

@@ -55,6 +55,34 @@ func (k *Kernel) schedAddLive(sc *Scheduled, h *Handle) {
 	c.live = append(c.live, h)
 }
 
+// schedEnded is called when an occurrence of sc ends: it submits the one waiting
+// under OverlapQueueOne. Loop only.
+func (k *Kernel) schedEnded(sc *Scheduled, h *Handle) {
+	if c := sc.cold.Load(); !sc.ls.live1.CompareAndSwap(h, nil) && c != nil {
+		if i := slices.Index(c.live, h); i >= 0 {
+			c.live = slices.Delete(c.live, i, i+1) // zeroes the freed tail
+		}
+	}
+	if sc.ls.flags.Load()&(schedQueued|schedRemoved) == schedQueued && !sc.anyLive() {
+		// An occurrence ends in the midst of the loop's other work (the gate's, a
+		// bucket's): the waiting one is submitted from a clean point (schedRunQueued).
+		k.ls.sched.ready = append(k.ls.sched.ready, sc)
+	}
+}
+
+// schedRunQueued submits the occurrences that waited under OverlapQueueOne behind
+// ones that ended this pass. Loop only.
+func (k *Kernel) schedRunQueued() {
+	ready := k.ls.sched.ready
+	k.ls.sched.ready = nil
+	for _, sc := range ready {
+		if sc.ls.flags.Load()&(schedQueued|schedRemoved) == schedQueued && !sc.anyLive() {
+			sc.setFlags(0, schedQueued)
+			k.schedFire(sc, sc.cold.Load().queuedF)
+		}
+	}
+}
+
 // schedSetNext makes t sc's first target not fired, and publishes it; the zero t ends
 // the schedule. The target is kept as its unix ns (pub.next) when the time rebuilt from
 // them is t exactly, representation included (location and monotonic reading): a time
@@ -92,7 +120,10 @@ func (k *Kernel) schedNext(sc *Scheduled) time.Time {
 	case f&schedNextWall != 0:
 		return time.Unix(0, sc.pub.next.Load()).In(sc.ls.s.(*cronSchedule).loc)
 	}
-	return sc.cold.Load().next
+	if c := sc.cold.Load(); c != nil {
+		return c.next
+	}
+	return time.Time{}
 }
 
 // sameTime reports whether a and b are the same representation: instant, location
@@ -117,16 +148,17 @@ type schedRegistry struct {
 	schedDefault *schedOpts   // guarded by schedMu: the options of the schedules whose options are all zero
 }
 
-// register gives sc its options (o, validated) and its name, and adds it to the
-// registry: an error wrapping ErrScheduleExists when o.Name is taken.
-func (k *Kernel) register(sc *Scheduled, o *ScheduleOptions) error {
+// register gives sc its options (o, validated; dur for a durable schedule) and its
+// name, and adds it to the registry: an error wrapping ErrScheduleExists when o.Name
+// is taken.
+func (k *Kernel) register(sc *Scheduled, o *ScheduleOptions, dur *schedDur) error {
 	k.schedMu.Lock()
 	defer k.schedMu.Unlock()
 	if o.Name != "" {
 		if k.schedTaken(o.Name) {
 			return fmt.Errorf("%w: %q", ErrScheduleExists, o.Name)
 		}
-		sc.o = &schedOpts{k: k, ScheduleOptions: *o}
+		sc.o = &schedOpts{k: k, dur: dur, ScheduleOptions: *o}
 		if k.scheds == nil {
 			k.scheds = make(map[string]*Scheduled)
 		}

@@ -75,9 +75,10 @@
 //     restart does not hand out an epoch again.
 //   - <table>_sched: one row per durable schedule ([kernel.ScheduleStore]): name
 //     (primary key), spec, next_fire (unix ms, NULL when the schedule has no next
-//     occurrence), paused, version, fire_token (the random token of the last fire, by
-//     which a fire retried after a lost answer finds out whether it committed) and
-//     updated_at. A fire is one transaction: UPDATE … SET next_fire = <new> … WHERE name
+//     occurrence), last_fire (unix ms: the latest target of the last fire with
+//     occurrences, whose state OverlapSkip reads), paused, version, fire_token (the
+//     random token of the last fire, by which a fire retried after a lost answer finds
+//     out whether it committed) and updated_at. A fire is one transaction: UPDATE … SET next_fire = <new> … WHERE name
 //     = <name> AND paused = 0 AND next_fire <=> <expected>, then, only when it changed
 //     the row, the INSERT of the occurrence tasks, whose IDs (sched/<name>/<unix ms>)
 //     make a second insert of an occurrence a no-op.

@@ -28,26 +28,35 @@ const schedSchema = `CREATE TABLE IF NOT EXISTS %s (
 	paused     TINYINT UNSIGNED NOT NULL DEFAULT 0,
 	version    BIGINT UNSIGNED  NOT NULL DEFAULT 0 COMMENT 'bumped by every change',
 	fire_token BIGINT UNSIGNED  NOT NULL DEFAULT 0 COMMENT 'random token of the last fire: a retry after a lost answer finds its own',
+	` + lastFireColumn + `,
 	updated_at DATETIME(6)      NOT NULL COMMENT 'UTC, server clock',
 	PRIMARY KEY (name)
 ) ENGINE=InnoDB`
 
+// lastFireColumn is the schedule table's last_fire column (StoredSchedule.Last), which
+// Migrate adds to a schedule table that lacks it.
+const lastFireColumn = "last_fire BIGINT NULL COMMENT 'unix ms: the latest target of the last fire with occurrences; NULL: none'"
+
 // schedColumns are the columns scanSchedule reads.
-const schedColumns = "name, spec, next_fire, paused, version, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', updated_at)"
+const schedColumns = "name, spec, next_fire, last_fire, paused, version, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', updated_at)"
 
 // scanSchedule reads the columns schedColumns and, into extra, those after them.
 func scanSchedule(sc scanner, extra ...any) (kernel.StoredSchedule, error) {
 	var (
 		out     kernel.StoredSchedule
 		next    sql.NullInt64
+		last    sql.NullInt64
 		paused  uint8
 		updated int64
 	)
-	if err := sc.Scan(append([]any{&out.Name, &out.Spec, &next, &paused, &out.Version, &updated}, extra...)...); err != nil {
+	if err := sc.Scan(append([]any{&out.Name, &out.Spec, &next, &last, &paused, &out.Version, &updated}, extra...)...); err != nil {
 		return kernel.StoredSchedule{}, err
 	}
 	if next.Valid {
 		out.Next = fromMillis(next.Int64)
+	}
+	if last.Valid {
+		out.Last = fromMillis(last.Int64)
 	}
 	out.Paused = paused != 0
 	out.UpdatedAt = time.UnixMicro(updated).UTC()
@@ -164,6 +173,9 @@ func (s *Store) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (kernel
 		raw(", updated_at = " + nowSQL)
 	if f.Spec != "" {
 		update.raw(", spec = ").hexString(f.Spec)
+	}
+	if last := f.Last(); !last.IsZero() {
+		update.raw(", last_fire = ").int(millis(last))
 	}
 	update.raw(" WHERE name = ").hexString(f.Name).raw(" AND paused = 0 AND next_fire <=> ")
 	nextLit(update, kernel.StoredSchedule{Next: f.Expect})

@@ -264,8 +264,8 @@ const columns = baseColumns + ", grp, gkey"
 // Migrate creates the store's tables when they do not exist (CREATE TABLE IF NOT
 // EXISTS), checks that an existing task table has the columns the store needs, adds the
 // owner column and its index, and the group and key columns (grp, gkey: empty for the
-// rows stored before, tasks of no group), to a task table that lacks them and the conn_id column to
-// an owner table that lacks it, and checks that the server's max_allowed_packet holds a
+// rows stored before, tasks of no group), to a task table that lacks them, the conn_id column to
+// an owner table that lacks it and the last_fire column to a schedule table that lacks it, and checks that the server's max_allowed_packet holds a
 // statement with the largest payload. It is idempotent and safe to call from several
 // processes at once.
 func (s *Store) Migrate(ctx context.Context) error {
@@ -296,7 +296,10 @@ func (s *Store) Migrate(ctx context.Context) error {
 				return err
 			}
 		}
-		return s.addConnID(ctx)
+		if err := s.addColumn(ctx, s.opts.Table+ownersSuffix, s.owners, "conn_id", connIDColumn); err != nil {
+			return err
+		}
+		return s.addColumn(ctx, s.opts.Table+schedSuffix, s.sched, "last_fire", lastFireColumn)
 	})
 	if err != nil {
 		return err
@@ -382,18 +385,18 @@ func (s *Store) addGroupKey(ctx context.Context) error {
 	return nil
 }
 
-// addConnID adds the conn_id column to an owner table that lacks it (made by an earlier
+// addColumn adds the column named column, defined by def, to the table whose
+// unquoted name is name and quoted name is quoted, when it lacks it (made by an earlier
 // version of the store): an in-place ALTER TABLE where the server can. A concurrent
 // Migrate that did it first is not an error.
-func (s *Store) addConnID(ctx context.Context) error {
-	name := newQuery(64).hexString(s.opts.Table + ownersSuffix).String()
+func (s *Store) addColumn(ctx context.Context, name, quoted, column, def string) error {
 	var n int
 	err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "+
-		"AND TABLE_NAME = "+name+" AND COLUMN_NAME = 'conn_id'").Scan(&n)
+		"AND TABLE_NAME = "+newQuery(64).hexString(name).String()+" AND COLUMN_NAME = "+newQuery(64).hexString(column).String()).Scan(&n)
 	if err != nil || n > 0 {
 		return err
 	}
-	_, err = s.db.ExecContext(ctx, "ALTER TABLE "+s.owners+" ADD COLUMN "+connIDColumn)
+	_, err = s.db.ExecContext(ctx, "ALTER TABLE "+quoted+" ADD COLUMN "+def)
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me.Number == erDupFieldName {
 		return nil

@@ -82,6 +82,7 @@ func (s *MemoryStore) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (
 		cur.Version++
 		cur.UpdatedAt = s.nowLocked()
 		if len(f.Occurrences) > 0 {
+			cur.Last = msTime(f.Last())
 			// Validated: an insert of a new ID applies, of a stored one is a no-op.
 			s.commitLocked(f.Occurrences, owner)
 		}

@@ -105,11 +105,13 @@ func testUpsertKeepsStored(t *testing.T, s kernel.ScheduleStore) {
 }
 
 func testFireFollows(t *testing.T, s kernel.ScheduleStore) {
-	upsert(t, s, "tick", at(0))
+	if got, _ := upsert(t, s, "tick", at(0)); !got.Last.IsZero() {
+		t.Fatalf("UpsertSchedule(tick).Last = %v, want the zero time", got.Last)
+	}
 	for i := range 20 {
 		got, fired := fire(t, s, fireNext("tick", at(i*100), at((i+1)*100)))
-		if !fired || !got.Next.Equal(at((i+1)*100)) || got.Version != uint64(i+1) {
-			t.Fatalf("FireSchedule #%d = %+v, %v; want fired, next %v, version %d", i, got, fired, at((i+1)*100), i+1)
+		if !fired || !got.Next.Equal(at((i+1)*100)) || got.Version != uint64(i+1) || !got.Last.Equal(at(i*100)) {
+			t.Fatalf("FireSchedule #%d = %+v, %v; want fired, next %v, last %v, version %d", i, got, fired, at((i+1)*100), at(i*100), i+1)
 		}
 	}
 	occ := occurrences(t, s, "tick")
@@ -125,11 +127,12 @@ func testFireFollows(t *testing.T, s kernel.ScheduleStore) {
 		Name: "tick", Expect: at(2000), Next: at(2300), Spec: "@every 100ms",
 		Occurrences: []kernel.Change{occurrence("tick", at(2000)), occurrence("tick", at(2100)), occurrence("tick", at(2200))},
 	})
-	if !fired || !got.Next.Equal(at(2300)) || got.Spec != "@every 100ms" {
-		t.Fatalf("FireSchedule(catch-up) = %+v, %v; want fired, next %v, the new spec", got, fired, at(2300))
+	if !fired || !got.Next.Equal(at(2300)) || got.Spec != "@every 100ms" || !got.Last.Equal(at(2200)) {
+		t.Fatalf("FireSchedule(catch-up) = %+v, %v; want fired, next %v, last %v, the new spec", got, fired, at(2300), at(2200))
 	}
-	if got, fired = fire(t, s, kernel.ScheduleFire{Name: "tick", Expect: at(2300), Next: at(9000)}); !fired || !got.Next.Equal(at(9000)) {
-		t.Fatalf("FireSchedule(no occurrences) = %+v, %v; want fired, next %v", got, fired, at(9000))
+	// A fire with no occurrences keeps Last.
+	if got, fired = fire(t, s, kernel.ScheduleFire{Name: "tick", Expect: at(2300), Next: at(9000)}); !fired || !got.Next.Equal(at(9000)) || !got.Last.Equal(at(2200)) {
+		t.Fatalf("FireSchedule(no occurrences) = %+v, %v; want fired, next %v, last %v", got, fired, at(9000), at(2200))
 	}
 	if n := len(occurrences(t, s, "tick")); n != 23 {
 		t.Fatalf("%d occurrences stored, want 23", n)

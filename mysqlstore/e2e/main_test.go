@@ -5,7 +5,8 @@
 // The tests use the server named by AX_MYSQL_DSN (default root@tcp(127.0.0.1:3306)/test;
 // `make db` starts one), each on a table or database of its own, and a private mariadbd
 // of their own where they stop the server. AX_E2E_CRASH_TASKS and AX_E2E_CRASH_KILLS
-// scale the crash test down for a quick local run.
+// scale the crash test down for a quick local run, and AX_E2E_SCHED_SECONDS,
+// AX_E2E_SCHED_KILLS and AX_E2E_SCHED_DOWNS the durable-schedule kill test.
 package e2e
 
 import (
@@ -87,7 +88,7 @@ func ownTable(t testing.TB, db *sql.DB, tag string) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		for _, suffix := range []string{"", "_owners", "_leases", "_epochs"} { // the store's tables
+		for _, suffix := range []string{"", "_owners", "_leases", "_epochs", "_sched"} { // the store's tables
 			if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS `"+name+suffix+"`"); err != nil {
 				t.Errorf("DROP TABLE %s%s: %v", name, suffix, err)
 			}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -46,6 +47,7 @@ const (
 	multiStatsTag     = "MULTI-STATS"
 	multiRejoinMsg    = "joined the store again"
 	multiKillMsg      = "mysqlstore: killed the connection"
+	multiLapseMsg     = "the lease on the store was not renewed in time"
 )
 
 // multiConf is what the children of one multi-process test share.
@@ -55,6 +57,10 @@ type multiConf struct {
 	workMin, workMax time.Duration
 	submitters       int
 	storeTimeout     time.Duration // 0: the kernel's default
+	// test is the child's test function; "" is TestMultiChild. Another child reads
+	// the same environment and env besides.
+	test string
+	env  []string
 }
 
 // multiProc is one child process: an owner's process of one generation.
@@ -91,11 +97,13 @@ func (r *multiRun) start(t *testing.T, i int) *multiProc {
 	}
 	name := fmt.Sprintf("p%d", i)
 	cf := r.conf
-	c := spawnChildFor(t, "TestMultiChild", len(r.procs), multiChildTimeout,
-		envMultiChild+"=1", envMultiDSN+"="+cf.dsn, envMultiTable+"="+cf.table, envMultiDir+"="+cf.dir,
-		envMultiOwner+"="+name, envMultiGen+"="+strconv.Itoa(gen), envMultiLease+"="+cf.lease.String(),
-		envMultiWorkMin+"="+cf.workMin.String(), envMultiWorkMax+"="+cf.workMax.String(),
-		envMultiSubmitters+"="+strconv.Itoa(cf.submitters), envMultiTimeout+"="+cf.storeTimeout.String())
+	env := append([]string{
+		envMultiChild + "=1", envMultiDSN + "=" + cf.dsn, envMultiTable + "=" + cf.table, envMultiDir + "=" + cf.dir,
+		envMultiOwner + "=" + name, envMultiGen + "=" + strconv.Itoa(gen), envMultiLease + "=" + cf.lease.String(),
+		envMultiWorkMin + "=" + cf.workMin.String(), envMultiWorkMax + "=" + cf.workMax.String(),
+		envMultiSubmitters + "=" + strconv.Itoa(cf.submitters), envMultiTimeout + "=" + cf.storeTimeout.String(),
+	}, cf.env...)
+	c := spawnChildFor(t, cmp.Or(cf.test, "TestMultiChild"), len(r.procs), multiChildTimeout, env...)
 	p := &multiProc{name: name, gen: gen, pid: c.cmd.Process.Pid, c: c}
 	r.procs = append(r.procs, p)
 	r.cur[i] = p
@@ -128,6 +136,17 @@ func (r *multiRun) kill(t *testing.T, i int) {
 	p := r.cur[i]
 	p.killed = time.Now()
 	p.c.kill(t, 0)
+}
+
+// killedAt returns when the parent killed each killed child, in µs, by pid.
+func (r *multiRun) killedAt() map[int]int64 {
+	out := map[int]int64{}
+	for _, p := range r.procs {
+		if !p.killed.IsZero() {
+			out[p.pid] = p.killed.UnixMicro()
+		}
+	}
+	return out
 }
 
 // waitAcks polls until p acknowledged at least n tasks.
@@ -410,160 +429,6 @@ func envDuration(t testing.TB, name string) time.Duration {
 	return d
 }
 
-// multiAttempt is one row of the side table: one attempt of a task in one process.
-type multiAttempt struct {
-	task, token string
-	attempt     int
-	pid         int
-	owner       string
-	gen         int
-	start, end  int64 // µs; end 0: no end recorded
-}
-
-func (a multiAttempt) String() string {
-	end := "no end"
-	if a.end > 0 {
-		end = fmt.Sprintf("end %d", a.end)
-	}
-	return fmt.Sprintf("attempt %d in %s/g%d (pid %d) start %d %s", a.attempt, a.owner, a.gen, a.pid, a.start, end)
-}
-
-// multiAck is a task a child acknowledged.
-type multiAck struct {
-	id   string
-	proc *multiProc
-	at   int64 // µs
-}
-
-// multiFacts is what a multi-process test's run left: acknowledgements, failed
-// submits, rows and attempts.
-type multiFacts struct {
-	acks     map[string]multiAck       // by token
-	failed   map[*multiProc][]logLine  // failed submits (X lines), by process
-	attempts map[string][]multiAttempt // by task ID, in the order they began
-	states   map[string]int            // state code by task ID
-	tokens   map[string]string         // token by task ID
-}
-
-// readMultiFacts reads the ack logs, the task table and the side table.
-func readMultiFacts(t *testing.T, db *sql.DB, r *multiRun) *multiFacts {
-	t.Helper()
-	f := &multiFacts{
-		acks: map[string]multiAck{}, failed: map[*multiProc][]logLine{}, attempts: map[string][]multiAttempt{},
-		states: map[string]int{}, tokens: map[string]string{},
-	}
-	for _, p := range r.procs {
-		for _, l := range readLog(t, filepath.Join(r.conf.dir, fmt.Sprintf("ack-%s-g%02d.log", p.name, p.gen))) {
-			switch l.kind {
-			case 'A':
-				if len(l.fields) != 2 {
-					t.Fatalf("malformed ack line %v", l.fields)
-				}
-				if _, dup := f.acks[l.fields[0]]; dup {
-					t.Errorf("task %s acknowledged twice", l.fields[0])
-				}
-				f.acks[l.fields[0]] = multiAck{id: l.fields[1], proc: p, at: l.micros}
-			case 'X':
-				f.failed[p] = append(f.failed[p], l)
-			}
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	rs, err := db.QueryContext(ctx, "SELECT id, payload, state FROM `"+r.conf.table+"`")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rs.Next() {
-		var id, token string
-		var state int
-		if err := rs.Scan(&id, &token, &state); err != nil {
-			t.Fatal(err)
-		}
-		f.states[id], f.tokens[id] = state, token
-	}
-	if err := rs.Err(); err != nil {
-		t.Fatal(err)
-	}
-	_ = rs.Close()
-	rs, err = db.QueryContext(ctx, "SELECT task, token, attempt, pid, owner, gen, start_us, COALESCE(end_us, 0) FROM `"+r.conf.table+"_runs`")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rs.Next() {
-		var a multiAttempt
-		if err := rs.Scan(&a.task, &a.token, &a.attempt, &a.pid, &a.owner, &a.gen, &a.start, &a.end); err != nil {
-			t.Fatal(err)
-		}
-		f.attempts[a.task] = append(f.attempts[a.task], a)
-	}
-	if err := rs.Err(); err != nil {
-		t.Fatal(err)
-	}
-	_ = rs.Close()
-	for _, as := range f.attempts {
-		slices.SortFunc(as, func(a, b multiAttempt) int { return cmpInt64(a.start, b.start) })
-	}
-	return f
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// checkNoLoss checks that every acknowledged task is stored Succeeded under the ID its
-// submit returned, that every row is Succeeded, and that each task's last attempt ran
-// to its end.
-func checkNoLoss(t *testing.T, f *multiFacts) {
-	t.Helper()
-	var lost, notDone []string
-	ids := map[string]bool{}
-	for token, a := range f.acks {
-		ids[a.id] = true
-		switch st, ok := f.states[a.id]; {
-		case !ok:
-			lost = append(lost, fmt.Sprintf("%s (%s, acknowledged by %v): no row", token, a.id, a.proc))
-		case f.tokens[a.id] != token:
-			lost = append(lost, fmt.Sprintf("%s (%s, acknowledged by %v): the row holds %s", token, a.id, a.proc, f.tokens[a.id]))
-		case st != codeSucceeded:
-			lost = append(lost, fmt.Sprintf("%s (%s, acknowledged by %v): state %d; attempts %v", token, a.id, a.proc, st, f.attempts[a.id]))
-		}
-	}
-	for id, st := range f.states {
-		as := f.attempts[id]
-		if st != codeSucceeded || len(as) == 0 || as[len(as)-1].end == 0 {
-			notDone = append(notDone, fmt.Sprintf("%s (%s): state %d, attempts %v", f.tokens[id], id, st, as))
-		}
-	}
-	slices.Sort(lost)
-	slices.Sort(notDone)
-	if len(lost) > 0 {
-		t.Errorf("%d of %d acknowledged tasks lost, e.g. %v", len(lost), len(f.acks), lost[:min(len(lost), 10)])
-	}
-	if len(notDone) > 0 {
-		t.Errorf("%d of %d rows not Succeeded after a last attempt that ended, e.g. %v", len(notDone), len(f.states), notDone[:min(len(notDone), 10)])
-	}
-}
-
-// percentiles returns the 50th, 90th and 99th percentiles and the maximum of ds, which
-// it sorts.
-func percentiles(ds []time.Duration) string {
-	if len(ds) == 0 {
-		return "none"
-	}
-	slices.Sort(ds)
-	at := func(q float64) time.Duration {
-		return ds[min(len(ds)-1, int(q*float64(len(ds))))].Round(time.Millisecond)
-	}
-	return fmt.Sprintf("n=%d p50=%v p90=%v p99=%v max=%v", len(ds), at(0.5), at(0.9), at(0.99), ds[len(ds)-1].Round(time.Millisecond))
-}
-
 // TestMultiKill runs three processes, owners p0, p1 and p2 with a lease of
 // multiLease, on one table, and kills random ones with SIGKILL while they submit
 // and run acknowledged durable tasks; each killed process is restarted under its
@@ -653,122 +518,4 @@ func TestMultiKill(t *testing.T) {
 		len(r.procs), kills, restartDelays, len(f.acks), submitted.Round(time.Millisecond), elapsed.Round(time.Millisecond))
 	checkNoLoss(t, f)
 	checkMultiKill(t, r, f, stats)
-}
-
-// checkMultiKill checks the claims of TestMultiKill on the attempts and reports the
-// rescue delays.
-func checkMultiKill(t *testing.T, r *multiRun, f *multiFacts, stats map[*multiProc]multiStats) {
-	t.Helper()
-	killedAt := map[int]int64{} // pid -> µs
-	for _, p := range r.procs {
-		if !p.killed.IsZero() {
-			killedAt[p.pid] = p.killed.UnixMicro()
-		}
-	}
-	var (
-		overlaps, samePid, unexplained []string
-		extra, reran, maxAttempts      int
-		byOther, bySelf                []time.Duration
-	)
-	for id, as := range f.attempts {
-		if len(as) > 1 {
-			reran++
-			extra += len(as) - 1
-		}
-		for _, a := range as {
-			maxAttempts = max(maxAttempts, a.attempt)
-		}
-		// Overlaps: b began before a, which began first, ended (or was killed).
-		for i, a := range as {
-			effEnd := a.end
-			if effEnd == 0 {
-				if k, ok := killedAt[a.pid]; ok {
-					effEnd = k
-				} else {
-					effEnd = 1 << 62
-				}
-			}
-			for _, b := range as[i+1:] {
-				if b.start >= effEnd {
-					continue
-				}
-				what := fmt.Sprintf("%s (%s): %v and %v", f.tokens[id], id, a, b)
-				if a.pid == b.pid {
-					samePid = append(samePid, what)
-				} else {
-					overlaps = append(overlaps, what)
-				}
-			}
-		}
-		// Every attempt but the last was cut by a kill of its process, each in a process
-		// of its own; the next attempt measures the rescue delay.
-		seen := map[int]bool{}
-		for i, a := range as[:len(as)-1] {
-			k, killed := killedAt[a.pid]
-			if !killed || k < a.start || seen[a.pid] {
-				unexplained = append(unexplained, fmt.Sprintf("%s (%s): %v ran again, though no kill of its process cut it; attempts %v",
-					f.tokens[id], id, a, as))
-				continue
-			}
-			seen[a.pid] = true
-			d := time.Duration(as[i+1].start-k) * time.Microsecond
-			if as[i+1].owner == a.owner {
-				bySelf = append(bySelf, d)
-			} else {
-				byOther = append(byOther, d)
-			}
-		}
-	}
-	// Queued orphans: tasks acknowledged by a killed process that had not begun there
-	// before the kill; their first attempt measures the rescue delay too.
-	for _, a := range f.acks {
-		k, killed := killedAt[a.proc.pid]
-		as := f.attempts[a.id]
-		if !killed || len(as) == 0 || as[0].start < k {
-			continue
-		}
-		d := time.Duration(as[0].start-k) * time.Microsecond
-		if as[0].owner == a.proc.name {
-			bySelf = append(bySelf, d)
-		} else {
-			byOther = append(byOther, d)
-		}
-	}
-	bound := 2*r.conf.lease + time.Second
-	var late []time.Duration
-	for _, d := range slices.Concat(byOther, bySelf) {
-		if d > bound {
-			late = append(late, d)
-		}
-	}
-	var refused uint64
-	var rejoins, failed int
-	for p, st := range stats {
-		refused += st.refused
-		rejoins += st.rejoins
-		failed += len(f.failed[p])
-	}
-	t.Logf("%d tasks ran more than once (%d extra runs); highest attempt %d; %d runs in one process overlapped",
-		reran, extra, maxAttempts, len(samePid))
-	t.Logf("orphans begun again after the kill, by another owner: %s", percentiles(byOther))
-	t.Logf("orphans begun again after the kill, by the restarted owner: %s", percentiles(bySelf))
-	t.Logf("changes refused: %d; rejoins after a lost lease: %d; failed submits: %d", refused, rejoins, failed)
-	for p, ls := range f.failed {
-		if len(ls) > 0 {
-			t.Logf("failed submits of %v, e.g. %v", p, ls[0].fields)
-		}
-	}
-	if len(overlaps) > 0 {
-		t.Errorf("%d times a task ran in two processes at once, e.g. %v", len(overlaps), overlaps[:min(len(overlaps), 5)])
-	}
-	if len(unexplained) > 0 {
-		t.Errorf("%d attempts were followed by another without a kill of their process while they ran, e.g. %v",
-			len(unexplained), unexplained[:min(len(unexplained), 5)])
-	}
-	if len(late) > 0 {
-		t.Errorf("%d orphans began again more than %v after the kill: %v", len(late), bound, late[:min(len(late), 10)])
-	}
-	if len(byOther)+len(bySelf) == 0 {
-		t.Errorf("no kill orphaned a task: the test did not exercise a rescue")
-	}
 }
