@@ -81,9 +81,12 @@ type journal struct {
 	inflight int // guarded by mu
 
 	// busy counts the changes of each task in the commits in flight; keyed: a commit
-	// in flight holds an insert with a unique key. Journal goroutine only.
-	busy  map[string]int
-	keyed bool
+	// in flight holds an insert with a unique key; unstarted counts the inserts of the
+	// commits in flight that could have started in their commit but got no slot (they
+	// will queue). Journal goroutine only.
+	busy      map[string]int
+	keyed     bool
+	unstarted int
 
 	commits, changes, commitErrors, refused, prestarted *metrics.Counter
 }

@@ -12,32 +12,37 @@ import (
 // jcommit is one commit in flight: its batch, the slots the loop reserved for its
 // prestarts, and the store's answer once it returns.
 type jcommit struct {
-	batch    []jentry
-	changes  []Change
-	reserved int
-	keyed    bool // the batch holds an insert with a unique key
-	results  []error
-	err      error
+	batch     []jentry
+	changes   []Change
+	reserved  int
+	unstarted int  // its startable inserts that got no start (see launch)
+	keyed     bool // the batch holds an insert with a unique key
+	results   []error
+	err       error
 }
 
 // launch gives batch the starts the loop has slots for (prestart.go) and commits it
-// on a goroutine of its own, which hands it to done once the store answered.
+// on a goroutine of its own, which hands it to done once the store answered. While a
+// commit in flight holds inserts that got no slot, the batch gets no start either:
+// those tasks will queue, and a task queued takes a free slot before a new one.
 func (j *journal) launch(batch []jentry, done chan<- *jcommit) {
 	c := &jcommit{}
+	n := 0
 	if j.every == 0 {
-		n := 0
 		for i := range batch {
 			if startable(&batch[i]) {
 				n++
 			}
 		}
-		if n > 0 {
+		if n > 0 && j.unstarted == 0 {
 			c.reserved = j.k.askStartBudget(n)
 		}
 	}
 	if c.reserved > 0 {
 		batch = j.prestart(batch, c.reserved)
 	}
+	c.unstarted = n - c.reserved
+	j.unstarted += c.unstarted
 	c.batch, c.changes = batch, make([]Change, len(batch))
 	for i := range batch {
 		ch := &batch[i].c
@@ -76,6 +81,7 @@ func (j *journal) finish(c *jcommit) bool {
 	if c.keyed {
 		j.keyed = false
 	}
+	j.unstarted -= c.unstarted
 	j.mu.Lock()
 	j.inflight -= len(c.batch)
 	j.setPendingLocked()

@@ -285,3 +285,62 @@ func TestJournalOverlapRejoinsOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestJournalOverlapQueuedFirst: a task whose commit found no free slot queues once
+// that commit lands; a task submitted while that commit is still in flight does not
+// take a slot freed meanwhile in its own commit, ahead of it.
+func TestJournalOverlapQueuedFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newHeldStore()
+		k := newTestKernel(t, kernel.Config{Store: s, MaxConcurrency: 1})
+		var (
+			mu    sync.Mutex
+			order []string
+		)
+		_ = k.Register("k", func(_ context.Context, p []byte) error {
+			mu.Lock()
+			order = append(order, string(p))
+			mu.Unlock()
+			return nil
+		})
+		synctest.Wait()
+		free := busySlot(t, k)
+		queued := submitAsync(k, kernel.DurableTask{Kind: "k", Payload: []byte("queued")})
+		synctest.Wait() // its commit is held, without a start: no slot is free
+		free()
+		synctest.Wait()
+		fresh := submitAsync(k, kernel.DurableTask{Kind: "k", Payload: []byte("new")})
+		synctest.Wait() // its commit is held beside the first
+		s.mu.Lock()
+		held := s.held
+		s.held = nil
+		s.mu.Unlock()
+		if len(held) != 2 {
+			t.Fatalf("%d commits in flight, want 2", len(held))
+		}
+		for _, c := range held { // in the order they started
+			close(c.release)
+			synctest.Wait()
+		}
+		stop := make(chan struct{})
+		driven := make(chan struct{})
+		go func() { defer close(driven); s.drive(stop) }()
+		for _, res := range []<-chan submitResult{queued, fresh} {
+			r := <-res
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			if err := r.h.Wait(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := k.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		close(stop)
+		<-driven
+		if len(order) != 2 || order[0] != "queued" {
+			t.Errorf("runs %v, want [queued new]", order)
+		}
+	})
+}
