@@ -51,8 +51,10 @@ func TestMultiTxRollsBack(t *testing.T) {
 	}
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	insert := func(id string) statement {
-		r := &row{id: id, ins: &kernel.StoredTask{ID: id, Kind: "k", Priority: kernel.Normal, State: kernel.Queued, Fence: 1,
-			RunAt: now, CreatedAt: now, UpdatedAt: now}}
+		task := &kernel.StoredTask{
+			ID: id, Kind: "k", Priority: kernel.Normal, State: kernel.Queued, Fence: 1, RunAt: now, CreatedAt: now, UpdatedAt: now,
+		}
+		r := &row{id: id, ins: task}
 		return s.inserts(map[string]*row{id: r}, []string{id}, 0)[0]
 	}
 	if err := s.multiTx(ctx, nil, []statement{insert("a")}); err != nil {
@@ -88,8 +90,10 @@ func TestMultiTxRollsBack(t *testing.T) {
 	if _, err := s.Get(ctx, "b"); !errors.Is(err, kernel.ErrUnknownTask) {
 		t.Fatalf("Get(b) = %v, want ErrUnknownTask: an owner that left wrote", err)
 	}
-	if _, err := s.CommitAs(ctx, o, []kernel.Change{{Op: kernel.OpInsert, Task: kernel.StoredTask{ID: "b", Kind: "k",
-		State: kernel.Queued, Fence: 1, RunAt: now, CreatedAt: now, UpdatedAt: now}}}); !errors.Is(err, kernel.ErrLeaseLost) {
+	b := kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{
+		ID: "b", Kind: "k", State: kernel.Queued, Fence: 1, RunAt: now, CreatedAt: now, UpdatedAt: now,
+	}}
+	if _, err := s.CommitAs(ctx, o, []kernel.Change{b}); !errors.Is(err, kernel.ErrLeaseLost) {
 		t.Errorf("CommitAs() by an owner that left = %v, want ErrLeaseLost", err)
 	}
 	good := s.updateOne(&row{id: "a", fence: 2, state: kernel.Running, preFence: 1, updatedAt: now})
