@@ -327,8 +327,7 @@ type Config struct {
 
 	// SnapshotEvery chooses the durability mode. Zero (the default) is acknowledged
 	// mode: a durable submit returns once the group commit holding its task landed,
-	// and the journal starts a commit as soon as one of the two it keeps in flight
-	// returned. A positive
+	// and the journal commits as soon as the previous commit returned. A positive
 	// value is periodic snapshot mode: submits return at once and the journal commits
 	// every SnapshotEvery (real time), so a crash loses at most the tasks submitted in
 	// the last SnapshotEvery — and their completions, which then run again. A

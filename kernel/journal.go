@@ -17,11 +17,6 @@ const (
 	journalBackoffMax = time.Second
 )
 
-// journalInFlight is how many commits the journal keeps in flight at once in
-// acknowledged mode: one commit's log flush and round trips overlap the next one's
-// statements. Periodic snapshot mode commits one batch at a time.
-const journalInFlight = 2
-
 // jentry is one change waiting for a group commit.
 type jentry struct {
 	c    Change
@@ -47,13 +42,10 @@ type ackGroup struct {
 }
 
 // journal is the goroutine that writes the durable tasks' lifecycle to the store in
-// group commits: whatever queued up while commits were in flight goes in the next one.
-// In acknowledged mode up to journalInFlight commits are in flight at once, each a
-// Store call on a goroutine of its own; each task's changes still reach the store in
-// order, and the changes of different tasks overtake each other only where no outcome
-// depends on their order (see take). In periodic snapshot mode it commits one batch
-// every Config.SnapshotEvery instead. Its delays run on the real clock: they are about
-// the database, not about task times.
+// group commits, one commit at a time and in order: whatever queued up while a commit
+// was in flight goes in the next one. In periodic snapshot mode it commits every
+// Config.SnapshotEvery instead. Its delays run on the real clock: they are about the
+// database, not about task times.
 type journal struct {
 	k        *Kernel
 	store    Store
@@ -74,19 +66,11 @@ type journal struct {
 	doneCh   chan struct{}
 	stopOnce sync.Once
 
-	down atomic.Pointer[error] // the last error while the store is known to be down
-	// pending counts the changes not committed yet: queued, or in a commit in flight
-	// (inflight of them). Stored with mu held.
-	pending  atomic.Int64
-	inflight int // guarded by mu
-
-	// busy counts the changes of each task in the commits in flight; keyed: a commit
-	// in flight holds an insert with a unique key; unstarted counts the inserts of the
-	// commits in flight that could have started in their commit but got no slot (they
-	// will queue). Journal goroutine only.
-	busy      map[string]int
-	keyed     bool
-	unstarted int
+	down    atomic.Pointer[error] // the last error while the store is known to be down
+	pending atomic.Int64
+	// reserved: the slots the loop reserved for the prestarts of the commit being
+	// made (prestart.go); journal goroutine only.
+	reserved int
 
 	commits, changes, commitErrors, refused, prestarted *metrics.Counter
 }
@@ -95,7 +79,7 @@ func newJournal(k *Kernel, c *Config) *journal {
 	j := &journal{
 		k: k, store: c.Store, every: c.SnapshotEvery, maxBatch: c.StoreBatch, timeout: c.StoreTimeout, log: k.log,
 		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), doneCh: make(chan struct{}),
-		room: make(chan struct{}), limit: 4 * c.StoreBatch, busy: make(map[string]int),
+		room: make(chan struct{}), limit: 4 * c.StoreBatch,
 	}
 	j.commits = new(metrics.Counter)
 	j.changes = new(metrics.Counter)
@@ -116,16 +100,13 @@ func (j *journal) add(es []jentry) {
 		return
 	}
 	j.queue = append(j.queue, es...)
-	j.setPendingLocked()
+	j.pending.Store(int64(len(j.queue)))
 	j.mu.Unlock()
 	select {
 	case j.wake <- struct{}{}:
 	default:
 	}
 }
-
-// setPendingLocked updates pending. Called with mu held.
-func (j *journal) setPendingLocked() { j.pending.Store(int64(len(j.queue) + j.inflight)) }
 
 // availableErr returns an error wrapping ErrStoreUnavailable while the store is
 // known to be down, so that durable submits fail fast.
@@ -227,32 +208,18 @@ func (j *journal) run() {
 		j.stopped = true
 		left := j.queue
 		j.queue = nil
-		j.setPendingLocked()
+		j.pending.Store(0)
 		j.mu.Unlock()
 		j.abandon(left)
 	}()
-	inFlight := 1
-	if j.every == 0 {
-		inFlight = journalInFlight
-	}
-	// Sized for every commit in flight, so that a commit's goroutine never waits to
-	// hand back its answer.
-	done := make(chan *jcommit, inFlight)
-	running := 0
-	defer func() {
-		// Let the commits in flight end, and settle them, before the rest is abandoned.
-		for ; running > 0; running-- {
-			j.finish(<-done)
-		}
-	}()
 	backoff := time.Duration(0)
-	var retryAt time.Time // no commit starts before it (a backoff after a failure)
+	var buf []Change
 	lastCommit := time.Now()
 	for {
 		j.mu.Lock()
 		n := len(j.queue)
 		flushNow := j.flushNow
-		if n == 0 && running == 0 {
+		if n == 0 {
 			j.flushNow = false
 			for _, ch := range j.flushing {
 				close(ch)
@@ -261,7 +228,7 @@ func (j *journal) run() {
 		}
 		j.mu.Unlock()
 
-		if n == 0 && running == 0 {
+		if n == 0 {
 			if j.down.Load() != nil {
 				// Nothing to retry: probe the store so that submits may come back.
 				if !j.sleep(backoff) {
@@ -275,52 +242,44 @@ func (j *journal) run() {
 			}
 			continue
 		}
-		wait := time.Duration(0) // > 0: the next commit waits that long
-		if n > 0 && running < inFlight {
-			wait = time.Until(retryAt)
-			if j.every > 0 && !flushNow && j.down.Load() == nil {
-				wait = max(wait, j.every-time.Since(lastCommit))
-			}
-			if wait <= 0 {
-				if batch := j.take(running > 0); len(batch) > 0 {
-					lastCommit = time.Now()
-					j.launch(batch, done)
-					running++
+		if j.every > 0 && !flushNow && j.down.Load() == nil {
+			if wait := j.every - time.Since(lastCommit); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-j.wake: // maybe a flush
+					t.Stop()
 					continue
+				case <-j.stopCh:
+					t.Stop()
+					return
 				}
-				// The head of the queue waits for a commit in flight.
 			}
 		}
-		var (
-			t     *time.Timer
-			timer <-chan time.Time
-		)
-		if wait > 0 {
-			t = time.NewTimer(wait)
-			timer = t.C
+		if j.every == 0 {
+			if n := j.startable(); n > 0 {
+				j.reserved = j.k.askStartBudget(n)
+			}
 		}
-		select {
-		case c := <-done:
-			running--
-			if j.finish(c) {
-				backoff, retryAt = 0, time.Time{}
-				break
-			}
-			backoff = nextBackoff(backoff)
-			if own := j.k.dur.own; own != nil {
-				backoff = min(backoff, own.heartbeatEvery()) // a retry renews the lease
-			}
-			retryAt = time.Now().Add(backoff)
-		case <-j.wake: // changes queued, or a flush
-		case <-timer:
-		case <-j.stopCh:
-			if t != nil {
-				t.Stop()
-			}
+		batch := j.take()
+		if j.reserved > 0 {
+			batch = j.prestart(batch, j.reserved)
+		}
+		lastCommit = time.Now()
+		buf = buf[:0]
+		for i := range batch {
+			buf = append(buf, batch[i].c)
+		}
+		if j.commit(batch, buf) {
+			backoff = 0
+			continue
+		}
+		backoff = nextBackoff(backoff)
+		if own := j.k.dur.own; own != nil {
+			backoff = min(backoff, own.heartbeatEvery()) // a retry renews the lease
+		}
+		if !j.sleep(backoff) {
 			return
-		}
-		if t != nil {
-			t.Stop()
 		}
 	}
 }
@@ -393,53 +352,38 @@ func (j *journal) probe(backoff time.Duration) time.Duration {
 }
 
 // take removes the next batch from the queue: up to maxBatch changes, never
-// splitting the inserts of one submit. While other commits are in flight (overlap),
-// nothing is taken while one of them holds an insert with a unique key, and the batch
-// ends before the first change that must not overtake them: a change of a task with a
-// change in flight (a task's changes apply in order), and an insert with a unique key
-// (an end in flight may free its key, and the outcome would depend on which commit
-// lands first). The batch may then be empty.
-func (j *journal) take(overlap bool) []jentry {
-	if overlap && j.keyed {
-		return nil
-	}
+// splitting the inserts of one submit.
+func (j *journal) take() []jentry {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	n := min(len(j.queue), j.maxBatch)
-	cut := false
-	if overlap {
-		for i := range n {
-			c := &j.queue[i].c
-			if j.busy[c.Task.ID] > 0 || c.Op == OpInsert && c.Task.UniqueKey != "" {
-				n, cut = i, true
-				break
-			}
-		}
-	}
-	if cut {
-		for n > 0 && j.queue[n].ack != nil && j.queue[n].ack == j.queue[n-1].ack {
-			n--
-		}
-	} else {
-		for n < len(j.queue) && j.queue[n].ack != nil && j.queue[n].ack == j.queue[n-1].ack {
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
+	for n < len(j.queue) && j.queue[n].ack != nil && j.queue[n].ack == j.queue[n-1].ack {
+		n++
 	}
 	batch := make([]jentry, n)
 	copy(batch, j.queue)
 	rest := copy(j.queue, j.queue[n:])
 	clear(j.queue[rest:])
 	j.queue = j.queue[:rest]
-	j.setPendingLocked()
+	j.pending.Store(int64(rest))
 	j.roomLocked()
 	return batch
 }
 
-// startable reports whether e is an insert that could start in its commit: an
-// acknowledged insert of a task due now that runs here (not in the pool).
+// startable counts the inserts of the next batch that could start in its commit:
+// acknowledged inserts of tasks due now that run here (not in the pool).
+func (j *journal) startable() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	n := 0
+	for i := range min(len(j.queue), j.maxBatch) {
+		if startable(&j.queue[i]) {
+			n++
+		}
+	}
+	return n
+}
+
 func startable(e *jentry) bool {
 	return e.ack != nil && e.c.Op == OpInsert && !e.c.Pool && e.c.Task.State == Queued && e.c.Task.Group == "" && e.h != nil && !e.h.due
 }
@@ -462,15 +406,177 @@ func (j *journal) prestart(batch []jentry, n int) []jentry {
 	return out
 }
 
-// unreserve gives the loop back the slots reserved for commit c, with the tasks it
-// started.
-func (j *journal) unreserve(c *jcommit, started []*Handle) {
-	if c.reserved == 0 {
+// unreserve gives the loop back the slots reserved for the commit, with the
+// tasks it started.
+func (j *journal) unreserve(started []*Handle) {
+	if j.reserved == 0 {
 		return
 	}
 	j.prestarted.Add(len(started))
-	j.k.handPrestarted(&prestartMsg{hs: started, reserved: c.reserved})
-	c.reserved = 0
+	j.k.handPrestarted(&prestartMsg{hs: started, reserved: j.reserved})
+	j.reserved = 0
+}
+
+// commit writes one batch and settles what waits for it. It reports false when the
+// store could not be reached: the batch's acknowledged inserts are then refused
+// (their submits fail, and a cancel that undoes each, should it have landed, goes
+// first in the next commit); its other changes go back to the front of the queue.
+func (j *journal) commit(batch []jentry, changes []Change) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+	var (
+		results []error
+		err     error
+	)
+	if own := j.k.dur.own; own != nil {
+		results, err = own.commit(ctx, changes)
+	} else {
+		results, err = storeCall(j.k, "Commit", func() ([]error, error) { return j.store.Commit(ctx, changes) })
+	}
+	cancel()
+	if err == nil && len(results) != len(changes) {
+		err = fmt.Errorf("kernel: Store.Commit returned %d results for %d changes", len(results), len(changes))
+	}
+	if errors.Is(err, ErrLeaseLost) {
+		// Nothing of the batch applied, and the owner joined again (ownership.commit):
+		// refuse its acknowledged inserts, and commit the rest at once as the new owner.
+		keep := make([]jentry, 0, len(batch))
+		for _, e := range batch {
+			if e.pre {
+				continue // its insert is refused
+			}
+			if e.ack == nil {
+				keep = append(keep, e)
+				continue
+			}
+			e.ack.all = fmt.Errorf("kernel: durable submit: %w", err)
+			j.refuse(e)
+		}
+		j.unreserve(nil)
+		j.mu.Lock()
+		j.queue = append(keep, j.queue...)
+		j.pending.Store(int64(len(j.queue)))
+		j.mu.Unlock()
+		settleGroups(batch)
+		return true
+	}
+	if err != nil {
+		j.commitErrors.Inc()
+		if !errors.Is(err, ErrStoreUnavailable) {
+			err = fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		}
+		if j.down.Swap(&err) == nil {
+			j.log.warn("kernel: the store is down; durable submits fail until it answers", "err", err)
+		}
+		now := j.k.clk.Now()
+		keep := make([]jentry, 0, len(batch))
+		for i, e := range batch {
+			if e.pre {
+				continue // its insert is refused, and undone
+			}
+			if e.ack == nil {
+				keep = append(keep, e)
+				continue
+			}
+			fence := e.c.Task.Fence
+			if i+1 < len(batch) && batch[i+1].pre {
+				fence = batch[i+1].c.Task.Fence // the insert landed with its start, if at all
+			}
+			keep = append(keep, jentry{comp: true, c: Change{Op: OpCancel, Fence: fence, Task: StoredTask{
+				ID: e.c.Task.ID, UpdatedAt: now, LastError: "kernel: its submit was refused: the store did not answer",
+			}}})
+			e.ack.all = fmt.Errorf("kernel: durable submit: %w", err)
+			j.refuse(e)
+		}
+		j.mu.Lock()
+		j.queue = append(keep, j.queue...)
+		j.pending.Store(int64(len(j.queue)))
+		j.mu.Unlock()
+		j.unreserve(nil)
+		settleGroups(batch)
+		return false
+	}
+	j.commits.Inc()
+	j.changes.Add(len(changes))
+	if j.down.Swap(nil) != nil {
+		j.log.info("kernel: the store answers again; durable submits resume")
+	}
+	var handed, prestarted []*Handle
+	var started, refused []*attempt
+	var refusals []error
+	for i := range batch {
+		e := &batch[i]
+		r := results[i]
+		switch {
+		case e.ack != nil:
+			switch {
+			case r != nil:
+				e.ack.errs[e.idx] = r
+				j.refuse(*e)
+			case i+1 < len(batch) && batch[i+1].pre && results[i+1] == nil:
+				prestarted = append(prestarted, e.h)
+			default:
+				handed = append(handed, e.h)
+			}
+		case e.pre:
+			// Settled with its insert, above; a refused start leaves the task
+			// stored Queued, handed over as such.
+		case e.comp:
+			// Undoing an insert that may not have landed: unknown is the expected answer.
+		case e.start != nil:
+			// A refused start means another owner holds the task now: the attempt
+			// never runs here.
+			if r != nil {
+				refused = append(refused, e.start)
+				refusals = append(refusals, r)
+				j.refused.Inc()
+				if j.log != nil {
+					j.log.warn("kernel: the store refused a start; the attempt does not run", "task", e.c.Task.ID, "err", r)
+				}
+			} else {
+				started = append(started, e.start)
+			}
+		case r != nil:
+			j.refused.Inc()
+			if j.log != nil {
+				j.log.warn("kernel: the store refused a change", "op", e.c.Op.String(), "task", e.c.Task.ID, "err", r)
+			}
+		}
+	}
+	j.unreserve(prestarted)
+	if len(handed) > 0 && !j.k.enqueueMany(handed) {
+		for _, h := range handed {
+			if !h.dur.inPool {
+				j.k.release(h.ticket(), 1)
+			}
+			j.k.abortDurable(h)
+		}
+	}
+	if len(started) > 0 || len(refused) > 0 {
+		j.k.control(ctrlMsg{kind: ctrlStarted, as: started, refused: refused, errs: refusals})
+	}
+	settleGroups(batch)
+	return true
+}
+
+// settleGroups wakes the submits whose inserts were all in batch.
+func settleGroups(batch []jentry) {
+	for i := range batch {
+		if g := batch[i].ack; g != nil {
+			g.left--
+			if g.left == 0 {
+				close(g.done)
+			}
+		}
+	}
+}
+
+// refuse gives back the ticket and the unique key of an acknowledged insert whose
+// submit fails.
+func (j *journal) refuse(e jentry) {
+	if !e.h.dur.inPool { // a pool task holds no ticket
+		j.k.release(e.h.ticket(), 1)
+	}
+	j.k.dur.dropKey(e.h.dur.unique)
 }
 
 // journalStart records the start of a durable attempt. Loop only.

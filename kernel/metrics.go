@@ -122,7 +122,7 @@ type StoreStats struct {
 	// Prestarted counts the durable tasks started in the commit that stored them
 	// (a submit to a kernel with a free slot and nothing queued).
 	Prestarted uint64
-	Pending    int  // changes not committed yet: queued, or in a commit in flight
+	Pending    int  // changes waiting for a commit
 	Down       bool // the store is known to be down: durable submits fail fast
 	Held       int  // recovered tasks whose kind is not registered yet, or whose group (DurableTask.Group) is not in Config.Groups
 

@@ -28,8 +28,6 @@ type ownership struct {
 	cur     atomic.Pointer[Owner] // the membership now; replaced by the journal on a rejoin
 	okUntil atomic.Int64          // unix ns: durable attempts may start without a commit until then
 
-	rejoinMu sync.Mutex // held by the commit that joins again after its lease ended
-
 	rescueNow chan struct{} // size 1: rescue at once (after a rejoin)
 	claimNow  chan struct{} // size 1: claim at once (a task went to the pool)
 	follow    follow        // the pool tasks this kernel follows
@@ -118,10 +116,8 @@ func (o *ownership) owner() Owner { return *o.cur.Load() }
 // commit is the journal's Store.Commit: CommitAs by the owner now. On ErrLeaseLost
 // it joins again and rescues what the ended membership left (its own tasks among
 // them: their rows get new fences, so the kernel's earlier writes for them are
-// refused) before it returns, so that no commit started later lands on a row of the
-// ended membership. Of the commits in flight that learn that the same membership
-// ended, the first joins again and the others wait for it. It returns the commit's
-// error.
+// refused) before it returns, so that no later commit lands on a row of the ended
+// membership. It returns the commit's error.
 func (o *ownership) commit(ctx context.Context, changes []Change) ([]error, error) {
 	m := o.cur.Load()
 	t0 := time.Now()
@@ -132,11 +128,6 @@ func (o *ownership) commit(ctx context.Context, changes []Change) ([]error, erro
 	}
 	if errors.Is(err, ErrLeaseLost) {
 		o.lost.Add(1)
-		o.rejoinMu.Lock()
-		defer o.rejoinMu.Unlock()
-		if o.cur.Load() != m {
-			return nil, err // another commit joined again already
-		}
 		o.okUntil.Store(0)
 		if o.log != nil {
 			o.log.warn("kernel: this kernel's lease on the store ended; it joins again as a new owner", "owner", o.name, "epoch", m.Epoch, "err", err)
@@ -147,8 +138,7 @@ func (o *ownership) commit(ctx context.Context, changes []Change) ([]error, erro
 }
 
 // rejoin joins the store again after the membership old ended, and takes back what
-// it can. It retries until it joined or the kernel stops. Called with rejoinMu held,
-// by a commit of the journal.
+// it can. It retries until it joined or the kernel stops. Journal goroutine only.
 func (o *ownership) rejoin(old *Owner) {
 	backoff := time.Duration(0)
 	for {

@@ -112,7 +112,7 @@ var promFamilies = [famCount]promFamily{
 	famStoreCommitErrors:  {"ax_store_commit_errors_total", "counter", "Journal commits that failed."},
 	famStoreRefused:       {"ax_store_refused_total", "counter", "Changes the store refused (stale fence, unknown task)."},
 	famStorePrestarted:    {"ax_store_prestarted_total", "counter", "Durable tasks started in the commit that stored them."},
-	famStorePending:       {"ax_store_pending", "gauge", "Journal changes not committed yet: queued, or in a commit in flight."},
+	famStorePending:       {"ax_store_pending", "gauge", "Journal changes waiting for a commit."},
 	famStoreUp:            {"ax_store_up", "gauge", "1 while the store answers, 0 while it is known to be down."},
 	famStoreJoins:         {"ax_store_joins_total", "counter", "Memberships of this kernel in a shared store begun (1, plus one per rejoin)."},
 	famStoreLeaseLost:     {"ax_store_lease_lost_total", "counter", "Commits refused because this kernel's lease on a shared store had ended."},
