@@ -113,10 +113,10 @@
 // whatever its statements, where a store made by [New] takes one per statement, plus
 // BEGIN and COMMIT. When the renewal changes no row there, the transaction is rolled
 // back and the batch planned again from locked rows, whose transaction renews with the
-// check above. A CommitAs of no changes is the UPDATE alone: the heartbeat of an idle owner. A batch
-// retried after a lost answer renews again, which is harmless; when its lease ended in
-// between, the error wraps [kernel.ErrStoreUnavailable] as well as ErrLeaseLost, since the
-// first try may have applied.
+// check above. A CommitAs of no changes is the UPDATE alone: the heartbeat of an idle
+// owner. A batch retried after a lost answer renews again, which is harmless; when its
+// lease ended in between, the error wraps [kernel.ErrStoreUnavailable] as well as
+// ErrLeaseLost, since the first try may have applied.
 //
 // # Rescue and lock order
 //
