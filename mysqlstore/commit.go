@@ -217,6 +217,9 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *ke
 			return results, s.run(ctx, s.db, stmts[0], true)
 		}
 		stmts = append(checks, stmts...)
+		if s.multiFits(o, stmts) {
+			return results, s.multiTx(ctx, o, stmts)
+		}
 		return results, s.inTx(ctx, nil, func(tx *sql.Tx) error {
 			if o != nil {
 				if err := s.renew(ctx, tx, o); err != nil {

@@ -109,10 +109,15 @@
 // rolled back and the call returns an error wrapping [kernel.ErrLeaseLost]. The renewal
 // costs a batch one statement more; a batch that Commit sends as one statement without a
 // transaction (one INSERT, or one UPDATE of one row) costs BEGIN and COMMIT as well. A
-// CommitAs of no changes is the UPDATE alone: the heartbeat of an idle owner. A batch
-// retried after a lost answer renews again, which is harmless; when its lease ended in
-// between, the error wraps [kernel.ErrStoreUnavailable] as well as ErrLeaseLost, since the
-// first try may have applied.
+// store made by [Open] sends START TRANSACTION, the renewal and the batch's writes as
+// one multi-statement query on a pool of its own, then COMMIT: two round trips a batch
+// whatever its statements, where a store made by [New] takes one per statement, plus
+// BEGIN and COMMIT. When the renewal changes no row there, the transaction is rolled
+// back and the batch planned again from locked rows, whose transaction renews with the
+// check above. A CommitAs of no changes is the UPDATE alone: the heartbeat of an idle
+// owner. A batch retried after a lost answer renews again, which is harmless; when its
+// lease ended in between, the error wraps [kernel.ErrStoreUnavailable] as well as
+// ErrLeaseLost, since the first try may have applied.
 //
 // # Rescue and lock order
 //

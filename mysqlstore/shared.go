@@ -70,10 +70,7 @@ func (s *Store) retryAs(ctx context.Context, what string, o *kernel.Owner, f fun
 // callers renew before they lock any task row, and [Store.Rescue] locks an ended owner's
 // row before its task rows, so that the two are serialized.
 func (s *Store) renew(ctx context.Context, ex execer, o *kernel.Owner) error {
-	q := newQuery(192 + 2*len(o.Name)).raw("UPDATE ").raw(s.owners).
-		raw(" SET expires_at = " + nowSQL + " + INTERVAL lease_us MICROSECOND, " + connIDSQL + " WHERE epoch = ").uint(o.Epoch).
-		raw(" AND name = ").hexString(o.Name).raw(" AND " + liveOwnerSQL)
-	res, err := ex.ExecContext(ctx, q.String())
+	res, err := ex.ExecContext(ctx, s.renewQuery(newQuery(192+2*len(o.Name)), o).String())
 	if err != nil {
 		return err
 	}
@@ -83,7 +80,7 @@ func (s *Store) renew(ctx context.Context, ex execer, o *kernel.Owner) error {
 	// No row changed: the lease ended, or this renewal wrote the very expiry the one
 	// before it wrote on the same connection (within the same microsecond). A read of the
 	// row tells.
-	q = newQuery(160 + 2*len(o.Name)).raw("SELECT 1 FROM ").raw(s.owners).raw(" WHERE epoch = ").uint(o.Epoch).
+	q := newQuery(160 + 2*len(o.Name)).raw("SELECT 1 FROM ").raw(s.owners).raw(" WHERE epoch = ").uint(o.Epoch).
 		raw(" AND name = ").hexString(o.Name).raw(" AND " + liveOwnerSQL + " FOR UPDATE")
 	live := false
 	if err := scanAll(ctx, ex, q.String(), func(scanner) error { live = true; return nil }); err != nil {
@@ -93,6 +90,14 @@ func (s *Store) renew(ctx context.Context, ex execer, o *kernel.Owner) error {
 		return errLost
 	}
 	return nil
+}
+
+// renewQuery writes into q the UPDATE of renew, which changes o's row (one row
+// affected) exactly when the lease is live.
+func (s *Store) renewQuery(q *query, o *kernel.Owner) *query {
+	return q.raw("UPDATE ").raw(s.owners).
+		raw(" SET expires_at = " + nowSQL + " + INTERVAL lease_us MICROSECOND, " + connIDSQL + " WHERE epoch = ").uint(o.Epoch).
+		raw(" AND name = ").hexString(o.Name).raw(" AND " + liveOwnerSQL)
 }
 
 // nextEpoch hands out a new epoch (or lease fence) above floor: the AUTO_INCREMENT value

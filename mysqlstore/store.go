@@ -26,6 +26,7 @@ import (
 type Store struct {
 	db      *sql.DB  // immutable
 	ownDB   bool     // immutable; Close closes db (made by Open)
+	multi   *sql.DB  // immutable; the multi-statement pool of commits (multiTx), made by Open; nil from New
 	opts    Options  // immutable; defaults resolved
 	table   string   // immutable; `name`, quoted for SQL
 	owners  string   // immutable; the owner table, quoted
@@ -73,6 +74,9 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 // before parsing dsn, and connects lazily: the first call that needs the server (usually
 // Migrate) reports an unreachable one. When the DSN sets no dial timeout, Open sets 5 s.
 // The password never appears in an error or a log line of the store.
+//
+// Its group commits go through a second pool on dsn with multiStatements on, used for
+// nothing else (see [Store.CommitAs]); [Store.DB] returns the first, dsn as given.
 func Open(dsn string, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -94,7 +98,15 @@ func Open(dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, redact(fmt.Errorf("mysqlstore: Open: %w", err), secrets)
 	}
-	return newStore(sql.OpenDB(conn), true, opts, secrets), nil
+	mcfg := cfg.Clone()
+	mcfg.MultiStatements = true
+	mconn, err := mysql.NewConnector(mcfg)
+	if err != nil {
+		return nil, redact(fmt.Errorf("mysqlstore: Open: %w", err), secrets)
+	}
+	s := newStore(sql.OpenDB(conn), true, opts, secrets)
+	s.multi = sql.OpenDB(mconn)
+	return s, nil
 }
 
 func newStore(db *sql.DB, own bool, opts Options, secrets []string) *Store {
@@ -141,7 +153,11 @@ func (s *Store) Close() error {
 	s.stop()
 	s.purgeDone.Wait()
 	if s.ownDB {
-		return s.wrap("close", s.db.Close())
+		var merr error
+		if s.multi != nil {
+			merr = s.multi.Close()
+		}
+		return s.wrap("close", errors.Join(s.db.Close(), merr))
 	}
 	return nil
 }

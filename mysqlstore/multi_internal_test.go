@@ -1,0 +1,108 @@
+package mysqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/axsched/ax/kernel"
+)
+
+// openStore returns a migrated store made by Open (with the multi-statement pool)
+// on a table of its own, dropped in t.Cleanup.
+func openStore(t *testing.T, tag string) *Store {
+	t.Helper()
+	dsn := os.Getenv("AX_MYSQL_DSN")
+	if dsn == "" {
+		dsn = "root@tcp(127.0.0.1:3306)/test"
+	}
+	s, err := Open(dsn, Options{Table: fmt.Sprintf("axt_%s_%d", tag, os.Getpid()), Retention: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := s.Drop(ctx); err != nil {
+			t.Error(err)
+		}
+		_ = s.Close()
+	})
+	if err := s.Migrate(context.Background()); err != nil {
+		t.Fatalf("Migrate() = %v (run scripts/ensure-mariadb.sh if no server answers)", err)
+	}
+	return s
+}
+
+// TestMultiTxRollsBack runs multiTx with statements that do not hold — an update of
+// a row whose fence moved, an insert of a stored ID, a renewal of an owner that left
+// — after an insert that did: each returns errReplan and leaves nothing written, and
+// the connection (the pool holds one) then commits the next batch as a fresh
+// transaction.
+func TestMultiTxRollsBack(t *testing.T) {
+	s := openStore(t, "multi_rollback")
+	s.multi.SetMaxOpenConns(1)
+	ctx := context.Background()
+	if err := s.checkPacket(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	insert := func(id string) statement {
+		task := &kernel.StoredTask{
+			ID: id, Kind: "k", Priority: kernel.Normal, State: kernel.Queued, Fence: 1, RunAt: now, CreatedAt: now, UpdatedAt: now,
+		}
+		r := &row{id: id, ins: task}
+		return s.inserts(map[string]*row{id: r}, []string{id}, 0)[0]
+	}
+	if err := s.multiTx(ctx, nil, []statement{insert("a")}); err != nil {
+		t.Fatalf("multiTx(insert a) = %v", err)
+	}
+	o, err := s.Join(ctx, "multi", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := s.updateOne(&row{id: "a", fence: 3, state: kernel.Running, preFence: 2, updatedAt: now})
+	for _, tc := range []struct {
+		name  string
+		owner *kernel.Owner
+		stmts []statement
+	}{
+		{"stale fence", nil, []statement{insert("b"), stale}},
+		{"stored ID", nil, []statement{insert("b"), insert("a")}},
+		{"stale fence as owner", &o, []statement{insert("b"), stale}},
+	} {
+		if err := s.multiTx(ctx, tc.owner, tc.stmts); !errors.Is(err, errReplan) {
+			t.Errorf("%s: multiTx() = %v, want errReplan", tc.name, err)
+		}
+		if _, err := s.Get(ctx, "b"); !errors.Is(err, kernel.ErrUnknownTask) {
+			t.Fatalf("%s: Get(b) = %v, want ErrUnknownTask: the rolled-back insert landed", tc.name, err)
+		}
+	}
+	if err := s.Leave(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.multiTx(ctx, &o, []statement{insert("b")}); !errors.Is(err, errReplan) {
+		t.Errorf("multiTx() by an owner that left = %v, want errReplan", err)
+	}
+	if _, err := s.Get(ctx, "b"); !errors.Is(err, kernel.ErrUnknownTask) {
+		t.Fatalf("Get(b) = %v, want ErrUnknownTask: an owner that left wrote", err)
+	}
+	b := kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{
+		ID: "b", Kind: "k", State: kernel.Queued, Fence: 1, RunAt: now, CreatedAt: now, UpdatedAt: now,
+	}}
+	if _, err := s.CommitAs(ctx, o, []kernel.Change{b}); !errors.Is(err, kernel.ErrLeaseLost) {
+		t.Errorf("CommitAs() by an owner that left = %v, want ErrLeaseLost", err)
+	}
+	good := s.updateOne(&row{id: "a", fence: 2, state: kernel.Running, preFence: 1, updatedAt: now})
+	if err := s.multiTx(ctx, nil, []statement{insert("c"), good}); err != nil {
+		t.Fatalf("multiTx() after the rollbacks = %v", err)
+	}
+	for id, want := range map[string]kernel.State{"a": kernel.Running, "c": kernel.Queued} {
+		if got, err := s.Get(ctx, id); err != nil || got.State != want {
+			t.Errorf("Get(%s) = %v, %v; want %s", id, got.State, err, want)
+		}
+	}
+}
