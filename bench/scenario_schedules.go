@@ -28,7 +28,7 @@ func schedulesScenario() Scenario {
 		Name: "schedules",
 		Key:  "bytes_per_schedule",
 		Doc: "N = 100,000 interval schedules at random 1–60 min (none due while measured): bytes per schedule " +
-			"(heap and stacks) and idle CPU over 1 s; then N/20 more at random 1–60 s ÷ shrink (default 40: 25 ms–1.5 s) firing " +
+			"(heap and stacks) and idle CPU over 1 s; the process's timer wake-up after 2 ms and after 2–3 ms; then N/20 more at random 1–60 s ÷ shrink (default 40: 25 ms–1.5 s) firing " +
 			"until each has fired: lateness p50/p99 against each schedule's own grid of targets, CPU per fire",
 		Defaults:  Params{N: 100_000, Shrink: schedShrink},
 		Schedules: true,
@@ -86,14 +86,22 @@ func runSchedules(ctx context.Context, f Factory, p Params) (*Sample, error) {
 		out.Metrics["idle_cpu_pct"] = 100 * (cpu1 - cpu0).Seconds() / time.Since(wall0).Seconds()
 	}
 
-	// The process's own timer wake-up, the floor of any lateness.
-	wake, err := wakeUps(ctx)
+	// The process's own timer wake-up, the floor of any lateness: for a delay of
+	// whole milliseconds, and for delays at any phase of the millisecond (the
+	// runtime's idle wait for a timer counts whole milliseconds on Linux).
+	wake, err := wakeUps(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	wq := QuantilesOf(wake)
 	out.Metrics["wakeup_p50_us"] = wq.P50
 	out.Metrics["wakeup_p99_us"] = wq.P99
+	if wake, err = wakeUps(ctx, rng); err != nil {
+		return nil, err
+	}
+	wq = QuantilesOf(wake)
+	out.Metrics["wakeup_any_p50_us"] = wq.P50
+	out.Metrics["wakeup_any_p99_us"] = wq.P99
 
 	// Firing: lateness of each fire against its schedule's grid.
 	m := max(1, p.N/schedFireShare)
@@ -174,13 +182,19 @@ func runSchedules(ctx context.Context, f Factory, p Params) (*Sample, error) {
 	return out, nil
 }
 
-// wakeUps returns how late time.AfterFunc calls fired, one at a time.
-func wakeUps(ctx context.Context) ([]int64, error) {
+// wakeUps returns how late time.AfterFunc calls fired, one at a time: after
+// schedWakeDelay, or, with rng, after schedWakeDelay plus a random part of a
+// millisecond.
+func wakeUps(ctx context.Context, rng *rand.Rand) ([]int64, error) {
 	out := make([]int64, schedWakeSamples)
 	ch := make(chan int64, 1)
 	for i := range out {
-		due := time.Now().Add(schedWakeDelay)
-		time.AfterFunc(schedWakeDelay, func() { ch <- int64(time.Since(due)) })
+		d := schedWakeDelay
+		if rng != nil {
+			d += time.Duration(rng.Int64N(int64(time.Millisecond)))
+		}
+		due := time.Now().Add(d)
+		time.AfterFunc(d, func() { ch <- int64(time.Since(due)) })
 		select {
 		case out[i] = <-ch:
 		case <-ctx.Done():

@@ -35,7 +35,7 @@ func TestSchedulesScenarioOnAx(t *testing.T) {
 	// In a test process other tests' garbage is collected between the scenario's
 	// two heap readings, so bytes_per_schedule has no sign here; a fresh process
 	// (axbench) measures it.
-	for _, name := range []string{"bytes_per_schedule", "idle_cpu_pct", "lateness_p50_us", "lateness_p99_us", "wakeup_p99_us", "add_ns_per_op", "cpu_ns_per_fire", "overdue_max_us"} {
+	for _, name := range []string{"bytes_per_schedule", "idle_cpu_pct", "lateness_p50_us", "lateness_p99_us", "wakeup_p99_us", "wakeup_any_p99_us", "add_ns_per_op", "cpu_ns_per_fire", "overdue_max_us"} {
 		if _, ok := m[name]; !ok {
 			t.Errorf("metric %s missing", name)
 		}

@@ -165,6 +165,18 @@ func missed(r misfireRequest) misfireResult {
 	return res
 }
 
+// dueOne reports whether next, due at now, is the only target of s due and is on
+// time (grace), and returns the target after it. Then missed, under every policy,
+// fires next alone, with the request's Carried as its Missed, and resumes at that
+// target: dueOne is its common case, without its allocations.
+func dueOne(s Schedule, next, now time.Time, grace time.Duration) (time.Time, bool) {
+	if next.After(now) || next.Before(now.Add(-max(grace, 0))) {
+		return time.Time{}, false
+	}
+	after := s.Next(next)
+	return after, after.IsZero() || after.After(now)
+}
+
 // dueTargets are the targets due at a time: how many, the latest of them, and the first
 // target after the time.
 type dueTargets struct {

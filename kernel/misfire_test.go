@@ -197,3 +197,45 @@ func TestMissedBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestDueOneAgreesWithMissed: when dueOne reports a target alone due and on time,
+// missed fires it alone, with Carried as its Missed, under every policy.
+func TestDueOneAgreesWithMissed(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := []string{"* * * * * *", "*/7 * * * * *", "0 */5 * * * *", "@every 13s"}
+	ones := 0
+	for i := range 5000 {
+		var s Schedule
+		if r.IntN(2) == 0 {
+			s = Every(time.Duration(1+r.IntN(3000)) * time.Millisecond)
+		} else if s, err = ParseCron(specs[r.IntN(len(specs))], ny); err != nil {
+			t.Fatal(err)
+		}
+		next := s.Next(time.Unix(1_700_000_000+r.Int64N(100_000_000), r.Int64N(1e9)))
+		req := misfireRequest{
+			Schedule:   s,
+			Next:       next,
+			Now:        next.Add(time.Duration(r.Int64N(int64(4*time.Second))) - time.Second),
+			Policy:     Misfire(r.IntN(4)),
+			Grace:      time.Duration(r.Int64N(int64(3*time.Second))) - time.Second,
+			MaxCatchUp: r.IntN(5) - 1,
+			Carried:    r.IntN(3),
+		}
+		after, ok := dueOne(s, req.Next, req.Now, req.Grace)
+		if !ok {
+			continue
+		}
+		ones++
+		want := misfireResult{Fires: []Fire{{Scheduled: next, Missed: req.Carried}}, Next: after}
+		if got := missed(req); !sameResult(got, want) {
+			t.Fatalf("#%d dueOne(%+v) = %v, true; missed = %+v, want %+v", i, req, after, got, want)
+		}
+	}
+	if ones < 500 {
+		t.Fatalf("dueOne reported %d of 5000 requests, want at least 500", ones)
+	}
+}

@@ -271,7 +271,7 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 	}
 	if m.schedUsed.Load() {
 		k.schedMu.Lock()
-		n := len(k.scheds)
+		n := k.schedCount()
 		k.schedMu.Unlock()
 		one(famSchedules, uint64(n))
 		one(famScheduleFires, m.schedFires.Get())

@@ -8,8 +8,6 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
-	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,41 +19,76 @@ import (
 // concurrent use; those that change it block until the kernel's loop applied the
 // change and return at once, doing nothing, once the kernel stopped.
 type Scheduled struct {
-	k    *Kernel                           // immutable
-	name string                            // immutable
+	o    *schedOpts                        // immutable
 	run  func(context.Context, Fire) error // immutable
-	o    ScheduleOptions                   // immutable: validated, Name filled
-	dur  *schedDur                         // immutable: nil for a schedule in memory (ScheduleDurable)
+	seq  uint64                            // immutable: the generated name's number; 0 when o.Name is set
 	pub  schedPub                          // written by the loop, read by Stats
 	ls   schedLoopFields                   // loop-owned
+	cold atomic.Pointer[schedCold]         // set once by the loop, at its first rare event (coldOf)
+}
+
+// schedOpts are a schedule's options, validated. The schedules of a kernel whose
+// options are all zero (Name too) share one.
+type schedOpts struct {
+	k   *Kernel
+	dur *schedDur // nil for a schedule in memory (ScheduleDurable)
+	ScheduleOptions
 }
 
 // schedPub is what the loop publishes of a schedule.
 type schedPub struct {
-	next, last                        atomic.Int64 // unix ns of the next and the last fire's target; 0: none
-	fires, misfires, skipped, refused atomic.Uint64
-	paused, ended                     atomic.Bool
+	// next is the unix ns of the first target not fired; what Next returns unless a
+	// flag of schedNoNext is set. The loop rebuilds the target from it (schedNext).
+	next  atomic.Int64
+	last  atomic.Int64 // unix ns of the last fire's target; 0: none
+	fires atomic.Uint64
 }
 
 // schedLoopFields is a schedule's loop state.
 type schedLoopFields struct {
-	s       Schedule
-	next    time.Time     // the first target not fired; zero: the schedule ended
+	s     Schedule
+	timer timewheel.Handle[timerEntry]
+	// live1 is the one occurrence not yet ended, when cold.live is empty: set by the
+	// loop, cleared by the loop or by the executor that settles its success
+	// (finishSelfSettled). A terminal one still here ended without the loop.
+	live1 atomic.Pointer[Handle]
+	slot  uint32 // index in schedLoop.slots; 0: none
+	// flags are the sched* bits: written by the loop only, read by Stats and Next.
+	flags atomic.Uint32
+}
+
+// The bits of schedLoopFields.flags.
+const (
+	schedPaused      = 1 << iota // Pause
+	schedEnded                   // the Schedule's Next returned the zero Time
+	schedRemoved                 // Remove
+	schedStopped                 // Shutdown or Close began while it was armed, or it was resumed after
+	schedQueued                  // OverlapQueueOne: an occurrence waits behind the live ones (cold.queuedF)
+	schedNextMono                // pub.next rebuilds as k.epoch plus an offset
+	schedNextWall                // pub.next rebuilds as a wall time in the cron schedule's location
+	schedStorePaused             // a durable schedule paused in its store (by any kernel): shown as Paused
+
+	schedNoNext = schedPaused | schedEnded | schedRemoved | schedStopped
+)
+
+// schedCold is the state of a schedule that only some schedules need: made by the
+// loop at the first misfire, skip, refusal, jitter, queued or second live
+// occurrence, or target without a compact form.
+type schedCold struct {
+	misfires, skipped, refused atomic.Uint64 // published: read by Stats
+
+	// Loop-owned.
+	next    time.Time     // the first target not fired, when neither schedNextMono nor schedNextWall is set
 	jitter  time.Duration // the jitter of the armed fire
 	carried int           // missed targets no fire reported yet
-	slot    uint64        // index in schedLoop.slots; 0: none
-	timer   timewheel.Handle[timerEntry]
-	paused  bool
-	removed bool
-	live    []*Handle // occurrences not yet ended, oldest first
-	queued  bool      // OverlapQueueOne: an occurrence waits behind the live ones
-	queuedF Fire
+	live    []*Handle     // occurrences not yet ended, oldest first, when more than live1
+	queuedF Fire          // the occurrence waiting under OverlapQueueOne (schedQueued)
 }
 
 // schedLoop is the loop's table of schedules: the targets of their wheel entries.
 type schedLoop struct {
 	slots []*Scheduled // by the entry's slot; slot 0 means none
-	free  []uint64
+	free  []uint32
 	ready []*Scheduled // schedules whose queued occurrence may go (schedRunQueued)
 }
 
@@ -121,40 +154,17 @@ func (k *Kernel) Schedule(s Schedule, run func(ctx context.Context, f Fire) erro
 	if k.isClosed() {
 		return nil, ErrClosed
 	}
-	k.schedMu.Lock()
-	if opts.Name == "" {
-		for {
-			k.schedSeq++
-			opts.Name = "schedule-" + strconv.FormatUint(k.schedSeq, 10)
-			if _, ok := k.scheds[opts.Name]; !ok {
-				break
-			}
-		}
-	} else if _, ok := k.scheds[opts.Name]; ok {
-		k.schedMu.Unlock()
-		return nil, fmt.Errorf("%w: %q", ErrScheduleExists, opts.Name)
-	}
-	sc := &Scheduled{k: k, name: opts.Name, run: run, o: opts}
+	sc := &Scheduled{run: run}
 	sc.ls.s = s
-	if k.scheds == nil {
-		k.scheds = make(map[string]*Scheduled)
+	if err := k.register(sc, &opts, nil); err != nil {
+		return nil, err
 	}
-	k.scheds[opts.Name] = sc
-	k.schedMu.Unlock()
 	k.m.schedUsed.Store(true)
 	if err := k.schedCtrl(sc, schedAdd, nil); err != nil {
 		k.unregister(sc)
 		return nil, err
 	}
 	return sc, nil
-}
-
-func (k *Kernel) unregister(sc *Scheduled) {
-	k.schedMu.Lock()
-	if k.scheds[sc.name] == sc {
-		delete(k.scheds, sc.name)
-	}
-	k.schedMu.Unlock()
 }
 
 // schedOp is what a control message does to a schedule.
@@ -195,21 +205,38 @@ func (k *Kernel) schedCtrl(sc *Scheduled, op schedOp, s Schedule) error {
 }
 
 // Name returns the schedule's name (ScheduleOptions.Name, or the generated one).
-func (sc *Scheduled) Name() string { return sc.name }
+func (sc *Scheduled) Name() string {
+	if sc.seq == 0 {
+		return sc.o.Name
+	}
+	return generatedName(sc.seq)
+}
 
 // Next returns the schedule's next target (without jitter), or the zero Time when it
 // ended, is paused, was removed or the kernel stopped. It reads what the loop
 // published at its last change and never blocks.
-func (sc *Scheduled) Next() time.Time { return unixOrZero(sc.pub.next.Load()) }
+func (sc *Scheduled) Next() time.Time {
+	if sc.ls.flags.Load()&schedNoNext != 0 {
+		return time.Time{}
+	}
+	return unixOrZero(sc.pub.next.Load())
+}
 
 // Stats returns the schedule's figures. It never blocks.
 func (sc *Scheduled) Stats() ScheduleStats {
 	p := &sc.pub
-	return ScheduleStats{
-		Next: unixOrZero(p.next.Load()), Last: unixOrZero(p.last.Load()),
-		Fires: p.fires.Load(), Misfires: p.misfires.Load(), Skipped: p.skipped.Load(), Refused: p.refused.Load(),
-		Paused: p.paused.Load(), Ended: p.ended.Load(),
+	f := sc.ls.flags.Load()
+	st := ScheduleStats{
+		Last: unixOrZero(p.last.Load()), Fires: p.fires.Load(),
+		Paused: f&(schedPaused|schedStorePaused) != 0, Ended: f&schedEnded != 0,
 	}
+	if f&schedNoNext == 0 {
+		st.Next = unixOrZero(p.next.Load())
+	}
+	if c := sc.cold.Load(); c != nil {
+		st.Misfires, st.Skipped, st.Refused = c.misfires.Load(), c.skipped.Load(), c.refused.Load()
+	}
+	return st
 }
 
 func unixOrZero(ns int64) time.Time {
@@ -226,7 +253,7 @@ func unixOrZero(ns int64) time.Time {
 // A durable schedule's pause is stored first, so that every kernel following it
 // pauses; an error of the store is returned and changes nothing here.
 func (sc *Scheduled) Pause() error {
-	if sc.dur != nil {
+	if sc.o.dur != nil {
 		if err := sc.durableCheck(); err != nil {
 			return err
 		}
@@ -234,7 +261,7 @@ func (sc *Scheduled) Pause() error {
 			return err
 		}
 	}
-	return sc.k.schedCtrl(sc, schedPause, nil)
+	return sc.o.k.schedCtrl(sc, schedPause, nil)
 }
 
 // Resume undoes Pause: the next fire is the schedule's first target not fired, with
@@ -242,7 +269,7 @@ func (sc *Scheduled) Pause() error {
 // that is not paused does nothing. Errors as Pause.
 // A durable schedule's resume is stored first, as its pause is.
 func (sc *Scheduled) Resume() error {
-	if sc.dur != nil {
+	if sc.o.dur != nil {
 		if err := sc.durableCheck(); err != nil {
 			return err
 		}
@@ -250,13 +277,13 @@ func (sc *Scheduled) Resume() error {
 			return err
 		}
 	}
-	return sc.k.schedCtrl(sc, schedResume, nil)
+	return sc.o.k.schedCtrl(sc, schedResume, nil)
 }
 
 // Trigger fires one occurrence now, outside the schedule (its Fire.Scheduled is now,
 // its Missed 0), under the overlap policy; the schedule's targets do not change. It
 // works while the schedule is paused or ended. Errors as Pause.
-func (sc *Scheduled) Trigger() error { return sc.k.schedCtrl(sc, schedTrigger, nil) }
+func (sc *Scheduled) Trigger() error { return sc.o.k.schedCtrl(sc, schedTrigger, nil) }
 
 // Update replaces the schedule's Schedule: its next target is s.Next(now), and the
 // targets missed so far are forgotten. A live occurrence continues. It returns a
@@ -265,21 +292,21 @@ func (sc *Scheduled) Update(s Schedule) error {
 	if s == nil {
 		return &ConfigError{Field: "Scheduled.Update: s", Reason: "must not be nil"}
 	}
-	return sc.k.schedCtrl(sc, schedUpdate, s)
+	return sc.o.k.schedCtrl(sc, schedUpdate, s)
 }
 
 // Remove ends the schedule: it fires no more, and its name is free again. A live
 // occurrence continues; one waiting under OverlapQueueOne is dropped. Remove is
 // idempotent and returns once the loop applied it (at once if the kernel stopped).
 func (sc *Scheduled) Remove() {
-	_ = sc.k.schedCtrl(sc, schedRemove, nil)
-	sc.k.unregister(sc)
+	_ = sc.o.k.schedCtrl(sc, schedRemove, nil)
+	sc.o.k.unregister(sc)
 }
 
 // handleSched applies a schedule control message. Loop only.
 func (k *Kernel) handleSched(m *schedMsg) error {
 	sc := m.sc
-	if sc.ls.removed {
+	if sc.ls.flags.Load()&schedRemoved != 0 {
 		if m.op == schedRemove {
 			return nil
 		}
@@ -291,7 +318,7 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 		if stopped {
 			return ErrClosed
 		}
-		if sc.dur != nil {
+		if sc.o.dur != nil {
 			k.schedDurAdd(sc)
 			return nil
 		}
@@ -299,39 +326,36 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 		if sc.o.RunOnStart {
 			k.schedFire(sc, Fire{Scheduled: now})
 		}
-		if k.schedGuard(sc, func() { sc.ls.next = sc.ls.s.Next(now) }) {
+		if k.schedGuard(sc, func() { k.schedSetNext(sc, sc.ls.s.Next(now)) }) {
 			k.schedArm(sc)
 		}
 	case schedRemove:
-		sc.ls.removed = true
-		sc.ls.queued = false
+		sc.setFlags(schedRemoved, schedQueued)
 		k.schedDisarm(sc)
-		sc.pub.next.Store(0)
 	case schedPause:
-		if sc.ls.paused {
+		if sc.ls.flags.Load()&schedPaused != 0 {
 			return nil
 		}
-		sc.ls.paused = true
-		sc.pub.paused.Store(true)
+		sc.setFlags(schedPaused, 0)
 		k.schedDisarm(sc)
-		sc.pub.next.Store(0)
 	case schedResume:
-		if !sc.ls.paused {
+		if sc.ls.flags.Load()&schedPaused == 0 {
 			return nil
 		}
-		sc.ls.paused = false
-		sc.pub.paused.Store(false)
-		if sc.dur != nil {
-			sc.dur.paused, sc.dur.notBefore = false, time.Time{}
+		if sc.o.dur != nil {
+			sc.o.dur.paused, sc.o.dur.notBefore = false, time.Time{}
 		}
-		if !stopped {
+		if stopped {
+			sc.setFlags(schedStopped, schedPaused|schedStorePaused)
+		} else {
+			sc.setFlags(0, schedPaused|schedStorePaused)
 			k.schedArm(sc)
 		}
 	case schedTrigger:
 		if stopped {
 			return ErrClosed
 		}
-		if sc.dur != nil {
+		if sc.o.dur != nil {
 			k.schedSend(sc, schedReqTrigger, ScheduleFire{}, misfireResult{})
 			k.schedDisarm(sc) // re-armed with the result
 			return nil
@@ -343,41 +367,42 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 		}
 		k.schedDisarm(sc)
 		sc.ls.s = m.s
-		sc.ls.carried = 0
-		sc.pub.ended.Store(false)
-		if sc.dur != nil {
+		if c := sc.cold.Load(); c != nil {
+			c.carried = 0
+		}
+		if sc.o.dur != nil {
 			var next time.Time
 			if k.schedGuard(sc, func() { next = m.s.Next(k.ls.now) }) {
 				k.schedSend(sc, schedReqMove, ScheduleFire{Next: next, Spec: specOf(m.s)}, misfireResult{})
 			}
 			return nil
 		}
-		if k.schedGuard(sc, func() { sc.ls.next = m.s.Next(k.ls.now) }) {
+		if k.schedGuard(sc, func() { k.schedSetNext(sc, m.s.Next(k.ls.now)) }) {
 			k.schedArm(sc)
 		}
 	}
 	return nil
 }
 
-// schedArm puts sc's one wheel entry at its next target plus a fresh jitter, or marks
-// it ended. Loop only.
+// schedArm puts sc's one wheel entry at its next target plus a fresh jitter, or
+// takes it out when the schedule ended. Loop only.
 func (k *Kernel) schedArm(sc *Scheduled) {
-	if sc.ls.next.IsZero() {
-		sc.pub.next.Store(0)
-		sc.pub.ended.Store(true)
+	f := sc.ls.flags.Load()
+	if f&schedEnded != 0 {
 		k.schedDisarm(sc)
 		return
 	}
-	if sc.ls.paused {
+	if f&schedPaused != 0 {
 		return
 	}
-	sc.pub.next.Store(sc.ls.next.UnixNano())
-	at := sc.ls.next
-	if sc.dur != nil {
-		if sc.dur.inflight > 0 {
+	var at time.Time
+	if d := sc.o.dur; d != nil {
+		if d.inflight > 0 {
 			return // armed again with the store's answer
 		}
 		at = k.schedDurArmAt(sc)
+	} else {
+		at = k.schedNext(sc)
 	}
 	if sc.ls.slot == 0 {
 		sl := &k.ls.sched
@@ -388,18 +413,19 @@ func (k *Kernel) schedArm(sc *Scheduled) {
 			if len(sl.slots) == 0 {
 				sl.slots = append(sl.slots, nil) // slot 0 means none
 			}
-			sc.ls.slot = uint64(len(sl.slots))
+			sc.ls.slot = uint32(len(sl.slots))
 			sl.slots = append(sl.slots, nil)
 		}
 		sl.slots[sc.ls.slot] = sc
 	} else {
 		k.ls.wheel.Cancel(sc.ls.timer)
 	}
-	sc.ls.jitter = 0
-	if sc.o.Jitter > 0 {
-		sc.ls.jitter = rand.N(sc.o.Jitter) //nolint:gosec // jitter, not a secret
+	if j := sc.o.Jitter; j > 0 {
+		c := k.coldOf(sc)
+		c.jitter = rand.N(j) //nolint:gosec // jitter, not a secret
+		at = at.Add(c.jitter)
 	}
-	sc.ls.timer = k.ls.wheel.Schedule(at.Add(sc.ls.jitter), timerEntry{t: lazyTask{meta: schedEntryBit | sc.ls.slot}})
+	sc.ls.timer = k.ls.wheel.Schedule(at, timerEntry{t: lazyTask{meta: schedEntryBit | uint64(sc.ls.slot)}})
 }
 
 // schedGuard runs f, which calls sc's Schedule, and reports whether it returned. A
@@ -409,10 +435,10 @@ func (k *Kernel) schedGuard(sc *Scheduled, f func()) (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			ok = false
-			sc.ls.next = time.Time{}
+			k.schedSetNext(sc, time.Time{})
 			k.schedArm(sc) // ends it
 			err := &PanicError{Value: r, Stack: debug.Stack()}
-			k.log.warn("kernel: a schedule's Next panicked: the schedule ended", "schedule", sc.name, "panic", r)
+			k.log.warn("kernel: a schedule's Next panicked: the schedule ended", "schedule", sc.Name(), "panic", r)
 			k.schedNote(sc, NoteMisfired, err)
 		}
 	}()
@@ -438,38 +464,53 @@ func (k *Kernel) schedDisarm(sc *Scheduled) {
 func (k *Kernel) onSchedTimer(meta uint64) {
 	sc := k.ls.sched.slots[meta&^schedEntryBit]
 	sc.ls.timer = timewheel.Handle[timerEntry]{}
-	if sc.dur != nil && sc.dur.refresh {
+	if sc.o.dur != nil && sc.o.dur.refresh {
 		k.schedSend(sc, schedReqRefresh, ScheduleFire{}, misfireResult{})
 		return
 	}
-	// The jitter is the kernel's own delay: it does not make a target late.
-	now := k.ls.now.Add(-sc.ls.jitter)
-	if now.Before(sc.ls.next) {
-		now = sc.ls.next
+	next := k.schedNext(sc)
+	now, carried := k.ls.now, 0
+	if c := sc.cold.Load(); c != nil {
+		// The jitter is the kernel's own delay: it does not make a target late.
+		now, carried = now.Add(-c.jitter), c.carried
 	}
+	if now.Before(next) {
+		now = next
+	}
+	grace := cmp.Or(sc.o.Grace, MisfireGraceDefault)
 	var res misfireResult
+	one := false // next alone fires, with carried as its Missed
 	if !k.schedGuard(sc, func() {
+		if after, ok := dueOne(sc.ls.s, next, now, grace); ok && sc.o.dur == nil {
+			res, one = misfireResult{Next: after}, true
+			return
+		}
 		res = missed(misfireRequest{
-			Schedule: sc.ls.s, Next: sc.ls.next, Now: now, Policy: sc.o.Misfire,
-			Grace: cmp.Or(sc.o.Grace, MisfireGraceDefault), MaxCatchUp: sc.o.MaxCatchUp, Carried: sc.ls.carried,
+			Schedule: sc.ls.s, Next: next, Now: now, Policy: sc.o.Misfire,
+			Grace: grace, MaxCatchUp: sc.o.MaxCatchUp, Carried: carried,
 		})
 	}) {
 		return
 	}
-	if sc.dur != nil {
+	if sc.o.dur != nil {
 		k.schedDurDue(sc, res)
 		return
 	}
-	sc.ls.carried = res.Carried
+	if res.Carried != carried {
+		k.coldOf(sc).carried = res.Carried
+	}
 	if res.Missed > 0 {
-		sc.pub.misfires.Add(uint64(res.Missed))
+		k.coldOf(sc).misfires.Add(uint64(res.Missed))
 		k.m.schedMisfires.AddInt64(int64(res.Missed))
 		k.schedNote(sc, NoteMisfired, nil)
+	}
+	if one {
+		k.schedFire(sc, Fire{Scheduled: next, Missed: carried})
 	}
 	for _, f := range res.Fires {
 		k.schedFire(sc, f)
 	}
-	sc.ls.next = res.Next
+	k.schedSetNext(sc, res.Next)
 	k.schedArm(sc)
 }
 
@@ -478,19 +519,26 @@ func (k *Kernel) schedFire(sc *Scheduled, f Fire) {
 	if k.ls.draining || k.ls.closing {
 		return
 	}
-	if len(sc.ls.live) > 0 {
+	if sc.anyLive() {
 		switch sc.o.Overlap {
 		case OverlapAllow:
 		case OverlapReplace:
-			// k.cancel may end an occurrence at once, which takes it off sc.ls.live.
-			for _, h := range slices.Clone(sc.ls.live) {
+			// k.cancel may end an occurrence at once, which takes it off the live ones.
+			if h := sc.ls.live1.Load(); h != nil {
 				if !State(h.state.Load()).Terminal() {
 					k.cancel(h, ErrCanceled)
 				}
+			} else {
+				for _, h := range slices.Clone(sc.cold.Load().live) {
+					if !State(h.state.Load()).Terminal() {
+						k.cancel(h, ErrCanceled)
+					}
+				}
 			}
 		case OverlapQueueOne:
-			if !sc.ls.queued {
-				sc.ls.queued, sc.ls.queuedF = true, f
+			if sc.ls.flags.Load()&schedQueued == 0 {
+				k.coldOf(sc).queuedF = f
+				sc.setFlags(schedQueued, 0)
 				return
 			}
 			k.schedSkip(sc, f)
@@ -505,8 +553,9 @@ func (k *Kernel) schedFire(sc *Scheduled, f Fire) {
 
 // schedSkip counts an occurrence the overlap policy does not submit. Loop only.
 func (k *Kernel) schedSkip(sc *Scheduled, f Fire) {
-	sc.ls.carried += 1 + f.Missed
-	sc.pub.skipped.Add(1)
+	c := k.coldOf(sc)
+	c.carried += 1 + f.Missed
+	c.skipped.Add(1)
 	k.m.schedSkipped.Inc()
 	k.schedNote(sc, NoteSkipped, nil)
 }
@@ -530,7 +579,7 @@ func (k *Kernel) schedSubmit(sc *Scheduled, f Fire) {
 		var ok bool
 		if gd, ok = rc.groups[sc.o.Group]; !ok {
 			k.releaseFor(lvl, evicts)
-			k.schedRefuse(sc, f, fmt.Errorf("kernel: schedule %q: group %q is not in Config.Groups", sc.name, sc.o.Group))
+			k.schedRefuse(sc, f, fmt.Errorf("kernel: schedule %q: group %q is not in Config.Groups", sc.Name(), sc.o.Group))
 			return
 		}
 		if err := countWaiting(gd, sc.o.Key, 1); err != nil {
@@ -547,12 +596,12 @@ func (k *Kernel) schedSubmit(sc *Scheduled, f Fire) {
 	h := k.newRecord(&t, prio, rc, false)
 	h.ext = &taskExt{gd: gd, key: sc.o.Key, counted: gd != nil && gd.counts != nil, sched: sc}
 	h.evicts = evicts
-	sc.ls.live = append(sc.ls.live, h)
+	k.schedAddLive(sc, h)
 	sc.pub.fires.Add(1)
 	k.m.schedFires.Inc()
 	sc.pub.last.Store(f.Scheduled.UnixNano())
 	if k.events != nil {
-		k.ls.evBuf = append(k.ls.evBuf, Event{Time: k.ls.now, Schedule: sc.name, Note: NoteFired, TaskID: h.ID(), Priority: prio})
+		k.ls.evBuf = append(k.ls.evBuf, Event{Time: k.ls.now, Schedule: sc.Name(), Note: NoteFired, TaskID: h.ID(), Priority: prio})
 	}
 	k.accept(h)
 }
@@ -569,45 +618,19 @@ func (k *Kernel) releaseFor(lvl queue.Level, evicts bool) {
 
 // schedRefuse counts an occurrence the kernel had no room for. Loop only.
 func (k *Kernel) schedRefuse(sc *Scheduled, f Fire, err error) {
-	sc.ls.carried += 1 + f.Missed
-	sc.pub.refused.Add(1)
+	c := k.coldOf(sc)
+	c.carried += 1 + f.Missed
+	c.refused.Add(1)
 	k.m.schedRefused.Inc()
 	k.schedNote(sc, NoteRefused, err)
-}
-
-// schedEnded is called when an occurrence of sc ends: it submits the one waiting
-// under OverlapQueueOne. Loop only.
-func (k *Kernel) schedEnded(sc *Scheduled, h *Handle) {
-	if i := slices.Index(sc.ls.live, h); i >= 0 {
-		sc.ls.live = slices.Delete(sc.ls.live, i, i+1) // zeroes the freed tail
-	}
-	if sc.ls.queued && len(sc.ls.live) == 0 && !sc.ls.removed {
-		// An occurrence ends in the midst of the loop's other work (the gate's, a
-		// bucket's): the waiting one is submitted from a clean point (schedRunQueued).
-		k.ls.sched.ready = append(k.ls.sched.ready, sc)
-	}
-}
-
-// schedRunQueued submits the occurrences that waited under OverlapQueueOne behind
-// ones that ended this pass. Loop only.
-func (k *Kernel) schedRunQueued() {
-	ready := k.ls.sched.ready
-	k.ls.sched.ready = nil
-	for _, sc := range ready {
-		if sc.ls.queued && len(sc.ls.live) == 0 && !sc.ls.removed {
-			sc.ls.queued = false
-			k.schedFire(sc, sc.ls.queuedF)
-		}
-	}
 }
 
 // schedStop stops every schedule: Shutdown or Close began. Loop only.
 func (k *Kernel) schedStop() {
 	for _, sc := range k.ls.sched.slots {
 		if sc != nil {
-			sc.ls.queued = false
+			sc.setFlags(schedStopped, schedQueued)
 			sc.ls.slot, sc.ls.timer = 0, timewheel.Handle[timerEntry]{}
-			sc.pub.next.Store(0)
 		}
 	}
 	// The wheel entries are gone (the stop cleared the wheel): forget the slots.
@@ -619,26 +642,5 @@ func (k *Kernel) schedNote(sc *Scheduled, n Note, err error) {
 	if k.events == nil {
 		return
 	}
-	k.ls.evBuf = append(k.ls.evBuf, Event{Time: k.ls.now, Schedule: sc.name, Note: n, Err: err})
-}
-
-// scheduleStats returns the figures of every schedule, by name; nil if none.
-func (k *Kernel) scheduleStats() map[string]ScheduleStats {
-	k.schedMu.Lock()
-	defer k.schedMu.Unlock()
-	if len(k.scheds) == 0 {
-		return nil
-	}
-	m := make(map[string]ScheduleStats, len(k.scheds))
-	for name, sc := range k.scheds {
-		m[name] = sc.Stats()
-	}
-	return m
-}
-
-// schedRegistry is the Kernel's table of live schedules by name.
-type schedRegistry struct {
-	schedMu  sync.Mutex
-	scheds   map[string]*Scheduled // guarded by schedMu
-	schedSeq uint64                // guarded by schedMu: the last generated name's number
+	k.ls.evBuf = append(k.ls.evBuf, Event{Time: k.ls.now, Schedule: sc.Name(), Note: n, Err: err})
 }

@@ -9,13 +9,13 @@ import (
 )
 
 // BenchmarkScheduleMemory adds 100,000 Every schedules of 1 to 60 s to a kernel and
-// reports the heap they hold, per schedule.
+// reports the heap they hold and the allocations of the calls, per schedule.
 func BenchmarkScheduleMemory(b *testing.B) {
 	const n = 100_000
 	run := func(context.Context, Fire) error { return nil }
 	r := rand.New(rand.NewPCG(1, 2))
 	b.ReportAllocs()
-	var perSchedule float64
+	var perSchedule, allocs float64
 	for b.Loop() {
 		k, err := New(Config{})
 		if err != nil {
@@ -32,9 +32,11 @@ func BenchmarkScheduleMemory(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		perSchedule = float64(after.HeapAlloc-before.HeapAlloc) / n
+		allocs = float64(after.Mallocs-before.Mallocs) / n
 		if err := k.Close(); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(perSchedule, "bytes/schedule")
+	b.ReportMetric(allocs, "allocs/schedule")
 }

@@ -182,18 +182,11 @@ func (k *Kernel) ScheduleDurable(s Schedule, kind string, payload []byte, o *Sch
 	}
 	spec := specOf(s)
 	d := &schedDur{kind: kind, payload: append([]byte(nil), payload...), store: store, spec: spec}
-	k.schedMu.Lock()
-	if _, ok := k.scheds[opts.Name]; ok {
-		k.schedMu.Unlock()
-		return nil, fmt.Errorf("%w: %q", ErrScheduleExists, opts.Name)
-	}
-	sc := &Scheduled{k: k, name: opts.Name, o: opts, dur: d}
+	sc := &Scheduled{}
 	sc.ls.s = s
-	if k.scheds == nil {
-		k.scheds = make(map[string]*Scheduled)
+	if err := k.register(sc, &opts, d); err != nil {
+		return nil, err
 	}
-	k.scheds[opts.Name] = sc
-	k.schedMu.Unlock()
 
 	first, err := guardedNext(s, k.clk.Now())
 	if err == nil {
@@ -247,25 +240,25 @@ func guardedNext(s Schedule, t time.Time) (next time.Time, err error) {
 // For a schedule in memory it is Remove.
 func (sc *Scheduled) Delete(ctx context.Context) error {
 	sc.Remove()
-	if sc.dur == nil {
+	if sc.o.dur == nil {
 		return nil
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	_, err := storeCall(sc.k, "DeleteSchedule", func() (bool, error) { return sc.dur.store.DeleteSchedule(ctx, sc.name) })
+	_, err := storeCall(sc.o.k, "DeleteSchedule", func() (bool, error) { return sc.o.dur.store.DeleteSchedule(ctx, sc.o.Name) })
 	return err
 }
 
 // durableCheck returns the error a change of a removed or stopped durable schedule
 // gets, before its store call.
 func (sc *Scheduled) durableCheck() error {
-	if sc.k.isClosed() {
+	if sc.o.k.isClosed() {
 		return ErrClosed
 	}
-	sc.k.schedMu.Lock()
-	defer sc.k.schedMu.Unlock()
-	if sc.k.scheds[sc.name] != sc {
+	sc.o.k.schedMu.Lock()
+	defer sc.o.k.schedMu.Unlock()
+	if sc.o.k.scheds[sc.o.Name] != sc {
 		return ErrScheduleRemoved
 	}
 	return nil
@@ -273,13 +266,13 @@ func (sc *Scheduled) durableCheck() error {
 
 // setStorePaused stores the paused flag of a durable schedule.
 func (sc *Scheduled) setStorePaused(paused bool) error {
-	ctx, cancel := context.WithTimeout(context.Background(), sc.k.dur.j.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), sc.o.k.dur.j.timeout)
 	defer cancel()
-	_, err := storeCall(sc.k, "PauseSchedule", func() (StoredSchedule, error) {
-		return sc.dur.store.PauseSchedule(ctx, sc.name, paused)
+	_, err := storeCall(sc.o.k, "PauseSchedule", func() (StoredSchedule, error) {
+		return sc.o.dur.store.PauseSchedule(ctx, sc.o.Name, paused)
 	})
 	if err != nil {
-		return fmt.Errorf("kernel: schedule %q: %w", sc.name, err)
+		return fmt.Errorf("kernel: schedule %q: %w", sc.o.Name, err)
 	}
 	return nil
 }
@@ -297,7 +290,7 @@ func OccurrenceOf(ctx context.Context) (name string, target time.Time, ok bool) 
 
 // schedDurAdd starts following a durable schedule the caller upserted. Loop only.
 func (k *Kernel) schedDurAdd(sc *Scheduled) {
-	d := sc.dur
+	d := sc.o.dur
 	k.schedAdopt(sc, d.stored)
 	if d.stored.Spec != d.spec {
 		// Another spec was stored under this name: the schedule starts afresh.
@@ -316,14 +309,16 @@ func (k *Kernel) schedDurAdd(sc *Scheduled) {
 // schedAdopt takes the stored schedule st as the truth. The firer answers requests
 // in order, so st is the latest the kernel read. Loop only.
 func (k *Kernel) schedAdopt(sc *Scheduled, st StoredSchedule) {
-	d := sc.dur
+	d := sc.o.dur
 	d.last = st.Last
 	d.paused = st.Paused
-	sc.ls.next = st.Next
+	k.schedSetNext(sc, st.Next)
 	if d.paused {
 		d.notBefore = k.ls.now.Add(schedPausedPoll)
+		sc.setFlags(schedStorePaused, 0)
+	} else {
+		sc.setFlags(0, schedStorePaused)
 	}
-	sc.pub.paused.Store(sc.ls.paused || d.paused)
 }
 
 // schedDurDue hands the fire of a durable schedule's due targets to the firer.
@@ -337,17 +332,17 @@ func (k *Kernel) schedSend(sc *Scheduled, kind schedReqKind, f ScheduleFire, res
 	if k.ls.draining || k.ls.closing {
 		return
 	}
-	d := sc.dur
+	d := sc.o.dur
 	now := k.ls.now
-	f.Name = sc.name
-	f.Expect = sc.ls.next
+	f.Name = sc.o.Name
+	f.Expect = k.schedNext(sc)
 	switch kind {
 	case schedReqDue:
 		for _, fi := range res.Fires {
 			f.Occurrences = append(f.Occurrences, k.occurrence(sc, fi.Scheduled, now))
 		}
 	case schedReqTrigger:
-		f.Next = sc.ls.next
+		f.Next = f.Expect
 		f.Occurrences = []Change{k.occurrence(sc, now, now)}
 	}
 	r := &schedReq{sc: sc, kind: kind, f: f, res: res}
@@ -360,10 +355,10 @@ func (k *Kernel) schedSend(sc *Scheduled, kind schedReqKind, f ScheduleFire, res
 
 // occurrence returns the insert of sc's occurrence due at target. Loop only.
 func (k *Kernel) occurrence(sc *Scheduled, target, now time.Time) Change {
-	d := sc.dur
+	d := sc.o.dur
 	target = target.Truncate(time.Millisecond)
 	t := StoredTask{
-		ID: OccurrenceID(sc.name, target), Kind: d.kind, Payload: d.payload, Priority: sc.o.Priority.normalize(),
+		ID: OccurrenceID(sc.o.Name, target), Kind: d.kind, Payload: d.payload, Priority: sc.o.Priority.normalize(),
 		RunAt: target, Timeout: sc.o.Timeout, Fence: 1, Group: sc.o.Group, Key: sc.o.Key,
 		State: Queued, CreatedAt: now, UpdatedAt: now,
 	}
@@ -394,15 +389,15 @@ func (o *ownership) runFirer() {
 // stored tries again from it, a few times.
 func (o *ownership) fire(r *schedReq) {
 	k := o.k
-	store := r.sc.dur.store
+	store := r.sc.o.dur.store
 	ctx, cancel := context.WithTimeout(context.Background(), k.dur.j.timeout)
 	defer cancel()
 	if r.kind == schedReqRefresh {
-		r.stored, r.err = storeCall(k, "GetSchedule", func() (StoredSchedule, error) { return store.GetSchedule(ctx, r.sc.name) })
+		r.stored, r.err = storeCall(k, "GetSchedule", func() (StoredSchedule, error) { return store.GetSchedule(ctx, r.sc.o.Name) })
 		return
 	}
 	if !r.skip.IsZero() {
-		id := OccurrenceID(r.sc.name, r.skip)
+		id := OccurrenceID(r.sc.o.Name, r.skip)
 		ts, err := storeCall(k, "States", func() ([]StoredTask, error) { return o.store.States(ctx, []string{id}) })
 		if err != nil {
 			r.err = err
@@ -433,22 +428,22 @@ func (o *ownership) fire(r *schedReq) {
 // schedStored applies the result of a durable schedule's request. Loop only.
 func (k *Kernel) schedStored(r *schedReq) {
 	sc := r.sc
-	d := sc.dur
+	d := sc.o.dur
 	d.inflight--
-	if sc.ls.removed || k.ls.draining || k.ls.closing {
+	if sc.ls.flags.Load()&schedRemoved != 0 || k.ls.draining || k.ls.closing {
 		return
 	}
 	if r.err != nil {
 		if errors.Is(r.err, ErrUnknownSchedule) {
-			k.log.warn("kernel: a durable schedule was deleted from the store: it ended", "schedule", sc.name)
+			k.log.warn("kernel: a durable schedule was deleted from the store: it ended", "schedule", sc.o.Name)
 			k.schedNote(sc, NoteRefused, r.err)
-			sc.ls.next = time.Time{}
+			k.schedSetNext(sc, time.Time{})
 			k.schedArm(sc) // ends it
 			return
 		}
 		d.backoff = min(max(2*d.backoff, schedRetryMin), schedRetryMax)
 		d.notBefore = k.ls.now.Add(d.backoff)
-		k.log.warn("kernel: a durable schedule's store call failed", "schedule", sc.name, "retry_in", d.backoff, "err", r.err)
+		k.log.warn("kernel: a durable schedule's store call failed", "schedule", sc.o.Name, "retry_in", d.backoff, "err", r.err)
 		k.schedNote(sc, NoteRefused, r.err)
 		if d.inflight == 0 {
 			k.schedArm(sc)
@@ -471,9 +466,11 @@ func (k *Kernel) schedStored(r *schedReq) {
 func (k *Kernel) schedFired(sc *Scheduled, r *schedReq) {
 	if r.kind == schedReqDue {
 		res := r.res
-		sc.ls.carried = res.Carried
+		if c := sc.cold.Load(); c != nil || res.Carried != 0 {
+			k.coldOf(sc).carried = res.Carried
+		}
 		if res.Missed > 0 {
-			sc.pub.misfires.Add(uint64(res.Missed))
+			k.coldOf(sc).misfires.Add(uint64(res.Missed))
 			k.m.schedMisfires.AddInt64(int64(res.Missed))
 			k.schedNote(sc, NoteMisfired, nil)
 		}
@@ -488,7 +485,7 @@ func (k *Kernel) schedFired(sc *Scheduled, r *schedReq) {
 		k.m.schedFires.Inc()
 		sc.pub.last.Store(c.Task.RunAt.UnixNano())
 		if k.events != nil {
-			k.ls.evBuf = append(k.ls.evBuf, Event{Time: k.ls.now, Schedule: sc.name, Note: NoteFired, TaskID: c.Task.ID, Priority: c.Task.Priority})
+			k.ls.evBuf = append(k.ls.evBuf, Event{Time: k.ls.now, Schedule: sc.o.Name, Note: NoteFired, TaskID: c.Task.ID, Priority: c.Task.Priority})
 		}
 	}
 	if len(r.f.Occurrences) > 0 {
@@ -503,10 +500,10 @@ func (k *Kernel) schedFired(sc *Scheduled, r *schedReq) {
 // while a retry or a paused poll waits, or sooner to read the stored schedule back
 // (schedRefresh). Loop only.
 func (k *Kernel) schedDurArmAt(sc *Scheduled) time.Time {
-	at := maxTime(sc.ls.next, sc.dur.notBefore)
+	at := maxTime(k.schedNext(sc), sc.o.dur.notBefore)
 	refresh := k.ls.now.Add(schedRefresh)
-	sc.dur.refresh = at.After(refresh)
-	if sc.dur.refresh {
+	sc.o.dur.refresh = at.After(refresh)
+	if sc.o.dur.refresh {
 		return refresh
 	}
 	return at

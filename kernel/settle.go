@@ -201,10 +201,13 @@ func (k *Kernel) settlesItself(a *attempt) bool {
 }
 
 // loopEnds reports whether h's end must pass through the loop because of its ext:
-// the gate gives its permit back, a schedule hears of its occurrence's end.
+// the gate gives its permit back, an OverlapQueueOne schedule submits the
+// occurrence waiting behind this one. Another schedule's occurrence ends on its
+// executor, which takes it off the schedule's live one (finishSelfSettled); the
+// loop drops those it finds ended (Scheduled.anyLive).
 func loopEnds(h *Handle) bool {
 	x := h.ext
-	return x != nil && (x.gd != nil || x.sched != nil)
+	return x != nil && (x.gd != nil || x.sched != nil && x.sched.o.Overlap == OverlapQueueOne)
 }
 
 // finishSelfSettled settles a succeeded attempt on its executor (see
@@ -214,6 +217,9 @@ func loopEnds(h *Handle) bool {
 func (k *Kernel) finishSelfSettled(a *attempt) {
 	h := a.h
 	h.state.Store(uint32(Succeeded))
+	if x := h.ext; x != nil && x.sched != nil {
+		x.sched.ls.live1.CompareAndSwap(h, nil)
+	}
 	k.m.succeeded[h.bucket].Inc()
 	k.m.observe(a.exec.shard, h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
 	if h.batch != nil {

@@ -1,0 +1,177 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestScheduleGeneratedNames: a schedule without a Name gets "schedule-N"; a name
+// given is refused while a generated one holds it, and a generated name skips the
+// names given.
+func TestScheduleGeneratedNames(t *testing.T) {
+	k := newTestKernel(t, Config{})
+	run := func(context.Context, Fire) error { return nil }
+	a := mustSchedule(t, k, Every(time.Hour), run, nil)
+	b := mustSchedule(t, k, Every(time.Hour), run, &ScheduleOptions{Jitter: time.Second})
+	if a.Name() != "schedule-1" || b.Name() != "schedule-2" {
+		t.Fatalf("Name() = %q, %q, want schedule-1, schedule-2", a.Name(), b.Name())
+	}
+	if _, err := k.Schedule(Every(time.Hour), run, &ScheduleOptions{Name: "schedule-2"}); !errors.Is(err, ErrScheduleExists) {
+		t.Fatalf("Schedule(Name: schedule-2) while it is generated = %v, want ErrScheduleExists", err)
+	}
+	// Not the form the kernel generates: free.
+	c := mustSchedule(t, k, Every(time.Hour), run, &ScheduleOptions{Name: "schedule-02"})
+	d := mustSchedule(t, k, Every(time.Hour), run, &ScheduleOptions{Name: "schedule-3"})
+	e := mustSchedule(t, k, Every(time.Hour), run, nil)
+	if e.Name() != "schedule-4" {
+		t.Fatalf("Name() = %q, want schedule-4 (schedule-3 is taken)", e.Name())
+	}
+	b.Remove()
+	f := mustSchedule(t, k, Every(time.Hour), run, &ScheduleOptions{Name: "schedule-2"})
+	got := k.Stats().Schedules
+	want := map[string]*Scheduled{"schedule-1": a, "schedule-02": c, "schedule-3": d, "schedule-4": e, "schedule-2": f}
+	if len(got) != len(want) {
+		t.Fatalf("Stats().Schedules has %d schedules, want %d", len(got), len(want))
+	}
+	for name, sc := range want {
+		st, ok := got[name]
+		if !ok || !st.Next.Equal(sc.Next()) {
+			t.Fatalf("Stats().Schedules[%q] = %+v, %v, want Next %v", name, st, ok, sc.Next())
+		}
+	}
+}
+
+// TestScheduleRegistryCompacts: removing most generated-name schedules keeps the
+// others' names, figures and uniqueness.
+func TestScheduleRegistryCompacts(t *testing.T) {
+	k := newTestKernel(t, Config{})
+	run := func(context.Context, Fire) error { return nil }
+	const n = 300
+	scs := make([]*Scheduled, n)
+	for i := range scs {
+		scs[i] = mustSchedule(t, k, Every(time.Duration(i+1)*time.Hour), run, nil)
+	}
+	for i, sc := range scs {
+		if i%10 != 3 {
+			sc.Remove()
+			sc.Remove() // idempotent
+		}
+	}
+	got := k.Stats().Schedules
+	if len(got) != n/10 {
+		t.Fatalf("Stats().Schedules has %d schedules, want %d", len(got), n/10)
+	}
+	for i := 3; i < n; i += 10 {
+		name := fmt.Sprintf("schedule-%d", i+1)
+		if st, ok := got[name]; !ok || !st.Next.Equal(scs[i].Next()) {
+			t.Fatalf("Stats().Schedules[%q] = %+v, %v, want Next %v", name, st, ok, scs[i].Next())
+		}
+		if _, err := k.Schedule(Every(time.Hour), run, &ScheduleOptions{Name: name}); !errors.Is(err, ErrScheduleExists) {
+			t.Fatalf("Schedule(Name: %s) = %v, want ErrScheduleExists", name, err)
+		}
+	}
+	// A removed one's name is free.
+	mustSchedule(t, k, Every(time.Hour), run, &ScheduleOptions{Name: "schedule-1"})
+}
+
+// offsetZone is a Schedule whose targets are in a zone of its own, every second.
+type offsetZone struct{ loc *time.Location }
+
+func (z offsetZone) Next(after time.Time) time.Time {
+	return after.Truncate(time.Second).Add(time.Second).In(z.loc)
+}
+
+// TestScheduleFireTimeKept: Fire.Scheduled is the time the schedule computed, with
+// its location, and for Every the monotonic reading of the kernel's clock.
+func TestScheduleFireTimeKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ny, err := time.LoadLocation("America/New_York")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cron, err := ParseCron("* * * * * *", ny)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own := time.FixedZone("own", 5400)
+		k := newTestKernel(t, Config{})
+		var lc, lo, le fireLog
+		mustSchedule(t, k, cron, lc.run, nil)
+		mustSchedule(t, k, offsetZone{own}, lo.run, nil)
+		mustSchedule(t, k, Every(time.Second), le.run, nil)
+		advance(3500 * time.Millisecond)
+		for _, c := range []struct {
+			name string
+			l    *fireLog
+			s    Schedule
+			loc  string
+		}{{"cron", &lc, cron, "America/New_York"}, {"own zone", &lo, offsetZone{own}, "own"}} {
+			fs := c.l.get()
+			if len(fs) < 3 {
+				t.Fatalf("%s: %d fires, want at least 3", c.name, len(fs))
+			}
+			for i, f := range fs {
+				if got := f.Scheduled.Location().String(); got != c.loc {
+					t.Fatalf("%s: fire %d: Scheduled in %q, want %q", c.name, i, got, c.loc)
+				}
+				if i > 0 {
+					if want := c.s.Next(fs[i-1].Scheduled); !sameTime(f.Scheduled, want) {
+						t.Fatalf("%s: fire %d: Scheduled = %v, want %v", c.name, i, f.Scheduled, want)
+					}
+				}
+			}
+		}
+		fs := le.get()
+		if len(fs) != 3 {
+			t.Fatalf("Every: %d fires, want 3", len(fs))
+		}
+		mono := strings.Contains(time.Now().String(), " m=")
+		for i, f := range fs {
+			if got := strings.Contains(f.Scheduled.String(), " m="); got != mono {
+				t.Fatalf("Every: fire %d: Scheduled = %v: monotonic reading %v, want %v", i, f.Scheduled, got, mono)
+			}
+			if i > 0 && !sameTime(f.Scheduled, fs[i-1].Scheduled.Add(time.Second)) {
+				t.Fatalf("Every: fire %d: Scheduled = %v, want %v", i, f.Scheduled, fs[i-1].Scheduled.Add(time.Second))
+			}
+		}
+	})
+}
+
+// TestScheduleResumeAfterStop: a schedule resumed while the kernel drains reports no
+// next target and does not fire.
+func TestScheduleResumeAfterStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k, err := New(Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := mustSchedule(t, k, Every(time.Second), func(context.Context, Fire) error { return nil }, nil)
+		if err := sc.Pause(); err != nil {
+			t.Fatalf("Pause() = %v", err)
+		}
+		if !sc.Next().IsZero() || !sc.Stats().Paused {
+			t.Fatalf("after Pause: Next() = %v, Stats() = %+v", sc.Next(), sc.Stats())
+		}
+		g := make(gate) // keeps the loop draining
+		mustSubmit(t, k, Task{Run: g.run})
+		done := make(chan error, 1)
+		go func() { done <- k.Shutdown(context.Background()) }()
+		synctest.Wait()
+		if err := sc.Resume(); err != nil {
+			t.Fatalf("Resume() while draining = %v", err)
+		}
+		advance(5 * time.Second)
+		if st := sc.Stats(); !sc.Next().IsZero() || !st.Next.IsZero() || st.Paused || st.Fires != 0 {
+			t.Fatalf("after Shutdown and Resume: Next() = %v, Stats() = %+v, want no next, not paused, no fire", sc.Next(), st)
+		}
+		g.open()
+		if err := <-done; err != nil {
+			t.Fatalf("Shutdown() = %v", err)
+		}
+	})
+}
