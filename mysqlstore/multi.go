@@ -11,10 +11,14 @@ import (
 	"github.com/axsched/ax/kernel"
 )
 
+// erParse is the server's error for a statement it cannot parse (ER_PARSE_ERROR).
+const erParse = 1064
+
 // multiFits reports whether stmts can go in one multi-statement query (see multiTx):
-// the store has the pool for it, and the query stays within the statement budget.
+// the store has the pool for it, the server took such queries so far, and the query
+// stays within the statement budget.
 func (s *Store) multiFits(o *kernel.Owner, stmts []statement) bool {
-	if s.multi == nil {
+	if s.multi == nil || s.multiOff.Load() {
 		return false
 	}
 	size := len("START TRANSACTION") + 256
@@ -70,7 +74,14 @@ func (s *Store) multiTx(ctx context.Context, o *kernel.Owner, stmts []statement)
 		}
 		if err != nil {
 			var me *mysql.MySQLError
-			if errors.As(err, &me) && me.Number == erDupEntry {
+			if errors.As(err, &me) {
+				// The server refused a statement (a duplicate entry, a deadlock, a
+				// lock wait): the locking plan decides, with its own error handling. A
+				// server or proxy that does not take multi-statement queries answers
+				// with a parse error: the store stops sending them.
+				if me.Number == erParse {
+					s.multiOff.Store(true)
+				}
 				err = fmt.Errorf("%w: %w", errReplan, err)
 			}
 			out = err

@@ -106,3 +106,34 @@ func TestMultiTxRollsBack(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiTxParseErrorTurnsOff: a multi-statement query the server cannot parse (as a
+// proxy that does not take multi-statement queries answers) returns errReplan, so that
+// the batch goes by the locking plan, and turns the multi-statement path off; the
+// store's commits then still work.
+func TestMultiTxParseErrorTurnsOff(t *testing.T) {
+	s := openStore(t, "multi_parse")
+	ctx := context.Background()
+	if err := s.checkPacket(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bad := statement{sql: "UPDATE WHERE nothing parses", want: -1}
+	if !s.multiFits(nil, []statement{bad}) {
+		t.Fatal("multiFits() = false before any refusal")
+	}
+	if err := s.multiTx(ctx, nil, []statement{bad}); !errors.Is(err, errReplan) {
+		t.Fatalf("multiTx(unparsable) = %v, want errReplan", err)
+	}
+	if s.multiFits(nil, []statement{bad}) {
+		t.Fatal("multiFits() = true after the server refused a query as unparsable")
+	}
+	now := time.Now()
+	if _, err := s.Commit(ctx, []kernel.Change{{Op: kernel.OpInsert, Task: kernel.StoredTask{
+		ID: "after", Kind: "k", State: kernel.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now,
+	}}}); err != nil {
+		t.Fatalf("Commit() after the multi-statement path turned off = %v", err)
+	}
+	if st, err := s.Get(ctx, "after"); err != nil || st.State != kernel.Queued {
+		t.Fatalf("Get(after) = %+v, %v", st, err)
+	}
+}

@@ -34,7 +34,10 @@ type Store struct {
 	epochs  string   // immutable; the epoch counter table, quoted
 	sched   string   // immutable; the schedule table, quoted
 	secrets []string // immutable; strings removed from every error and log line
-	log     *slog.Logger
+	// multiOff is set when the server refused a multi-statement query as unparsable
+	// (a proxy that does not take them): commits then go statement by statement.
+	multiOff atomic.Bool
+	log      *slog.Logger
 
 	closed    atomic.Bool
 	base      context.Context    // canceled by Close; bounds the purger's calls
