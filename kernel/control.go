@@ -87,7 +87,11 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		k.applyGroups(m.rc)
 		m.ack <- nil
 	case ctrlPause:
-		m.ack <- k.pause(m.sel, m.pause)
+		err := k.pause(m.sel, m.pause)
+		if k.ls.gate.groups != nil {
+			k.publishGroups() // Stats after Pause or Resume returns shows it
+		}
+		m.ack <- err
 	case ctrlSchedule:
 		m.ack <- k.handleSched(m.sched)
 	case ctrlSchedStored:
