@@ -1,10 +1,12 @@
 package kernel
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -172,6 +174,39 @@ func TestScheduleResumeAfterStop(t *testing.T) {
 		g.open()
 		if err := <-done; err != nil {
 			t.Fatalf("Shutdown() = %v", err)
+		}
+	})
+}
+
+func TestScheduleEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		notes := map[Note]int{}
+		k := newTestKernel(t, Config{OnEvent: func(e Event) {
+			if e.Schedule == "ev" {
+				mu.Lock()
+				notes[e.Note]++
+				mu.Unlock()
+			}
+		}})
+		l := fireLog{hold: 1500 * time.Millisecond}
+		sc := mustSchedule(t, k, Every(time.Second), l.run, &ScheduleOptions{Name: "ev", Grace: 100 * time.Millisecond})
+		advance(2500 * time.Millisecond) // fires at 1s, skips at 2s
+		_ = sc.Pause()
+		advance(5 * time.Second)
+		_ = sc.Resume() // misfires
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if notes[NoteFired] != 2 || notes[NoteSkipped] != 1 || notes[NoteMisfired] != 1 {
+			t.Fatalf("notes %v, want 2 fired, 1 skipped, 1 misfired", notes)
+		}
+		var buf bytes.Buffer
+		k.WritePrometheus(&buf)
+		for _, want := range []string{"ax_schedule_fires_total 2", "ax_schedule_skipped_total 1", "ax_schedules 1"} {
+			if !strings.Contains(buf.String(), want+"\n") {
+				t.Fatalf("WritePrometheus() lacks %q", want)
+			}
 		}
 	})
 }

@@ -1,12 +1,10 @@
 package kernel
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -615,39 +613,6 @@ func TestScheduleReplaceQueued(t *testing.T) {
 		}
 		if st := sc.Stats(); st.Fires != 2 {
 			t.Fatalf("Stats().Fires = %d, want 2", st.Fires)
-		}
-	})
-}
-
-func TestScheduleEvents(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var mu sync.Mutex
-		notes := map[Note]int{}
-		k := newTestKernel(t, Config{OnEvent: func(e Event) {
-			if e.Schedule == "ev" {
-				mu.Lock()
-				notes[e.Note]++
-				mu.Unlock()
-			}
-		}})
-		l := fireLog{hold: 1500 * time.Millisecond}
-		sc := mustSchedule(t, k, Every(time.Second), l.run, &ScheduleOptions{Name: "ev", Grace: 100 * time.Millisecond})
-		advance(2500 * time.Millisecond) // fires at 1s, skips at 2s
-		_ = sc.Pause()
-		advance(5 * time.Second)
-		_ = sc.Resume() // misfires
-		synctest.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		if notes[NoteFired] != 2 || notes[NoteSkipped] != 1 || notes[NoteMisfired] != 1 {
-			t.Fatalf("notes %v, want 2 fired, 1 skipped, 1 misfired", notes)
-		}
-		var buf bytes.Buffer
-		k.WritePrometheus(&buf)
-		for _, want := range []string{"ax_schedule_fires_total 2", "ax_schedule_skipped_total 1", "ax_schedules 1"} {
-			if !strings.Contains(buf.String(), want+"\n") {
-				t.Fatalf("WritePrometheus() lacks %q", want)
-			}
 		}
 	})
 }
