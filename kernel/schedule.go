@@ -120,7 +120,8 @@ type ScheduleStats struct {
 // Each target is computed from the previous target, never from when a run started
 // or ended. The kernel's loop calls s.Next: it must return quickly and never block
 // (those of [ParseCron] and [Every] do); a panic in it ends the schedule, and is
-// logged. Targets that could not fire in time follow o.Misfire; occurrences due
+// logged, and so does a target not after the one it was computed from (the
+// schedule's due target fires last; the event carries [ErrScheduleStuck]). Targets that could not fire in time follow o.Misfire; occurrences due
 // while an earlier one is live follow o.Overlap. A schedule costs one timer of the
 // kernel's wheel and no goroutine. It ends when s.Next returns the zero Time; it stops
 // firing when Shutdown or Close begins, or on [Scheduled.Remove].
@@ -492,6 +493,20 @@ func (k *Kernel) onSchedTimer(meta uint64) {
 	}) {
 		return
 	}
+	if !res.Next.IsZero() && !res.Next.After(now) {
+		// Next returned a time not after its argument: the schedule would fire at
+		// every pass of the loop. The target due fires, as the last, and it ends; the
+		// "targets" computed after it are none.
+		k.log.warn("kernel: a schedule's Next did not move forward: the schedule ended", "schedule", sc.Name(), "next", res.Next)
+		k.schedNote(sc, NoteMisfired, ErrScheduleStuck)
+		res = misfireResult{Fires: []Fire{{Scheduled: next, Missed: carried}}}
+		one = false
+		if sc.o.dur != nil {
+			k.schedSetNext(sc, res.Next)
+			k.schedArm(sc) // ends it here; the stored schedule stays for the other kernels
+			return
+		}
+	}
 	if sc.o.dur != nil {
 		k.schedDurDue(sc, res)
 		return
@@ -623,24 +638,4 @@ func (k *Kernel) schedRefuse(sc *Scheduled, f Fire, err error) {
 	c.refused.Add(1)
 	k.m.schedRefused.Inc()
 	k.schedNote(sc, NoteRefused, err)
-}
-
-// schedStop stops every schedule: Shutdown or Close began. Loop only.
-func (k *Kernel) schedStop() {
-	for _, sc := range k.ls.sched.slots {
-		if sc != nil {
-			sc.setFlags(schedStopped, schedQueued)
-			sc.ls.slot, sc.ls.timer = 0, timewheel.Handle[timerEntry]{}
-		}
-	}
-	// The wheel entries are gone (the stop cleared the wheel): forget the slots.
-	k.ls.sched = schedLoop{}
-}
-
-// schedNote records an event about sc for OnEvent. Loop only.
-func (k *Kernel) schedNote(sc *Scheduled, n Note, err error) {
-	if k.events == nil {
-		return
-	}
-	k.ls.evBuf = append(k.ls.evBuf, Event{Time: k.ls.now, Schedule: sc.Name(), Note: n, Err: err})
 }

@@ -490,3 +490,41 @@ func TestScheduleDurableFollowsRecreated(t *testing.T) {
 		}
 	})
 }
+
+// forwardThenStuck moves by step until first, then returns its argument: its Next
+// stops moving forward.
+type forwardThenStuck struct {
+	step  time.Duration
+	first time.Time
+}
+
+func (s forwardThenStuck) Next(t time.Time) time.Time {
+	if t.Before(s.first) {
+		return t.Add(s.step)
+	}
+	return t
+}
+
+// TestScheduleDurableStuckNextEnds: a durable schedule whose Next stops moving forward
+// ends in the kernel, which then leaves the store alone; the stored schedule stays.
+func TestScheduleDurableStuckNextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &countingStore{MemoryStore: storekit.NewMemoryStore()}
+		l := newOccLog()
+		a := durKernel(t, s, "a", l, nil)
+		sched := forwardThenStuck{step: 100 * time.Millisecond, first: time.Now().Add(250 * time.Millisecond)}
+		sc := mustScheduleDurable(t, a, sched, kernel.ScheduleOptions{})
+		advance(2 * time.Second)
+		calls := s.fires.Load()
+		advance(2 * time.Second)
+		if st := sc.Stats(); !st.Ended {
+			t.Errorf("Stats() = %+v, want ended", st)
+		}
+		if n := s.fires.Load(); n != calls || n > 4 {
+			t.Errorf("%d FireSchedule calls, then %d more after it ended; want at most 4, then none", calls, n-calls)
+		}
+		if _, err := s.GetSchedule(context.Background(), "tick"); err != nil {
+			t.Errorf("GetSchedule() = %v, want the schedule still stored", err)
+		}
+	})
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/axsched/ax/timewheel"
 )
 
 // setFlags sets the bits set and clears the bits clear of sc's flags. Loop only: the
@@ -275,4 +277,24 @@ func (k *Kernel) scheduleStats() map[string]ScheduleStats {
 		}
 	}
 	return m
+}
+
+// schedStop stops every schedule: Shutdown or Close began. Loop only.
+func (k *Kernel) schedStop() {
+	for _, sc := range k.ls.sched.slots {
+		if sc != nil {
+			sc.setFlags(schedStopped, schedQueued)
+			sc.ls.slot, sc.ls.timer = 0, timewheel.Handle[timerEntry]{}
+		}
+	}
+	// The wheel entries are gone (the stop cleared the wheel): forget the slots.
+	k.ls.sched = schedLoop{}
+}
+
+// schedNote records an event about sc for OnEvent. Loop only.
+func (k *Kernel) schedNote(sc *Scheduled, n Note, err error) {
+	if k.events == nil {
+		return
+	}
+	k.ls.evBuf = append(k.ls.evBuf, Event{Time: k.ls.now, Schedule: sc.Name(), Note: n, Err: err})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -209,4 +210,50 @@ func TestScheduleEvents(t *testing.T) {
 			}
 		}
 	})
+}
+
+// stuckSchedule's first target is first; after that its Next returns its argument
+// moved by back (0: the same time), never a later one.
+type stuckSchedule struct {
+	first time.Time
+	back  time.Duration
+}
+
+func (s stuckSchedule) Next(t time.Time) time.Time {
+	if t.Before(s.first) {
+		return s.first
+	}
+	return t.Add(-s.back)
+}
+
+// TestScheduleStuckNextEnds: a Schedule whose Next does not move forward would fire
+// at every pass of the loop; it fires its due occurrence and ends, with an event.
+func TestScheduleStuckNextEnds(t *testing.T) {
+	for _, back := range []time.Duration{0, time.Second} {
+		t.Run(back.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var stuck int
+				k := newTestKernel(t, Config{OnEvent: func(e Event) {
+					if e.Note == NoteMisfired && errors.Is(e.Err, ErrScheduleStuck) {
+						mu.Lock()
+						stuck++
+						mu.Unlock()
+					}
+				}})
+				var runs atomic.Int64
+				s := stuckSchedule{first: time.Now().Add(10 * time.Millisecond), back: back}
+				sc := mustSchedule(t, k, s, func(context.Context, Fire) error { runs.Add(1); return nil }, &ScheduleOptions{Overlap: OverlapAllow})
+				advance(time.Second)
+				if st := sc.Stats(); !st.Ended || st.Fires != 1 || runs.Load() != 1 {
+					t.Errorf("Stats() = %+v, %d runs; want ended after one fire", st, runs.Load())
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if stuck != 1 {
+					t.Errorf("%d events with ErrScheduleStuck, want 1", stuck)
+				}
+			})
+		})
+	}
 }
