@@ -22,6 +22,9 @@ const (
 	// racerLease is the lease of the owner that RescueRacesCommit races: its
 	// completions come at random up to 5/4 of it apart, so some outlive it.
 	racerLease = 100 * time.Millisecond
+	// heartbeatLease is the lease of the owner that HeartbeatKeepsLease renews every
+	// fifth of it: long enough that a busy machine never holds a renewal past it.
+	heartbeatLease = time.Second
 )
 
 // exerciseShared runs the cases of [kernel.SharedStore]: owners, rescue and named
@@ -230,16 +233,16 @@ func testRescueAfterExpiry(t *testing.T, s kernel.SharedStore) {
 }
 
 func testHeartbeatKeepsLease(t *testing.T, s kernel.SharedStore) {
-	a := join(t, s, "a", shortLease)
+	a := join(t, s, "a", heartbeatLease)
 	b := join(t, s, "b", longLease)
 	commitAs(t, s, a, ins(task("h1")))
 	// Renew a every fifth of its lease for three leases: b rescues nothing.
-	for end := time.Now().Add(3 * shortLease); time.Now().Before(end); {
+	for end := time.Now().Add(3 * heartbeatLease); time.Now().Before(end); {
 		commitAs(t, s, a)
 		if got := rescue(t, s, b, 0); len(got) != 0 {
 			t.Fatalf("Rescue() of a renewing owner's task = %v, want none", ids(got))
 		}
-		pause(shortLease / 6)
+		pause(heartbeatLease / 5)
 	}
 	rescueWithin(t, s, b, 1)
 }
