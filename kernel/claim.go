@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -338,6 +339,16 @@ func (k *Kernel) claimBudget(hungry bool) int {
 func (k *Kernel) acceptPooled(h *Handle) {
 	k.ls.live++
 	k.ls.pendSubmitted[h.bucket]++
+	if t, ok := k.ls.claimedEarly[h.id]; ok {
+		// This kernel claimed it already (claimed): it starts now, on its handle.
+		delete(k.ls.claimedEarly, h.id)
+		k.ls.durRunning-- // the slot claimed kept; startClaimed takes it
+		h.dur.inPool = false
+		h.dur.fence = t.Fence
+		k.gateClaimed(h)
+		k.handOver([]pick{k.startClaimed(h, int32(t.Attempt))})
+		return
+	}
 	to := Queued
 	if h.due && h.dueAt > k.ls.nowMono {
 		to = Delayed
@@ -374,6 +385,15 @@ func (k *Kernel) claimed(m *claimMsg) {
 			delete(k.ls.pool, t.ID)
 			k.dur.own.follow.remove(t.ID)
 			h.dur.inPool = false
+		} else if strings.HasPrefix(t.ID, k.dur.prefix) && !k.ls.closing {
+			// Submitted here and claimed before its handle reached the loop: the
+			// handle starts it on arrival (acceptPooled), in the slot kept for it.
+			if k.ls.claimedEarly == nil {
+				k.ls.claimedEarly = make(map[string]StoredTask)
+			}
+			k.ls.claimedEarly[t.ID] = *t
+			k.ls.durRunning++
+			continue
 		} else {
 			k.dur.mu.Lock()
 			fn := k.dur.kinds[t.Kind]

@@ -15,6 +15,10 @@ import (
 type loopState struct {
 	byID map[string]*Handle // live named tasks (Handle.named) by ID; Kernel.Cancel
 	pool map[string]*Handle // tasks this kernel put in a SharedStore's pool, until claimed here or ended (claim.go)
+	// claimedEarly holds the pool tasks this kernel submitted and claimed before their
+	// handles reached the loop (acceptPooled starts them), each with its slot reserved
+	// in durRunning.
+	claimedEarly map[string]StoredTask
 	// claimReserved counts the slots reserved for a claim in flight (in durRunning too).
 	claimReserved int
 	// startReserved counts the slots reserved for starts in a commit in flight (in
