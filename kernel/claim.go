@@ -381,11 +381,12 @@ func (k *Kernel) claimed(m *claimMsg) {
 	for i := range m.tasks {
 		t := &m.tasks[i]
 		h := k.ls.pool[t.ID]
-		if h != nil {
+		switch {
+		case h != nil:
 			delete(k.ls.pool, t.ID)
 			k.dur.own.follow.remove(t.ID)
 			h.dur.inPool = false
-		} else if strings.HasPrefix(t.ID, k.dur.prefix) && !k.ls.closing {
+		case strings.HasPrefix(t.ID, k.dur.prefix) && !k.ls.closing:
 			// Submitted here and claimed before its handle reached the loop: the
 			// handle starts it on arrival (acceptPooled), in the slot kept for it.
 			if k.ls.claimedEarly == nil {
@@ -394,7 +395,7 @@ func (k *Kernel) claimed(m *claimMsg) {
 			k.ls.claimedEarly[t.ID] = *t
 			k.ls.durRunning++
 			continue
-		} else {
+		default:
 			k.dur.mu.Lock()
 			fn := k.dur.kinds[t.Kind]
 			if t.UniqueKey != "" {
