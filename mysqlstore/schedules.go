@@ -168,17 +168,7 @@ func (s *Store) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (kernel
 		}
 	}
 	token := rand.Uint64() | 1 // never the column's default, 0
-	update := newQuery(384 + 2*len(f.Name) + 2*len(f.Spec)).raw("UPDATE ").raw(s.sched).raw(" SET next_fire = ")
-	nextLit(update, kernel.StoredSchedule{Next: f.Next}).raw(", version = version + 1, fire_token = ").uint(token).
-		raw(", updated_at = " + nowSQL)
-	if f.Spec != "" {
-		update.raw(", spec = ").hexString(f.Spec)
-	}
-	if last := f.Last(); !last.IsZero() {
-		update.raw(", last_fire = ").int(millis(last))
-	}
-	update.raw(" WHERE name = ").hexString(f.Name).raw(" AND paused = 0 AND next_fire <=> ")
-	nextLit(update, kernel.StoredSchedule{Next: f.Expect})
+	update := s.fireUpdate(f, token)
 	inserts := s.occurrenceInserts(f)
 
 	var (
@@ -188,7 +178,7 @@ func (s *Store) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (kernel
 	)
 	err := s.retryAs(ctx, "fire schedule", f.Owner, func() error {
 		var err error
-		out, fired, err = s.fireTry(ctx, f, update.String(), inserts, token, unknown)
+		out, fired, err = s.fireTry(ctx, f, update, inserts, token, unknown)
 		if err != nil && unavailable(err) {
 			unknown = true
 		}
@@ -201,6 +191,23 @@ func (s *Store) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (kernel
 		return kernel.StoredSchedule{}, false, err
 	}
 	return out, fired, nil
+}
+
+// fireUpdate returns the UPDATE of a fire of f with the fire token token: the new next
+// time, version, token, spec and last fire, where the schedule is not paused and its
+// next time is f.Expect.
+func (s *Store) fireUpdate(f kernel.ScheduleFire, token uint64) string {
+	update := newQuery(384 + 2*len(f.Name) + 2*len(f.Spec)).raw("UPDATE ").raw(s.sched).raw(" SET next_fire = ")
+	nextLit(update, kernel.StoredSchedule{Next: f.Next}).raw(", version = version + 1, fire_token = ").uint(token).
+		raw(", updated_at = " + nowSQL)
+	if f.Spec != "" {
+		update.raw(", spec = ").hexString(f.Spec)
+	}
+	if last := f.Last(); !last.IsZero() {
+		update.raw(", last_fire = ").int(millis(last))
+	}
+	update.raw(" WHERE name = ").hexString(f.Name).raw(" AND paused = 0 AND next_fire <=> ")
+	return nextLit(update, kernel.StoredSchedule{Next: f.Expect}).String()
 }
 
 // fireTry is one try of FireSchedule, whose statements are update and inserts and
