@@ -3,7 +3,6 @@ package kernel
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
@@ -142,18 +141,8 @@ func (k *Kernel) Schedule(s Schedule, run func(ctx context.Context, f Fire) erro
 	if run == nil {
 		errs = append(errs, &ConfigError{Field: "Schedule: run", Reason: "must not be nil"})
 	}
-	if err := opts.validate(k.rc.Load()); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	if opts.Retry != nil {
-		r := *opts.Retry
-		opts.Retry = &r
-	}
-	if k.isClosed() {
-		return nil, ErrClosed
+	if err := k.scheduleReady(errs, &opts); err != nil {
+		return nil, err
 	}
 	sc := &Scheduled{run: run}
 	sc.ls.s = s

@@ -167,18 +167,8 @@ func (k *Kernel) ScheduleDurable(s Schedule, kind string, payload []byte, o *Sch
 	case OverlapQueueOne, OverlapReplace:
 		bad("ScheduleOptions.Overlap", opts.Overlap, "a durable schedule takes OverlapSkip or OverlapAllow")
 	}
-	if err := opts.validate(k.rc.Load()); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	if opts.Retry != nil {
-		r := *opts.Retry
-		opts.Retry = &r
-	}
-	if k.isClosed() {
-		return nil, ErrClosed
+	if err := k.scheduleReady(errs, &opts); err != nil {
+		return nil, err
 	}
 	spec := specOf(s)
 	d := &schedDur{kind: kind, payload: append([]byte(nil), payload...), store: store, spec: spec}

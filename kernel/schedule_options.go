@@ -137,3 +137,23 @@ func (o *ScheduleOptions) validate(rc *resolved) error {
 	}
 	return errors.Join(errs...)
 }
+
+// scheduleReady checks opts (validated in place) after the caller's own checks errs:
+// it returns them all, joined, or ErrClosed once the kernel stopped; otherwise it
+// gives opts a Retry of its own.
+func (k *Kernel) scheduleReady(errs []error, opts *ScheduleOptions) error {
+	if err := opts.validate(k.rc.Load()); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	if opts.Retry != nil {
+		r := *opts.Retry
+		opts.Retry = &r
+	}
+	if k.isClosed() {
+		return ErrClosed
+	}
+	return nil
+}

@@ -22,8 +22,7 @@ const (
 	// racerLease is the lease of the owner that RescueRacesCommit races: its
 	// completions come at random up to 5/4 of it apart, so some outlive it.
 	racerLease = 100 * time.Millisecond
-	// heartbeatLease is the lease of the owner that HeartbeatKeepsLease renews every
-	// fifth of it: long enough that a busy machine never holds a renewal past it.
+	// heartbeatLease: long enough that a busy machine never holds a renewal past it.
 	heartbeatLease = time.Second
 )
 
