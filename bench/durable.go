@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // DurableSetup is a durable-task configuration opened for one measured run:
@@ -15,7 +15,7 @@ import (
 type DurableSetup struct {
 	// Store journals the kernel's durable tasks (Config.Store). It holds no
 	// task when the run starts. Nil for a peer.
-	Store kernel.Store
+	Store store.Store
 
 	// Peer, if not nil, is the job system under test instead of ax (Store and
 	// SnapshotEvery are then unused, and Succeeded is required).

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // The durable scenario's shape.
@@ -331,7 +332,7 @@ func submitConcurrent(ctx context.Context, t durableTarget, n, callers int) ([]i
 func countSucceeded(ctx context.Context, setup *DurableSetup, ids []string) (stored, read, bad int, err error) {
 	get := func(id string) (bool, error) {
 		t, err := setup.Store.Get(ctx, id)
-		if errors.Is(err, kernel.ErrUnknownTask) {
+		if errors.Is(err, store.ErrUnknownTask) {
 			return false, nil
 		}
 		return err == nil && t.State == kernel.Succeeded, err

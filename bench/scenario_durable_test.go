@@ -9,7 +9,8 @@ import (
 	"testing"
 
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
 )
 
 func TestDurableOnMemoryStore(t *testing.T) {
@@ -113,22 +114,22 @@ type recordingStore struct {
 	ids *[]string // guarded by mu: the journal may have commits in flight at once
 }
 
-func (s *recordingStore) record(changes []kernel.Change) {
+func (s *recordingStore) record(changes []store.Change) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range changes {
-		if c.Op == kernel.OpInsert {
+		if c.Op == store.OpInsert {
 			*s.ids = append(*s.ids, c.Task.ID)
 		}
 	}
 }
 
-func (s *recordingStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+func (s *recordingStore) Commit(ctx context.Context, changes []store.Change) ([]error, error) {
 	s.record(changes)
 	return s.MemoryStore.Commit(ctx, changes)
 }
 
-func (s *recordingStore) CommitAs(ctx context.Context, o kernel.Owner, changes []kernel.Change) ([]error, error) {
+func (s *recordingStore) CommitAs(ctx context.Context, o store.Owner, changes []store.Change) ([]error, error) {
 	s.record(changes)
 	return s.MemoryStore.CommitAs(ctx, o, changes)
 }

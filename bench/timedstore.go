@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // commitTimes records the durations of a store's commits. The kernel's journal
@@ -31,13 +31,13 @@ func (t *commitTimes) commits() []int64 {
 	return append([]int64(nil), t.durs...)
 }
 
-// timedStore is a [kernel.Store] that times its Commit calls.
+// timedStore is a [store.Store] that times its Commit calls.
 type timedStore struct {
-	kernel.Store
+	store.Store
 	*commitTimes
 }
 
-func (s *timedStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+func (s *timedStore) Commit(ctx context.Context, changes []store.Change) ([]error, error) {
 	defer s.add(time.Now())
 	return s.Store.Commit(ctx, changes)
 }
@@ -46,19 +46,19 @@ func (s *timedStore) Commit(ctx context.Context, changes []kernel.Change) ([]err
 // reads to refuse an oversized payload at submit; 0 means none known.
 func (s *timedStore) MaxPayload() int { return maxPayloadOf(s.Store) }
 
-// timedSharedStore is a [kernel.SharedStore] that times its Commit and CommitAs
+// timedSharedStore is a [store.SharedStore] that times its Commit and CommitAs
 // calls, so that a kernel on it runs as an owner, as it does on the store itself.
 type timedSharedStore struct {
-	kernel.SharedStore
+	store.SharedStore
 	*commitTimes
 }
 
-func (s *timedSharedStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+func (s *timedSharedStore) Commit(ctx context.Context, changes []store.Change) ([]error, error) {
 	defer s.add(time.Now())
 	return s.SharedStore.Commit(ctx, changes)
 }
 
-func (s *timedSharedStore) CommitAs(ctx context.Context, o kernel.Owner, changes []kernel.Change) ([]error, error) {
+func (s *timedSharedStore) CommitAs(ctx context.Context, o store.Owner, changes []store.Change) ([]error, error) {
 	defer s.add(time.Now())
 	return s.SharedStore.CommitAs(ctx, o, changes)
 }
@@ -66,18 +66,18 @@ func (s *timedSharedStore) CommitAs(ctx context.Context, o kernel.Owner, changes
 // MaxPayload passes on the wrapped store's payload cap (see timedStore).
 func (s *timedSharedStore) MaxPayload() int { return maxPayloadOf(s.SharedStore) }
 
-func maxPayloadOf(s kernel.Store) int {
+func maxPayloadOf(s store.Store) int {
 	if pc, ok := s.(interface{ MaxPayload() int }); ok {
 		return pc.MaxPayload()
 	}
 	return 0
 }
 
-// newTimedStore wraps s: in a [kernel.SharedStore] when s is one, so that the
+// newTimedStore wraps s: in a [store.SharedStore] when s is one, so that the
 // kernel sees what s is.
-func newTimedStore(s kernel.Store) (kernel.Store, *commitTimes) {
+func newTimedStore(s store.Store) (store.Store, *commitTimes) {
 	t := new(commitTimes)
-	if ss, ok := s.(kernel.SharedStore); ok {
+	if ss, ok := s.(store.SharedStore); ok {
 		return &timedSharedStore{SharedStore: ss, commitTimes: t}, t
 	}
 	return &timedStore{Store: s, commitTimes: t}, t

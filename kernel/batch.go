@@ -206,7 +206,7 @@ func (b *Batch) submit(n int, init func(h *Handle, i int), slab []Handle) error 
 		retry = &p
 	}
 	t.Retry = nil
-	prio := t.Priority.normalize()
+	prio := normPriority(t.Priority)
 	lvl := levelOf(prio)
 	wait := noWait
 	if !b.opts.NoWait {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+
+	"github.com/axsched/ax/store"
 )
 
 // Cancel cancels every live task whose ID is id and returns how many it found:
@@ -53,10 +55,10 @@ func (k *Kernel) cancelHeld(id string) int {
 		return 0
 	}
 	d.mu.Lock()
-	var found *StoredTask
-	for _, held := range []map[string][]StoredTask{d.held, d.heldGroups} {
+	var found *store.StoredTask
+	for _, held := range []map[string][]store.StoredTask{d.held, d.heldGroups} {
 		for name, ts := range held {
-			if i := slices.IndexFunc(ts, func(t StoredTask) bool { return t.ID == id }); i >= 0 {
+			if i := slices.IndexFunc(ts, func(t store.StoredTask) bool { return t.ID == id }); i >= 0 {
 				t := ts[i]
 				found = &t
 				if ts = slices.Delete(ts, i, i+1); len(ts) == 0 {
@@ -77,7 +79,7 @@ func (k *Kernel) cancelHeld(id string) int {
 	}
 	d.dropKey(found.UniqueKey)
 	now := k.clk.Now()
-	d.j.add([]jentry{{c: Change{Op: OpCancel, Fence: found.Fence, Task: StoredTask{ID: id, LastError: ErrCanceled.Error(), UpdatedAt: now}}}})
+	d.j.add([]jentry{{c: store.Change{Op: store.OpCancel, Fence: found.Fence, Task: store.StoredTask{ID: id, LastError: ErrCanceled.Error(), UpdatedAt: now}}}})
 	return 1
 }
 

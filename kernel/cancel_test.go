@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // TestCancelByID: Kernel.Cancel finds every live task of an ID, whatever its state
@@ -117,9 +118,9 @@ func TestCancelDurable(t *testing.T) {
 		s := storekit.NewMemoryStore()
 		now := time.Now()
 		seed(t, s,
-			kernel.StoredTask{ID: "rec-later", Kind: "rec", Payload: []byte("later"), State: kernel.Delayed, RunAt: now.Add(time.Hour), Fence: 1},
-			kernel.StoredTask{ID: "rec-crashed", Kind: "rec", Payload: []byte("crashed"), State: kernel.Running, Attempt: 1, MaxAttempts: 3, Fence: 4},
-			kernel.StoredTask{ID: "held", Kind: "unknown", State: kernel.Queued, Fence: 1, UniqueKey: "u"},
+			store.StoredTask{ID: "rec-later", Kind: "rec", Payload: []byte("later"), State: kernel.Delayed, RunAt: now.Add(time.Hour), Fence: 1},
+			store.StoredTask{ID: "rec-crashed", Kind: "rec", Payload: []byte("crashed"), State: kernel.Running, Attempt: 1, MaxAttempts: 3, Fence: 4},
+			store.StoredTask{ID: "held", Kind: "unknown", State: kernel.Queued, Fence: 1, UniqueKey: "u"},
 		)
 		k := newTestKernel(t, kernel.Config{Store: s})
 		ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/queue"
+	"github.com/axsched/ax/store"
 )
 
 // The pool of a SharedStore, seen from one kernel (see "The pool" in SharedStore):
@@ -36,8 +37,8 @@ const (
 
 // claimMsg carries the claimer's news to the loop.
 type claimMsg struct {
-	tasks    []StoredTask // claimed (ctrlClaimed) or ended elsewhere (ctrlPoolEnded)
-	reserved int          // slots the loop reserved for the claim
+	tasks    []store.StoredTask // claimed (ctrlClaimed) or ended elsewhere (ctrlPoolEnded)
+	reserved int                // slots the loop reserved for the claim
 }
 
 // follow is the set of pool tasks whose handles this kernel holds; guarded by its mu.
@@ -79,7 +80,7 @@ func (f *follow) batch() []string {
 			f.next = append(f.next, id)
 		}
 	}
-	n := min(len(f.next), StatesMax)
+	n := min(len(f.next), store.StatesMax)
 	out := slices.Clone(f.next[:n])
 	f.next = f.next[n:]
 	return out
@@ -154,7 +155,7 @@ func (o *ownership) claimer() {
 		hungry = err == nil && (len(claimed) > 0 || !next.IsZero() && !next.After(k.clk.Now()))
 		switch {
 		case err != nil:
-			if !errors.Is(err, ErrLeaseLost) && o.log != nil {
+			if !errors.Is(err, store.ErrLeaseLost) && o.log != nil {
 				o.log.warn("kernel: claim pool tasks", "owner", o.name, "err", err)
 			}
 			backoff = min(max(2*backoff, claimPollMin), claimPollMax)
@@ -172,7 +173,7 @@ func (o *ownership) claimer() {
 
 // claim claims up to n pool tasks, shared among the priorities by Config.Quotas; the
 // shares a priority could not use go, in a second claim, to the others, High first.
-func (o *ownership) claim(n int) ([]StoredTask, time.Time, error) {
+func (o *ownership) claim(n int) ([]store.StoredTask, time.Time, error) {
 	k := o.k
 	k.dur.mu.Lock()
 	kinds := make([]string, 0, len(k.dur.kinds))
@@ -187,7 +188,7 @@ func (o *ownership) claim(n int) ([]StoredTask, time.Time, error) {
 	want := shareOut(n, [queue.NumLevels]int{q.High, q.Normal, q.LowGuaranteed})
 	ctx, cancel := context.WithTimeout(context.Background(), k.dur.j.timeout)
 	defer cancel()
-	req := ClaimRequest{Now: k.clk.Now(), Want: want, Kinds: kinds}
+	req := store.ClaimRequest{Now: k.clk.Now(), Want: want, Kinds: kinds}
 	got, next, err := storeCallClaim(o, ctx, req)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -201,7 +202,7 @@ func (o *ownership) claim(n int) ([]StoredTask, time.Time, error) {
 	// more), High first.
 	var per [queue.NumLevels]int
 	for _, t := range got {
-		per[levelOf(t.Priority.normalize())]++
+		per[levelOf(normPriority(t.Priority))]++
 	}
 	var more ByPriority[int]
 	if per[queue.High] == want.High {
@@ -222,9 +223,9 @@ func (o *ownership) claim(n int) ([]StoredTask, time.Time, error) {
 	return append(got, got2...), next2, nil
 }
 
-func storeCallClaim(o *ownership, ctx context.Context, req ClaimRequest) ([]StoredTask, time.Time, error) {
+func storeCallClaim(o *ownership, ctx context.Context, req store.ClaimRequest) ([]store.StoredTask, time.Time, error) {
 	var next time.Time
-	got, err := storeCall(o.k, "Claim", func() ([]StoredTask, error) {
+	got, err := storeCall(o.k, "Claim", func() ([]store.StoredTask, error) {
 		ts, nx, err := o.store.Claim(ctx, o.owner(), req)
 		next = nx
 		return ts, err
@@ -275,7 +276,7 @@ func (o *ownership) readStates() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.k.dur.j.timeout)
-	ts, err := storeCall(o.k, "States", func() ([]StoredTask, error) { return o.store.States(ctx, ids) })
+	ts, err := storeCall(o.k, "States", func() ([]store.StoredTask, error) { return o.store.States(ctx, ids) })
 	cancel()
 	if err != nil {
 		if o.log != nil {
@@ -283,7 +284,7 @@ func (o *ownership) readStates() {
 		}
 		return
 	}
-	var ended []StoredTask
+	var ended []store.StoredTask
 	for _, t := range ts {
 		if t.State.Terminal() {
 			ended = append(ended, t)
@@ -390,7 +391,7 @@ func (k *Kernel) claimed(m *claimMsg) {
 			// Submitted here and claimed before its handle reached the loop: the
 			// handle starts it on arrival (acceptPooled), in the slot kept for it.
 			if k.ls.claimedEarly == nil {
-				k.ls.claimedEarly = make(map[string]StoredTask)
+				k.ls.claimedEarly = make(map[string]store.StoredTask)
 			}
 			k.ls.claimedEarly[t.ID] = *t
 			k.ls.durRunning++
@@ -402,7 +403,7 @@ func (k *Kernel) claimed(m *claimMsg) {
 				k.dur.keys[t.UniqueKey] = struct{}{}
 			}
 			k.dur.mu.Unlock()
-			prio := t.Priority.normalize()
+			prio := normPriority(t.Priority)
 			maxAttempts := t.MaxAttempts
 			if maxAttempts <= 0 {
 				maxAttempts = rc.retry[levelOf(prio)].MaxAttempts
@@ -545,5 +546,5 @@ func (k *Kernel) endPool(to State, err error) {
 // store then says (readStates). Loop only.
 func (k *Kernel) cancelPooled(h *Handle) {
 	d := h.dur
-	k.ls.jbuf = append(k.ls.jbuf, jentry{c: Change{Op: OpCancel, Fence: d.fence, Task: StoredTask{ID: h.id, LastError: ErrCanceled.Error(), UpdatedAt: k.ls.now}}})
+	k.ls.jbuf = append(k.ls.jbuf, jentry{c: store.Change{Op: store.OpCancel, Fence: d.fence, Task: store.StoredTask{ID: h.id, LastError: ErrCanceled.Error(), UpdatedAt: k.ls.now}}})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/axsched/ax/queue"
+	"github.com/axsched/ax/store"
 )
 
 // Defaults and limits of [Config].
@@ -55,23 +56,6 @@ const (
 	RetryBudgetMinPerSecondDefault = 10
 	RetryBudgetWindowDefault       = 10 * time.Second
 )
-
-// ByPriority holds one value per priority.
-type ByPriority[T any] struct {
-	High, Normal, Low T
-}
-
-// Get returns the value for p (the zero Priority reads Normal).
-func (b *ByPriority[T]) Get(p Priority) T {
-	switch p {
-	case High:
-		return b.High
-	case Low:
-		return b.Low
-	default:
-		return b.Normal
-	}
-}
 
 // Quotas shares the dispatches between the priorities, in picking cycles of
 // High + Normal + LowGuaranteed picks: Normal and LowGuaranteed are floors, the
@@ -323,7 +307,7 @@ type Config struct {
 	// [New] reads back the tasks a previous kernel on it left live (see
 	// [Kernel.Register] for when they run). The kernel never closes the store. Not
 	// changeable.
-	Store Store
+	Store store.Store
 
 	// SnapshotEvery chooses the durability mode. Zero (the default) is acknowledged
 	// mode: a durable submit returns once the group commit holding its task landed,
@@ -338,7 +322,7 @@ type Config struct {
 	// zero, StoreTimeoutDefault (5 s). Not changeable.
 	StoreTimeout time.Duration
 
-	// Owner names this kernel as an owner of a [SharedStore] (see there): its tasks'
+	// Owner names this kernel as an owner of a [store.SharedStore] (see there): its tasks'
 	// rows carry it, and a kernel that joins under the same name ends the earlier
 	// membership at once and takes its tasks back, so a restarted process need not
 	// wait for its old lease to end. Give each replica a name of its own that it keeps
@@ -348,7 +332,7 @@ type Config struct {
 	// Unused with a Store that is not a SharedStore. Not changeable.
 	Owner string
 
-	// SharedPool sends every durable task to the pool of a [SharedStore], where any
+	// SharedPool sends every durable task to the pool of a [store.SharedStore], where any
 	// kernel on the store with a free slot claims and runs it, this one included (see
 	// [DurableTask.Pool]). If false, a durable task goes to the pool only when it asks,
 	// or when this kernel has no room for it (Config.Capacity): on a SharedStore a
@@ -477,11 +461,11 @@ func (c *Config) Validate() error {
 		bad("StoreTimeout", c.StoreTimeout, "must be >= 0")
 	}
 	inRange("StoreBatch", c.StoreBatch, StoreBatchMax)
-	if _, shared := c.Store.(SharedStore); c.SharedPool && !shared {
+	if _, shared := c.Store.(store.SharedStore); c.SharedPool && !shared {
 		bad("SharedPool", c.SharedPool, "needs a Store that is a SharedStore")
 	}
-	if len(c.Owner) > OwnerNameMax {
-		bad("Owner", c.Owner, "must be at most "+itoa(OwnerNameMax)+" bytes (OwnerNameMax)")
+	if len(c.Owner) > store.OwnerNameMax {
+		bad("Owner", c.Owner, "must be at most "+itoa(store.OwnerNameMax)+" bytes (OwnerNameMax)")
 	}
 	if c.Lease != 0 && (c.Lease < LeaseConfigMin || c.Lease > LeaseConfigMax) {
 		bad("Lease", c.Lease, "must be 0 (LeaseDefault) or from "+LeaseConfigMin.String()+" to "+LeaseConfigMax.String())

@@ -222,7 +222,7 @@
 // it. Stats.Schedules reports each schedule; the ax_schedule* metrics add them all
 // up, without a label per schedule, so that many schedules do not make many series.
 //
-// [Kernel.ScheduleDurable] keeps a schedule's next target in a [ScheduleStore]:
+// [Kernel.ScheduleDurable] keeps a schedule's next target in a [store.ScheduleStore]:
 // every kernel on the store that adds it under the same name follows the stored
 // time, and of those exactly one fires each occurrence (a compare-and-set of the
 // stored time in the transaction that inserts the occurrence as a durable pool
@@ -268,13 +268,13 @@
 // the store learns it at the next snapshot). Shutdown and Close leave durable tasks that did not finish live in
 // the store for the next kernel (in this process their handles end Abandoned or
 // Canceled with [ErrClosed]). Tasks that ended Failed, TimedOut, Evicted or
-// Abandoned in the store are dead letters: [Store.DeadLetters], [Store.Requeue]
-// and [Store.Purge] manage them. While the store does not answer, durable submits
-// fail fast with [ErrStoreUnavailable] and the journal retries the rest.
+// Abandoned in the store are dead letters: [store.Store.DeadLetters], [store.Store.Requeue]
+// and [store.Store.Purge] manage them. While the store does not answer, durable submits
+// fail fast with [store.ErrStoreUnavailable] and the journal retries the rest.
 //
 // # Several kernels on one store
 //
-// A store that implements [SharedStore] (storekit.MemoryStore does) may be shared by
+// A store that implements [store.SharedStore] (storekit.MemoryStore does) may be shared by
 // kernels in one process or many. Each kernel is an owner: it joins at [New] under
 // Config.Owner (generated if empty) with a lease of Config.Lease (15 s by default) on
 // the store's clock. Every group commit renews the lease in its own transaction, and
@@ -286,7 +286,7 @@
 // they are, running ones as a new attempt (the interrupted attempt is spent: it counts
 // against MaxAttempts). So an orphaned task runs again within about Lease + Lease/3.
 // Each rescue gives the tasks fences of a new epoch, so the late writes of the owner
-// that lost them are refused ([ErrStaleFence], counted in Stats.Store.Refused), and a
+// that lost them are refused ([store.ErrStaleFence], counted in Stats.Store.Refused), and a
 // start the store refuses never runs: its handle ends Abandoned with [ErrTaskTaken].
 // A kernel that could not renew for Lease − Lease/3 starts no durable attempt before
 // a commit renewed its lease; once the store says its lease ended, it joins again as a
@@ -302,7 +302,7 @@
 // running where it was submitted when it asks ([DurableTask.Pool]), when
 // Config.SharedPool says so, or when the kernel has no room for it (its Capacity: on
 // a SharedStore a durable submit never waits for room). Kernels with free slots claim
-// due pool tasks with [SharedStore.Claim] — claiming and starting in one write, with
+// due pool tasks with [store.SharedStore.Claim] — claiming and starting in one write, with
 // a fence of a new epoch, by priority and the kernel's Quotas — and poll with backoff
 // from 50 ms to 2 s while the pool has nothing due for them (a kernel with due work
 // waiting and no free slot claims again as soon as one frees). The handle of a pool

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/queue"
+	"github.com/axsched/ax/store"
 )
 
 // DurableTask is a task that survives the process: it names a registered kind (see
@@ -24,7 +25,7 @@ type DurableTask struct {
 
 	// Payload is the function's input. The kernel copies it. The store may cap its
 	// size (mysqlstore: Options.MaxPayload); a larger payload is refused with
-	// [ErrPayloadTooLarge].
+	// [store.ErrPayloadTooLarge].
 	Payload []byte
 
 	// Priority chooses the bucket. The zero value is Normal.
@@ -47,7 +48,7 @@ type DurableTask struct {
 
 	// UniqueKey, if not empty, refuses a second durable task with the same key while
 	// one is live (delayed, queued, running or waiting for a retry): its submit fails
-	// with [ErrDuplicateKey]. At most UniqueKeyMax bytes.
+	// with [store.ErrDuplicateKey]. At most UniqueKeyMax bytes.
 	UniqueKey string
 
 	// Group, if set, names a group of Config.Groups, and Key the task's key in it,
@@ -71,7 +72,7 @@ type DurableTask struct {
 	Group string
 	Key   string
 
-	// Pool sends the task to the pool of the kernel's [SharedStore] instead of running
+	// Pool sends the task to the pool of the kernel's [store.SharedStore] instead of running
 	// it here: any kernel on the store with a free slot claims and runs it (this one
 	// too), when it is due. Its handle follows it wherever it runs: it ends as the
 	// store says the task ended, within about a claim poll (50 ms to 2 s). A Cancel
@@ -102,12 +103,12 @@ type durable struct {
 // journal.
 type durables struct {
 	mu    sync.Mutex
-	kinds map[string]DurableFunc  // guarded by mu
-	keys  map[string]struct{}     // guarded by mu: unique keys of live durable tasks
-	held  map[string][]StoredTask // guarded by mu: recovered tasks by kind, waiting for Register
+	kinds map[string]DurableFunc        // guarded by mu
+	keys  map[string]struct{}           // guarded by mu: unique keys of live durable tasks
+	held  map[string][]store.StoredTask // guarded by mu: recovered tasks by kind, waiting for Register
 	// heldGroups holds, by group, recovered tasks of a registered kind whose group
 	// is not in Config.Groups, waiting for an Update that adds it. Guarded by mu.
-	heldGroups map[string][]StoredTask
+	heldGroups map[string][]store.StoredTask
 	prefix     string // immutable: the ID prefix of this kernel instance
 	maxBytes   int    // immutable: the store's payload cap, 0 if unknown
 	j          *journal
@@ -123,7 +124,7 @@ func (k *Kernel) initDurable(c *Config) error {
 	d := &durables{
 		kinds: make(map[string]DurableFunc),
 		keys:  make(map[string]struct{}),
-		held:  make(map[string][]StoredTask),
+		held:  make(map[string][]store.StoredTask),
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -131,8 +132,8 @@ func (k *Kernel) initDurable(c *Config) error {
 	if pc, ok := c.Store.(payloadCapper); ok {
 		d.maxBytes = pc.MaxPayload()
 	}
-	var tasks []StoredTask
-	if ss, ok := c.Store.(SharedStore); ok {
+	var tasks []store.StoredTask
+	if ss, ok := c.Store.(store.SharedStore); ok {
 		own, ts, err := k.joinStore(ss, c)
 		if err != nil {
 			return err
@@ -140,7 +141,7 @@ func (k *Kernel) initDurable(c *Config) error {
 		d.own, tasks = own, ts
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
-		ts, err := storeCall(k, "Recover", func() ([]StoredTask, error) { return c.Store.Recover(ctx) })
+		ts, err := storeCall(k, "Recover", func() ([]store.StoredTask, error) { return c.Store.Recover(ctx) })
 		cancel()
 		if err != nil {
 			return fmt.Errorf("kernel: recover durable tasks: %w", err)
@@ -170,8 +171,8 @@ func (k *Kernel) Register(kind string, fn DurableFunc) error {
 	switch {
 	case kind == "":
 		return &ConfigError{Field: "Register: kind", Reason: "must not be empty"}
-	case len(kind) > KindMax:
-		return &ConfigError{Field: "Register: kind", Reason: strconv.Itoa(len(kind)) + " bytes: must be at most " + strconv.Itoa(KindMax) + " bytes (KindMax)"}
+	case len(kind) > store.KindMax:
+		return &ConfigError{Field: "Register: kind", Reason: strconv.Itoa(len(kind)) + " bytes: must be at most " + strconv.Itoa(store.KindMax) + " bytes (KindMax)"}
 	case fn == nil:
 		return &ConfigError{Field: "Register: fn", Reason: "must not be nil"}
 	}
@@ -212,7 +213,7 @@ func (d *durables) dropKey(key string) {
 func (k *Kernel) newDurableHandle(t *Task, rc *resolved, fn DurableFunc, kind string, payload []byte, unique string, maxAttempts int, timeout time.Duration, gd *groupDef, key string) *Handle {
 	h := &Handle{}
 	t.Run = func(ctx context.Context) error { return fn(ctx, payload) }
-	k.initHandle(h, t, t.Priority.normalize(), rc, nil)
+	k.initHandle(h, t, normPriority(t.Priority), rc, nil)
 	base := h.retry
 	if base == nil {
 		base = rc.retry[h.bucket]
@@ -241,8 +242,8 @@ func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
 	switch {
 	case t.Kind == "":
 		bad("Kind", t.Kind, "must not be empty")
-	case len(t.Kind) > KindMax:
-		errs = append(errs, &ConfigError{Field: prefix + "Kind", Reason: strconv.Itoa(len(t.Kind)) + " bytes: must be at most " + strconv.Itoa(KindMax) + " bytes (KindMax)"})
+	case len(t.Kind) > store.KindMax:
+		errs = append(errs, &ConfigError{Field: prefix + "Kind", Reason: strconv.Itoa(len(t.Kind)) + " bytes: must be at most " + strconv.Itoa(store.KindMax) + " bytes (KindMax)"})
 	}
 	if !t.Priority.Valid() {
 		bad("Priority", t.Priority, "must be High, Normal or Low")
@@ -259,26 +260,26 @@ func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
 	if t.MaxAttempts < 0 {
 		bad("MaxAttempts", t.MaxAttempts, "must be >= 0")
 	}
-	if len(t.UniqueKey) > UniqueKeyMax {
-		errs = append(errs, &ConfigError{Field: prefix + "UniqueKey", Reason: strconv.Itoa(len(t.UniqueKey)) + " bytes: must be at most " + strconv.Itoa(UniqueKeyMax) + " bytes (UniqueKeyMax)"})
+	if len(t.UniqueKey) > store.UniqueKeyMax {
+		errs = append(errs, &ConfigError{Field: prefix + "UniqueKey", Reason: strconv.Itoa(len(t.UniqueKey)) + " bytes: must be at most " + strconv.Itoa(store.UniqueKeyMax) + " bytes (UniqueKeyMax)"})
 	}
 	if t.Key != "" && t.Group == "" {
 		bad("Key", t.Key, "needs a DurableTask.Group")
 	}
-	if len(t.Key) > GroupKeyMax {
-		errs = append(errs, &ConfigError{Field: prefix + "Key", Reason: strconv.Itoa(len(t.Key)) + " bytes: must be at most " + strconv.Itoa(GroupKeyMax) + " bytes (GroupKeyMax)"})
+	if len(t.Key) > store.GroupKeyMax {
+		errs = append(errs, &ConfigError{Field: prefix + "Key", Reason: strconv.Itoa(len(t.Key)) + " bytes: must be at most " + strconv.Itoa(store.GroupKeyMax) + " bytes (GroupKeyMax)"})
 	}
 	if t.Pool && !shared {
 		bad("Pool", t.Pool, "needs a Config.Store that is a SharedStore")
 	}
 	if maxBytes > 0 && len(t.Payload) > maxBytes {
-		errs = append(errs, fmt.Errorf("kernel: %sPayload: %d bytes, the store takes at most %d: %w", prefix, len(t.Payload), maxBytes, ErrPayloadTooLarge))
+		errs = append(errs, fmt.Errorf("kernel: %sPayload: %d bytes, the store takes at most %d: %w", prefix, len(t.Payload), maxBytes, store.ErrPayloadTooLarge))
 	}
 	return errors.Join(errs...)
 }
 
 // SubmitDurable stores t and schedules it. It waits for room while the kernel is full
-// (ctx bounds that wait; on a [SharedStore] a task this kernel has no room for goes
+// (ctx bounds that wait; on a [store.SharedStore] a task this kernel has no room for goes
 // to the store's pool instead, see [DurableTask.Pool]), then for the group commit
 // that holds t — in acknowledged mode (Config.SnapshotEvery zero, the default) it
 // returns only once t is durable, so a crash after it returned loses nothing: the
@@ -286,10 +287,10 @@ func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
 // is durable at the next snapshot.
 //
 // It refuses, with nothing stored: a bad field (a joined *ConfigError naming it), an
-// unregistered Kind, a payload over the store's cap ([ErrPayloadTooLarge]), a live
-// UniqueKey ([ErrDuplicateKey]), no room ([ErrQueueFull], [ErrDegraded] or ctx.Err();
+// unregistered Kind, a payload over the store's cap ([store.ErrPayloadTooLarge]), a live
+// UniqueKey ([store.ErrDuplicateKey]), no room ([ErrQueueFull], [ErrDegraded] or ctx.Err();
 // never on a SharedStore), a closed kernel ([ErrClosed]) and a store that cannot be reached
-// ([ErrStoreUnavailable], at once while the store is known to be down). The wait for
+// ([store.ErrStoreUnavailable], at once while the store is known to be down). The wait for
 // the commit is bounded by Config.StoreTimeout, not by ctx: once the commit began its
 // outcome is waited for. If the kernel closes between the commit and the hand-over,
 // the task stays stored and its handle ends Canceled with ErrClosed.
@@ -411,7 +412,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 			continue
 		}
 		if _, ok := d.keys[key]; ok {
-			fail(i, fmt.Errorf("kernel: %sUniqueKey %q: %w", prefix(i), key, ErrDuplicateKey))
+			fail(i, fmt.Errorf("kernel: %sUniqueKey %q: %w", prefix(i), key, store.ErrDuplicateKey))
 			continue
 		}
 		d.keys[key] = struct{}{}
@@ -441,7 +442,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 	for i := range ts {
 		if errs[i] == nil {
 			if pool[i] = k.toPool(&ts[i], rc); !pool[i] {
-				need[levelOf(ts[i].Priority.normalize())]++
+				need[levelOf(normPriority(ts[i].Priority))]++
 			}
 		}
 	}
@@ -460,7 +461,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		if d.own != nil && !k.tryRoom(queue.Level(l), need[l], rc) {
 			// No room here: to the pool, for whichever kernel has a slot.
 			for i := range ts {
-				if errs[i] == nil && !pool[i] && levelOf(ts[i].Priority.normalize()) == queue.Level(l) {
+				if errs[i] == nil && !pool[i] && levelOf(normPriority(ts[i].Priority)) == queue.Level(l) {
 					pool[i] = true
 				}
 			}
@@ -487,7 +488,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 			continue
 		}
 		t := &ts[i]
-		prio := t.Priority.normalize()
+		prio := normPriority(t.Priority)
 		maxAttempts := t.MaxAttempts
 		if maxAttempts == 0 {
 			maxAttempts = rc.retry[levelOf(prio)].MaxAttempts
@@ -497,7 +498,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		task := Task{ID: id, Priority: prio, Delay: t.Delay, At: t.At, Timeout: t.Timeout}
 		h := k.newDurableHandle(&task, rc, fns[i], t.Kind, payload, t.UniqueKey, maxAttempts, t.Timeout, gds[i], t.Key)
 		hs[i] = h
-		st := StoredTask{
+		st := store.StoredTask{
 			ID: id, Kind: t.Kind, Payload: payload, Priority: prio, RunAt: now,
 			Timeout: t.Timeout, MaxAttempts: maxAttempts, Fence: 1, UniqueKey: t.UniqueKey,
 			Group: t.Group, Key: t.Key, State: Queued, CreatedAt: now, UpdatedAt: now,
@@ -511,7 +512,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 			}
 		}
 		h.dur.inPool = pool[i]
-		entries = append(entries, jentry{c: Change{Op: OpInsert, Task: st, Pool: pool[i]}, h: h, idx: i})
+		entries = append(entries, jentry{c: store.Change{Op: store.OpInsert, Task: st, Pool: pool[i]}, h: h, idx: i})
 	}
 	if d.j.every > 0 {
 		// Periodic snapshot: journal the inserts (before the loop can journal a start),

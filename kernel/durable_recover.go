@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/axsched/ax/store"
 )
 
 // recover schedules tasks read back from the store, each in its group's gate with
 // its key. A task whose group this kernel does not have (Config.Groups) is held
 // until an Update adds it (releaseGroups).
-func (k *Kernel) recover(tasks []StoredTask, fn DurableFunc) {
+func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
 	tasks, groups := k.dur.holdGroupless(tasks, k)
 	rc := k.rc.Load()
 	now := k.clk.Now()
@@ -18,14 +20,14 @@ func (k *Kernel) recover(tasks []StoredTask, fn DurableFunc) {
 	var dead []jentry
 	for i := range tasks {
 		t := &tasks[i]
-		prio := t.Priority.normalize()
+		prio := normPriority(t.Priority)
 		maxAttempts := t.MaxAttempts
 		if maxAttempts <= 0 {
 			maxAttempts = rc.retry[levelOf(prio)].MaxAttempts
 		}
 		if t.State == Running && t.Attempt >= maxAttempts {
 			msg := "kernel: attempt " + strconv.Itoa(t.Attempt) + " of " + strconv.Itoa(maxAttempts) + " was interrupted (the process stopped) and it was the last"
-			dead = append(dead, jentry{c: Change{Op: OpFail, Fence: t.Fence, Task: StoredTask{ID: t.ID, State: Failed, LastError: msg, UpdatedAt: now}}})
+			dead = append(dead, jentry{c: store.Change{Op: store.OpFail, Fence: t.Fence, Task: store.StoredTask{ID: t.ID, State: Failed, LastError: msg, UpdatedAt: now}}})
 			k.dur.dropKey(t.UniqueKey)
 			continue
 		}
@@ -57,8 +59,8 @@ func (k *Kernel) recover(tasks []StoredTask, fn DurableFunc) {
 // the groups it checked them against (the others' groups are all there). The check
 // and the hold are made under mu, which Update's releaseGroups takes after the new
 // config is in force: a task is never held for a group that is there.
-func (d *durables) holdGroupless(tasks []StoredTask, k *Kernel) ([]StoredTask, map[string]*groupDef) {
-	var keep []StoredTask
+func (d *durables) holdGroupless(tasks []store.StoredTask, k *Kernel) ([]store.StoredTask, map[string]*groupDef) {
+	var keep []store.StoredTask
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	groups := k.rc.Load().groups
@@ -70,10 +72,10 @@ func (d *durables) holdGroupless(tasks []StoredTask, k *Kernel) ([]StoredTask, m
 			continue
 		}
 		if keep == nil {
-			keep = append(make([]StoredTask, 0, len(tasks)), tasks[:i]...)
+			keep = append(make([]store.StoredTask, 0, len(tasks)), tasks[:i]...)
 		}
 		if d.heldGroups == nil {
-			d.heldGroups = make(map[string][]StoredTask)
+			d.heldGroups = make(map[string][]store.StoredTask)
 		}
 		d.heldGroups[t.Group] = append(d.heldGroups[t.Group], t)
 		k.log.warn("kernel: a recovered durable task names a group not in Config.Groups; it is held until an Update adds it", "task", t.ID, "group", t.Group)
@@ -91,7 +93,7 @@ func (k *Kernel) releaseGroups(rc *resolved) {
 	if d == nil {
 		return
 	}
-	var ts []StoredTask
+	var ts []store.StoredTask
 	d.mu.Lock()
 	for g, held := range d.heldGroups {
 		if _, ok := rc.groups[g]; ok {
@@ -105,13 +107,13 @@ func (k *Kernel) releaseGroups(rc *resolved) {
 	}
 }
 
-// Requeue gives the named dead letters another life (see [Store.Requeue]: Queued,
+// Requeue gives the named dead letters another life (see [store.Store.Requeue]: Queued,
 // attempts counted from zero, a new fence) and schedules them in this kernel, each
 // in its group's gate (see [DurableTask.Group]) — or holds them until their kind is
-// registered or their group is in Config.Groups. With a [SharedStore] they belong to
-// this kernel's owner ([SharedStore.RequeueAs]). It returns how many it requeued; IDs
+// registered or their group is in Config.Groups. With a [store.SharedStore] they belong to
+// this kernel's owner ([store.SharedStore.RequeueAs]). It returns how many it requeued; IDs
 // that are unknown or not dead letters are skipped. List dead letters with the
-// store's [Store.DeadLetters]. ctx bounds the store's call; a nil ctx is
+// store's [store.Store.DeadLetters]. ctx bounds the store's call; a nil ctx is
 // context.Background().
 func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
 	if ctx == nil {
@@ -124,7 +126,7 @@ func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
 	if k.isClosed() {
 		return 0, ErrClosed
 	}
-	ts, err := storeCall(k, "Requeue", func() ([]StoredTask, error) {
+	ts, err := storeCall(k, "Requeue", func() ([]store.StoredTask, error) {
 		if d.own != nil {
 			return d.own.store.RequeueAs(ctx, d.own.owner(), k.clk.Now(), ids...)
 		}

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // runningStore is a MemoryStore that counts, after each commit, the rows it holds
@@ -25,18 +26,18 @@ type runningStore struct {
 	broke   []int // rows Running after commits that started a task past limit
 }
 
-func (s *runningStore) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+func (s *runningStore) Commit(ctx context.Context, cs []store.Change) ([]error, error) {
 	res, err := s.MemoryStore.Commit(ctx, cs)
 	return s.count(ctx, cs, res, err)
 }
 
-func (s *runningStore) CommitAs(ctx context.Context, o kernel.Owner, cs []kernel.Change) ([]error, error) {
+func (s *runningStore) CommitAs(ctx context.Context, o store.Owner, cs []store.Change) ([]error, error) {
 	res, err := s.MemoryStore.CommitAs(ctx, o, cs)
 	return s.count(ctx, cs, res, err)
 }
 
 // count records the rows Running after a commit of cs that returned res, err.
-func (s *runningStore) count(ctx context.Context, cs []kernel.Change, res []error, err error) ([]error, error) {
+func (s *runningStore) count(ctx context.Context, cs []store.Change, res []error, err error) ([]error, error) {
 	if err != nil {
 		return res, err
 	}
@@ -52,7 +53,7 @@ func (s *runningStore) count(ctx context.Context, cs []kernel.Change, res []erro
 	}
 	starts := false
 	for _, c := range cs {
-		starts = starts || c.Op == kernel.OpStart
+		starts = starts || c.Op == store.OpStart
 	}
 	s.mu.Lock()
 	s.running, s.most = n, max(s.most, n)

@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
-	"github.com/axsched/ax/kernel/storetest"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
+	"github.com/axsched/ax/store/storetest"
 )
 
 // The durable tests run in package kernel_test: package kernel cannot import storekit,
@@ -63,7 +64,7 @@ func advance(d time.Duration) {
 }
 
 // stored reads one task back from a store or fails the test.
-func stored(t *testing.T, s kernel.Store, id string) kernel.StoredTask {
+func stored(t *testing.T, s store.Store, id string) store.StoredTask {
 	t.Helper()
 	st, err := s.Get(context.Background(), id)
 	if err != nil {
@@ -148,7 +149,7 @@ func TestDurableBadInput(t *testing.T) {
 			{"negative delay", kernel.DurableTask{Kind: "ok", Delay: -1}, "DurableTask.Delay"},
 			{"delay and at", kernel.DurableTask{Kind: "ok", Delay: 1, At: time.Now()}, "DurableTask.At"},
 			{"negative attempts", kernel.DurableTask{Kind: "ok", MaxAttempts: -1}, "DurableTask.MaxAttempts"},
-			{"long key", kernel.DurableTask{Kind: "ok", UniqueKey: strings.Repeat("k", kernel.UniqueKeyMax+1)}, "DurableTask.UniqueKey"},
+			{"long key", kernel.DurableTask{Kind: "ok", UniqueKey: strings.Repeat("k", store.UniqueKeyMax+1)}, "DurableTask.UniqueKey"},
 			{"bad priority", kernel.DurableTask{Kind: "ok", Priority: 9}, "DurableTask.Priority"},
 		} {
 			_, err := k.SubmitDurable(context.Background(), tc.task)
@@ -188,7 +189,7 @@ func TestDurablePayloadCap(t *testing.T) {
 		k := newTestKernel(t, kernel.Config{Store: s})
 		_ = k.Register("ok", func(context.Context, []byte) error { return nil })
 		_, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "ok", Payload: make([]byte, 9)})
-		if !errors.Is(err, kernel.ErrPayloadTooLarge) || !strings.Contains(err.Error(), "DurableTask.Payload") {
+		if !errors.Is(err, store.ErrPayloadTooLarge) || !strings.Contains(err.Error(), "DurableTask.Payload") {
 			t.Fatalf("SubmitDurable(9 bytes) = %v, want ErrPayloadTooLarge naming the field", err)
 		}
 		if k.Stats().Store.Changes != 0 {
@@ -210,11 +211,11 @@ func TestDurableUniqueKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "wait", UniqueKey: "order-7"}); !errors.Is(err, kernel.ErrDuplicateKey) {
+		if _, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "wait", UniqueKey: "order-7"}); !errors.Is(err, store.ErrDuplicateKey) {
 			t.Fatalf("second submit with a live key = %v, want ErrDuplicateKey", err)
 		}
 		hs, err := k.SubmitDurableMany(context.Background(), []kernel.DurableTask{{Kind: "wait", UniqueKey: "a"}, {Kind: "wait", UniqueKey: "a"}})
-		if !errors.Is(err, kernel.ErrDuplicateKey) || hs[0] == nil || hs[1] != nil || !strings.Contains(err.Error(), "DurableTask[1]") {
+		if !errors.Is(err, store.ErrDuplicateKey) || hs[0] == nil || hs[1] != nil || !strings.Contains(err.Error(), "DurableTask[1]") {
 			t.Fatalf("SubmitDurableMany(same key twice) = %v, %v", hs, err)
 		}
 		g.open()
@@ -318,18 +319,18 @@ func TestDurableRequeueRunsDeadLetters(t *testing.T) {
 
 // seed commits tasks to a store as a previous kernel would have left them: on a
 // SharedStore, as the tasks of an owner that left.
-func seed(t *testing.T, s kernel.Store, tasks ...kernel.StoredTask) {
+func seed(t *testing.T, s store.Store, tasks ...store.StoredTask) {
 	t.Helper()
-	cs := make([]kernel.Change, len(tasks))
+	cs := make([]store.Change, len(tasks))
 	for i, st := range tasks {
 		if st.UpdatedAt.IsZero() {
 			st.UpdatedAt = time.Now()
 			st.CreatedAt = st.UpdatedAt
 		}
-		cs[i] = kernel.Change{Op: kernel.OpInsert, Task: st}
+		cs[i] = store.Change{Op: store.OpInsert, Task: st}
 	}
 	commit := s.Commit
-	if ss, ok := s.(kernel.SharedStore); ok {
+	if ss, ok := s.(store.SharedStore); ok {
 		o, err := ss.Join(context.Background(), "seed", time.Minute)
 		if err != nil {
 			t.Fatal(err)
@@ -339,7 +340,7 @@ func seed(t *testing.T, s kernel.Store, tasks ...kernel.StoredTask) {
 				t.Fatal(err)
 			}
 		}()
-		commit = func(ctx context.Context, cs []kernel.Change) ([]error, error) { return ss.CommitAs(ctx, o, cs) }
+		commit = func(ctx context.Context, cs []store.Change) ([]error, error) { return ss.CommitAs(ctx, o, cs) }
 	}
 	res, err := commit(context.Background(), cs)
 	if err != nil {
@@ -357,12 +358,12 @@ func TestDurableRecovery(t *testing.T) {
 		s := storekit.NewMemoryStore()
 		now := time.Now()
 		seed(t, s,
-			kernel.StoredTask{ID: "queued", Kind: "rec", Payload: []byte("queued"), State: kernel.Queued, RunAt: now, Fence: 1},
-			kernel.StoredTask{ID: "late", Kind: "rec", Payload: []byte("late"), State: kernel.Delayed, RunAt: now.Add(-time.Hour), Fence: 1},
-			kernel.StoredTask{ID: "later", Kind: "rec", Payload: []byte("later"), State: kernel.Delayed, RunAt: now.Add(time.Minute), Fence: 1},
-			kernel.StoredTask{ID: "crashed", Kind: "rec", Payload: []byte("crashed"), State: kernel.Running, Attempt: 1, MaxAttempts: 3, Fence: 5},
-			kernel.StoredTask{ID: "spent", Kind: "rec", Payload: []byte("spent"), State: kernel.Running, Attempt: 2, MaxAttempts: 2, Fence: 7, UniqueKey: "u"},
-			kernel.StoredTask{ID: "other", Kind: "unknown", State: kernel.Queued, Fence: 1},
+			store.StoredTask{ID: "queued", Kind: "rec", Payload: []byte("queued"), State: kernel.Queued, RunAt: now, Fence: 1},
+			store.StoredTask{ID: "late", Kind: "rec", Payload: []byte("late"), State: kernel.Delayed, RunAt: now.Add(-time.Hour), Fence: 1},
+			store.StoredTask{ID: "later", Kind: "rec", Payload: []byte("later"), State: kernel.Delayed, RunAt: now.Add(time.Minute), Fence: 1},
+			store.StoredTask{ID: "crashed", Kind: "rec", Payload: []byte("crashed"), State: kernel.Running, Attempt: 1, MaxAttempts: 3, Fence: 5},
+			store.StoredTask{ID: "spent", Kind: "rec", Payload: []byte("spent"), State: kernel.Running, Attempt: 2, MaxAttempts: 2, Fence: 7, UniqueKey: "u"},
+			store.StoredTask{ID: "other", Kind: "unknown", State: kernel.Queued, Fence: 1},
 		)
 		k := newTestKernel(t, kernel.Config{Store: s})
 		if held := k.Stats().Store.Held; held != 6 {
@@ -370,7 +371,7 @@ func TestDurableRecovery(t *testing.T) {
 		}
 		// A recovered live unique key is held.
 		_ = k.Register("noop", func(context.Context, []byte) error { return nil })
-		if _, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "noop", UniqueKey: "u"}); !errors.Is(err, kernel.ErrDuplicateKey) {
+		if _, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "noop", UniqueKey: "u"}); !errors.Is(err, store.ErrDuplicateKey) {
 			t.Fatalf("submit with a recovered key = %v", err)
 		}
 		rec := newRecorder()
@@ -398,7 +399,7 @@ func TestDurableRecovery(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Rescued with the fence of a new epoch, then started once.
-		if st := stored(t, s, "crashed"); st.State != kernel.Succeeded || st.Attempt != 2 || st.Fence != kernel.FenceOfEpoch(st.Fence>>32)+1 || st.Fence>>32 == 0 {
+		if st := stored(t, s, "crashed"); st.State != kernel.Succeeded || st.Attempt != 2 || st.Fence != store.FenceOfEpoch(st.Fence>>32)+1 || st.Fence>>32 == 0 {
 			t.Fatalf("crashed stored %+v, want succeeded on attempt 2 with the first fence of an epoch, plus 1", st)
 		}
 		if st := stored(t, s, "spent"); st.State != kernel.Failed || !strings.Contains(st.LastError, "interrupted") {
@@ -475,7 +476,7 @@ func TestDurableStoreDown(t *testing.T) {
 				_ = k.Register("rec", rec.run)
 				s.InjectFault(1, applied)
 				_, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "rec", Payload: []byte("lost"), UniqueKey: "k"})
-				if !errors.Is(err, kernel.ErrStoreUnavailable) {
+				if !errors.Is(err, store.ErrStoreUnavailable) {
 					t.Fatalf("submit while the store fails = %v, want ErrStoreUnavailable", err)
 				}
 				if !k.Stats().Store.Down {
@@ -483,7 +484,7 @@ func TestDurableStoreDown(t *testing.T) {
 				}
 				// Known down: fail fast, no commit attempted.
 				before := k.Stats().Store.Errors
-				if _, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "rec"}); !errors.Is(err, kernel.ErrStoreUnavailable) {
+				if _, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "rec"}); !errors.Is(err, store.ErrStoreUnavailable) {
 					t.Fatalf("second submit = %v, want a fast ErrStoreUnavailable", err)
 				}
 				if k.Stats().Store.Errors != before {
@@ -595,25 +596,25 @@ type holdStarts struct {
 	release chan struct{}
 }
 
-func (s holdStarts) hold(cs []kernel.Change) {
+func (s holdStarts) hold(cs []store.Change) {
 	inserted := map[string]bool{}
 	for _, c := range cs {
-		if c.Op == kernel.OpInsert {
+		if c.Op == store.OpInsert {
 			inserted[c.Task.ID] = true
 		}
-		if c.Op == kernel.OpStart && !inserted[c.Task.ID] {
+		if c.Op == store.OpStart && !inserted[c.Task.ID] {
 			<-s.release
 			return
 		}
 	}
 }
 
-func (s holdStarts) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+func (s holdStarts) Commit(ctx context.Context, cs []store.Change) ([]error, error) {
 	s.hold(cs)
 	return s.MemoryStore.Commit(ctx, cs)
 }
 
-func (s holdStarts) CommitAs(ctx context.Context, o kernel.Owner, cs []kernel.Change) ([]error, error) {
+func (s holdStarts) CommitAs(ctx context.Context, o store.Owner, cs []store.Change) ([]error, error) {
 	s.hold(cs)
 	return s.MemoryStore.CommitAs(ctx, o, cs)
 }

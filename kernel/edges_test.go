@@ -25,7 +25,8 @@ import (
 
 	"github.com/axsched/ax/internal/axtest"
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // Edge cases: each test below pins one behaviour at the edge of the kernel's
@@ -1018,8 +1019,8 @@ func TestEdgeClearErrors(t *testing.T) {
 		{"unique_key_too_long", func(t *testing.T) {
 			k := edgeDurableKernel(t)
 			_, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "edge", UniqueKey: strings.Repeat("k", 300)})
-			if err == nil || !strings.Contains(err.Error(), strconv.Itoa(kernel.UniqueKeyMax)) || strings.Contains(err.Error(), "= 300") {
-				t.Fatalf("SubmitDurable(300-byte UniqueKey) = %v, want an error naming the limit %d", err, kernel.UniqueKeyMax)
+			if err == nil || !strings.Contains(err.Error(), strconv.Itoa(store.UniqueKeyMax)) || strings.Contains(err.Error(), "= 300") {
+				t.Fatalf("SubmitDurable(300-byte UniqueKey) = %v, want an error naming the limit %d", err, store.UniqueKeyMax)
 			}
 		}},
 		{"durable_many_index_once", func(t *testing.T) {
@@ -1258,14 +1259,14 @@ type edgeGoexitStore struct {
 	goexit atomic.Bool
 }
 
-func (s *edgeGoexitStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+func (s *edgeGoexitStore) Commit(ctx context.Context, changes []store.Change) ([]error, error) {
 	if s.goexit.CompareAndSwap(true, false) {
 		runtime.Goexit()
 	}
 	return s.MemoryStore.Commit(ctx, changes)
 }
 
-func (s *edgeGoexitStore) CommitAs(ctx context.Context, o kernel.Owner, changes []kernel.Change) ([]error, error) {
+func (s *edgeGoexitStore) CommitAs(ctx context.Context, o store.Owner, changes []store.Change) ([]error, error) {
 	if s.goexit.CompareAndSwap(true, false) {
 		runtime.Goexit()
 	}
@@ -1320,7 +1321,7 @@ func TestEdgeGoexitInCallbacks(t *testing.T) {
 			st.goexit.Store(true)
 			ctx, cancel := context.WithTimeout(context.Background(), edgeWait)
 			defer cancel()
-			if _, err := k.SubmitDurable(ctx, kernel.DurableTask{Kind: "edge"}); !errors.Is(err, kernel.ErrStoreUnavailable) {
+			if _, err := k.SubmitDurable(ctx, kernel.DurableTask{Kind: "edge"}); !errors.Is(err, store.ErrStoreUnavailable) {
 				t.Fatalf("SubmitDurable() while Commit calls Goexit = %v, want ErrStoreUnavailable", err)
 			}
 			var h *kernel.Handle
@@ -1411,7 +1412,7 @@ func TestEdgeStopFromGuardedCallbacks(t *testing.T) {
 		t.Run("Store/"+name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := &stopStore{MemoryStore: storekit.NewMemoryStore(), got: make(chan error, 1)}
-				k := newTestKernel(t, kernel.Config{Store: struct{ kernel.Store }{s}})
+				k := newTestKernel(t, kernel.Config{Store: struct{ store.Store }{s}})
 				s.stop = func() error { return stop(k) }
 				_ = k.Register("k", func(context.Context, []byte) error { return nil })
 				s.armed.Store(true)
@@ -1435,7 +1436,7 @@ type stopStore struct {
 	got   chan error
 }
 
-func (s *stopStore) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+func (s *stopStore) Commit(ctx context.Context, cs []store.Change) ([]error, error) {
 	if s.armed.CompareAndSwap(true, false) {
 		s.got <- s.stop()
 	}
@@ -1449,7 +1450,7 @@ func TestEdgeStoreIgnoresCtx(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := &hangStore{MemoryStore: storekit.NewMemoryStore(), entered: make(chan struct{}), release: make(chan struct{})}
-				k, err := kernel.New(kernel.Config{Store: struct{ kernel.Store }{s}, StoreTimeout: time.Second})
+				k, err := kernel.New(kernel.Config{Store: struct{ store.Store }{s}, StoreTimeout: time.Second})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -1496,7 +1497,7 @@ type hangStore struct {
 	release chan struct{}
 }
 
-func (s *hangStore) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+func (s *hangStore) Commit(ctx context.Context, cs []store.Change) ([]error, error) {
 	if s.armed.CompareAndSwap(true, false) {
 		close(s.entered)
 		<-s.release

@@ -40,7 +40,7 @@ var (
 	ErrAbandoned = errors.New("kernel: task abandoned at shutdown")
 
 	// ErrTaskTaken is the error of a durable task whose attempt the store refused to
-	// start because another owner of a [SharedStore] holds the task now (it rescued the
+	// start because another owner of a [store.SharedStore] holds the task now (it rescued the
 	// task after this kernel's lease ended). The task ends Abandoned here, without
 	// running; its owner runs it.
 	ErrTaskTaken = errors.New("kernel: another owner of the store holds the task")

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // Fan out over a slice with Map: results come back in order, under the kernel's

@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // TestPauseDurableKind: a paused kind's tasks stay queued, others run, and the
@@ -212,7 +213,7 @@ func TestDurableGroupBadInput(t *testing.T) {
 	}{
 		{kernel.DurableTask{Kind: "call", Group: "nope", Key: "a"}, "DurableTask.Group"},
 		{kernel.DurableTask{Kind: "call", Key: "a"}, "DurableTask.Key"},
-		{kernel.DurableTask{Kind: "call", Group: "hosts", Key: strings.Repeat("k", kernel.GroupKeyMax+1)}, "DurableTask.Key"},
+		{kernel.DurableTask{Kind: "call", Group: "hosts", Key: strings.Repeat("k", store.GroupKeyMax+1)}, "DurableTask.Key"},
 	}
 	for _, c := range cases {
 		_, err := k.SubmitDurable(context.Background(), c.task)
@@ -222,7 +223,7 @@ func TestDurableGroupBadInput(t *testing.T) {
 		}
 	}
 	hs, err := k.SubmitDurableMany(context.Background(), []kernel.DurableTask{
-		{Kind: "call", Group: "hosts", Key: strings.Repeat("k", kernel.GroupKeyMax)},
+		{Kind: "call", Group: "hosts", Key: strings.Repeat("k", store.GroupKeyMax)},
 		{Kind: "call", Group: "nope"},
 	})
 	var ce *kernel.ConfigError
@@ -247,14 +248,14 @@ func TestDurableGroupBadInput(t *testing.T) {
 func TestDurableGroupHeldUntilConfigured(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := storekit.NewMemoryStore()
-		var seeded []kernel.StoredTask
+		var seeded []store.StoredTask
 		for i := range 4 {
-			seeded = append(seeded, kernel.StoredTask{
+			seeded = append(seeded, store.StoredTask{
 				ID: fmt.Sprintf("g%d", i), Kind: "call", Payload: fmt.Appendf(nil, "a/%d", i),
 				State: kernel.Queued, Fence: 1, Group: "hosts", Key: "a",
 			})
 		}
-		seeded = append(seeded, kernel.StoredTask{ID: "free", Kind: "call", Payload: []byte("free/0"), State: kernel.Queued, Fence: 1})
+		seeded = append(seeded, store.StoredTask{ID: "free", Kind: "call", Payload: []byte("free/0"), State: kernel.Queued, Fence: 1})
 		seed(t, s, seeded...)
 		k := newTestKernel(t, kernel.Config{Store: s, MaxConcurrency: 8})
 		tr := newKeyTracker(time.Second)
@@ -398,8 +399,8 @@ type refuseFirstStart struct {
 	done atomic.Bool
 }
 
-func (s *refuseFirstStart) CommitAs(ctx context.Context, o kernel.Owner, cs []kernel.Change) ([]error, error) {
-	idx := slices.IndexFunc(cs, func(c kernel.Change) bool { return c.Op == kernel.OpStart })
+func (s *refuseFirstStart) CommitAs(ctx context.Context, o store.Owner, cs []store.Change) ([]error, error) {
+	idx := slices.IndexFunc(cs, func(c store.Change) bool { return c.Op == store.OpStart })
 	if idx < 0 || !s.done.CompareAndSwap(false, true) {
 		return s.MemoryStore.CommitAs(ctx, o, cs)
 	}
@@ -407,7 +408,7 @@ func (s *refuseFirstStart) CommitAs(ctx context.Context, o kernel.Owner, cs []ke
 	if err != nil {
 		return nil, err
 	}
-	return slices.Insert(res, idx, error(fmt.Errorf("refused: %w", kernel.ErrStaleFence))), nil
+	return slices.Insert(res, idx, error(fmt.Errorf("refused: %w", store.ErrStaleFence))), nil
 }
 
 // TestDurableGroupRefusedStartReturnsPermit: an attempt of a group whose start the
@@ -443,7 +444,7 @@ func TestDurableGroupRefusedStartReturnsPermit(t *testing.T) {
 
 // plainStore hides the SharedStore methods of the store it wraps: the kernel
 // then reads its tasks back with Recover.
-type plainStore struct{ kernel.Store }
+type plainStore struct{ store.Store }
 
 // TestDurableGroupRecoverAndRequeuePlainStore: on a Store that is not a
 // SharedStore, tasks read back by Recover and dead letters given another life by
@@ -451,9 +452,9 @@ type plainStore struct{ kernel.Store }
 func TestDurableGroupRecoverAndRequeuePlainStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := storekit.NewMemoryStore()
-		var seeded []kernel.StoredTask
+		var seeded []store.StoredTask
 		for i := range 3 {
-			seeded = append(seeded, kernel.StoredTask{
+			seeded = append(seeded, store.StoredTask{
 				ID: fmt.Sprintf("r%d", i), Kind: "call", Payload: fmt.Appendf(nil, "a/r%d", i),
 				State: kernel.Queued, Fence: 1, Group: "hosts", Key: "a",
 			})

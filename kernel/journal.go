@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/axsched/ax/store"
 )
 
 // The journal's retry and probe delays while the store is down.
@@ -19,7 +20,7 @@ const (
 
 // jentry is one change waiting for a group commit.
 type jentry struct {
-	c    Change
+	c    store.Change
 	h    *Handle   // an insert: the task, handed to the loop once stored (acknowledged mode)
 	ack  *ackGroup // an acknowledged insert: the submit waiting for it
 	idx  int       // the task's index in that submit
@@ -48,7 +49,7 @@ type ackGroup struct {
 // database, not about task times.
 type journal struct {
 	k        *Kernel
-	store    Store
+	store    store.Store
 	every    time.Duration
 	maxBatch int
 	timeout  time.Duration
@@ -112,7 +113,7 @@ func (j *journal) add(es []jentry) {
 // known to be down, so that durable submits fail fast.
 func (j *journal) availableErr() error {
 	if p := j.down.Load(); p != nil {
-		return fmt.Errorf("kernel: durable submit refused while the store is down: %w (last error: %w)", ErrStoreUnavailable, *p)
+		return fmt.Errorf("kernel: durable submit refused while the store is down: %w (last error: %w)", store.ErrStoreUnavailable, *p)
 	}
 	return nil
 }
@@ -213,7 +214,7 @@ func (j *journal) run() {
 		j.abandon(left)
 	}()
 	backoff := time.Duration(0)
-	var buf []Change
+	var buf []store.Change
 	lastCommit := time.Now()
 	for {
 		j.mu.Lock()
@@ -308,7 +309,7 @@ func (j *journal) idle() bool {
 	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
 	_, err := own.commit(ctx, nil) // the lone heartbeat
 	cancel()
-	if err != nil && !errors.Is(err, ErrLeaseLost) && j.log != nil {
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) && j.log != nil {
 		j.log.warn("kernel: renew the lease on the store", "owner", own.name, "err", err)
 	}
 	return true
@@ -339,9 +340,9 @@ func storeCall[T any](k *Kernel, op string, f func() (T, error)) (v T, err error
 // probe checks whether a down store answers again and returns the next backoff.
 func (j *journal) probe(backoff time.Duration) time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
-	_, err := storeCall(j.k, "Get", func() (StoredTask, error) { return j.store.Get(ctx, "ax-probe") })
+	_, err := storeCall(j.k, "Get", func() (store.StoredTask, error) { return j.store.Get(ctx, "ax-probe") })
 	cancel()
-	if err == nil || errors.Is(err, ErrUnknownTask) {
+	if err == nil || errors.Is(err, store.ErrUnknownTask) {
 		j.down.Store(nil)
 		if j.log != nil {
 			j.log.info("kernel: the store answers again; durable submits resume")
@@ -385,7 +386,7 @@ func (j *journal) startable() int {
 }
 
 func startable(e *jentry) bool {
-	return e.ack != nil && e.c.Op == OpInsert && !e.c.Pool && e.c.Task.State == Queued && e.c.Task.Group == "" && e.h != nil && !e.h.due
+	return e.ack != nil && e.c.Op == store.OpInsert && !e.c.Pool && e.c.Task.State == Queued && e.c.Task.Group == "" && e.h != nil && !e.h.due
 }
 
 // prestart returns batch with an OpStart behind each of its first n startable
@@ -398,7 +399,7 @@ func (j *journal) prestart(batch []jentry, n int) []jentry {
 		out = append(out, *e)
 		if n > 0 && startable(e) {
 			n--
-			out = append(out, jentry{h: e.h, pre: true, c: Change{Op: OpStart, Fence: e.c.Task.Fence, Task: StoredTask{
+			out = append(out, jentry{h: e.h, pre: true, c: store.Change{Op: store.OpStart, Fence: e.c.Task.Fence, Task: store.StoredTask{
 				ID: e.c.Task.ID, Attempt: 1, Fence: e.c.Task.Fence + 1, UpdatedAt: now,
 			}}})
 		}
@@ -421,7 +422,7 @@ func (j *journal) unreserve(started []*Handle) {
 // store could not be reached: the batch's acknowledged inserts are then refused
 // (their submits fail, and a cancel that undoes each, should it have landed, goes
 // first in the next commit); its other changes go back to the front of the queue.
-func (j *journal) commit(batch []jentry, changes []Change) bool {
+func (j *journal) commit(batch []jentry, changes []store.Change) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
 	var (
 		results []error
@@ -436,7 +437,7 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 	if err == nil && len(results) != len(changes) {
 		err = fmt.Errorf("kernel: Store.Commit returned %d results for %d changes", len(results), len(changes))
 	}
-	if errors.Is(err, ErrLeaseLost) {
+	if errors.Is(err, store.ErrLeaseLost) {
 		// Nothing of the batch applied, and the owner joined again (ownership.commit):
 		// refuse its acknowledged inserts, and commit the rest at once as the new owner.
 		keep := make([]jentry, 0, len(batch))
@@ -461,8 +462,8 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 	}
 	if err != nil {
 		j.commitErrors.Inc()
-		if !errors.Is(err, ErrStoreUnavailable) {
-			err = fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		if !errors.Is(err, store.ErrStoreUnavailable) {
+			err = fmt.Errorf("%w: %w", store.ErrStoreUnavailable, err)
 		}
 		if j.down.Swap(&err) == nil {
 			j.log.warn("kernel: the store is down; durable submits fail until it answers", "err", err)
@@ -481,7 +482,7 @@ func (j *journal) commit(batch []jentry, changes []Change) bool {
 			if i+1 < len(batch) && batch[i+1].pre {
 				fence = batch[i+1].c.Task.Fence // the insert landed with its start, if at all
 			}
-			keep = append(keep, jentry{comp: true, c: Change{Op: OpCancel, Fence: fence, Task: StoredTask{
+			keep = append(keep, jentry{comp: true, c: store.Change{Op: store.OpCancel, Fence: fence, Task: store.StoredTask{
 				ID: e.c.Task.ID, UpdatedAt: now, LastError: "kernel: its submit was refused: the store did not answer",
 			}}})
 			e.ack.all = fmt.Errorf("kernel: durable submit: %w", err)
@@ -583,13 +584,13 @@ func (j *journal) refuse(e jentry) {
 func (k *Kernel) journalStart(h *Handle, a *attempt) {
 	d := h.dur
 	next := d.fence + 1
-	k.ls.jbuf = append(k.ls.jbuf, jentry{c: Change{Op: OpStart, Fence: d.fence, Task: StoredTask{ID: h.id, Attempt: int(a.n), Fence: next, UpdatedAt: k.ls.now}}})
+	k.ls.jbuf = append(k.ls.jbuf, jentry{c: store.Change{Op: store.OpStart, Fence: d.fence, Task: store.StoredTask{ID: h.id, Attempt: int(a.n), Fence: next, UpdatedAt: k.ls.now}}})
 	d.fence = next
 }
 
 // journalRetry records a failed attempt that will be tried again at at. Loop only.
 func (k *Kernel) journalRetry(h *Handle, at time.Time, err error) {
-	k.ls.jbuf = append(k.ls.jbuf, jentry{c: Change{Op: OpRetry, Fence: h.dur.fence, Task: StoredTask{ID: h.id, RunAt: at, LastError: errText(err), UpdatedAt: k.ls.now}}})
+	k.ls.jbuf = append(k.ls.jbuf, jentry{c: store.Change{Op: store.OpRetry, Fence: h.dur.fence, Task: store.StoredTask{ID: h.id, RunAt: at, LastError: errText(err), UpdatedAt: k.ls.now}}})
 }
 
 // journalEnd records the end of a durable task, unless the end belongs to this
@@ -601,15 +602,15 @@ func (k *Kernel) journalEnd(h *Handle, to State, err error) {
 	if d.keepLive || to == Abandoned || (to == Canceled && errors.Is(err, ErrClosed)) {
 		return
 	}
-	c := Change{Fence: d.fence, Task: StoredTask{ID: h.id, UpdatedAt: k.ls.now}}
+	c := store.Change{Fence: d.fence, Task: store.StoredTask{ID: h.id, UpdatedAt: k.ls.now}}
 	switch to {
 	case Succeeded:
-		c.Op = OpSucceed
+		c.Op = store.OpSucceed
 	case Canceled:
-		c.Op = OpCancel
+		c.Op = store.OpCancel
 		c.Task.LastError = errText(err)
 	default: // Failed, TimedOut, Evicted
-		c.Op = OpFail
+		c.Op = store.OpFail
 		c.Task.State = to
 		c.Task.LastError = errText(err)
 	}

@@ -36,7 +36,7 @@ func TestLazyFits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := k.pathOf(&tt.task, tt.task.Priority.normalize(), k.rc.Load(), true) == pathLazy; got != tt.want {
+			if got := k.pathOf(&tt.task, normPriority(tt.task.Priority), k.rc.Load(), true) == pathLazy; got != tt.want {
 				t.Fatalf("pathOf() == pathLazy = %v, want %v", got, tt.want)
 			}
 		})

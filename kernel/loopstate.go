@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/queue"
+	"github.com/axsched/ax/store"
 	"github.com/axsched/ax/timewheel"
 	"github.com/benbjohnson/clock"
 )
@@ -18,7 +19,7 @@ type loopState struct {
 	// claimedEarly holds the pool tasks this kernel submitted and claimed before their
 	// handles reached the loop (acceptPooled starts them), each with its slot reserved
 	// in durRunning.
-	claimedEarly map[string]StoredTask
+	claimedEarly map[string]store.StoredTask
 	// claimReserved counts the slots reserved for a claim in flight (in durRunning too).
 	claimReserved int
 	// startReserved counts the slots reserved for starts in a commit in flight (in

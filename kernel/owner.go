@@ -10,23 +10,25 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/axsched/ax/store"
 )
 
-// ownership is a kernel's membership in a [SharedStore]: the owner it is now, how long
+// ownership is a kernel's membership in a [store.SharedStore]: the owner it is now, how long
 // its last renewal covers, and the rescuer goroutine that takes over the tasks of ended
 // owners. The journal renews the lease with every commit (and alone when idle) and
 // joins again when the store says the lease ended. Lease times run on the real clock:
 // they are about the database, not about task times.
 type ownership struct {
 	k      *Kernel
-	store  SharedStore // immutable
-	name   string      // immutable
+	store  store.SharedStore // immutable
+	name   string            // immutable
 	lease  time.Duration
 	margin time.Duration // starts stop this long before the lease may end
 	log    *kernelLog    // nil without Config.Logger
 
-	cur     atomic.Pointer[Owner] // the membership now; replaced by the journal on a rejoin
-	okUntil atomic.Int64          // unix ns: durable attempts may start without a commit until then
+	cur     atomic.Pointer[store.Owner] // the membership now; replaced by the journal on a rejoin
+	okUntil atomic.Int64                // unix ns: durable attempts may start without a commit until then
 
 	rescueNow chan struct{} // size 1: rescue at once (after a rejoin)
 	claimNow  chan struct{} // size 1: claim at once (a task went to the pool)
@@ -54,7 +56,7 @@ func ownerName(name string) string {
 
 // joinStore makes the kernel an owner of s and reads back the tasks it rescues from
 // ended owners (and from no owner): the recovery at New.
-func (k *Kernel) joinStore(s SharedStore, c *Config) (*ownership, []StoredTask, error) {
+func (k *Kernel) joinStore(s store.SharedStore, c *Config) (*ownership, []store.StoredTask, error) {
 	o := &ownership{
 		k: k, store: s, name: ownerName(c.Owner), lease: c.Lease, margin: c.Lease / 3,
 		log: k.log, rescueNow: make(chan struct{}, 1), claimNow: make(chan struct{}, 1), stopCh: make(chan struct{}),
@@ -62,7 +64,7 @@ func (k *Kernel) joinStore(s SharedStore, c *Config) (*ownership, []StoredTask, 
 	ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
 	defer cancel()
 	t0 := time.Now()
-	m, err := storeCall(o.k, "Join", func() (Owner, error) { return s.Join(ctx, o.name, o.lease) })
+	m, err := storeCall(o.k, "Join", func() (store.Owner, error) { return s.Join(ctx, o.name, o.lease) })
 	if err != nil {
 		return nil, nil, fmt.Errorf("kernel: join the store as owner %q: %w", o.name, err)
 	}
@@ -80,10 +82,10 @@ func (k *Kernel) joinStore(s SharedStore, c *Config) (*ownership, []StoredTask, 
 const rescueBatch = 4096
 
 // rescueAll rescues for m until the store has nothing left to rescue.
-func (o *ownership) rescueAll(ctx context.Context, m *Owner) ([]StoredTask, error) {
-	var all []StoredTask
+func (o *ownership) rescueAll(ctx context.Context, m *store.Owner) ([]store.StoredTask, error) {
+	var all []store.StoredTask
 	for {
-		ts, err := storeCall(o.k, "Rescue", func() ([]StoredTask, error) { return o.store.Rescue(ctx, *m, rescueBatch) })
+		ts, err := storeCall(o.k, "Rescue", func() ([]store.StoredTask, error) { return o.store.Rescue(ctx, *m, rescueBatch) })
 		if err != nil {
 			return all, err
 		}
@@ -112,14 +114,14 @@ func (o *ownership) renewed(t0 time.Time) {
 func (o *ownership) doubt() bool { return time.Now().UnixNano() >= o.okUntil.Load() }
 
 // owner returns the membership now.
-func (o *ownership) owner() Owner { return *o.cur.Load() }
+func (o *ownership) owner() store.Owner { return *o.cur.Load() }
 
 // commit is the journal's Store.Commit: CommitAs by the owner now. On ErrLeaseLost
 // it joins again and rescues what the ended membership left (its own tasks among
 // them: their rows get new fences, so the kernel's earlier writes for them are
 // refused) before it returns, so that no later commit lands on a row of the ended
 // membership. It returns the commit's error.
-func (o *ownership) commit(ctx context.Context, changes []Change) ([]error, error) {
+func (o *ownership) commit(ctx context.Context, changes []store.Change) ([]error, error) {
 	m := o.cur.Load()
 	t0 := time.Now()
 	res, err := storeCall(o.k, "CommitAs", func() ([]error, error) { return o.store.CommitAs(ctx, *m, changes) })
@@ -127,7 +129,7 @@ func (o *ownership) commit(ctx context.Context, changes []Change) ([]error, erro
 		o.renewed(t0)
 		return res, nil
 	}
-	if errors.Is(err, ErrLeaseLost) {
+	if errors.Is(err, store.ErrLeaseLost) {
 		o.lost.Add(1)
 		o.okUntil.Store(0)
 		if o.log != nil {
@@ -140,12 +142,12 @@ func (o *ownership) commit(ctx context.Context, changes []Change) ([]error, erro
 
 // rejoin joins the store again after the membership old ended, and takes back what
 // it can. It retries until it joined or the kernel stops. Journal goroutine only.
-func (o *ownership) rejoin(old *Owner) {
+func (o *ownership) rejoin(old *store.Owner) {
 	backoff := time.Duration(0)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), o.k.dur.j.timeout)
 		t0 := time.Now()
-		m, err := storeCall(o.k, "Join", func() (Owner, error) { return o.store.Join(ctx, o.name, o.lease) })
+		m, err := storeCall(o.k, "Join", func() (store.Owner, error) { return o.store.Join(ctx, o.name, o.lease) })
 		if err == nil {
 			o.cur.Store(&m)
 			o.renewed(t0)
@@ -231,7 +233,7 @@ func (o *ownership) startRescuer() {
 				}
 				o.k.recoverStored(ts)
 			}
-			if err != nil && !errors.Is(err, ErrLeaseLost) && o.log != nil {
+			if err != nil && !errors.Is(err, store.ErrLeaseLost) && o.log != nil {
 				o.log.warn("kernel: rescue of ended owners' tasks", "owner", o.name, "err", err)
 			}
 		}
@@ -256,9 +258,9 @@ func (o *ownership) leave(ctx context.Context) {
 
 // recoverStored schedules tasks read back from the store (rescued ones): those of a
 // registered kind now, the others once their kind is registered.
-func (k *Kernel) recoverStored(ts []StoredTask) {
+func (k *Kernel) recoverStored(ts []store.StoredTask) {
 	d := k.dur
-	byKind := make(map[string][]StoredTask)
+	byKind := make(map[string][]store.StoredTask)
 	d.mu.Lock()
 	for _, t := range ts {
 		if t.UniqueKey != "" {

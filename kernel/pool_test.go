@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // TestPoolSharedPoolOneKernel: with Config.SharedPool a lone kernel sends every

@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // commitLog is a MemoryStore that records the changes of each commit and may hold
@@ -17,7 +18,7 @@ import (
 type commitLog struct {
 	*storekit.MemoryStore
 	mu      sync.Mutex
-	commits [][]kernel.Change
+	commits [][]store.Change
 	holdIns bool
 	release chan struct{}
 }
@@ -26,14 +27,14 @@ func newCommitLog() *commitLog {
 	return &commitLog{MemoryStore: storekit.NewMemoryStore(), release: make(chan struct{})}
 }
 
-func (s *commitLog) record(cs []kernel.Change) {
+func (s *commitLog) record(cs []store.Change) {
 	s.mu.Lock()
-	s.commits = append(s.commits, append([]kernel.Change(nil), cs...))
+	s.commits = append(s.commits, append([]store.Change(nil), cs...))
 	hold := s.holdIns
 	s.mu.Unlock()
 	if hold {
 		for _, c := range cs {
-			if c.Op == kernel.OpInsert {
+			if c.Op == store.OpInsert {
 				<-s.release
 				return
 			}
@@ -41,23 +42,23 @@ func (s *commitLog) record(cs []kernel.Change) {
 	}
 }
 
-func (s *commitLog) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+func (s *commitLog) Commit(ctx context.Context, cs []store.Change) ([]error, error) {
 	s.record(cs)
 	return s.MemoryStore.Commit(ctx, cs)
 }
 
-func (s *commitLog) CommitAs(ctx context.Context, o kernel.Owner, cs []kernel.Change) ([]error, error) {
+func (s *commitLog) CommitAs(ctx context.Context, o store.Owner, cs []store.Change) ([]error, error) {
 	s.record(cs)
 	return s.MemoryStore.CommitAs(ctx, o, cs)
 }
 
 // opsOf returns, per commit, the ops that name id.
-func (s *commitLog) opsOf(id string) [][]kernel.ChangeOp {
+func (s *commitLog) opsOf(id string) [][]store.ChangeOp {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out [][]kernel.ChangeOp
+	var out [][]store.ChangeOp
 	for _, cs := range s.commits {
-		var ops []kernel.ChangeOp
+		var ops []store.ChangeOp
 		for _, c := range cs {
 			if c.Task.ID == id {
 				ops = append(ops, c.Op)
@@ -93,9 +94,9 @@ func TestDurablePrestart(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := newCommitLog()
-				var st kernel.Store = s
+				var st store.Store = s
 				if !shared {
-					st = struct{ kernel.Store }{s} // hides SharedStore: no owner
+					st = struct{ store.Store }{s} // hides SharedStore: no owner
 				}
 				k := newTestKernel(t, kernel.Config{Store: st, MaxConcurrency: 1})
 				var ran int
@@ -112,7 +113,7 @@ func TestDurablePrestart(t *testing.T) {
 				}
 				synctest.Wait() // the end's commit
 				ops := s.opsOf(h.ID())
-				if len(ops) != 2 || len(ops[0]) != 2 || ops[0][0] != kernel.OpInsert || ops[0][1] != kernel.OpStart {
+				if len(ops) != 2 || len(ops[0]) != 2 || ops[0][0] != store.OpInsert || ops[0][1] != store.OpStart {
 					t.Fatalf("commits of the task = %v, want [[insert start] [succeed]]", ops)
 				}
 				if got := stored(t, s, h.ID()); got.State != kernel.Succeeded || got.Attempt != 1 {
@@ -131,7 +132,7 @@ func TestDurablePrestart(t *testing.T) {
 				}
 				synctest.Wait()
 				ops = s.opsOf(h2.ID())
-				if len(ops) != 3 || len(ops[0]) != 1 || ops[0][0] != kernel.OpInsert {
+				if len(ops) != 3 || len(ops[0]) != 1 || ops[0][0] != store.OpInsert {
 					t.Fatalf("commits of the queued task = %v, want [[insert] [start] [succeed]]", ops)
 				}
 				stats := k.Stats()

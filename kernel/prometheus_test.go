@@ -14,6 +14,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/axsched/ax/internal/axtest"
+	"github.com/axsched/ax/store"
 )
 
 // promSeries is one sample line of an exposition.
@@ -325,20 +326,20 @@ func TestWritePrometheusUnnamed(t *testing.T) {
 // the journal's metric families to exist (the durable path is tested against
 // storekit.MemoryStore and MariaDB elsewhere). The methods the kernel does not call
 // here are the nil embedded Store's.
-type acceptStore struct{ Store }
+type acceptStore struct{ store.Store }
 
-func (acceptStore) Commit(_ context.Context, changes []Change) ([]error, error) {
+func (acceptStore) Commit(_ context.Context, changes []store.Change) ([]error, error) {
 	return make([]error, len(changes)), nil
 }
 
-func (acceptStore) Recover(context.Context) ([]StoredTask, error) { return nil, nil }
+func (acceptStore) Recover(context.Context) ([]store.StoredTask, error) { return nil, nil }
 
 func (acceptStore) Close() error { return nil }
 
 // failingRecover is a store whose Recover fails, so that New does.
 type failingRecover struct{ acceptStore }
 
-func (failingRecover) Recover(context.Context) ([]StoredTask, error) {
+func (failingRecover) Recover(context.Context) ([]store.StoredTask, error) {
 	return nil, errors.New("store down")
 }
 

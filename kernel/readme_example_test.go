@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // Per-key limits: at most 2 calls at once and 20 per second per host, 8 at once in

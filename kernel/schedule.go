@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/queue"
+	"github.com/axsched/ax/store"
 	"github.com/axsched/ax/timewheel"
 )
 
@@ -346,7 +347,7 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 			return ErrClosed
 		}
 		if sc.o.dur != nil {
-			k.schedSend(sc, schedReqTrigger, ScheduleFire{}, misfireResult{})
+			k.schedSend(sc, schedReqTrigger, store.ScheduleFire{}, misfireResult{})
 			k.schedDisarm(sc) // re-armed with the result
 			return nil
 		}
@@ -363,7 +364,7 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 		if sc.o.dur != nil {
 			var next time.Time
 			if k.schedGuard(sc, func() { next = m.s.Next(k.ls.now) }) {
-				k.schedSend(sc, schedReqMove, ScheduleFire{Next: next, Spec: specOf(m.s)}, misfireResult{})
+				k.schedSend(sc, schedReqMove, store.ScheduleFire{Next: next, Spec: specOf(m.s)}, misfireResult{})
 			}
 			return nil
 		}
@@ -455,7 +456,7 @@ func (k *Kernel) onSchedTimer(meta uint64) {
 	sc := k.ls.sched.slots[meta&^schedEntryBit]
 	sc.ls.timer = timewheel.Handle[timerEntry]{}
 	if sc.o.dur != nil && sc.o.dur.refresh {
-		k.schedSend(sc, schedReqRefresh, ScheduleFire{}, misfireResult{})
+		k.schedSend(sc, schedReqRefresh, store.ScheduleFire{}, misfireResult{})
 		return
 	}
 	next := k.schedNext(sc)
@@ -568,7 +569,7 @@ func (k *Kernel) schedSkip(sc *Scheduled, f Fire) {
 // kernel has no room for it. It never blocks. Loop only.
 func (k *Kernel) schedSubmit(sc *Scheduled, f Fire) {
 	rc := k.ls.rcl
-	prio := sc.o.Priority.normalize()
+	prio := normPriority(sc.o.Priority)
 	lvl := levelOf(prio)
 	evicts := false
 	if err := k.tryAcquire(lvl, 1, rc); err != nil {

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/axsched/ax/store"
 )
 
 // A durable schedule (Kernel.ScheduleDurable) lives in the kernel's ScheduleStore:
@@ -42,12 +46,12 @@ const (
 
 // schedDur is the durable part of a schedule made by ScheduleDurable.
 type schedDur struct {
-	kind    string        // immutable
-	payload []byte        // immutable
-	store   ScheduleStore // immutable
-	spec    string        // immutable: the spec stored with it
+	kind    string              // immutable
+	payload []byte              // immutable
+	store   store.ScheduleStore // immutable
+	spec    string              // immutable: the spec stored with it
 
-	stored StoredSchedule // ScheduleDurable's UpsertSchedule; read by the loop's schedAdd
+	stored store.StoredSchedule // ScheduleDurable's UpsertSchedule; read by the loop's schedAdd
 
 	// Loop-owned.
 	last      time.Time // its Last
@@ -73,12 +77,12 @@ const (
 type schedReq struct {
 	sc   *Scheduled
 	kind schedReqKind
-	f    ScheduleFire
+	f    store.ScheduleFire
 	res  misfireResult // schedReqDue: the misfire computation the fire applies
 	skip time.Time     // OverlapSkip: fire no occurrence while that occurrence is live
 
 	// Results, written by the firer.
-	stored  StoredSchedule
+	stored  store.StoredSchedule
 	fired   bool
 	skipped bool // the previous occurrence was live: the fire moved the next time only
 	err     error
@@ -86,22 +90,22 @@ type schedReq struct {
 
 // schedFirer is the owner's queue of requests to the firer goroutine.
 type schedFirer struct {
-	store ScheduleStore // nil when the store is not a ScheduleStore
+	store store.ScheduleStore // nil when the store is not a ScheduleStore
 	reqs  reqQueue
 }
 
 // ScheduleDurable adds a durable schedule: its next target is kept in the kernel's
-// store, which must be a [ScheduleStore] and a [SharedStore] (storekit.MemoryStore and
+// store, which must be a [store.ScheduleStore] and a [store.SharedStore] (storekit.MemoryStore and
 // mysqlstore.Store are both), so that it survives restarts and, of several kernels
 // on the store that add the same schedule, exactly one fires each occurrence, with no
 // leader. Each occurrence is a durable task of kind with payload (the kind must be
-// registered, see [Kernel.Register]) whose ID is [OccurrenceID] of the schedule and
+// registered, see [Kernel.Register]) whose ID is [store.OccurrenceID] of the schedule and
 // the target ([OccurrenceOf] reads it in the task's function); it is stored in the
 // store's pool, where any kernel with a free slot claims and runs it. A task's
 // Fire.Missed is not stored: the misfires show in the firing kernel's
 // ScheduleStats and events.
 //
-// o.Name is required and names the schedule in the store ([CheckScheduleName]). When
+// o.Name is required and names the schedule in the store ([store.CheckScheduleName]). When
 // the store holds no schedule of that name, the first target is s.Next(now);
 // otherwise the kernel follows the stored next target, and the targets that passed
 // while no kernel fired them follow o.Misfire when it comes due (a kernel starting
@@ -141,10 +145,10 @@ func (k *Kernel) ScheduleDurable(s Schedule, kind string, payload []byte, o *Sch
 	if s == nil {
 		bad("ScheduleDurable: s", nil, "must not be nil")
 	}
-	var store ScheduleStore
+	var ss store.ScheduleStore
 	if k.dur == nil {
 		errs = append(errs, errors.New("kernel: ScheduleDurable: Config.Store is nil; durable schedules need a store"))
-	} else if store = k.dur.own.scheduleStore(); store == nil {
+	} else if ss = k.dur.own.scheduleStore(); ss == nil {
 		errs = append(errs, fmt.Errorf("kernel: ScheduleDurable: Config.Store (%T) is not a ScheduleStore and a SharedStore", k.rc.Load().cfg.Store))
 	}
 	if k.dur != nil {
@@ -155,13 +159,13 @@ func (k *Kernel) ScheduleDurable(s Schedule, kind string, payload []byte, o *Sch
 			bad("ScheduleDurable: kind", kind, "is not registered (Kernel.Register)")
 		}
 		if m := k.dur.maxBytes; m > 0 && len(payload) > m {
-			errs = append(errs, fmt.Errorf("kernel: ScheduleDurable: payload of %d bytes, the store's cap is %d: %w", len(payload), m, ErrPayloadTooLarge))
+			errs = append(errs, fmt.Errorf("kernel: ScheduleDurable: payload of %d bytes, the store's cap is %d: %w", len(payload), m, store.ErrPayloadTooLarge))
 		}
 	}
 	if opts.Name == "" {
 		bad("ScheduleOptions.Name", "", "is required for a durable schedule")
-	} else if err := CheckScheduleName(opts.Name); err != nil {
-		errs = append(errs, err)
+	} else if err := store.CheckScheduleName(opts.Name); err != nil {
+		bad("ScheduleOptions.Name", opts.Name, strings.TrimPrefix(err.Error(), "store: schedule name "+strconv.Quote(opts.Name)+": "))
 	}
 	switch opts.Overlap {
 	case OverlapQueueOne, OverlapReplace:
@@ -171,7 +175,7 @@ func (k *Kernel) ScheduleDurable(s Schedule, kind string, payload []byte, o *Sch
 		return nil, err
 	}
 	spec := specOf(s)
-	d := &schedDur{kind: kind, payload: append([]byte(nil), payload...), store: store, spec: spec}
+	d := &schedDur{kind: kind, payload: append([]byte(nil), payload...), store: ss, spec: spec}
 	sc := &Scheduled{}
 	sc.ls.s = s
 	if err := k.register(sc, &opts, d); err != nil {
@@ -181,8 +185,8 @@ func (k *Kernel) ScheduleDurable(s Schedule, kind string, payload []byte, o *Sch
 	first, err := guardedNext(s, k.clk.Now())
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), k.dur.j.timeout)
-		d.stored, err = storeCall(k, "UpsertSchedule", func() (StoredSchedule, error) {
-			st, _, err := store.UpsertSchedule(ctx, StoredSchedule{Name: opts.Name, Spec: spec, Next: first})
+		d.stored, err = storeCall(k, "UpsertSchedule", func() (store.StoredSchedule, error) {
+			st, _, err := ss.UpsertSchedule(ctx, store.StoredSchedule{Name: opts.Name, Spec: spec, Next: first})
 			return st, err
 		})
 		cancel()
@@ -208,8 +212,8 @@ func specOf(s Schedule) string {
 			spec = st.String()
 		}()
 	}
-	if len(spec) > ScheduleSpecMax {
-		spec = spec[:ScheduleSpecMax]
+	if len(spec) > store.ScheduleSpecMax {
+		spec = spec[:store.ScheduleSpecMax]
 	}
 	return spec
 }
@@ -258,7 +262,7 @@ func (sc *Scheduled) durableCheck() error {
 func (sc *Scheduled) setStorePaused(paused bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), sc.o.k.dur.j.timeout)
 	defer cancel()
-	_, err := storeCall(sc.o.k, "PauseSchedule", func() (StoredSchedule, error) {
+	_, err := storeCall(sc.o.k, "PauseSchedule", func() (store.StoredSchedule, error) {
 		return sc.o.dur.store.PauseSchedule(ctx, sc.o.Name, paused)
 	})
 	if err != nil {
@@ -275,7 +279,7 @@ func OccurrenceOf(ctx context.Context) (name string, target time.Time, ok bool) 
 	if !ok {
 		return "", time.Time{}, false
 	}
-	return ParseOccurrenceID(info.ID)
+	return store.ParseOccurrenceID(info.ID)
 }
 
 // schedDurAdd starts following a durable schedule the caller upserted. Loop only.
@@ -288,17 +292,17 @@ func (k *Kernel) schedDurAdd(sc *Scheduled) {
 		if !k.schedGuard(sc, func() { next = sc.ls.s.Next(k.ls.now) }) {
 			return
 		}
-		k.schedSend(sc, schedReqMove, ScheduleFire{Next: next, Spec: d.spec}, misfireResult{})
+		k.schedSend(sc, schedReqMove, store.ScheduleFire{Next: next, Spec: d.spec}, misfireResult{})
 	}
 	if sc.o.RunOnStart {
-		k.schedSend(sc, schedReqTrigger, ScheduleFire{}, misfireResult{})
+		k.schedSend(sc, schedReqTrigger, store.ScheduleFire{}, misfireResult{})
 	}
 	k.schedArm(sc)
 }
 
 // schedAdopt takes the stored schedule st as the truth. The firer answers requests
 // in order, so st is the latest the kernel read. Loop only.
-func (k *Kernel) schedAdopt(sc *Scheduled, st StoredSchedule) {
+func (k *Kernel) schedAdopt(sc *Scheduled, st store.StoredSchedule) {
 	d := sc.o.dur
 	d.last = st.Last
 	d.paused = st.Paused
@@ -314,11 +318,11 @@ func (k *Kernel) schedAdopt(sc *Scheduled, st StoredSchedule) {
 // schedDurDue hands the fire of a durable schedule's due targets to the firer.
 // Loop only.
 func (k *Kernel) schedDurDue(sc *Scheduled, res misfireResult) {
-	k.schedSend(sc, schedReqDue, ScheduleFire{Next: res.Next}, res)
+	k.schedSend(sc, schedReqDue, store.ScheduleFire{Next: res.Next}, res)
 }
 
 // schedSend hands a request to the firer. Loop only.
-func (k *Kernel) schedSend(sc *Scheduled, kind schedReqKind, f ScheduleFire, res misfireResult) {
+func (k *Kernel) schedSend(sc *Scheduled, kind schedReqKind, f store.ScheduleFire, res misfireResult) {
 	if k.ls.draining || k.ls.closing {
 		return
 	}
@@ -333,7 +337,7 @@ func (k *Kernel) schedSend(sc *Scheduled, kind schedReqKind, f ScheduleFire, res
 		}
 	case schedReqTrigger:
 		f.Next = f.Expect
-		f.Occurrences = []Change{k.occurrence(sc, now, now)}
+		f.Occurrences = []store.Change{k.occurrence(sc, now, now)}
 	}
 	r := &schedReq{sc: sc, kind: kind, f: f, res: res}
 	if kind == schedReqDue && len(f.Occurrences) > 0 && sc.o.Overlap != OverlapAllow {
@@ -344,11 +348,11 @@ func (k *Kernel) schedSend(sc *Scheduled, kind schedReqKind, f ScheduleFire, res
 }
 
 // occurrence returns the insert of sc's occurrence due at target. Loop only.
-func (k *Kernel) occurrence(sc *Scheduled, target, now time.Time) Change {
+func (k *Kernel) occurrence(sc *Scheduled, target, now time.Time) store.Change {
 	d := sc.o.dur
 	target = target.Truncate(time.Millisecond)
-	t := StoredTask{
-		ID: OccurrenceID(sc.o.Name, target), Kind: d.kind, Payload: d.payload, Priority: sc.o.Priority.normalize(),
+	t := store.StoredTask{
+		ID: store.OccurrenceID(sc.o.Name, target), Kind: d.kind, Payload: d.payload, Priority: normPriority(sc.o.Priority),
 		RunAt: target, Timeout: sc.o.Timeout, Fence: 1, Group: sc.o.Group, Key: sc.o.Key,
 		State: Queued, CreatedAt: now, UpdatedAt: now,
 	}
@@ -358,7 +362,7 @@ func (k *Kernel) occurrence(sc *Scheduled, target, now time.Time) Change {
 	if t.RunAt.After(now) {
 		t.State = Delayed
 	}
-	return Change{Op: OpInsert, Task: t, Pool: true}
+	return store.Change{Op: store.OpInsert, Task: t, Pool: true}
 }
 
 // runFirer runs the durable schedules' store calls, one at a time, and reports each
@@ -379,16 +383,16 @@ func (o *ownership) runFirer() {
 // stored tries again from it, a few times.
 func (o *ownership) fire(r *schedReq) {
 	k := o.k
-	store := r.sc.o.dur.store
+	ss := r.sc.o.dur.store
 	ctx, cancel := context.WithTimeout(context.Background(), k.dur.j.timeout)
 	defer cancel()
 	if r.kind == schedReqRefresh {
-		r.stored, r.err = storeCall(k, "GetSchedule", func() (StoredSchedule, error) { return store.GetSchedule(ctx, r.sc.o.Name) })
+		r.stored, r.err = storeCall(k, "GetSchedule", func() (store.StoredSchedule, error) { return ss.GetSchedule(ctx, r.sc.o.Name) })
 		return
 	}
 	if !r.skip.IsZero() {
-		id := OccurrenceID(r.sc.o.Name, r.skip)
-		ts, err := storeCall(k, "States", func() ([]StoredTask, error) { return o.store.States(ctx, []string{id}) })
+		id := store.OccurrenceID(r.sc.o.Name, r.skip)
+		ts, err := storeCall(k, "States", func() ([]store.StoredTask, error) { return o.store.States(ctx, []string{id}) })
 		if err != nil {
 			r.err = err
 			return
@@ -400,8 +404,8 @@ func (o *ownership) fire(r *schedReq) {
 		}
 	}
 	for try := 0; ; try++ {
-		r.stored, r.err = storeCall(k, "FireSchedule", func() (StoredSchedule, error) {
-			st, fired, err := store.FireSchedule(ctx, r.f)
+		r.stored, r.err = storeCall(k, "FireSchedule", func() (store.StoredSchedule, error) {
+			st, fired, err := ss.FireSchedule(ctx, r.f)
 			r.fired = fired
 			return st, err
 		})
@@ -424,7 +428,7 @@ func (k *Kernel) schedStored(r *schedReq) {
 		return
 	}
 	if r.err != nil {
-		if errors.Is(r.err, ErrUnknownSchedule) {
+		if errors.Is(r.err, store.ErrUnknownSchedule) {
 			k.log.warn("kernel: a durable schedule was deleted from the store: it ended", "schedule", sc.o.Name)
 			k.schedNote(sc, NoteRefused, r.err)
 			k.schedSetNext(sc, time.Time{})
@@ -507,7 +511,7 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // scheduleStore returns the store as a ScheduleStore, nil when it is none or o is nil.
-func (o *ownership) scheduleStore() ScheduleStore {
+func (o *ownership) scheduleStore() store.ScheduleStore {
 	if o == nil {
 		return nil
 	}
@@ -516,7 +520,7 @@ func (o *ownership) scheduleStore() ScheduleStore {
 
 // startFirer starts the firer goroutine when the store keeps schedules.
 func (o *ownership) startFirer() {
-	if ss, ok := o.store.(ScheduleStore); ok {
+	if ss, ok := o.store.(store.ScheduleStore); ok {
 		o.fires.store = ss
 		o.fires.reqs.init()
 		o.wg.Go(o.runFirer)

@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // Durable schedules on a MemoryStore shared by several kernels in one process, on a
@@ -70,7 +71,7 @@ func (l *occLog) targets(t *testing.T) []time.Time {
 	return out
 }
 
-func durKernel(t *testing.T, s kernel.Store, owner string, l *occLog, block <-chan struct{}) *kernel.Kernel {
+func durKernel(t *testing.T, s store.Store, owner string, l *occLog, block <-chan struct{}) *kernel.Kernel {
 	t.Helper()
 	k := newTestKernel(t, kernel.Config{Store: s, Owner: owner, Lease: sharedLease, MaxConcurrency: 4})
 	if err := k.Register("occ", l.fn(owner, block)); err != nil {
@@ -280,7 +281,7 @@ func TestScheduleDurableDeleteEndsOthers(t *testing.T) {
 		if st := sb.Stats(); !st.Ended {
 			t.Errorf("b's Stats() = %+v, want Ended", st)
 		}
-		if _, err := s.GetSchedule(context.Background(), "tick"); !errors.Is(err, kernel.ErrUnknownSchedule) {
+		if _, err := s.GetSchedule(context.Background(), "tick"); !errors.Is(err, store.ErrUnknownSchedule) {
 			t.Errorf("GetSchedule() = %v, want ErrUnknownSchedule", err)
 		}
 	})
@@ -337,7 +338,7 @@ func TestScheduleDurableRefuses(t *testing.T) {
 			field string
 		}{
 			{"no name", every, "occ", kernel.ScheduleOptions{}, "ScheduleOptions.Name"},
-			{"bad name", every, "occ", kernel.ScheduleOptions{Name: "a b"}, "schedule name"},
+			{"bad name", every, "occ", kernel.ScheduleOptions{Name: "a b"}, "ScheduleOptions.Name"},
 			{"nil schedule", nil, "occ", kernel.ScheduleOptions{Name: "x"}, "ScheduleDurable: s"},
 			{"unknown kind", every, "nope", kernel.ScheduleOptions{Name: "x"}, "ScheduleDurable: kind"},
 			{"queue-one", every, "occ", kernel.ScheduleOptions{Name: "x", Overlap: kernel.OverlapQueueOne}, "ScheduleOptions.Overlap"},
@@ -368,12 +369,12 @@ func TestScheduleDurableRefuses(t *testing.T) {
 
 func TestParseOccurrenceID(t *testing.T) {
 	at := time.UnixMilli(1_700_000_000_123).UTC()
-	name, got, ok := kernel.ParseOccurrenceID(kernel.OccurrenceID("nightly.report", at))
+	name, got, ok := store.ParseOccurrenceID(store.OccurrenceID("nightly.report", at))
 	if !ok || name != "nightly.report" || !got.Equal(at) {
 		t.Errorf("ParseOccurrenceID(OccurrenceID(nightly.report, %v)) = %q, %v, %v", at, name, got, ok)
 	}
-	for _, id := range []string{"", "sched/", "sched/x", "sched/x/", "sched/x/12a", "task/x/1", "sched/a b/1", kernel.OccurrenceID("a/b", at), fmt.Sprintf("sched//%d", at.UnixMilli())} {
-		if _, _, ok := kernel.ParseOccurrenceID(id); ok {
+	for _, id := range []string{"", "sched/", "sched/x", "sched/x/", "sched/x/12a", "task/x/1", "sched/a b/1", store.OccurrenceID("a/b", at), fmt.Sprintf("sched//%d", at.UnixMilli())} {
+		if _, _, ok := store.ParseOccurrenceID(id); ok {
 			t.Errorf("ParseOccurrenceID(%q) ok, want not an occurrence", id)
 		}
 	}
@@ -437,7 +438,7 @@ func TestScheduleDurableChurn(t *testing.T) {
 			t.Errorf("the kernels counted %d fires in all, want %d (one per target; a closing kernel may miss its last)", fires, want)
 		}
 		for i := 1; i <= want; i++ {
-			id := kernel.OccurrenceID("tick", start.Add(time.Duration(i)*100*time.Millisecond))
+			id := store.OccurrenceID("tick", start.Add(time.Duration(i)*100*time.Millisecond))
 			if st, err := s.Get(context.Background(), id); err != nil || st.State != kernel.Succeeded {
 				t.Errorf("occurrence %d: %+v, %v; want stored and succeeded", i, st, err)
 			}
@@ -456,7 +457,7 @@ type countingStore struct {
 	fires atomic.Int64
 }
 
-func (s *countingStore) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (kernel.StoredSchedule, bool, error) {
+func (s *countingStore) FireSchedule(ctx context.Context, f store.ScheduleFire) (store.StoredSchedule, bool, error) {
 	s.fires.Add(1)
 	return s.MemoryStore.FireSchedule(ctx, f)
 }
@@ -477,7 +478,7 @@ func TestScheduleDurableFollowsRecreated(t *testing.T) {
 			t.Fatal(err)
 		}
 		later := start.Add(3500 * time.Millisecond)
-		if _, _, err := s.UpsertSchedule(ctx, kernel.StoredSchedule{Name: "tick", Spec: "@every 1s", Next: later}); err != nil {
+		if _, _, err := s.UpsertSchedule(ctx, store.StoredSchedule{Name: "tick", Spec: "@every 1s", Next: later}); err != nil {
 			t.Fatal(err)
 		}
 		advance(2800 * time.Millisecond)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/axsched/ax/store"
 )
 
 // Overlap says what a schedule does when an occurrence is due while an earlier one
@@ -100,8 +102,8 @@ func (o *ScheduleOptions) validate(rc *resolved) error {
 	bad := func(field string, v any, reason string) {
 		errs = append(errs, &ConfigError{Field: "ScheduleOptions." + field, Value: v, Reason: reason})
 	}
-	if len(o.Name) > ScheduleNameMax {
-		bad("Name", len(o.Name), fmt.Sprintf("bytes: must be at most %d (ScheduleNameMax)", ScheduleNameMax))
+	if len(o.Name) > store.ScheduleNameMax {
+		bad("Name", len(o.Name), fmt.Sprintf("bytes: must be at most %d (ScheduleNameMax)", store.ScheduleNameMax))
 	}
 	if !o.Misfire.Valid() {
 		bad("Misfire", o.Misfire, "must be MisfireOnce, MisfireSkip or MisfireAll")

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/axsched/ax/store"
 )
 
 // fireLog records the fires a schedule's function received, and when each ran.
@@ -497,7 +499,7 @@ func TestScheduleGroup(t *testing.T) {
 func TestScheduleValidate(t *testing.T) {
 	k := newTestKernel(t, Config{Groups: map[string]GroupConfig{"g": {}}})
 	run := func(context.Context, Fire) error { return nil }
-	long := string(make([]byte, ScheduleNameMax+1))
+	long := string(make([]byte, store.ScheduleNameMax+1))
 	tests := []struct {
 		name  string
 		s     Schedule

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // Several kernels on one SharedStore, in one process: a MemoryStore shared by two
@@ -27,39 +28,39 @@ type cutStore struct {
 	cut atomic.Bool
 }
 
-var errCut = fmt.Errorf("cut off: %w", kernel.ErrStoreUnavailable)
+var errCut = fmt.Errorf("cut off: %w", store.ErrStoreUnavailable)
 
-func (s *cutStore) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+func (s *cutStore) Commit(ctx context.Context, cs []store.Change) ([]error, error) {
 	if s.cut.Load() {
 		return nil, errCut
 	}
 	return s.MemoryStore.Commit(ctx, cs)
 }
 
-func (s *cutStore) CommitAs(ctx context.Context, o kernel.Owner, cs []kernel.Change) ([]error, error) {
+func (s *cutStore) CommitAs(ctx context.Context, o store.Owner, cs []store.Change) ([]error, error) {
 	if s.cut.Load() {
 		return nil, errCut
 	}
 	return s.MemoryStore.CommitAs(ctx, o, cs)
 }
 
-func (s *cutStore) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]kernel.StoredTask, error) {
+func (s *cutStore) Rescue(ctx context.Context, o store.Owner, limit int) ([]store.StoredTask, error) {
 	if s.cut.Load() {
 		return nil, errCut
 	}
 	return s.MemoryStore.Rescue(ctx, o, limit)
 }
 
-func (s *cutStore) Join(ctx context.Context, name string, lease time.Duration) (kernel.Owner, error) {
+func (s *cutStore) Join(ctx context.Context, name string, lease time.Duration) (store.Owner, error) {
 	if s.cut.Load() {
-		return kernel.Owner{}, errCut
+		return store.Owner{}, errCut
 	}
 	return s.MemoryStore.Join(ctx, name, lease)
 }
 
-func (s *cutStore) Get(ctx context.Context, id string) (kernel.StoredTask, error) {
+func (s *cutStore) Get(ctx context.Context, id string) (store.StoredTask, error) {
 	if s.cut.Load() {
-		return kernel.StoredTask{}, errCut
+		return store.StoredTask{}, errCut
 	}
 	return s.MemoryStore.Get(ctx, id)
 }
@@ -362,7 +363,7 @@ func TestSharedConfig(t *testing.T) {
 		cfg   kernel.Config
 		field string
 	}{
-		{"owner_too_long", kernel.Config{Owner: string(make([]byte, kernel.OwnerNameMax+1))}, "Config.Owner"},
+		{"owner_too_long", kernel.Config{Owner: string(make([]byte, store.OwnerNameMax+1))}, "Config.Owner"},
 		{"lease_too_short", kernel.Config{Lease: time.Millisecond}, "Config.Lease"},
 		{"lease_too_long", kernel.Config{Lease: 2 * time.Hour}, "Config.Lease"},
 	} {

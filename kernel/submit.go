@@ -59,7 +59,7 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 	if t.Values == nil && !pooled && carriesValues(ctx) {
 		t.Values = ctx
 	}
-	prio := t.Priority.normalize()
+	prio := normPriority(t.Priority)
 	lvl := levelOf(prio)
 	rc := k.rc.Load()
 	if t.Group != "" || t.Key != "" {

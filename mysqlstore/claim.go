@@ -8,16 +8,16 @@ import (
 	"slices"
 	"time"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // The pool's claimable states and the priorities in the order Claim serves them.
 var (
-	waitingStates = [...]kernel.State{kernel.Delayed, kernel.Queued, kernel.Retrying}
-	claimOrder    = [...]kernel.Priority{kernel.High, kernel.Normal, kernel.Low}
+	waitingStates = [...]store.State{store.Delayed, store.Queued, store.Retrying}
+	claimOrder    = [...]store.Priority{store.High, store.Normal, store.Low}
 )
 
-// Claim implements [kernel.SharedStore.Claim] in one transaction at read committed, so
+// Claim implements [store.SharedStore.Claim] in one transaction at read committed, so
 // that no gap is locked: seven round trips with BEGIN and COMMIT when it claims tasks,
 // five when it claims none, four when no priority is wanted. It renews o's lease
 // (locking o's row); locks the due pool rows of req.Kinds with one SELECT … FOR UPDATE
@@ -30,7 +30,7 @@ var (
 // each (waiting state, priority) range of the pool whose kind is wanted. With no
 // Kinds, it is the renewal alone. A retry after a lost answer returns the tasks an
 // earlier try of the call took, as well, and claims fewer new ones for them.
-func (s *Store) Claim(ctx context.Context, o kernel.Owner, req kernel.ClaimRequest) ([]kernel.StoredTask, time.Time, error) {
+func (s *Store) Claim(ctx context.Context, o store.Owner, req store.ClaimRequest) ([]store.StoredTask, time.Time, error) {
 	if err := checkClaim(req); err != nil {
 		return nil, time.Time{}, err
 	}
@@ -41,7 +41,7 @@ func (s *Store) Claim(ctx context.Context, o kernel.Owner, req kernel.ClaimReque
 		return nil, time.Time{}, s.retryAs(ctx, "claim", &o, func() error { return s.renew(ctx, s.db, &o) })
 	}
 	var (
-		out   []kernel.StoredTask
+		out   []store.StoredTask
 		next  time.Time
 		taken []rescued // by this call's tries
 	)
@@ -60,25 +60,25 @@ func (s *Store) Claim(ctx context.Context, o kernel.Owner, req kernel.ClaimReque
 }
 
 // checkClaim names the fields of req that Claim refuses.
-func checkClaim(req kernel.ClaimRequest) error {
+func checkClaim(req store.ClaimRequest) error {
 	var errs []error
 	if req.Now.IsZero() {
-		errs = append(errs, fmt.Errorf("mysqlstore: claim: ClaimRequest.Now is zero: must be set: %w", kernel.ErrInvalidChange))
+		errs = append(errs, fmt.Errorf("mysqlstore: claim: ClaimRequest.Now is zero: must be set: %w", store.ErrInvalidChange))
 	}
 	for _, f := range []struct {
 		name string
 		want int
 	}{{"High", req.Want.High}, {"Normal", req.Want.Normal}, {"Low", req.Want.Low}} {
 		if f.want < 0 {
-			errs = append(errs, fmt.Errorf("mysqlstore: claim: ClaimRequest.Want.%s = %d: must be >= 0: %w", f.name, f.want, kernel.ErrInvalidChange))
+			errs = append(errs, fmt.Errorf("mysqlstore: claim: ClaimRequest.Want.%s = %d: must be >= 0: %w", f.name, f.want, store.ErrInvalidChange))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (s *Store) claimOnce(ctx context.Context, o *kernel.Owner, req kernel.ClaimRequest, taken *[]rescued) ([]kernel.StoredTask, time.Time, error) {
+func (s *Store) claimOnce(ctx context.Context, o *store.Owner, req store.ClaimRequest, taken *[]rescued) ([]store.StoredTask, time.Time, error) {
 	var (
-		out  []kernel.StoredTask
+		out  []store.StoredTask
 		next time.Time
 	)
 	now := millis(req.Now)
@@ -107,7 +107,7 @@ func (s *Store) claimOnce(ctx context.Context, o *kernel.Owner, req kernel.Claim
 		}
 		prior := len(out)
 		// Candidates per priority: up to want[i] from each waiting state's range.
-		var cand [len(claimOrder)][]kernel.StoredTask
+		var cand [len(claimOrder)][]store.StoredTask
 		if q, ok := s.claimQuery(req.Kinds, now, want); ok {
 			err := scanAll(ctx, tx, q, func(sc scanner) error {
 				t, err := scanTask(sc)
@@ -132,12 +132,12 @@ func (s *Store) claimOnce(ctx context.Context, o *kernel.Owner, req kernel.Claim
 			if err != nil {
 				return err
 			}
-			fence := kernel.FenceOfEpoch(e)
+			fence := store.FenceOfEpoch(e)
 			ids := make([]string, len(fresh))
 			for i := range fresh {
 				t := &fresh[i]
 				ids[i] = t.ID
-				t.State, t.Attempt, t.Fence, t.UpdatedAt = kernel.Running, t.Attempt+1, fence, fromMillis(now)
+				t.State, t.Attempt, t.Fence, t.UpdatedAt = store.Running, t.Attempt+1, fence, fromMillis(now)
 			}
 			*taken = append(*taken, rescued{epoch: e, ids: ids}) // before COMMIT: its answer may be lost
 			for chunk := range slices.Chunk(ids, selectIDsMax) {
@@ -164,8 +164,8 @@ func (s *Store) claimOnce(ctx context.Context, o *kernel.Owner, req kernel.Claim
 
 // claimUpdate starts the locked pool rows ids for owner at fence.
 func (s *Store) claimUpdate(ctx context.Context, tx *sql.Tx, owner, fence uint64, now int64, ids []string) error {
-	q := newQuery(256 + len(ids)*(2*kernel.StoredIDMax+4)).raw("UPDATE ").raw(s.table).
-		raw(" SET owner = ").uint(owner).raw(", state = ").uint(uint64(stateCode(kernel.Running))).
+	q := newQuery(256 + len(ids)*(2*store.StoredIDMax+4)).raw("UPDATE ").raw(s.table).
+		raw(" SET owner = ").uint(owner).raw(", state = ").uint(uint64(stateCode(store.Running))).
 		raw(", attempt = attempt + 1, fence = ").uint(fence).raw(", updated_at = ").int(now).
 		raw(", version = version + 1 WHERE id IN ").hexList(ids).raw(" AND owner = 0 AND state IN ").raw(waitingCodes)
 	res, err := tx.ExecContext(ctx, q.String())
@@ -184,7 +184,7 @@ func (s *Store) claimUpdate(ctx context.Context, tx *sql.Tx, owner, fence uint64
 // run_at), in index order (run_at, id), skipping rows of other kinds and rows locked by
 // others. It reports false when no priority is wanted.
 func (s *Store) claimQuery(kinds []string, now int64, want [len(claimOrder)]int) (string, bool) {
-	kindList := newQuery(8 + len(kinds)*(2*kernel.KindMax+4)).hexList(kinds).String()
+	kindList := newQuery(8 + len(kinds)*(2*store.KindMax+4)).hexList(kinds).String()
 	q := newQuery(1024 + 9*len(kindList))
 	parts := 0
 	for i, p := range claimOrder {
@@ -209,7 +209,7 @@ func (s *Store) claimQuery(kinds []string, now int64, want [len(claimOrder)]int)
 // of kinds (NULL for none): the first row of kinds in each (waiting state, priority)
 // range of the index (state, owner, priority, run_at), read in index order.
 func (s *Store) nextQuery(kinds []string) string {
-	kindList := newQuery(8 + len(kinds)*(2*kernel.KindMax+4)).hexList(kinds).String()
+	kindList := newQuery(8 + len(kinds)*(2*store.KindMax+4)).hexList(kinds).String()
 	q := newQuery(1024 + 9*len(kindList)).raw("SELECT MIN(r) FROM (")
 	parts := 0
 	for _, p := range claimOrder {
@@ -227,11 +227,11 @@ func (s *Store) nextQuery(kinds []string) string {
 }
 
 // claimIndex is p's index in claimOrder.
-func claimIndex(p kernel.Priority) int {
+func claimIndex(p store.Priority) int {
 	switch p {
-	case kernel.High:
+	case store.High:
 		return 0
-	case kernel.Low:
+	case store.Low:
 		return 2
 	}
 	return 1

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 // TestClaimTwoStores claims 2,000 pool tasks with two stores on one table, each with its
@@ -28,10 +28,10 @@ func TestClaimTwoStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s2.Close() })
-	var cs []kernel.Change
+	var cs []store.Change
 	for i := range tasks + others {
 		c := insertChange(fmt.Sprintf("c%05d", i), []byte("payload"))
-		c.Task.Priority = kernel.Priority(i%3 + 1)
+		c.Task.Priority = store.Priority(i%3 + 1)
 		c.Task.RunAt = testNow.Add(time.Duration(i%100) * time.Millisecond)
 		if i >= tasks {
 			c.Task.Kind = "nobody.kind"
@@ -42,14 +42,14 @@ func TestClaimTwoStores(t *testing.T) {
 		t.Fatalf("Commit() = %v, %v", res, err)
 	}
 	now := testNow.Add(time.Second)
-	req := kernel.ClaimRequest{Now: now, Want: kernel.ByPriority[int]{High: 8, Normal: 8, Low: 8}, Kinds: []string{"test.kind"}}
+	req := store.ClaimRequest{Now: now, Want: store.ByPriority[int]{High: 8, Normal: 8, Low: 8}, Kinds: []string{"test.kind"}}
 	var (
 		mu     sync.Mutex
 		all    = make(map[string]int)
 		calls  int
 		empty  int
 		wg     sync.WaitGroup
-		owners []kernel.Owner
+		owners []store.Owner
 	)
 	start := time.Now()
 	for i, s := range []*mysqlstore.Store{s1, s2, s1, s2}[:2*perSide] {
@@ -72,7 +72,7 @@ func TestClaimTwoStores(t *testing.T) {
 				}
 				for _, tk := range got {
 					all[tk.ID]++
-					if tk.Kind != "test.kind" || tk.State != kernel.Running || tk.Attempt != 1 {
+					if tk.Kind != "test.kind" || tk.State != store.Running || tk.Attempt != 1 {
 						t.Errorf("claimed %s: kind %q, %v, attempt %d", tk.ID, tk.Kind, tk.State, tk.Attempt)
 					}
 				}
@@ -106,7 +106,7 @@ func TestClaimTwoStores(t *testing.T) {
 	if held != tasks {
 		t.Fatalf("the owners hold %d tasks, want %d", held, tasks)
 	}
-	if got, next, err := s2.Claim(ctx, owners[1], kernel.ClaimRequest{Now: now, Want: req.Want, Kinds: []string{"nobody.kind"}}); err != nil ||
+	if got, next, err := s2.Claim(ctx, owners[1], store.ClaimRequest{Now: now, Want: req.Want, Kinds: []string{"nobody.kind"}}); err != nil ||
 		len(got) != 3*8 || next.IsZero() || next.After(now) {
 		t.Fatalf("Claim(nobody.kind) = %d tasks, next %v, %v; want 24 left in the pool, and more due", len(got), next, err)
 	}

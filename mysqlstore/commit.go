@@ -10,8 +10,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // Statement sizes, in rows; statementBudget bounds them in bytes too.
@@ -21,12 +21,12 @@ const (
 	selectIDsMax  = 1000
 )
 
-// Commit implements [kernel.Store.Commit]. It blocks until the transaction is durable (as
+// Commit implements [store.Store.Commit]. It blocks until the transaction is durable (as
 // durable as the server's innodb_flush_log_at_trx_commit makes it) and is safe for
 // concurrent use. A batch runs optimistically first (no reads, fences checked by the
 // UPDATE itself); when that does not hold, it is rolled back and planned again from rows
 // locked with SELECT … FOR UPDATE.
-func (s *Store) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+func (s *Store) Commit(ctx context.Context, changes []store.Change) ([]error, error) {
 	if len(changes) == 0 {
 		return nil, nil
 	}
@@ -36,7 +36,7 @@ func (s *Store) Commit(ctx context.Context, changes []kernel.Change) ([]error, e
 // commit applies changes for owner o, or for no owner when o is nil. With an owner, every
 // transaction first renews o's lease (see renew), and a batch of no changes (or of none
 // that reaches the server) is that renewal alone.
-func (s *Store) commit(ctx context.Context, o *kernel.Owner, changes []kernel.Change) ([]error, error) {
+func (s *Store) commit(ctx context.Context, o *store.Owner, changes []store.Change) ([]error, error) {
 	if err := s.checkOpen("commit"); err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ func (s *Store) commit(ctx context.Context, o *kernel.Owner, changes []kernel.Ch
 
 // batch is a validated group commit.
 type batch struct {
-	changes []kernel.Change
+	changes []store.Change
 	pre     []error  // refusals found without the server (invalid, payload too large)
 	ids     []string // distinct IDs of the changes not refused, in order of appearance
 	first   []int    // first[k]: index of the first change not refused of ids[k]
@@ -103,15 +103,15 @@ type batch struct {
 	insertsFirst bool
 }
 
-func (s *Store) newBatch(changes []kernel.Change) *batch {
+func (s *Store) newBatch(changes []store.Change) *batch {
 	b := &batch{changes: changes, pre: make([]error, len(changes))}
 	for i := range changes {
 		c := &changes[i]
 		if err := c.Validate(); err != nil {
 			b.pre[i] = fmt.Errorf("mysqlstore: %w", err)
-		} else if c.Op == kernel.OpInsert && len(c.Task.Payload) > s.opts.MaxPayload {
+		} else if c.Op == store.OpInsert && len(c.Task.Payload) > s.opts.MaxPayload {
 			b.pre[i] = fmt.Errorf("mysqlstore: insert %q: payload of %d bytes, Options.MaxPayload is %d: %w",
-				c.Task.ID, len(c.Task.Payload), s.opts.MaxPayload, kernel.ErrPayloadTooLarge)
+				c.Task.ID, len(c.Task.Payload), s.opts.MaxPayload, store.ErrPayloadTooLarge)
 		}
 	}
 	storekit.RefuseBeforeInsert(changes, b.pre)
@@ -129,7 +129,7 @@ func (s *Store) newBatch(changes []kernel.Change) *batch {
 			b.ids = append(b.ids, t.ID)
 			b.first = append(b.first, i)
 		}
-		if changes[i].Op == kernel.OpInsert {
+		if changes[i].Op == store.OpInsert {
 			inserted[t.ID] = true
 			if t.UniqueKey != "" && t.State.Live() {
 				keyedInsert = true
@@ -154,13 +154,13 @@ type row struct {
 
 	present  bool // stored, or inserted by the batch so far
 	fence    uint64
-	state    kernel.State
+	state    store.State
 	attempt  int    // -1: unknown (optimistic)
 	key      string // unique key, when keyKnown
 	keyKnown bool
 
-	ins  *kernel.StoredTask // the row to insert, when the batch creates it
-	pool bool               // ins goes to the pool (Change.Pool): owner 0 whoever commits
+	ins  *store.StoredTask // the row to insert, when the batch creates it
+	pool bool              // ins goes to the pool (Change.Pool): owner 0 whoever commits
 
 	dirty                bool // an existing row the batch changes
 	setAttempt, setRunAt bool
@@ -176,7 +176,7 @@ type row struct {
 // transaction renews o's lease before it touches a task row (the lock order of owner rows
 // before task rows), and inserts write o.Epoch as the tasks' owner (0, the pool, for
 // those of a Change with Pool).
-func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *kernel.Owner) ([]error, error) {
+func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *store.Owner) ([]error, error) {
 	var owner uint64
 	if o != nil {
 		owner = o.Epoch
@@ -186,9 +186,9 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *ke
 	if optimistic {
 		for k, id := range b.ids {
 			r := &row{id: id, attempt: -1}
-			if c := &b.changes[b.first[k]]; c.Op != kernel.OpInsert {
+			if c := &b.changes[b.first[k]]; c.Op != store.OpInsert {
 				// Assumed stored and live at the fence the batch expects; the UPDATE checks it.
-				r.exists, r.present, r.preFence, r.fence, r.state = true, true, c.Fence, c.Fence, kernel.Queued
+				r.exists, r.present, r.preFence, r.fence, r.state = true, true, c.Fence, c.Fence, store.Queued
 			}
 			rows[id] = r
 		}
@@ -327,7 +327,7 @@ func (s *Store) run(ctx context.Context, db execer, st statement, optimistic boo
 func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[string]*row, holders map[string]string) error {
 	ids := slices.Sorted(slices.Values(b.ids)) // one lock order for every committer
 	for chunk := range slices.Chunk(ids, selectIDsMax) {
-		q := newQuery(64 + len(chunk)*(2*kernel.StoredIDMax+4))
+		q := newQuery(64 + len(chunk)*(2*store.StoredIDMax+4))
 		q.raw("SELECT id, fence, state, attempt, unique_key FROM ").raw(s.table).raw(" WHERE id IN (")
 		for i, id := range chunk {
 			if i > 0 {
@@ -364,7 +364,7 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 	}
 	keys := slices.Sorted(slices.Values(b.keys))
 	for chunk := range slices.Chunk(keys, selectIDsMax) {
-		q := newQuery(64 + len(chunk)*(2*kernel.UniqueKeyMax+4))
+		q := newQuery(64 + len(chunk)*(2*store.UniqueKeyMax+4))
 		q.raw("SELECT id, live_key FROM ").raw(s.table).raw(" WHERE live_key IN (")
 		for i, k := range chunk {
 			if i > 0 {
@@ -388,7 +388,7 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 	return nil
 }
 
-// plan applies the batch to the rows as the kernel.Store contract says, in order, and
+// plan applies the batch to the rows as the store.Store contract says, in order, and
 // returns each change's outcome, as storekit.MemoryStore does.
 func plan(b *batch, rows map[string]*row, holders map[string]string) []error {
 	results := slices.Clone(b.pre)
@@ -398,38 +398,38 @@ func plan(b *batch, rows map[string]*row, holders map[string]string) []error {
 		}
 		c := &b.changes[i]
 		r := rows[c.Task.ID]
-		if c.Op == kernel.OpInsert {
+		if c.Op == store.OpInsert {
 			results[i] = r.insert(c, holders)
 			continue
 		}
 		switch {
 		case !r.present:
-			results[i] = fmt.Errorf("mysqlstore: %s %q: %w", c.Op, c.Task.ID, kernel.ErrUnknownTask)
+			results[i] = fmt.Errorf("mysqlstore: %s %q: %w", c.Op, c.Task.ID, store.ErrUnknownTask)
 		case r.state.Live() && r.fence == c.Fence:
 			r.apply(c, holders)
 		case storekit.AlreadyApplied(b.changes, results, b.next, i, r.fence, r.state, r.attempt):
 			// The batch is a retry of one that landed: report what it reported then.
 		default:
 			results[i] = fmt.Errorf("mysqlstore: %s %q: fence %d, stored %d (%s): %w",
-				c.Op, c.Task.ID, c.Fence, r.fence, r.state, kernel.ErrStaleFence)
+				c.Op, c.Task.ID, c.Fence, r.fence, r.state, store.ErrStaleFence)
 		}
 	}
 	return results
 }
 
-func (r *row) insert(c *kernel.Change, holders map[string]string) error {
+func (r *row) insert(c *store.Change, holders map[string]string) error {
 	if r.present {
 		return nil // our own row: the retry of a commit whose answer was lost
 	}
 	t := c.Task // Payload is borrowed: Commit does not return before it is written
 	if t.UniqueKey != "" && t.State.Live() {
 		if h, ok := holders[t.UniqueKey]; ok && h != t.ID {
-			return fmt.Errorf("mysqlstore: insert %q: key %q held by %q: %w", t.ID, t.UniqueKey, h, kernel.ErrDuplicateKey)
+			return fmt.Errorf("mysqlstore: insert %q: key %q held by %q: %w", t.ID, t.UniqueKey, h, store.ErrDuplicateKey)
 		}
 		holders[t.UniqueKey] = t.ID
 	}
-	if t.Priority == kernel.PriorityDefault {
-		t.Priority = kernel.Normal
+	if t.Priority == store.PriorityDefault {
+		t.Priority = store.Normal
 	}
 	t.LastError = storekit.TruncateLastError(t.LastError)
 	r.ins, r.pool = &t, c.Pool
@@ -437,16 +437,16 @@ func (r *row) insert(c *kernel.Change, holders map[string]string) error {
 	return nil
 }
 
-func (r *row) apply(c *kernel.Change, holders map[string]string) {
+func (r *row) apply(c *store.Change, holders map[string]string) {
 	switch c.Op {
-	case kernel.OpStart:
+	case store.OpStart:
 		r.attempt, r.fence, r.setAttempt = c.Task.Attempt, c.Task.Fence, true
-	case kernel.OpRetry:
+	case store.OpRetry:
 		r.runAt, r.setRunAt = c.Task.RunAt, true
 		r.lastError, r.setLastError = storekit.TruncateLastError(c.Task.LastError), true
-	case kernel.OpFail:
+	case store.OpFail:
 		r.lastError, r.setLastError = storekit.TruncateLastError(c.Task.LastError), true
-	case kernel.OpCancel:
+	case store.OpCancel:
 		if c.Task.LastError != "" {
 			r.lastError, r.setLastError = storekit.TruncateLastError(c.Task.LastError), true
 		}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 // BenchmarkCommit measures group commits on the real database: rows/s is the rate of
@@ -22,24 +22,24 @@ import (
 func BenchmarkCommit(b *testing.B) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	payload := make([]byte, 200)
-	newTask := func(id string) kernel.StoredTask {
-		return kernel.StoredTask{
-			ID: id, Kind: "bench.kind", Payload: payload, Priority: kernel.Normal, RunAt: now,
-			Timeout: time.Second, MaxAttempts: 3, Fence: 1, State: kernel.Queued, CreatedAt: now, UpdatedAt: now,
+	newTask := func(id string) store.StoredTask {
+		return store.StoredTask{
+			ID: id, Kind: "bench.kind", Payload: payload, Priority: store.Normal, RunAt: now,
+			Timeout: time.Second, MaxAttempts: 3, Fence: 1, State: store.Queued, CreatedAt: now, UpdatedAt: now,
 		}
 	}
 	for _, size := range []int{1, 100, 1000} {
 		// insert: acknowledged submits, one row per task.
 		b.Run(fmt.Sprintf("insert/batch=%d", size), func(b *testing.B) {
 			s, db := setup(b, mysqlstore.Options{})
-			changes := make([]kernel.Change, size)
+			changes := make([]store.Change, size)
 			seq := 0
 			cpu := startCPU(b, db)
 			b.ReportAllocs()
 			for b.Loop() {
 				for i := range changes {
 					seq++
-					changes[i] = kernel.Change{Op: kernel.OpInsert, Task: newTask(fmt.Sprintf("task-%09d", seq))}
+					changes[i] = store.Change{Op: store.OpInsert, Task: newTask(fmt.Sprintf("task-%09d", seq))}
 				}
 				mustBatch(b, s, changes)
 			}
@@ -48,16 +48,16 @@ func BenchmarkCommit(b *testing.B) {
 		})
 		// start: the attempt of each task begins (queued → running, fence bumped).
 		b.Run(fmt.Sprintf("start/batch=%d", size), func(b *testing.B) {
-			benchUpdates(b, size, newTask, func(id string) []kernel.Change {
-				return []kernel.Change{{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: now}}}
+			benchUpdates(b, size, newTask, func(id string) []store.Change {
+				return []store.Change{{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: now}}}
 			})
 		})
 		// complete: start and success of each task, one row write per task.
 		b.Run(fmt.Sprintf("complete/batch=%d", size), func(b *testing.B) {
-			benchUpdates(b, size, newTask, func(id string) []kernel.Change {
-				return []kernel.Change{
-					{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: now}},
-					{Op: kernel.OpSucceed, Fence: 2, Task: kernel.StoredTask{ID: id, UpdatedAt: now.Add(time.Millisecond)}},
+			benchUpdates(b, size, newTask, func(id string) []store.Change {
+				return []store.Change{
+					{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: now}},
+					{Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: now.Add(time.Millisecond)}},
 				}
 			})
 		})
@@ -66,10 +66,10 @@ func BenchmarkCommit(b *testing.B) {
 
 // benchUpdates times commits of the changes ops makes for size tasks queued beforehand
 // (untimed): the state of every row changes, as it does for the kernel.
-func benchUpdates(b *testing.B, size int, newTask func(string) kernel.StoredTask, ops func(id string) []kernel.Change) {
+func benchUpdates(b *testing.B, size int, newTask func(string) store.StoredTask, ops func(id string) []store.Change) {
 	s, _ := setup(b, mysqlstore.Options{})
-	ins := make([]kernel.Change, size)
-	var changes []kernel.Change
+	ins := make([]store.Change, size)
+	var changes []store.Change
 	seq, rows := 0, 0
 	b.ReportAllocs()
 	for b.Loop() {
@@ -78,7 +78,7 @@ func benchUpdates(b *testing.B, size int, newTask func(string) kernel.StoredTask
 		for i := range ins {
 			seq++
 			id := fmt.Sprintf("task-%09d", seq)
-			ins[i] = kernel.Change{Op: kernel.OpInsert, Task: newTask(id)}
+			ins[i] = store.Change{Op: store.OpInsert, Task: newTask(id)}
 			changes = append(changes, ops(id)...)
 		}
 		mustBatch(b, s, ins)
@@ -89,7 +89,7 @@ func benchUpdates(b *testing.B, size int, newTask func(string) kernel.StoredTask
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 }
 
-func mustBatch(b *testing.B, s kernel.Store, changes []kernel.Change) {
+func mustBatch(b *testing.B, s store.Store, changes []store.Change) {
 	b.Helper()
 	res, err := s.Commit(context.Background(), changes)
 	if err != nil {
@@ -116,17 +116,17 @@ func mustBatch(b *testing.B, s kernel.Store, changes []kernel.Change) {
 func BenchmarkLifecycle(b *testing.B) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	payload := make([]byte, 200)
-	newTask := func(id string) kernel.StoredTask {
-		return kernel.StoredTask{
-			ID: id, Kind: "bench.kind", Payload: payload, Priority: kernel.Normal, RunAt: now,
-			Timeout: time.Second, MaxAttempts: 3, Fence: 1, State: kernel.Queued, CreatedAt: now, UpdatedAt: now,
+	newTask := func(id string) store.StoredTask {
+		return store.StoredTask{
+			ID: id, Kind: "bench.kind", Payload: payload, Priority: store.Normal, RunAt: now,
+			Timeout: time.Second, MaxAttempts: 3, Fence: 1, State: store.Queued, CreatedAt: now, UpdatedAt: now,
 		}
 	}
-	start := func(id string, at time.Time) kernel.Change {
-		return kernel.Change{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: at}}
+	start := func(id string, at time.Time) store.Change {
+		return store.Change{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: at}}
 	}
-	succeed := func(id string, at time.Time) kernel.Change {
-		return kernel.Change{Op: kernel.OpSucceed, Fence: 2, Task: kernel.StoredTask{ID: id, UpdatedAt: at}}
+	succeed := func(id string, at time.Time) store.Change {
+		return store.Change{Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: at}}
 	}
 	cases := []struct {
 		name  string
@@ -139,7 +139,7 @@ func BenchmarkLifecycle(b *testing.B) {
 		n := tc.n
 		newTask, plain := newTask, newTask
 		if tc.keyed {
-			newTask = func(id string) kernel.StoredTask {
+			newTask = func(id string) store.StoredTask {
 				t := plain(id)
 				t.UniqueKey = "key-" + id
 				return t
@@ -149,11 +149,11 @@ func BenchmarkLifecycle(b *testing.B) {
 			s, db := setup(b, mysqlstore.Options{})
 			seq, done := 0, 0
 			prev := make([]string, n)
-			changes := make([]kernel.Change, 0, 3*n)
+			changes := make([]store.Change, 0, 3*n)
 			for i := range prev { // the first batch's predecessor, untimed
 				seq++
 				prev[i] = fmt.Sprintf("task-%09d", seq)
-				changes = append(changes, kernel.Change{Op: kernel.OpInsert, Task: newTask(prev[i])})
+				changes = append(changes, store.Change{Op: store.OpInsert, Task: newTask(prev[i])})
 			}
 			mustBatch(b, s, changes)
 			cpu := startCPU(b, db)
@@ -165,7 +165,7 @@ func BenchmarkLifecycle(b *testing.B) {
 					seq++
 					id := fmt.Sprintf("task-%09d", seq)
 					at := now.Add(time.Duration(seq) * time.Microsecond)
-					changes = append(changes, kernel.Change{Op: kernel.OpInsert, Task: newTask(id)},
+					changes = append(changes, store.Change{Op: store.OpInsert, Task: newTask(id)},
 						start(prev[i], at), succeed(prev[i], at.Add(time.Microsecond)))
 					prev[i] = id
 				}
@@ -190,13 +190,13 @@ func BenchmarkLifecycle(b *testing.B) {
 }
 
 // benchSnapshot commits batches that insert, start and complete n tasks each.
-func benchSnapshot(b *testing.B, n int, opts mysqlstore.Options, newTask func(string) kernel.StoredTask,
-	start, succeed func(string, time.Time) kernel.Change,
+func benchSnapshot(b *testing.B, n int, opts mysqlstore.Options, newTask func(string) store.StoredTask,
+	start, succeed func(string, time.Time) store.Change,
 ) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	s, db := setup(b, opts)
 	seq, done := 0, 0
-	changes := make([]kernel.Change, 0, 3*n)
+	changes := make([]store.Change, 0, 3*n)
 	cpu := startCPU(b, db)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -205,7 +205,7 @@ func benchSnapshot(b *testing.B, n int, opts mysqlstore.Options, newTask func(st
 			seq++
 			id := fmt.Sprintf("task-%09d", seq)
 			at := now.Add(time.Duration(seq) * time.Microsecond)
-			changes = append(changes, kernel.Change{Op: kernel.OpInsert, Task: newTask(id)},
+			changes = append(changes, store.Change{Op: store.OpInsert, Task: newTask(id)},
 				start(id, at), succeed(id, at.Add(time.Microsecond)))
 		}
 		mustBatch(b, s, changes)

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 // BenchmarkCommitAs measures group commits by an owner ([mysqlstore.Store.CommitAs]),
@@ -18,14 +18,14 @@ import (
 func BenchmarkCommitAs(b *testing.B) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	payload := make([]byte, 200)
-	newTask := func(id string) kernel.StoredTask {
-		return kernel.StoredTask{
-			ID: id, Kind: "bench.kind", Payload: payload, Priority: kernel.Normal, RunAt: now,
-			Timeout: time.Second, MaxAttempts: 3, Fence: 1, State: kernel.Queued, CreatedAt: now, UpdatedAt: now,
+	newTask := func(id string) store.StoredTask {
+		return store.StoredTask{
+			ID: id, Kind: "bench.kind", Payload: payload, Priority: store.Normal, RunAt: now,
+			Timeout: time.Second, MaxAttempts: 3, Fence: 1, State: store.Queued, CreatedAt: now, UpdatedAt: now,
 		}
 	}
 	ctx := context.Background()
-	setupOwner := func(b *testing.B) (*mysqlstore.Store, kernel.Owner) {
+	setupOwner := func(b *testing.B) (*mysqlstore.Store, store.Owner) {
 		s, _ := setup(b, mysqlstore.Options{})
 		o, err := s.Join(ctx, "bench", time.Hour)
 		if err != nil {
@@ -33,7 +33,7 @@ func BenchmarkCommitAs(b *testing.B) {
 		}
 		return s, o
 	}
-	mustAs := func(b *testing.B, s *mysqlstore.Store, o kernel.Owner, changes []kernel.Change) {
+	mustAs := func(b *testing.B, s *mysqlstore.Store, o store.Owner, changes []store.Change) {
 		b.Helper()
 		res, err := s.CommitAs(ctx, o, changes)
 		if err != nil {
@@ -55,13 +55,13 @@ func BenchmarkCommitAs(b *testing.B) {
 	for _, size := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("insert/batch=%d", size), func(b *testing.B) {
 			s, o := setupOwner(b)
-			changes := make([]kernel.Change, size)
+			changes := make([]store.Change, size)
 			seq := 0
 			b.ReportAllocs()
 			for b.Loop() {
 				for i := range changes {
 					seq++
-					changes[i] = kernel.Change{Op: kernel.OpInsert, Task: newTask(fmt.Sprintf("task-%09d", seq))}
+					changes[i] = store.Change{Op: store.OpInsert, Task: newTask(fmt.Sprintf("task-%09d", seq))}
 				}
 				mustAs(b, s, o, changes)
 			}
@@ -69,8 +69,8 @@ func BenchmarkCommitAs(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("complete/batch=%d", size), func(b *testing.B) {
 			s, o := setupOwner(b)
-			ins := make([]kernel.Change, size)
-			var changes []kernel.Change
+			ins := make([]store.Change, size)
+			var changes []store.Change
 			seq, rows := 0, 0
 			b.ReportAllocs()
 			for b.Loop() {
@@ -79,10 +79,10 @@ func BenchmarkCommitAs(b *testing.B) {
 				for i := range ins {
 					seq++
 					id := fmt.Sprintf("task-%09d", seq)
-					ins[i] = kernel.Change{Op: kernel.OpInsert, Task: newTask(id)}
+					ins[i] = store.Change{Op: store.OpInsert, Task: newTask(id)}
 					changes = append(changes,
-						kernel.Change{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: now}},
-						kernel.Change{Op: kernel.OpSucceed, Fence: 2, Task: kernel.StoredTask{ID: id, UpdatedAt: now.Add(time.Millisecond)}})
+						store.Change{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: now}},
+						store.Change{Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: now.Add(time.Millisecond)}})
 				}
 				mustAs(b, s, o, ins)
 				b.StartTimer()

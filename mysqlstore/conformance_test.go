@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storetest"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Exercise(t, func(t *testing.T) kernel.Store {
+	storetest.Exercise(t, func(t *testing.T) store.Store {
 		s, _ := setup(t, mysqlstore.Options{})
 		return s
 	})
@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 // TestConformanceOpen runs the suite on stores made by Open, whose group commits go
 // through the multi-statement pool.
 func TestConformanceOpen(t *testing.T) {
-	storetest.Exercise(t, func(t *testing.T) kernel.Store {
+	storetest.Exercise(t, func(t *testing.T) store.Store {
 		db, table := openDB(t), tableName(t)
 		s, err := mysqlstore.Open(testDSN(), mysqlstore.Options{Table: table, Retention: -1})
 		if err != nil {

@@ -1,5 +1,5 @@
 // Package mysqlstore keeps ax's durable tasks in a MySQL or MariaDB table: an
-// implementation of [kernel.Store] and [kernel.SharedStore] on
+// implementation of [store.Store] and [store.SharedStore] on
 // github.com/go-sql-driver/mysql.
 //
 // The table is a journal. The kernel runs durable tasks from memory and records their
@@ -28,7 +28,7 @@
 // planned again from the rows locked with SELECT … FOR UPDATE, so each change gets its
 // exact outcome. Deadlocks (1213), lock wait timeouts (1205) and lost connections are
 // retried with backoff ([Options.Retries]); a batch whose answer was lost is simply
-// committed again, which the [kernel.Store] contract makes safe.
+// committed again, which the [store.Store] contract makes safe.
 //
 // With [Options.DropCompleted], a task that completes in the batch that inserts it (a
 // periodic snapshot taken after the task ended) is not written at all; one read of the
@@ -42,7 +42,7 @@
 // package's own stable encoding. A unique index on live_key, a copy of the task's unique
 // key that is NULL once the task is terminal, keeps one live task per key. owner is the
 // epoch of the owner the task belongs to (see "Owners"), 0 for none, the pool:
-// [Store.Commit], [Store.Requeue] and the inserts of a [kernel.Change] with Pool write
+// [Store.Commit], [Store.Requeue] and the inserts of a [store.Change] with Pool write
 // 0. Two secondary indexes: (state, owner, priority, run_at) holds the live rows of each
 // owner in the order recovery reads them, so that the live tasks of given owners
 // ([Store.Rescue], [Store.Owners]) are a few ranges of it, one per live state and owner,
@@ -50,7 +50,7 @@
 // run_at order; and (state, updated_at) serves dead letters and the retention purge.
 // Each costs every state change one more index write; owner, written only by inserts,
 // claims, rescues and requeues, costs nothing more. grp (VARBINARY(64)) and gkey
-// (VARBINARY(255)) hold the task's group and key ([kernel.StoredTask] Group and Key,
+// (VARBINARY(255)) hold the task's group and key ([store.StoredTask] Group and Key,
 // from DurableTask.Group and Key), ” for none: written by inserts only, returned by
 // every read of tasks, in no index. The store only keeps them: it enforces no group
 // limit. Each kernel enforces its own Config.Groups on the tasks it runs, so the limits
@@ -73,7 +73,7 @@
 //     servers the store supports (MariaDB >= 10.2.4, MySQL >= 8.0), and the latest row
 //     is never deleted, so even a server that recomputes the counter from the rows at
 //     restart does not hand out an epoch again.
-//   - <table>_sched: one row per durable schedule ([kernel.ScheduleStore]): name
+//   - <table>_sched: one row per durable schedule ([store.ScheduleStore]): name
 //     (primary key), spec, next_fire (unix ms, NULL when the schedule has no next
 //     occurrence), last_fire (unix ms: the latest target of the last fire with
 //     occurrences, whose state OverlapSkip reads), paused, version, fire_token (the
@@ -93,7 +93,7 @@
 //
 // # Owners
 //
-// The store implements [kernel.SharedStore]: several kernels, in one process or many,
+// The store implements [store.SharedStore]: several kernels, in one process or many,
 // share the tables, each as an owner with a lease. Every lease runs on the database's
 // clock (UTC_TIMESTAMP(6)), never a process's, so the kernels' clocks need not agree.
 //
@@ -106,7 +106,7 @@
 //	WHERE epoch = ? AND name = ? AND ended = 0 AND expires_at > UTC_TIMESTAMP(6)
 //
 // When it changes no row (and a read confirms that the lease ended), the transaction is
-// rolled back and the call returns an error wrapping [kernel.ErrLeaseLost]. The renewal
+// rolled back and the call returns an error wrapping [store.ErrLeaseLost]. The renewal
 // costs a batch one statement more; a batch that Commit sends as one statement without a
 // transaction (one INSERT, or one UPDATE of one row) costs BEGIN and COMMIT as well. A
 // store made by [Open] sends START TRANSACTION, the renewal and the batch's writes as
@@ -116,7 +116,7 @@
 // back and the batch planned again from locked rows, whose transaction renews with the
 // check above. A CommitAs of no changes is the UPDATE alone: the heartbeat of an idle
 // owner. A batch retried after a lost answer renews again, which is harmless; when its
-// lease ended in between, the error wraps [kernel.ErrStoreUnavailable] as well as
+// lease ended in between, the error wraps [store.ErrStoreUnavailable] as well as
 // ErrLeaseLost, since the first try may have applied.
 //
 // # Rescue and lock order
@@ -149,7 +149,7 @@
 // # The pool
 //
 // A task of owner 0 is in the pool: inserted by [Store.Commit] or [Store.Requeue], or by
-// [Store.CommitAs] with [kernel.Change] Pool. [Store.Claim] takes due pool tasks for an
+// [Store.CommitAs] with [store.Change] Pool. [Store.Claim] takes due pool tasks for an
 // owner in one transaction at read committed, which finds its candidates with one
 // statement, a UNION ALL of one part per waiting state (Delayed, Queued, Retrying) and
 // wanted priority:
@@ -215,7 +215,7 @@
 // Then it runs KILL CONNECTION on it: the server rolls the transaction back and frees
 // its locks, and the rescue's next try waits for the owner's row and takes its tasks.
 // The stopped process, once resumed, finds its connection dead: its commit's outcome is
-// unknown, and its retry is refused with [kernel.ErrLeaseLost], as for any lost lease.
+// unknown, and its retry is refused with [store.ErrLeaseLost], as for any lost lease.
 // Each kill is counted ([Store.Kills]) and logged as a warning. Killing costs nothing
 // but that commit: a connection ID names one connection while it lives (IDs are unique
 // among the server's connections), the holder's lease is over, and the store retries

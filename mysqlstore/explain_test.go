@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // TestStatementsUseThePrimaryKey EXPLAINs the statements a batch generates, for one row
@@ -22,10 +22,10 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 	db, table, ctx := s.db, s.opts.Table, context.Background()
 	// Enough rows that a scan would not be the cheapest plan.
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	var ins []kernel.Change
+	var ins []store.Change
 	for i := range 2000 {
-		ins = append(ins, kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{
-			ID: fmt.Sprintf("t%05d", i), Kind: "k", State: kernel.Queued, Fence: 1, UpdatedAt: now,
+		ins = append(ins, store.Change{Op: store.OpInsert, Task: store.StoredTask{
+			ID: fmt.Sprintf("t%05d", i), Kind: "k", State: store.Queued, Fence: 1, UpdatedAt: now,
 		}})
 	}
 	if _, err := s.Commit(ctx, ins); err != nil {
@@ -40,24 +40,24 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 		upsert bool
 	}{{1, true, false}, {2, true, false}, {50, false, false}, {50, true, true}} {
 		n := tc.n
-		var changes []kernel.Change
+		var changes []store.Change
 		for i := range n {
 			id := fmt.Sprintf("t%05d", i*7)
 			at := now.Add(time.Duration(i%5) * time.Millisecond) // a few distinct times
 			changes = append(changes,
-				kernel.Change{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: at}})
+				store.Change{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: at}})
 			if tc.retry {
 				changes = append(changes,
-					kernel.Change{Op: kernel.OpRetry, Fence: 2, Task: kernel.StoredTask{ID: id, RunAt: now.Add(time.Duration(i) * time.Second), LastError: id, UpdatedAt: at}})
+					store.Change{Op: store.OpRetry, Fence: 2, Task: store.StoredTask{ID: id, RunAt: now.Add(time.Duration(i) * time.Second), LastError: id, UpdatedAt: at}})
 			} else {
-				changes = append(changes, kernel.Change{Op: kernel.OpSucceed, Fence: 2, Task: kernel.StoredTask{ID: id, UpdatedAt: at}})
+				changes = append(changes, store.Change{Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: at}})
 			}
 		}
 		b := s.newBatch(changes)
 		rows := map[string]*row{}
 		for k, id := range b.ids {
 			c := &b.changes[b.first[k]]
-			rows[id] = &row{id: id, attempt: -1, exists: true, present: true, preFence: c.Fence, fence: c.Fence, state: kernel.Queued}
+			rows[id] = &row{id: id, attempt: -1, exists: true, present: true, preFence: c.Fence, fence: c.Fence, state: store.Queued}
 		}
 		plan(b, rows, map[string]string{})
 		stmts := s.statements(rows, b.ids, false, 0)
@@ -111,11 +111,11 @@ func TestRescueUsesOwnerIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	insert := func(prefix string, n int) []kernel.Change {
-		var cs []kernel.Change
+	insert := func(prefix string, n int) []store.Change {
+		var cs []store.Change
 		for i := range n {
-			cs = append(cs, kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{
-				ID: fmt.Sprintf("%s%05d", prefix, i), Kind: "k", State: kernel.Queued, Fence: 1, RunAt: now, UpdatedAt: now,
+			cs = append(cs, store.Change{Op: store.OpInsert, Task: store.StoredTask{
+				ID: fmt.Sprintf("%s%05d", prefix, i), Kind: "k", State: store.Queued, Fence: 1, RunAt: now, UpdatedAt: now,
 			}})
 		}
 		return cs
@@ -130,12 +130,12 @@ func TestRescueUsesOwnerIndex(t *testing.T) {
 	mustNil(s.CommitAs(ctx, gone, insert("gone", 20)))
 	ended := insert("ended", 1000) // unowned, and ended
 	for _, c := range slices.Clone(ended) {
-		ended = append(ended, kernel.Change{Op: kernel.OpSucceed, Fence: 1, Task: kernel.StoredTask{ID: c.Task.ID, UpdatedAt: now}})
+		ended = append(ended, store.Change{Op: store.OpSucceed, Fence: 1, Task: store.StoredTask{ID: c.Task.ID, UpdatedAt: now}})
 	}
 	mustNil(s.Commit(ctx, ended))
 	unowned := insert("unowned", 20) // half of them left running by a store without owners
 	for _, c := range slices.Clone(unowned[:10]) {
-		unowned = append(unowned, kernel.Change{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: c.Task.ID, Fence: 2, Attempt: 1, UpdatedAt: now}})
+		unowned = append(unowned, store.Change{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: c.Task.ID, Fence: 2, Attempt: 1, UpdatedAt: now}})
 	}
 	mustNil(s.Commit(ctx, unowned))
 	if _, err := db.Exec("ANALYZE TABLE `" + table + "`"); err != nil {
@@ -238,24 +238,24 @@ func TestClaimUsesOwnerIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	var mine, pool []kernel.Change
+	var mine, pool []store.Change
 	for i := range 2000 {
-		mine = append(mine, kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{
-			ID: fmt.Sprintf("mine%05d", i), Kind: "k", State: kernel.Queued, Fence: 1, RunAt: now, UpdatedAt: now,
+		mine = append(mine, store.Change{Op: store.OpInsert, Task: store.StoredTask{
+			ID: fmt.Sprintf("mine%05d", i), Kind: "k", State: store.Queued, Fence: 1, RunAt: now, UpdatedAt: now,
 		}})
 	}
-	states := []kernel.State{kernel.Queued, kernel.Queued, kernel.Delayed, kernel.Retrying}
+	states := []store.State{store.Queued, store.Queued, store.Delayed, store.Retrying}
 	for i := range 1200 {
 		kind := "k"
 		if i%2 == 1 {
 			kind = "other"
 		}
-		pool = append(pool, kernel.Change{Op: kernel.OpInsert, Pool: true, Task: kernel.StoredTask{
-			ID: fmt.Sprintf("pool%05d", i), Kind: kind, State: states[i%4], Priority: kernel.Priority(i%3 + 1),
+		pool = append(pool, store.Change{Op: store.OpInsert, Pool: true, Task: store.StoredTask{
+			ID: fmt.Sprintf("pool%05d", i), Kind: kind, State: states[i%4], Priority: store.Priority(i%3 + 1),
 			Fence: 1, RunAt: now.Add(time.Duration(i%7-3) * time.Second), UpdatedAt: now,
 		}})
 	}
-	for _, cs := range [][]kernel.Change{mine, pool} {
+	for _, cs := range [][]store.Change{mine, pool} {
 		if res, err := s.CommitAs(ctx, o, cs); err != nil || errors.Join(res...) != nil {
 			t.Fatalf("CommitAs() = %v, %v", errors.Join(res...), err)
 		}
@@ -290,12 +290,12 @@ func TestClaimUsesOwnerIndex(t *testing.T) {
 		}
 	}
 	// The claim takes what the plan promises: 5 of each priority, due, of kind k.
-	got, next, err := s.Claim(ctx, o, kernel.ClaimRequest{Now: now, Want: kernel.ByPriority[int]{High: 5, Normal: 5, Low: 5}, Kinds: []string{"k"}})
+	got, next, err := s.Claim(ctx, o, store.ClaimRequest{Now: now, Want: store.ByPriority[int]{High: 5, Normal: 5, Low: 5}, Kinds: []string{"k"}})
 	if err != nil || len(got) != 15 || !next.Equal(now.Add(-3*time.Second)) {
 		t.Fatalf("Claim() = %d tasks, next %v, %v; want 15, next %v", len(got), next, err, now.Add(-3*time.Second))
 	}
 	for _, tk := range got {
-		if tk.Kind != "k" || tk.RunAt.After(now) || tk.State != kernel.Running {
+		if tk.Kind != "k" || tk.RunAt.After(now) || tk.State != store.Running {
 			t.Errorf("claimed %s: kind %q, due %v, %v", tk.ID, tk.Kind, tk.RunAt, tk.State)
 		}
 	}

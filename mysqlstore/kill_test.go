@@ -13,8 +13,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 // idConnector records the server's connection ID of every connection it opens, so that a
@@ -126,7 +126,7 @@ func testKilledConnections(t *testing.T, retries int) {
 	var failures, retriedOK, landed int
 	deadline := time.Now().Add(2 * time.Minute)
 	for r := range rounds {
-		var batch []kernel.Change
+		var batch []store.Change
 		for i := range per {
 			id := fmt.Sprintf("r%02d-%03d", r, i)
 			c := keyedInsert(id, "key-"+id)
@@ -135,9 +135,9 @@ func testKilledConnections(t *testing.T, retries int) {
 			if r > 0 {
 				prev := fmt.Sprintf("r%02d-%03d", r-1, i)
 				at := testNow.Add(time.Duration(r) * time.Second)
-				batch = append(batch, kernel.Change{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: prev, Fence: 2, Attempt: 1, UpdatedAt: at}})
+				batch = append(batch, store.Change{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: prev, Fence: 2, Attempt: 1, UpdatedAt: at}})
 				if i%3 != 0 {
-					batch = append(batch, kernel.Change{Op: kernel.OpSucceed, Fence: 2, Task: kernel.StoredTask{ID: prev, UpdatedAt: at}})
+					batch = append(batch, store.Change{Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: prev, UpdatedAt: at}})
 				}
 			}
 		}
@@ -147,7 +147,7 @@ func testKilledConnections(t *testing.T, retries int) {
 			}
 			res, err := s.Commit(ctx, batch)
 			if err != nil {
-				if !errors.Is(err, kernel.ErrStoreUnavailable) {
+				if !errors.Is(err, store.ErrStoreUnavailable) {
 					t.Fatalf("round %d: Commit() = %v, want an error wrapping ErrStoreUnavailable", r, err)
 				}
 				failures++

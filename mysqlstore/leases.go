@@ -8,22 +8,21 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/axsched/ax/store"
 	"github.com/go-sql-driver/mysql"
-
-	"github.com/axsched/ax/kernel"
 )
 
 func checkLeaseArgs(name string, ttl time.Duration, what string) error {
 	switch {
-	case name == "" || len(name) > kernel.LeaseNameMax:
-		return fmt.Errorf("mysqlstore: %s: lease name %q: must be 1 to %d bytes: %w", what, name, kernel.LeaseNameMax, kernel.ErrInvalidChange)
-	case ttl < kernel.LeaseMin:
-		return fmt.Errorf("mysqlstore: %s: ttl %v: must be at least %v: %w", what, ttl, kernel.LeaseMin, kernel.ErrInvalidChange)
+	case name == "" || len(name) > store.LeaseNameMax:
+		return fmt.Errorf("mysqlstore: %s: lease name %q: must be 1 to %d bytes: %w", what, name, store.LeaseNameMax, store.ErrInvalidChange)
+	case ttl < store.LeaseMin:
+		return fmt.Errorf("mysqlstore: %s: ttl %v: must be at least %v: %w", what, ttl, store.LeaseMin, store.ErrInvalidChange)
 	}
 	return nil
 }
 
-// AcquireLease implements [kernel.SharedStore.AcquireLease] in one transaction (read
+// AcquireLease implements [store.SharedStore.AcquireLease] in one transaction (read
 // committed): it locks the lease's row with SELECT … FOR UPDATE and, when nobody else
 // holds a live grant, takes a fence from the epoch counter and writes the grant, with an
 // UPDATE of the locked row or an INSERT of a new one (a concurrent INSERT of the same
@@ -32,8 +31,8 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 	if err := checkLeaseArgs(name, ttl, "acquire lease"); err != nil {
 		return 0, err
 	}
-	if holder == "" || len(holder) > kernel.OwnerNameMax {
-		return 0, fmt.Errorf("mysqlstore: acquire lease: holder %q: must be 1 to %d bytes: %w", holder, kernel.OwnerNameMax, kernel.ErrInvalidChange)
+	if holder == "" || len(holder) > store.OwnerNameMax {
+		return 0, fmt.Errorf("mysqlstore: acquire lease: holder %q: must be 1 to %d bytes: %w", holder, store.OwnerNameMax, store.ErrInvalidChange)
 	}
 	if err := s.checkOpen("acquire lease"); err != nil {
 		return 0, err
@@ -62,7 +61,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 			}
 			if found && live && cur != holder {
 				held = fmt.Errorf("mysqlstore: acquire lease %q: held by %q until %v: %w",
-					name, cur, time.UnixMicro(expires).UTC(), kernel.ErrLeaseHeld)
+					name, cur, time.UnixMicro(expires).UTC(), store.ErrLeaseHeld)
 				return nil
 			}
 			f, err := s.nextEpoch(ctx, tx, 0)
@@ -97,7 +96,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 	return fence, nil
 }
 
-// RenewLease implements [kernel.SharedStore.RenewLease]: one UPDATE of the grant's row
+// RenewLease implements [store.SharedStore.RenewLease]: one UPDATE of the grant's row
 // while it is live, on the database's clock.
 func (s *Store) RenewLease(ctx context.Context, name string, fence uint64, ttl time.Duration) error {
 	if err := checkLeaseArgs(name, ttl, "renew lease"); err != nil {
@@ -130,12 +129,12 @@ func (s *Store) RenewLease(ctx context.Context, name string, fence uint64, ttl t
 		return err
 	}
 	if !live {
-		return fmt.Errorf("mysqlstore: renew lease %q (fence %d): %w", name, fence, kernel.ErrLeaseLost)
+		return fmt.Errorf("mysqlstore: renew lease %q (fence %d): %w", name, fence, store.ErrLeaseLost)
 	}
 	return nil
 }
 
-// ReleaseLease implements [kernel.SharedStore.ReleaseLease]: one DELETE of the grant's
+// ReleaseLease implements [store.SharedStore.ReleaseLease]: one DELETE of the grant's
 // row, if it is still that grant's.
 func (s *Store) ReleaseLease(ctx context.Context, name string, fence uint64) error {
 	if err := s.checkOpen("release lease"); err != nil {

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 // schemaWithoutOwner is the task table as stores without owners create it.
@@ -104,11 +104,11 @@ func TestMigrateAddsOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := s.Rescue(ctx, o, 0)
-	if err != nil || len(got) != 1 || got[0].ID != "old-running" || got[0].Fence != kernel.FenceOfEpoch(got[0].Fence>>32) || got[0].Fence>>32 <= o.Epoch {
+	if err != nil || len(got) != 1 || got[0].ID != "old-running" || got[0].Fence != store.FenceOfEpoch(got[0].Fence>>32) || got[0].Fence>>32 <= o.Epoch {
 		t.Fatalf("Rescue() = %+v, %v; want old-running with the first fence of a new epoch", got, err)
 	}
-	got, _, err = s.Claim(ctx, o, kernel.ClaimRequest{Now: time.Unix(1, 0), Want: kernel.ByPriority[int]{Normal: 5}, Kinds: []string{"k"}})
-	if err != nil || len(got) != 1 || got[0].ID != "old-live" || got[0].State != kernel.Running {
+	got, _, err = s.Claim(ctx, o, store.ClaimRequest{Now: time.Unix(1, 0), Want: store.ByPriority[int]{Normal: 5}, Kinds: []string{"k"}})
+	if err != nil || len(got) != 1 || got[0].ID != "old-live" || got[0].State != store.Running {
 		t.Fatalf("Claim() = %+v, %v; want old-live, running", got, err)
 	}
 }
@@ -168,7 +168,7 @@ func TestMigrateAddsConnID(t *testing.T) {
 			t.Fatalf("Migrate() #%d = %v", i+1, err)
 		}
 	}
-	old := kernel.Owner{Name: "old", Epoch: 1, Lease: time.Minute}
+	old := store.Owner{Name: "old", Epoch: 1, Lease: time.Minute}
 	if _, err := s.CommitAs(ctx, old, nil); err != nil {
 		t.Fatalf("CommitAs() by the member of before = %v", err)
 	}
@@ -226,8 +226,8 @@ func TestMigrateAddsGroupKey(t *testing.T) {
 		t.Fatalf("after Migrate: grp columns %d, gkey columns %d, %v; want 1, 1", grp, gkey, err)
 	}
 	now := time.UnixMilli(1_000)
-	ins := kernel.StoredTask{ID: "new", Kind: "k", Group: "hosts", Key: "a.example", State: kernel.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now}
-	if res, err := s.Commit(ctx, []kernel.Change{{Op: kernel.OpInsert, Task: ins}}); err != nil || res[0] != nil {
+	ins := store.StoredTask{ID: "new", Kind: "k", Group: "hosts", Key: "a.example", State: store.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now}
+	if res, err := s.Commit(ctx, []store.Change{{Op: store.OpInsert, Task: ins}}); err != nil || res[0] != nil {
 		t.Fatalf("Commit(insert) = %v, %v", res, err)
 	}
 	got, err := s.Recover(ctx)

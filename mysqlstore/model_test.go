@@ -11,9 +11,9 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // TestMatchesMemoryStore commits random batches of many tasks (inserts, chains of
@@ -74,7 +74,7 @@ func containsByte(s string, c byte) bool {
 // compareWithModel commits random batches over tasks named prefix+number to s and to a
 // MemoryStore. About one change in unknown names a task never inserted, and one in stale
 // a stale fence.
-func compareWithModel(t *testing.T, s kernel.Store, prefix string, seed uint64, unknown, stale int) {
+func compareWithModel(t *testing.T, s store.Store, prefix string, seed uint64, unknown, stale int) {
 	ctx := context.Background()
 	ref := storekit.NewMemoryStore()
 	rng := rand.New(rand.NewPCG(seed, 1))
@@ -87,9 +87,9 @@ func compareWithModel(t *testing.T, s kernel.Store, prefix string, seed uint64, 
 	}
 	m := make([]model, tasks)
 	tm := 0
-	var prev []kernel.Change
+	var prev []store.Change
 	for bi := range 120 {
-		var b []kernel.Change
+		var b []store.Change
 		if prev != nil && rng.IntN(6) == 0 {
 			b = append(b, prev...) // a replay, alone or as the prefix of a longer batch
 			if rng.IntN(2) == 0 {
@@ -105,7 +105,7 @@ func compareWithModel(t *testing.T, s kernel.Store, prefix string, seed uint64, 
 			tm++
 			at := testNow.Add(time.Duration(tm) * time.Millisecond)
 			if i >= tasks {
-				b = append(b, kernel.Change{Op: kernel.OpSucceed, Fence: 1, Task: kernel.StoredTask{ID: id, UpdatedAt: at}})
+				b = append(b, store.Change{Op: store.OpSucceed, Fence: 1, Task: store.StoredTask{ID: id, UpdatedAt: at}})
 				continue
 			}
 			t := &m[i]
@@ -113,7 +113,7 @@ func compareWithModel(t *testing.T, s kernel.Store, prefix string, seed uint64, 
 			if rng.IntN(stale) == 0 {
 				fence = uint64(rng.IntN(int(t.fence) + 2)) // a stale writer
 			}
-			var c kernel.Change
+			var c store.Change
 			switch {
 			case !t.inserted || rng.IntN(12) == 0:
 				c = insertChange(id, []byte(id))
@@ -121,30 +121,30 @@ func compareWithModel(t *testing.T, s kernel.Store, prefix string, seed uint64, 
 				if rng.IntN(2) == 0 {
 					c.Task.UniqueKey = ""
 				}
-				c.Task.State = []kernel.State{kernel.Queued, kernel.Delayed, kernel.Running}[rng.IntN(3)]
+				c.Task.State = []store.State{store.Queued, store.Delayed, store.Running}[rng.IntN(3)]
 				if !t.inserted {
 					*t = model{inserted: true, fence: 1, live: true}
 				}
 			case t.live && rng.IntN(3) == 0 || rng.IntN(8) == 0:
 				t.attempt++
 				next := t.fence + 1 + uint64(rng.IntN(3))
-				c = kernel.Change{Op: kernel.OpStart, Fence: fence, Task: kernel.StoredTask{ID: id, Fence: next, Attempt: t.attempt}}
+				c = store.Change{Op: store.OpStart, Fence: fence, Task: store.StoredTask{ID: id, Fence: next, Attempt: t.attempt}}
 				t.fence = next
 			default:
 				switch rng.IntN(5) {
 				case 0:
-					c = kernel.Change{Op: kernel.OpRetry, Fence: fence, Task: kernel.StoredTask{ID: id, RunAt: at.Add(time.Second), LastError: fmt.Sprintf("err %d", tm)}}
+					c = store.Change{Op: store.OpRetry, Fence: fence, Task: store.StoredTask{ID: id, RunAt: at.Add(time.Second), LastError: fmt.Sprintf("err %d", tm)}}
 				case 1:
-					c = kernel.Change{Op: kernel.OpSucceed, Fence: fence, Task: kernel.StoredTask{ID: id}}
+					c = store.Change{Op: store.OpSucceed, Fence: fence, Task: store.StoredTask{ID: id}}
 					t.live = false
 				case 2:
-					c = kernel.Change{Op: kernel.OpFail, Fence: fence, Task: kernel.StoredTask{ID: id, State: kernel.TimedOut, LastError: fmt.Sprintf("fail %d", tm)}}
+					c = store.Change{Op: store.OpFail, Fence: fence, Task: store.StoredTask{ID: id, State: store.TimedOut, LastError: fmt.Sprintf("fail %d", tm)}}
 					t.live = false
 				case 3:
-					c = kernel.Change{Op: kernel.OpCancel, Fence: fence, Task: kernel.StoredTask{ID: id}}
+					c = store.Change{Op: store.OpCancel, Fence: fence, Task: store.StoredTask{ID: id}}
 					t.live = false
 				default:
-					c = kernel.Change{Op: kernel.OpRetry, Fence: fence, Task: kernel.StoredTask{ID: id, RunAt: at}}
+					c = store.Change{Op: store.OpRetry, Fence: fence, Task: store.StoredTask{ID: id, RunAt: at}}
 				}
 			}
 			c.Task.UpdatedAt = at
@@ -188,7 +188,7 @@ func compareWithModel(t *testing.T, s kernel.Store, prefix string, seed uint64, 
 }
 
 func outcome(err error) string {
-	for _, s := range []error{kernel.ErrDuplicateKey, kernel.ErrStaleFence, kernel.ErrUnknownTask, kernel.ErrInvalidChange, kernel.ErrPayloadTooLarge} {
+	for _, s := range []error{store.ErrDuplicateKey, store.ErrStaleFence, store.ErrUnknownTask, store.ErrInvalidChange, store.ErrPayloadTooLarge} {
 		if errors.Is(err, s) {
 			return s.Error()
 		}
@@ -199,7 +199,7 @@ func outcome(err error) string {
 	return "nil"
 }
 
-func describeTask(t kernel.StoredTask) string {
+func describeTask(t store.StoredTask) string {
 	return fmt.Sprintf("%s %v fence=%d attempt=%d runAt=%d err=%q created=%d updated=%d key=%q prio=%v payload=%q",
 		t.ID, t.State, t.Fence, t.Attempt, t.RunAt.UnixMilli(), t.LastError, t.CreatedAt.UnixMilli(), t.UpdatedAt.UnixMilli(), t.UniqueKey, t.Priority, t.Payload)
 }
@@ -211,16 +211,16 @@ func TestUniqueKeyOrderInBatch(t *testing.T) {
 	s, _ := setup(t, mysqlstore.Options{})
 	ref := storekit.NewMemoryStore()
 	ctx := context.Background()
-	succeed := func(id string) kernel.Change {
-		return kernel.Change{Op: kernel.OpSucceed, Fence: 1, Task: kernel.StoredTask{ID: id, UpdatedAt: testNow}}
+	succeed := func(id string) store.Change {
+		return store.Change{Op: store.OpSucceed, Fence: 1, Task: store.StoredTask{ID: id, UpdatedAt: testNow}}
 	}
-	batches := [][]kernel.Change{
+	batches := [][]store.Change{
 		{keyedInsert("y1", "k1"), keyedInsert("y2", "k2"), insertChange("other", nil)},
 		{keyedInsert("x1", "k1"), succeed("y1"), succeed("other")},          // held when inserted: refused
 		{succeed("y2"), keyedInsert("x2", "k2"), insertChange("more", nil)}, // freed first: inserted
 		{keyedInsert("x3", "k1"), succeed("more")},                          // y1 ended in the batch before: inserted
 	}
-	want := [][]error{{nil, nil, nil}, {kernel.ErrDuplicateKey, nil, nil}, {nil, nil, nil}, {nil, nil}}
+	want := [][]error{{nil, nil, nil}, {store.ErrDuplicateKey, nil, nil}, {nil, nil, nil}, {nil, nil}}
 	for bi, b := range batches {
 		got, err := s.Commit(ctx, b)
 		if err != nil {

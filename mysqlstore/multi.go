@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/axsched/ax/store"
 	"github.com/go-sql-driver/mysql"
-
-	"github.com/axsched/ax/kernel"
 )
 
 // erParse is the server's error for a statement it cannot parse (ER_PARSE_ERROR).
@@ -17,7 +16,7 @@ const erParse = 1064
 // multiFits reports whether stmts can go in one multi-statement query (see multiTx):
 // the store has the pool for it, the server took such queries so far, and the query
 // stays within the statement budget.
-func (s *Store) multiFits(o *kernel.Owner, stmts []statement) bool {
+func (s *Store) multiFits(o *store.Owner, stmts []statement) bool {
 	if s.multi == nil || s.multiOff.Load() {
 		return false
 	}
@@ -43,7 +42,7 @@ func (s *Store) multiFits(o *kernel.Owner, stmts []statement) bool {
 // INSERT that met a duplicate entry; the locking plan then decides, renewing with its
 // check. A connection whose transaction may be left open (its ROLLBACK or COMMIT
 // failed) is closed, which ends the transaction on the server.
-func (s *Store) multiTx(ctx context.Context, o *kernel.Owner, stmts []statement) error {
+func (s *Store) multiTx(ctx context.Context, o *store.Owner, stmts []statement) error {
 	size := 64
 	for _, st := range stmts {
 		size += len(st.sql) + 1

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // openStore returns a migrated store made by Open (with the multi-statement pool)
@@ -51,8 +51,8 @@ func TestMultiTxRollsBack(t *testing.T) {
 	}
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	insert := func(id string) statement {
-		task := &kernel.StoredTask{
-			ID: id, Kind: "k", Priority: kernel.Normal, State: kernel.Queued, Fence: 1, RunAt: now, CreatedAt: now, UpdatedAt: now,
+		task := &store.StoredTask{
+			ID: id, Kind: "k", Priority: store.Normal, State: store.Queued, Fence: 1, RunAt: now, CreatedAt: now, UpdatedAt: now,
 		}
 		r := &row{id: id, ins: task}
 		return s.inserts(map[string]*row{id: r}, []string{id}, 0)[0]
@@ -64,10 +64,10 @@ func TestMultiTxRollsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale := s.updateOne(&row{id: "a", fence: 3, state: kernel.Running, preFence: 2, updatedAt: now})
+	stale := s.updateOne(&row{id: "a", fence: 3, state: store.Running, preFence: 2, updatedAt: now})
 	for _, tc := range []struct {
 		name  string
-		owner *kernel.Owner
+		owner *store.Owner
 		stmts []statement
 	}{
 		{"stale fence", nil, []statement{insert("b"), stale}},
@@ -77,7 +77,7 @@ func TestMultiTxRollsBack(t *testing.T) {
 		if err := s.multiTx(ctx, tc.owner, tc.stmts); !errors.Is(err, errReplan) {
 			t.Errorf("%s: multiTx() = %v, want errReplan", tc.name, err)
 		}
-		if _, err := s.Get(ctx, "b"); !errors.Is(err, kernel.ErrUnknownTask) {
+		if _, err := s.Get(ctx, "b"); !errors.Is(err, store.ErrUnknownTask) {
 			t.Fatalf("%s: Get(b) = %v, want ErrUnknownTask: the rolled-back insert landed", tc.name, err)
 		}
 	}
@@ -87,20 +87,20 @@ func TestMultiTxRollsBack(t *testing.T) {
 	if err := s.multiTx(ctx, &o, []statement{insert("b")}); !errors.Is(err, errReplan) {
 		t.Errorf("multiTx() by an owner that left = %v, want errReplan", err)
 	}
-	if _, err := s.Get(ctx, "b"); !errors.Is(err, kernel.ErrUnknownTask) {
+	if _, err := s.Get(ctx, "b"); !errors.Is(err, store.ErrUnknownTask) {
 		t.Fatalf("Get(b) = %v, want ErrUnknownTask: an owner that left wrote", err)
 	}
-	b := kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{
-		ID: "b", Kind: "k", State: kernel.Queued, Fence: 1, RunAt: now, CreatedAt: now, UpdatedAt: now,
+	b := store.Change{Op: store.OpInsert, Task: store.StoredTask{
+		ID: "b", Kind: "k", State: store.Queued, Fence: 1, RunAt: now, CreatedAt: now, UpdatedAt: now,
 	}}
-	if _, err := s.CommitAs(ctx, o, []kernel.Change{b}); !errors.Is(err, kernel.ErrLeaseLost) {
+	if _, err := s.CommitAs(ctx, o, []store.Change{b}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("CommitAs() by an owner that left = %v, want ErrLeaseLost", err)
 	}
-	good := s.updateOne(&row{id: "a", fence: 2, state: kernel.Running, preFence: 1, updatedAt: now})
+	good := s.updateOne(&row{id: "a", fence: 2, state: store.Running, preFence: 1, updatedAt: now})
 	if err := s.multiTx(ctx, nil, []statement{insert("c"), good}); err != nil {
 		t.Fatalf("multiTx() after the rollbacks = %v", err)
 	}
-	for id, want := range map[string]kernel.State{"a": kernel.Running, "c": kernel.Queued} {
+	for id, want := range map[string]store.State{"a": store.Running, "c": store.Queued} {
 		if got, err := s.Get(ctx, id); err != nil || got.State != want {
 			t.Errorf("Get(%s) = %v, %v; want %s", id, got.State, err, want)
 		}
@@ -128,12 +128,12 @@ func TestMultiTxParseErrorTurnsOff(t *testing.T) {
 		t.Fatal("multiFits() = true after the server refused a query as unparsable")
 	}
 	now := time.Now()
-	if _, err := s.Commit(ctx, []kernel.Change{{Op: kernel.OpInsert, Task: kernel.StoredTask{
-		ID: "after", Kind: "k", State: kernel.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now,
+	if _, err := s.Commit(ctx, []store.Change{{Op: store.OpInsert, Task: store.StoredTask{
+		ID: "after", Kind: "k", State: store.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now,
 	}}}); err != nil {
 		t.Fatalf("Commit() after the multi-statement path turned off = %v", err)
 	}
-	if st, err := s.Get(ctx, "after"); err != nil || st.State != kernel.Queued {
+	if st, err := s.Get(ctx, "after"); err != nil || st.State != store.Queued {
 		t.Fatalf("Get(after) = %+v, %v", st, err)
 	}
 }

@@ -38,7 +38,7 @@ type Options struct {
 	Table string
 
 	// MaxPayload caps the payload of a task, in bytes: an insert above it is refused with
-	// [kernel.ErrPayloadTooLarge] and writes nothing. At most MaxPayloadMax. If zero,
+	// [store.ErrPayloadTooLarge] and writes nothing. At most MaxPayloadMax. If zero,
 	// MaxPayloadDefault.
 	MaxPayload int
 
@@ -64,7 +64,7 @@ type Options struct {
 
 	// Retries is how many times a call is retried, with exponential backoff from 2 ms,
 	// after a deadlock, a lock wait timeout or a lost connection, before it returns an
-	// error wrapping [kernel.ErrStoreUnavailable]. If zero, RetriesDefault; if negative,
+	// error wrapping [store.ErrStoreUnavailable]. If zero, RetriesDefault; if negative,
 	// never.
 	Retries int
 

@@ -7,16 +7,16 @@ import (
 	"slices"
 	"time"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
-// Recover implements [kernel.Store.Recover]: one SELECT of the live rows, ordered by
+// Recover implements [store.Store.Recover]: one SELECT of the live rows, ordered by
 // priority, run_at and id.
-func (s *Store) Recover(ctx context.Context) ([]kernel.StoredTask, error) {
+func (s *Store) Recover(ctx context.Context) ([]store.StoredTask, error) {
 	if err := s.checkOpen("recover"); err != nil {
 		return nil, err
 	}
-	var out []kernel.StoredTask
+	var out []store.StoredTask
 	err := s.retry(ctx, "recover", func() error {
 		out = out[:0]
 		return scanAll(ctx, s.db, "SELECT "+columns+" FROM "+s.table+" WHERE state <= "+liveMaxCode+
@@ -32,13 +32,13 @@ func (s *Store) Recover(ctx context.Context) ([]kernel.StoredTask, error) {
 	return out, nil
 }
 
-// Get implements [kernel.Store.Get].
-func (s *Store) Get(ctx context.Context, id string) (kernel.StoredTask, error) {
+// Get implements [store.Store.Get].
+func (s *Store) Get(ctx context.Context, id string) (store.StoredTask, error) {
 	if err := s.checkOpen("get"); err != nil {
-		return kernel.StoredTask{}, err
+		return store.StoredTask{}, err
 	}
 	var (
-		t     kernel.StoredTask
+		t     store.StoredTask
 		found bool
 	)
 	q := newQuery(128).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE id = ").hexString(id)
@@ -52,26 +52,26 @@ func (s *Store) Get(ctx context.Context, id string) (kernel.StoredTask, error) {
 		})
 	})
 	if err != nil {
-		return kernel.StoredTask{}, err
+		return store.StoredTask{}, err
 	}
 	if !found {
-		return kernel.StoredTask{}, fmt.Errorf("mysqlstore: get %q: %w", id, kernel.ErrUnknownTask)
+		return store.StoredTask{}, fmt.Errorf("mysqlstore: get %q: %w", id, store.ErrUnknownTask)
 	}
 	return t, nil
 }
 
-// DeadLetters implements [kernel.Store.DeadLetters].
-func (s *Store) DeadLetters(ctx context.Context, limit int, afterID string) ([]kernel.StoredTask, error) {
+// DeadLetters implements [store.Store.DeadLetters].
+func (s *Store) DeadLetters(ctx context.Context, limit int, afterID string) ([]store.StoredTask, error) {
 	if err := s.checkOpen("dead letters"); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
-		limit = kernel.DeadLettersLimitDefault
+		limit = store.DeadLettersLimitDefault
 	}
 	q := newQuery(256).raw("SELECT " + columns + " FROM ").raw(s.table).
 		raw(" WHERE state IN " + deadLetterCodes + " AND id > ").hexString(afterID).
 		raw(" ORDER BY id LIMIT ").int(int64(limit))
-	var out []kernel.StoredTask
+	var out []store.StoredTask
 	err := s.retry(ctx, "dead letters", func() error {
 		out = out[:0]
 		return scanAll(ctx, s.db, q.String(), func(sc scanner) error {
@@ -86,7 +86,7 @@ func (s *Store) DeadLetters(ctx context.Context, limit int, afterID string) ([]k
 	return out, nil
 }
 
-// CountDeadLetters implements [kernel.Store.CountDeadLetters].
+// CountDeadLetters implements [store.Store.CountDeadLetters].
 func (s *Store) CountDeadLetters(ctx context.Context) (int, error) {
 	if err := s.checkOpen("count dead letters"); err != nil {
 		return 0, err
@@ -98,16 +98,16 @@ func (s *Store) CountDeadLetters(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// Requeue implements [kernel.Store.Requeue] in one transaction: the dead letters among ids
+// Requeue implements [store.Store.Requeue] in one transaction: the dead letters among ids
 // are locked, updated (UPDATE IGNORE skips those whose unique key is held again) and read
 // back. Of several requeued dead letters with the same unique key, at most one is requeued.
 // The requeued tasks have no owner.
-func (s *Store) Requeue(ctx context.Context, now time.Time, ids ...string) ([]kernel.StoredTask, error) {
+func (s *Store) Requeue(ctx context.Context, now time.Time, ids ...string) ([]store.StoredTask, error) {
 	return s.requeueAll(ctx, nil, now, ids)
 }
 
 // requeueAll requeues ids for owner o (nil: none), in transactions of selectIDsMax IDs.
-func (s *Store) requeueAll(ctx context.Context, o *kernel.Owner, now time.Time, ids []string) ([]kernel.StoredTask, error) {
+func (s *Store) requeueAll(ctx context.Context, o *store.Owner, now time.Time, ids []string) ([]store.StoredTask, error) {
 	if err := s.checkOpen("requeue"); err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (s *Store) requeueAll(ctx context.Context, o *kernel.Owner, now time.Time, 
 	if len(ids) == 0 && o != nil { // nothing to requeue: the lease alone
 		return nil, s.retryAs(ctx, "requeue", o, func() error { return s.renew(ctx, s.db, o) })
 	}
-	var out []kernel.StoredTask
+	var out []store.StoredTask
 	for chunk := range slices.Chunk(ids, selectIDsMax) {
 		err := s.retryAs(ctx, "requeue", o, func() error {
 			got, err := s.requeue(ctx, o, now, chunk)
@@ -131,7 +131,7 @@ func (s *Store) requeueAll(ctx context.Context, o *kernel.Owner, now time.Time, 
 	return out, nil
 }
 
-func (s *Store) requeue(ctx context.Context, o *kernel.Owner, now time.Time, ids []string) (out []kernel.StoredTask, err error) {
+func (s *Store) requeue(ctx context.Context, o *store.Owner, now time.Time, ids []string) (out []store.StoredTask, err error) {
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func (s *Store) requeue(ctx context.Context, o *kernel.Owner, now time.Time, ids
 	if len(dead) == 0 {
 		return nil, tx.Commit()
 	}
-	q = newQuery(256).raw("UPDATE IGNORE ").raw(s.table).raw(" SET state = ").uint(uint64(stateCode(kernel.Queued))).
+	q = newQuery(256).raw("UPDATE IGNORE ").raw(s.table).raw(" SET state = ").uint(uint64(stateCode(store.Queued))).
 		raw(", attempt = 0, fence = fence + 1, run_at = ").int(millis(now)).raw(", updated_at = ").int(millis(now)).
 		raw(", live_key = IF(unique_key = '', NULL, unique_key), owner = ").uint(owner).
 		raw(", version = version + 1 WHERE id IN ").hexList(dead).raw(" AND state IN " + deadLetterCodes)
@@ -167,7 +167,7 @@ func (s *Store) requeue(ctx context.Context, o *kernel.Owner, now time.Time, ids
 		return nil, err
 	}
 	q = newQuery(64).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE id IN ").hexList(dead).
-		raw(" AND state = ").uint(uint64(stateCode(kernel.Queued))).raw(" ORDER BY id")
+		raw(" AND state = ").uint(uint64(stateCode(store.Queued))).raw(" ORDER BY id")
 	err = scanAll(ctx, tx, q.String(), func(sc scanner) error {
 		t, err := scanTask(sc)
 		out = append(out, t)
@@ -179,7 +179,7 @@ func (s *Store) requeue(ctx context.Context, o *kernel.Owner, now time.Time, ids
 	return out, tx.Commit()
 }
 
-// Purge implements [kernel.Store.Purge].
+// Purge implements [store.Store.Purge].
 func (s *Store) Purge(ctx context.Context, ids ...string) (int, error) {
 	if err := s.checkOpen("purge"); err != nil {
 		return 0, err
@@ -202,7 +202,7 @@ func (s *Store) Purge(ctx context.Context, ids ...string) (int, error) {
 // never holds many locks or a long transaction.
 const purgeRowsMax = 5000
 
-// PurgeCompleted implements [kernel.Store.PurgeCompleted], deleting at most 5,000 rows a
+// PurgeCompleted implements [store.Store.PurgeCompleted], deleting at most 5,000 rows a
 // statement until none is left.
 func (s *Store) PurgeCompleted(ctx context.Context, olderThan time.Time) (int, error) {
 	if err := s.checkOpen("purge completed"); err != nil {
@@ -237,20 +237,20 @@ func (s *Store) exec(ctx context.Context, what, q string) (int, error) {
 // columnsNoPayload are the columns of scanTask with an empty payload in its place.
 const columnsNoPayload = "id, kind, '' AS payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at, grp, gkey"
 
-// States implements [kernel.SharedStore.States]: one read by primary key, payloads
+// States implements [store.SharedStore.States]: one read by primary key, payloads
 // left out.
-func (s *Store) States(ctx context.Context, ids []string) ([]kernel.StoredTask, error) {
+func (s *Store) States(ctx context.Context, ids []string) ([]store.StoredTask, error) {
 	if err := s.checkOpen("states"); err != nil {
 		return nil, err
 	}
-	if len(ids) > kernel.StatesMax {
-		return nil, fmt.Errorf("mysqlstore: states: %d IDs, at most %d (StatesMax): %w", len(ids), kernel.StatesMax, kernel.ErrInvalidChange)
+	if len(ids) > store.StatesMax {
+		return nil, fmt.Errorf("mysqlstore: states: %d IDs, at most %d (StatesMax): %w", len(ids), store.StatesMax, store.ErrInvalidChange)
 	}
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	q := newQuery(64 + len(ids)*(2*32+3)).raw("SELECT " + columnsNoPayload + " FROM ").raw(s.table).raw(" WHERE id IN ").hexList(ids)
-	var out []kernel.StoredTask
+	var out []store.StoredTask
 	err := s.retry(ctx, "states", func() error {
 		out = out[:0]
 		return scanAll(ctx, s.db, q.String(), func(sc scanner) error {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // TestFireTryAfterLostAnswer: a fire whose answer was lost (the connection dropped as
@@ -20,16 +20,16 @@ func TestFireTryAfterLostAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.UnixMilli(1_900_000_000_000).UTC()
-	if _, _, err := s.UpsertSchedule(ctx, kernel.StoredSchedule{Name: "lost", Spec: "@every 1s", Next: t0}); err != nil {
+	if _, _, err := s.UpsertSchedule(ctx, store.StoredSchedule{Name: "lost", Spec: "@every 1s", Next: t0}); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	occ := func(at time.Time) kernel.Change {
-		return kernel.Change{Op: kernel.OpInsert, Pool: true, Task: kernel.StoredTask{
-			ID: kernel.OccurrenceID("lost", at), Kind: "k", State: kernel.Queued, Fence: 1, RunAt: at, CreatedAt: now, UpdatedAt: now,
+	occ := func(at time.Time) store.Change {
+		return store.Change{Op: store.OpInsert, Pool: true, Task: store.StoredTask{
+			ID: store.OccurrenceID("lost", at), Kind: "k", State: store.Queued, Fence: 1, RunAt: at, CreatedAt: now, UpdatedAt: now,
 		}}
 	}
-	f := kernel.ScheduleFire{Name: "lost", Expect: t0, Next: t0.Add(time.Second), Occurrences: []kernel.Change{occ(t0)}}
+	f := store.ScheduleFire{Name: "lost", Expect: t0, Next: t0.Add(time.Second), Occurrences: []store.Change{occ(t0)}}
 	const token = 12345
 	// The try whose answer is lost: it commits.
 	if _, fired, err := s.fireTry(ctx, f, s.fireUpdate(f, token), s.occurrenceInserts(f), token, false); err != nil || !fired {
@@ -42,7 +42,7 @@ func TestFireTryAfterLostAnswer(t *testing.T) {
 	}
 	// Another fire of the next occurrence lands; a retry with the older token finds
 	// someone else's token and the next time moved: no fire of its own.
-	g := kernel.ScheduleFire{Name: "lost", Expect: f.Next, Next: f.Next.Add(time.Second), Occurrences: []kernel.Change{occ(f.Next)}}
+	g := store.ScheduleFire{Name: "lost", Expect: f.Next, Next: f.Next.Add(time.Second), Occurrences: []store.Change{occ(f.Next)}}
 	if _, fired, err := s.fireTry(ctx, g, s.fireUpdate(g, token+1), s.occurrenceInserts(g), token+1, false); err != nil || !fired {
 		t.Fatalf("second fire: fired %v, %v; want fired", fired, err)
 	}
@@ -50,7 +50,7 @@ func TestFireTryAfterLostAnswer(t *testing.T) {
 	if err != nil || fired || !got.Next.Equal(g.Next) {
 		t.Fatalf("stale retry = %+v, fired %v, %v; want no fire, next %v", got, fired, err, g.Next)
 	}
-	if st, err := s.Get(ctx, kernel.OccurrenceID("lost", t0)); err != nil || st.State != kernel.Queued {
+	if st, err := s.Get(ctx, store.OccurrenceID("lost", t0)); err != nil || st.State != store.Queued {
 		t.Fatalf("occurrence at t0: %+v, %v; want stored once, queued", st, err)
 	}
 }

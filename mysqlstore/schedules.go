@@ -10,16 +10,16 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
-var _ kernel.ScheduleStore = (*Store)(nil)
+var _ store.ScheduleStore = (*Store)(nil)
 
 // schedSuffix names the schedule table after Options.Table. It is no longer than
 // ownersSuffix, so TableMax holds for it.
 const schedSuffix = "_sched"
 
-// schedSchema is the schedule table ([kernel.ScheduleStore]): one row per durable
+// schedSchema is the schedule table ([store.ScheduleStore]): one row per durable
 // schedule. next_fire is NULL for a schedule with no next occurrence.
 const schedSchema = `CREATE TABLE IF NOT EXISTS %s (
 	name       VARBINARY(100)   NOT NULL,
@@ -41,16 +41,16 @@ const lastFireColumn = "last_fire BIGINT NULL COMMENT 'unix ms: the latest targe
 const schedColumns = "name, spec, next_fire, last_fire, paused, version, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', updated_at)"
 
 // scanSchedule reads the columns schedColumns and, into extra, those after them.
-func scanSchedule(sc scanner, extra ...any) (kernel.StoredSchedule, error) {
+func scanSchedule(sc scanner, extra ...any) (store.StoredSchedule, error) {
 	var (
-		out     kernel.StoredSchedule
+		out     store.StoredSchedule
 		next    sql.NullInt64
 		last    sql.NullInt64
 		paused  uint8
 		updated int64
 	)
 	if err := sc.Scan(append([]any{&out.Name, &out.Spec, &next, &last, &paused, &out.Version, &updated}, extra...)...); err != nil {
-		return kernel.StoredSchedule{}, err
+		return store.StoredSchedule{}, err
 	}
 	if next.Valid {
 		out.Next = fromMillis(next.Int64)
@@ -64,7 +64,7 @@ func scanSchedule(sc scanner, extra ...any) (kernel.StoredSchedule, error) {
 }
 
 // nextLit appends the next_fire literal of t: its unix ms, or NULL for the zero time.
-func nextLit(q *query, t kernel.StoredSchedule) *query {
+func nextLit(q *query, t store.StoredSchedule) *query {
 	if t.Next.IsZero() {
 		return q.raw("NULL")
 	}
@@ -72,19 +72,19 @@ func nextLit(q *query, t kernel.StoredSchedule) *query {
 }
 
 func checkSchedule(what, name, spec string) error {
-	if err := kernel.CheckScheduleName(name); err != nil {
-		return fmt.Errorf("mysqlstore: %s: %w: %w", what, err, kernel.ErrInvalidChange)
+	if err := store.CheckScheduleName(name); err != nil {
+		return fmt.Errorf("mysqlstore: %s: %w: %w", what, err, store.ErrInvalidChange)
 	}
-	if len(spec) > kernel.ScheduleSpecMax {
+	if len(spec) > store.ScheduleSpecMax {
 		return fmt.Errorf("mysqlstore: %s %q: spec of %d bytes: must be at most %d (ScheduleSpecMax): %w",
-			what, name, len(spec), kernel.ScheduleSpecMax, kernel.ErrInvalidChange)
+			what, name, len(spec), store.ScheduleSpecMax, store.ErrInvalidChange)
 	}
 	return nil
 }
 
 // getSchedule reads the schedule named name, and its fire token, with db; found is
 // false when it is not stored.
-func (s *Store) getSchedule(ctx context.Context, db queryer, name string) (out kernel.StoredSchedule, token uint64, found bool, err error) {
+func (s *Store) getSchedule(ctx context.Context, db queryer, name string) (out store.StoredSchedule, token uint64, found bool, err error) {
 	q := newQuery(256 + 2*len(name)).raw("SELECT " + schedColumns + ", fire_token FROM ").raw(s.sched).raw(" WHERE name = ").hexString(name)
 	err = scanAll(ctx, db, q.String(), func(sc scanner) error {
 		var err error
@@ -95,14 +95,14 @@ func (s *Store) getSchedule(ctx context.Context, db queryer, name string) (out k
 	return out, token, found, err
 }
 
-// UpsertSchedule implements [kernel.ScheduleStore.UpsertSchedule]: an INSERT, which a
+// UpsertSchedule implements [store.ScheduleStore.UpsertSchedule]: an INSERT, which a
 // stored row of the name refuses on the primary key, then a read of the row.
-func (s *Store) UpsertSchedule(ctx context.Context, sc kernel.StoredSchedule) (kernel.StoredSchedule, bool, error) {
+func (s *Store) UpsertSchedule(ctx context.Context, sc store.StoredSchedule) (store.StoredSchedule, bool, error) {
 	if err := checkSchedule("upsert schedule", sc.Name, sc.Spec); err != nil {
-		return kernel.StoredSchedule{}, false, err
+		return store.StoredSchedule{}, false, err
 	}
 	if err := s.checkOpen("upsert schedule"); err != nil {
-		return kernel.StoredSchedule{}, false, err
+		return store.StoredSchedule{}, false, err
 	}
 	paused := "0"
 	if sc.Paused {
@@ -112,7 +112,7 @@ func (s *Store) UpsertSchedule(ctx context.Context, sc kernel.StoredSchedule) (k
 		raw(" (name, spec, next_fire, paused, updated_at) VALUES (").hexString(sc.Name).raw(",").hexString(sc.Spec).raw(",")
 	insert := nextLit(q, sc).raw("," + paused + "," + nowSQL + ")").String()
 	var (
-		out     kernel.StoredSchedule
+		out     store.StoredSchedule
 		created bool
 	)
 	err := s.retry(ctx, "upsert schedule", func() error {
@@ -134,12 +134,12 @@ func (s *Store) UpsertSchedule(ctx context.Context, sc kernel.StoredSchedule) (k
 		return err
 	})
 	if err != nil {
-		return kernel.StoredSchedule{}, false, err
+		return store.StoredSchedule{}, false, err
 	}
 	return out, created, nil
 }
 
-// FireSchedule implements [kernel.ScheduleStore.FireSchedule] in one transaction (read
+// FireSchedule implements [store.ScheduleStore.FireSchedule] in one transaction (read
 // committed): with an owner, the renewal of its lease (locking its row, as CommitAs
 // does); an UPDATE of the schedule's row that sets the new next time, a new version and
 // a random fire token WHERE the next time is the expected one and the schedule is not
@@ -149,22 +149,22 @@ func (s *Store) UpsertSchedule(ctx context.Context, sc kernel.StoredSchedule) (k
 // fire of the schedule landed between the lost try and the retry, the retry reports
 // fired = false although its try fired: the occurrences are stored all the same, and
 // run from the store (recovered, rescued or claimed) rather than from the caller.
-func (s *Store) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (kernel.StoredSchedule, bool, error) {
+func (s *Store) FireSchedule(ctx context.Context, f store.ScheduleFire) (store.StoredSchedule, bool, error) {
 	if err := f.Validate(); err != nil {
-		return kernel.StoredSchedule{}, false, fmt.Errorf("mysqlstore: fire schedule: %w", err)
+		return store.StoredSchedule{}, false, fmt.Errorf("mysqlstore: fire schedule: %w", err)
 	}
 	for i := range f.Occurrences {
 		if t := &f.Occurrences[i].Task; len(t.Payload) > s.opts.MaxPayload {
-			return kernel.StoredSchedule{}, false, fmt.Errorf("mysqlstore: fire schedule %q: occurrence %q: payload of %d bytes, Options.MaxPayload is %d: %w",
-				f.Name, t.ID, len(t.Payload), s.opts.MaxPayload, kernel.ErrPayloadTooLarge)
+			return store.StoredSchedule{}, false, fmt.Errorf("mysqlstore: fire schedule %q: occurrence %q: payload of %d bytes, Options.MaxPayload is %d: %w",
+				f.Name, t.ID, len(t.Payload), s.opts.MaxPayload, store.ErrPayloadTooLarge)
 		}
 	}
 	if err := s.checkOpen("fire schedule"); err != nil {
-		return kernel.StoredSchedule{}, false, err
+		return store.StoredSchedule{}, false, err
 	}
 	if s.packet.Load() == 0 {
 		if err := s.checkPacket(ctx); err != nil {
-			return kernel.StoredSchedule{}, false, err
+			return store.StoredSchedule{}, false, err
 		}
 	}
 	token := rand.Uint64() | 1 // never the column's default, 0
@@ -172,7 +172,7 @@ func (s *Store) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (kernel
 	inserts := s.occurrenceInserts(f)
 
 	var (
-		out     kernel.StoredSchedule
+		out     store.StoredSchedule
 		fired   bool
 		unknown bool // an earlier try may have committed
 	)
@@ -186,9 +186,9 @@ func (s *Store) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (kernel
 	})
 	switch {
 	case errors.Is(err, errNoSchedule):
-		return kernel.StoredSchedule{}, false, fmt.Errorf("mysqlstore: fire schedule %q: %w", f.Name, kernel.ErrUnknownSchedule)
+		return store.StoredSchedule{}, false, fmt.Errorf("mysqlstore: fire schedule %q: %w", f.Name, store.ErrUnknownSchedule)
 	case err != nil:
-		return kernel.StoredSchedule{}, false, err
+		return store.StoredSchedule{}, false, err
 	}
 	return out, fired, nil
 }
@@ -196,9 +196,9 @@ func (s *Store) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (kernel
 // fireUpdate returns the UPDATE of a fire of f with the fire token token: the new next
 // time, version, token, spec and last fire, where the schedule is not paused and its
 // next time is f.Expect.
-func (s *Store) fireUpdate(f kernel.ScheduleFire, token uint64) string {
+func (s *Store) fireUpdate(f store.ScheduleFire, token uint64) string {
 	update := newQuery(384 + 2*len(f.Name) + 2*len(f.Spec)).raw("UPDATE ").raw(s.sched).raw(" SET next_fire = ")
-	nextLit(update, kernel.StoredSchedule{Next: f.Next}).raw(", version = version + 1, fire_token = ").uint(token).
+	nextLit(update, store.StoredSchedule{Next: f.Next}).raw(", version = version + 1, fire_token = ").uint(token).
 		raw(", updated_at = " + nowSQL)
 	if f.Spec != "" {
 		update.raw(", spec = ").hexString(f.Spec)
@@ -207,24 +207,24 @@ func (s *Store) fireUpdate(f kernel.ScheduleFire, token uint64) string {
 		update.raw(", last_fire = ").int(millis(last))
 	}
 	update.raw(" WHERE name = ").hexString(f.Name).raw(" AND paused = 0 AND next_fire <=> ")
-	return nextLit(update, kernel.StoredSchedule{Next: f.Expect}).String()
+	return nextLit(update, store.StoredSchedule{Next: f.Expect}).String()
 }
 
 // fireTry is one try of FireSchedule, whose statements are update and inserts and
 // whose fire token is token. When unknown, an earlier try may have committed: it reads
 // the schedule first, and reports that try's fire when the stored token is token.
-func (s *Store) fireTry(ctx context.Context, f kernel.ScheduleFire, update string, inserts []string, token uint64, unknown bool) (out kernel.StoredSchedule, fired bool, err error) {
+func (s *Store) fireTry(ctx context.Context, f store.ScheduleFire, update string, inserts []string, token uint64, unknown bool) (out store.StoredSchedule, fired bool, err error) {
 	if unknown {
 		cur, tok, found, err := s.getSchedule(ctx, s.db, f.Name)
 		if err != nil {
-			return kernel.StoredSchedule{}, false, err
+			return store.StoredSchedule{}, false, err
 		}
 		if found && tok == token {
 			return cur, true, nil
 		}
 	}
 	err = s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
-		out, fired = kernel.StoredSchedule{}, false
+		out, fired = store.StoredSchedule{}, false
 		if f.Owner != nil {
 			if err := s.renew(ctx, tx, f.Owner); err != nil {
 				return err
@@ -254,7 +254,7 @@ func (s *Store) fireTry(ctx context.Context, f kernel.ScheduleFire, update strin
 		return err
 	})
 	if err != nil {
-		return kernel.StoredSchedule{}, false, err
+		return store.StoredSchedule{}, false, err
 	}
 	return out, fired, nil
 }
@@ -264,7 +264,7 @@ var errNoSchedule = errors.New("mysqlstore: no such schedule")
 
 // occurrenceInserts returns the INSERTs of f's occurrences, owned by f.Owner (none:
 // the pool); an occurrence stored already is left as it is.
-func (s *Store) occurrenceInserts(f kernel.ScheduleFire) []string {
+func (s *Store) occurrenceInserts(f store.ScheduleFire) []string {
 	if len(f.Occurrences) == 0 {
 		return nil
 	}
@@ -276,8 +276,8 @@ func (s *Store) occurrenceInserts(f kernel.ScheduleFire) []string {
 			continue // the first insert of an ID applies, as in a batch
 		}
 		t := c.Task
-		if t.Priority == kernel.PriorityDefault {
-			t.Priority = kernel.Normal
+		if t.Priority == store.PriorityDefault {
+			t.Priority = store.Normal
 		}
 		rows[t.ID] = &row{id: t.ID, ins: &t, pool: c.Pool}
 		ids = append(ids, t.ID)
@@ -293,16 +293,16 @@ func (s *Store) occurrenceInserts(f kernel.ScheduleFire) []string {
 	return out
 }
 
-// GetSchedule implements [kernel.ScheduleStore.GetSchedule].
-func (s *Store) GetSchedule(ctx context.Context, name string) (kernel.StoredSchedule, error) {
+// GetSchedule implements [store.ScheduleStore.GetSchedule].
+func (s *Store) GetSchedule(ctx context.Context, name string) (store.StoredSchedule, error) {
 	if err := checkSchedule("get schedule", name, ""); err != nil {
-		return kernel.StoredSchedule{}, err
+		return store.StoredSchedule{}, err
 	}
 	if err := s.checkOpen("get schedule"); err != nil {
-		return kernel.StoredSchedule{}, err
+		return store.StoredSchedule{}, err
 	}
 	var (
-		out   kernel.StoredSchedule
+		out   store.StoredSchedule
 		found bool
 	)
 	err := s.retry(ctx, "get schedule", func() error {
@@ -311,19 +311,19 @@ func (s *Store) GetSchedule(ctx context.Context, name string) (kernel.StoredSche
 		return err
 	})
 	if err == nil && !found {
-		err = fmt.Errorf("mysqlstore: get schedule %q: %w", name, kernel.ErrUnknownSchedule)
+		err = fmt.Errorf("mysqlstore: get schedule %q: %w", name, store.ErrUnknownSchedule)
 	}
 	return out, err
 }
 
-// PauseSchedule implements [kernel.ScheduleStore.PauseSchedule]: an UPDATE of the row
+// PauseSchedule implements [store.ScheduleStore.PauseSchedule]: an UPDATE of the row
 // when its flag differs, then a read of it.
-func (s *Store) PauseSchedule(ctx context.Context, name string, paused bool) (kernel.StoredSchedule, error) {
+func (s *Store) PauseSchedule(ctx context.Context, name string, paused bool) (store.StoredSchedule, error) {
 	if err := checkSchedule("pause schedule", name, ""); err != nil {
-		return kernel.StoredSchedule{}, err
+		return store.StoredSchedule{}, err
 	}
 	if err := s.checkOpen("pause schedule"); err != nil {
-		return kernel.StoredSchedule{}, err
+		return store.StoredSchedule{}, err
 	}
 	flag := "0"
 	if paused {
@@ -332,7 +332,7 @@ func (s *Store) PauseSchedule(ctx context.Context, name string, paused bool) (ke
 	update := newQuery(192 + 2*len(name)).raw("UPDATE ").raw(s.sched).raw(" SET paused = " + flag + ", version = version + 1, updated_at = " + nowSQL).
 		raw(" WHERE name = ").hexString(name).raw(" AND paused <> " + flag).String()
 	var (
-		out   kernel.StoredSchedule
+		out   store.StoredSchedule
 		found bool
 	)
 	err := s.retry(ctx, "pause schedule", func() error {
@@ -344,12 +344,12 @@ func (s *Store) PauseSchedule(ctx context.Context, name string, paused bool) (ke
 		return err
 	})
 	if err == nil && !found {
-		err = fmt.Errorf("mysqlstore: pause schedule %q: %w", name, kernel.ErrUnknownSchedule)
+		err = fmt.Errorf("mysqlstore: pause schedule %q: %w", name, store.ErrUnknownSchedule)
 	}
 	return out, err
 }
 
-// DeleteSchedule implements [kernel.ScheduleStore.DeleteSchedule]: one DELETE. After a
+// DeleteSchedule implements [store.ScheduleStore.DeleteSchedule]: one DELETE. After a
 // retry whose first try's answer was lost, it may report false for a schedule that try
 // deleted.
 func (s *Store) DeleteSchedule(ctx context.Context, name string) (bool, error) {

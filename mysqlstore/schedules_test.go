@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
-func occurrenceInsert(name string, target time.Time) kernel.Change {
-	c := insertChange(kernel.OccurrenceID(name, target), nil)
+func occurrenceInsert(name string, target time.Time) store.Change {
+	c := insertChange(store.OccurrenceID(name, target), nil)
 	c.Task.RunAt = target
 	return c
 }
@@ -30,7 +30,7 @@ func TestScheduleFireRaceTwoPools(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	step := 10 * time.Millisecond
-	if _, _, err := a.UpsertSchedule(ctx, kernel.StoredSchedule{Name: "race", Spec: "@every 10ms", Next: testNow}); err != nil {
+	if _, _, err := a.UpsertSchedule(ctx, store.StoredSchedule{Name: "race", Spec: "@every 10ms", Next: testNow}); err != nil {
 		t.Fatal(err)
 	}
 	var (
@@ -44,9 +44,9 @@ func TestScheduleFireRaceTwoPools(t *testing.T) {
 			wg.Go(func() {
 				next := testNow
 				for next.Before(testNow.Add(n * step)) {
-					got, fired, err := s.FireSchedule(ctx, kernel.ScheduleFire{
+					got, fired, err := s.FireSchedule(ctx, store.ScheduleFire{
 						Name: "race", Expect: next, Next: next.Add(step),
-						Occurrences: []kernel.Change{occurrenceInsert("race", next)},
+						Occurrences: []store.Change{occurrenceInsert("race", next)},
 					})
 					if err != nil {
 						errs <- err
@@ -88,13 +88,13 @@ func TestScheduleFireRaceTwoPools(t *testing.T) {
 func TestScheduleSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	a, _ := setup(t, mysqlstore.Options{})
-	if _, _, err := a.UpsertSchedule(ctx, kernel.StoredSchedule{Name: "nightly", Spec: "0 3 * * *", Next: testNow}); err != nil {
+	if _, _, err := a.UpsertSchedule(ctx, store.StoredSchedule{Name: "nightly", Spec: "0 3 * * *", Next: testNow}); err != nil {
 		t.Fatal(err)
 	}
 	next := testNow.Add(24 * time.Hour)
-	if _, fired, err := a.FireSchedule(ctx, kernel.ScheduleFire{
+	if _, fired, err := a.FireSchedule(ctx, store.ScheduleFire{
 		Name: "nightly", Expect: testNow, Next: next,
-		Occurrences: []kernel.Change{occurrenceInsert("nightly", testNow)},
+		Occurrences: []store.Change{occurrenceInsert("nightly", testNow)},
 	}); !fired || err != nil {
 		t.Fatalf("FireSchedule() = %v, %v; want fired", fired, err)
 	}
@@ -109,14 +109,14 @@ func TestScheduleSurvivesRestart(t *testing.T) {
 	if err := b.Migrate(ctx); err != nil {
 		t.Fatalf("Migrate() again error = %v", err)
 	}
-	got, created, err := b.UpsertSchedule(ctx, kernel.StoredSchedule{Name: "nightly", Spec: "0 3 * * *", Next: testNow.Add(48 * time.Hour)})
+	got, created, err := b.UpsertSchedule(ctx, store.StoredSchedule{Name: "nightly", Spec: "0 3 * * *", Next: testNow.Add(48 * time.Hour)})
 	if err != nil || created || !got.Next.Equal(next) || got.Spec != "0 3 * * *" || got.Version != 1 {
 		t.Fatalf("UpsertSchedule() after restart = %+v, %v, %v; want the stored next %v", got, created, err, next)
 	}
 	if got.UpdatedAt.IsZero() {
 		t.Errorf("UpdatedAt is zero")
 	}
-	if tk, err := b.Get(ctx, kernel.OccurrenceID("nightly", testNow)); err != nil || !tk.RunAt.Equal(testNow) {
+	if tk, err := b.Get(ctx, store.OccurrenceID("nightly", testNow)); err != nil || !tk.RunAt.Equal(testNow) {
 		t.Fatalf("Get(occurrence) = %+v, %v", tk, err)
 	}
 }

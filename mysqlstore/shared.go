@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // errLost: the owner's lease ended (or the owner left or was replaced); the transaction
@@ -33,18 +33,18 @@ const connIDSQL = "conn_id = CONNECTION_ID()"
 
 func checkOwnerArgs(name string, lease time.Duration, what string) error {
 	switch {
-	case name == "" || len(name) > kernel.OwnerNameMax:
-		return fmt.Errorf("mysqlstore: %s: name %q: must be 1 to %d bytes: %w", what, name, kernel.OwnerNameMax, kernel.ErrInvalidChange)
-	case lease < kernel.LeaseMin:
-		return fmt.Errorf("mysqlstore: %s: lease %v: must be at least %v: %w", what, lease, kernel.LeaseMin, kernel.ErrInvalidChange)
+	case name == "" || len(name) > store.OwnerNameMax:
+		return fmt.Errorf("mysqlstore: %s: name %q: must be 1 to %d bytes: %w", what, name, store.OwnerNameMax, store.ErrInvalidChange)
+	case lease < store.LeaseMin:
+		return fmt.Errorf("mysqlstore: %s: lease %v: must be at least %v: %w", what, lease, store.LeaseMin, store.ErrInvalidChange)
 	}
 	return nil
 }
 
 // retryAs is retry for a call by owner o (nil: none). When f reports errLost, the call
-// fails with an error wrapping [kernel.ErrLeaseLost]; when an earlier try may have
-// applied (its connection was lost), that error wraps [kernel.ErrStoreUnavailable] too.
-func (s *Store) retryAs(ctx context.Context, what string, o *kernel.Owner, f func() error) error {
+// fails with an error wrapping [store.ErrLeaseLost]; when an earlier try may have
+// applied (its connection was lost), that error wraps [store.ErrStoreUnavailable] too.
+func (s *Store) retryAs(ctx context.Context, what string, o *store.Owner, f func() error) error {
 	if o == nil {
 		return s.retry(ctx, what, f)
 	}
@@ -54,9 +54,9 @@ func (s *Store) retryAs(ctx context.Context, what string, o *kernel.Owner, f fun
 		switch {
 		case errors.Is(err, errLost) && unknown:
 			return fmt.Errorf("owner %s/%d: %w (after a try whose outcome is unknown: %w)",
-				o.Name, o.Epoch, kernel.ErrLeaseLost, kernel.ErrStoreUnavailable)
+				o.Name, o.Epoch, store.ErrLeaseLost, store.ErrStoreUnavailable)
 		case errors.Is(err, errLost):
-			return fmt.Errorf("owner %s/%d: %w", o.Name, o.Epoch, kernel.ErrLeaseLost)
+			return fmt.Errorf("owner %s/%d: %w", o.Name, o.Epoch, store.ErrLeaseLost)
 		case err != nil && unavailable(err):
 			unknown = true
 		}
@@ -69,7 +69,7 @@ func (s *Store) retryAs(ctx context.Context, what string, o *kernel.Owner, f fun
 // epoch of its name joined. In a transaction, it locks o's owner row until the end:
 // callers renew before they lock any task row, and [Store.Rescue] locks an ended owner's
 // row before its task rows, so that the two are serialized.
-func (s *Store) renew(ctx context.Context, ex execer, o *kernel.Owner) error {
+func (s *Store) renew(ctx context.Context, ex execer, o *store.Owner) error {
 	res, err := ex.ExecContext(ctx, s.renewQuery(newQuery(192+2*len(o.Name)), o).String())
 	if err != nil {
 		return err
@@ -94,7 +94,7 @@ func (s *Store) renew(ctx context.Context, ex execer, o *kernel.Owner) error {
 
 // renewQuery writes into q the UPDATE of renew, which changes o's row (one row
 // affected) exactly when the lease is live.
-func (s *Store) renewQuery(q *query, o *kernel.Owner) *query {
+func (s *Store) renewQuery(q *query, o *store.Owner) *query {
 	return q.raw("UPDATE ").raw(s.owners).
 		raw(" SET expires_at = " + nowSQL + " + INTERVAL lease_us MICROSECOND, " + connIDSQL + " WHERE epoch = ").uint(o.Epoch).
 		raw(" AND name = ").hexString(o.Name).raw(" AND " + liveOwnerSQL)
@@ -141,18 +141,18 @@ func (s *Store) pruneEpochs(e uint64) {
 	}
 }
 
-// Join implements [kernel.SharedStore.Join]. It takes an epoch above the epoch part of
+// Join implements [store.SharedStore.Join]. It takes an epoch above the epoch part of
 // every live task's fence (one read of the live rows' index range), then, in one
 // transaction, ends the earlier epochs of name and inserts the owner row, whose lease
 // runs from the database's clock.
-func (s *Store) Join(ctx context.Context, name string, lease time.Duration) (kernel.Owner, error) {
+func (s *Store) Join(ctx context.Context, name string, lease time.Duration) (store.Owner, error) {
 	if err := checkOwnerArgs(name, lease, "join"); err != nil {
-		return kernel.Owner{}, err
+		return store.Owner{}, err
 	}
 	if err := s.checkOpen("join"); err != nil {
-		return kernel.Owner{}, err
+		return store.Owner{}, err
 	}
-	var o kernel.Owner
+	var o store.Owner
 	err := s.retry(ctx, "join", func() error {
 		var maxFence uint64
 		if err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(fence), 0) FROM "+s.table+" WHERE state <= "+liveMaxCode).Scan(&maxFence); err != nil {
@@ -162,7 +162,7 @@ func (s *Store) Join(ctx context.Context, name string, lease time.Duration) (ker
 		if err != nil {
 			return err
 		}
-		o = kernel.Owner{Name: name, Epoch: e, Lease: lease}
+		o = store.Owner{Name: name, Epoch: e, Lease: lease}
 		return s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
 			q := newQuery(192).raw("UPDATE ").raw(s.owners).raw(" SET expires_at = LEAST(expires_at, " + nowSQL + "), ended = 1, " + connIDSQL + " WHERE name = ").
 				hexString(name).raw(" AND ended = 0")
@@ -177,22 +177,22 @@ func (s *Store) Join(ctx context.Context, name string, lease time.Duration) (ker
 		})
 	})
 	if err != nil {
-		return kernel.Owner{}, err
+		return store.Owner{}, err
 	}
 	s.pruneEpochs(o.Epoch)
 	return o, nil
 }
 
-// CommitAs implements [kernel.SharedStore.CommitAs]: [Store.Commit] in transactions that
+// CommitAs implements [store.SharedStore.CommitAs]: [Store.Commit] in transactions that
 // first renew o's lease with an UPDATE of its owner row (which locks it), so that a
 // batch costs one statement more, and a batch Commit would send as one statement
 // without a transaction costs BEGIN and COMMIT too. A CommitAs of no changes is that
 // UPDATE alone. A batch retried after a lost answer renews again, which is harmless.
-func (s *Store) CommitAs(ctx context.Context, o kernel.Owner, changes []kernel.Change) ([]error, error) {
+func (s *Store) CommitAs(ctx context.Context, o store.Owner, changes []store.Change) ([]error, error) {
 	return s.commit(ctx, &o, changes)
 }
 
-// Rescue implements [kernel.SharedStore.Rescue] in one transaction (read committed, so
+// Rescue implements [store.SharedStore.Rescue] in one transaction (read committed, so
 // that no gap is locked): it renews o's lease (locking o's row), locks the rows of ended
 // owners with SELECT … FOR UPDATE SKIP LOCKED (an owner whose row is locked is in a
 // commit, and is left for a later rescue), locks their live tasks and the Running tasks
@@ -206,12 +206,12 @@ func (s *Store) CommitAs(ctx context.Context, o kernel.Owner, changes []kernel.C
 // stops before it locks any task and rolls back, and Rescue kills the connection that
 // holds the row if it sits idle in a transaction left open (see freeStuck); the next
 // try then waits for that owner's row and takes its tasks.
-func (s *Store) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]kernel.StoredTask, error) {
+func (s *Store) Rescue(ctx context.Context, o store.Owner, limit int) ([]store.StoredTask, error) {
 	if err := s.checkOpen("rescue"); err != nil {
 		return nil, err
 	}
 	var (
-		out   []kernel.StoredTask
+		out   []store.StoredTask
 		taken []rescued // by this call's tries
 		st    = rescueState{probe: true}
 	)
@@ -251,8 +251,8 @@ type rescueState struct {
 	killed []uint64
 }
 
-func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, taken *[]rescued, st *rescueState) ([]kernel.StoredTask, error) {
-	var out []kernel.StoredTask
+func (s *Store) rescueOnce(ctx context.Context, o *store.Owner, limit int, taken *[]rescued, st *rescueState) ([]store.StoredTask, error) {
+	var out []store.StoredTask
 	err := s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
 		out = nil
 		if err := s.renew(ctx, tx, o); err != nil {
@@ -321,14 +321,14 @@ func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, take
 			if err != nil {
 				return err
 			}
-			fence := kernel.FenceOfEpoch(e)
+			fence := store.FenceOfEpoch(e)
 			ids := make([]string, len(fresh))
 			for i := range fresh {
 				ids[i] = fresh[i].ID
 				fresh[i].Fence = fence
 			}
 			*taken = append(*taken, rescued{epoch: e, ids: ids}) // before COMMIT: its answer may be lost
-			q := newQuery(128 + len(ids)*(2*kernel.StoredIDMax+4)).raw("UPDATE ").raw(s.table).raw(" SET owner = ").uint(o.Epoch).
+			q := newQuery(128 + len(ids)*(2*store.StoredIDMax+4)).raw("UPDATE ").raw(s.table).raw(" SET owner = ").uint(o.Epoch).
 				raw(", fence = ").uint(fence).raw(", version = version + 1 WHERE id IN ").hexList(ids).raw(" AND state <= " + liveMaxCode)
 			res, err := tx.ExecContext(ctx, q.String())
 			if err != nil {
@@ -367,7 +367,7 @@ func (s *Store) rescueOnce(ctx context.Context, o *kernel.Owner, limit int, take
 // open) holds.
 func (s *Store) rescueQuery(ended []uint64, limit int, limited bool) string {
 	q := newQuery(256 + 24*len(ended)).raw("SELECT " + columns + " FROM ").raw(s.table).
-		raw(" FORCE INDEX (" + ownerIndexName + ") WHERE (state = ").uint(uint64(stateCode(kernel.Running))).raw(" AND owner = 0)")
+		raw(" FORCE INDEX (" + ownerIndexName + ") WHERE (state = ").uint(uint64(stateCode(store.Running))).raw(" AND owner = 0)")
 	if len(ended) > 0 {
 		q.raw(" OR (state IN " + liveCodes + " AND owner IN ").raw(uintList(ended)).raw(")")
 	}
@@ -381,15 +381,15 @@ func (s *Store) rescueQuery(ended []uint64, limit int, limited bool) string {
 // takenQuery returns the SELECT … FOR UPDATE of the rows r took for owner that are
 // still live, theirs and at the fence r gave them. It reads the primary key.
 func (s *Store) takenQuery(owner uint64, r rescued) string {
-	q := newQuery(256 + len(r.ids)*(2*kernel.StoredIDMax+4)).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE id IN ").
-		hexList(r.ids).raw(" AND owner = ").uint(owner).raw(" AND fence = ").uint(kernel.FenceOfEpoch(r.epoch)).
+	q := newQuery(256 + len(r.ids)*(2*store.StoredIDMax+4)).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE id IN ").
+		hexList(r.ids).raw(" AND owner = ").uint(owner).raw(" AND fence = ").uint(store.FenceOfEpoch(r.epoch)).
 		raw(" AND state <= " + liveMaxCode + " FOR UPDATE")
 	return q.String()
 }
 
-// compareRecovered orders tasks as [kernel.Store.Recover] does: by priority (High
+// compareRecovered orders tasks as [store.Store.Recover] does: by priority (High
 // first), run time, then ID.
-func compareRecovered(a, b kernel.StoredTask) int {
+func compareRecovered(a, b store.StoredTask) int {
 	if c := cmp.Compare(priorityCode(a.Priority), priorityCode(b.Priority)); c != 0 {
 		return c
 	}
@@ -411,15 +411,15 @@ func uintList(ns []uint64) string {
 	return q.raw(")").String()
 }
 
-// RequeueAs implements [kernel.SharedStore.RequeueAs]: [Store.Requeue] whose
+// RequeueAs implements [store.SharedStore.RequeueAs]: [Store.Requeue] whose
 // transactions first renew o's lease, and whose requeued tasks get owner o.
-func (s *Store) RequeueAs(ctx context.Context, o kernel.Owner, now time.Time, ids ...string) ([]kernel.StoredTask, error) {
+func (s *Store) RequeueAs(ctx context.Context, o store.Owner, now time.Time, ids ...string) ([]store.StoredTask, error) {
 	return s.requeueAll(ctx, &o, now, ids)
 }
 
-// Leave implements [kernel.SharedStore.Leave]: one UPDATE that ends o's lease now (when
+// Leave implements [store.SharedStore.Leave]: one UPDATE that ends o's lease now (when
 // it ends later) and marks it ended for good.
-func (s *Store) Leave(ctx context.Context, o kernel.Owner) error {
+func (s *Store) Leave(ctx context.Context, o store.Owner) error {
 	if err := s.checkOpen("leave"); err != nil {
 		return err
 	}
@@ -429,22 +429,22 @@ func (s *Store) Leave(ctx context.Context, o kernel.Owner) error {
 	return err
 }
 
-// Owners implements [kernel.SharedStore.Owners]: one SELECT of the owner table, ordered
+// Owners implements [store.SharedStore.Owners]: one SELECT of the owner table, ordered
 // by epoch, with liveness read on the database's clock and each owner's live tasks
 // counted on the index (state, owner, …) alone.
-func (s *Store) Owners(ctx context.Context) ([]kernel.OwnerInfo, error) {
+func (s *Store) Owners(ctx context.Context) ([]store.OwnerInfo, error) {
 	if err := s.checkOpen("owners"); err != nil {
 		return nil, err
 	}
 	q := "SELECT o.epoch, o.name, o.lease_us, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', o.expires_at), " +
 		"o.ended = 0 AND o.expires_at > " + nowSQL + ", (SELECT COUNT(*) FROM " + s.table + " t WHERE t.state IN " + liveCodes +
 		" AND t.owner = o.epoch) FROM " + s.owners + " o ORDER BY o.epoch"
-	var out []kernel.OwnerInfo
+	var out []store.OwnerInfo
 	err := s.retry(ctx, "owners", func() error {
 		out = out[:0]
 		return scanAll(ctx, s.db, q, func(sc scanner) error {
 			var (
-				info             kernel.OwnerInfo
+				info             store.OwnerInfo
 				leaseUS, expires int64
 			)
 			if err := sc.Scan(&info.Epoch, &info.Name, &leaseUS, &expires, &info.Live, &info.Tasks); err != nil {

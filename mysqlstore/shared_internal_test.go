@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // internalStore returns a migrated store on a table of its own, dropped in t.Cleanup.
@@ -56,14 +56,14 @@ func TestRescueRetryReturnsTaken(t *testing.T) {
 	s := internalStore(t, "rescue_retry")
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	var cs []kernel.Change
+	var cs []store.Change
 	for i := range 6 {
-		cs = append(cs, kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{
-			ID: fmt.Sprintf("u%d", i), Kind: "k", State: kernel.Queued, Fence: 1, RunAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now,
+		cs = append(cs, store.Change{Op: store.OpInsert, Task: store.StoredTask{
+			ID: fmt.Sprintf("u%d", i), Kind: "k", State: store.Queued, Fence: 1, RunAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now,
 		}})
 	}
 	for i := range 6 { // left running by a store without owners: the pool's are not rescued
-		cs = append(cs, kernel.Change{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: fmt.Sprintf("u%d", i), Fence: 2, Attempt: 1, UpdatedAt: now}})
+		cs = append(cs, store.Change{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: fmt.Sprintf("u%d", i), Fence: 2, Attempt: 1, UpdatedAt: now}})
 	}
 	if res, err := s.Commit(ctx, cs); err != nil || errors.Join(res...) != nil {
 		t.Fatalf("Commit() = %v, %v", res, err)
@@ -111,10 +111,10 @@ func TestClaimRetryReturnsTaken(t *testing.T) {
 	s := internalStore(t, "claim_retry")
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	var cs []kernel.Change
+	var cs []store.Change
 	for i := range 6 {
-		cs = append(cs, kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{
-			ID: fmt.Sprintf("p%d", i), Kind: "k", State: kernel.Queued, Fence: 1, RunAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now,
+		cs = append(cs, store.Change{Op: store.OpInsert, Task: store.StoredTask{
+			ID: fmt.Sprintf("p%d", i), Kind: "k", State: store.Queued, Fence: 1, RunAt: now.Add(time.Duration(i) * time.Second), UpdatedAt: now,
 		}})
 	}
 	if res, err := s.Commit(ctx, cs); err != nil || res[0] != nil {
@@ -124,7 +124,7 @@ func TestClaimRetryReturnsTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := kernel.ClaimRequest{Now: now.Add(time.Minute), Want: kernel.ByPriority[int]{Normal: 2}, Kinds: []string{"k"}}
+	req := store.ClaimRequest{Now: now.Add(time.Minute), Want: store.ByPriority[int]{Normal: 2}, Kinds: []string{"k"}}
 	var taken []rescued
 	first, _, err := s.claimOnce(ctx, &o, req, &taken)
 	if err != nil || len(first) != 2 || len(taken) != 1 {
@@ -146,7 +146,7 @@ func TestClaimRetryReturnsTaken(t *testing.T) {
 		if want := fmt.Sprintf("p%d", i); tk.ID != want {
 			t.Fatalf("retry wanting 4: [%d] = %s, want %s", i, tk.ID, want)
 		}
-		if got, err := s.Get(ctx, tk.ID); err != nil || got.Fence != tk.Fence || got.State != kernel.Running || got.Attempt != 1 {
+		if got, err := s.Get(ctx, tk.ID); err != nil || got.Fence != tk.Fence || got.State != store.Running || got.Attempt != 1 {
 			t.Fatalf("%s: returned fence %#x, stored %#x %v attempt %d (%v)", tk.ID, tk.Fence, got.Fence, got.State, got.Attempt, err)
 		}
 	}
@@ -161,10 +161,10 @@ func TestFireRetryFindsItsToken(t *testing.T) {
 	ctx := context.Background()
 	s := internalStore(t, "firetoken")
 	t0 := time.UnixMilli(1_900_000_000_000).UTC()
-	if _, _, err := s.UpsertSchedule(ctx, kernel.StoredSchedule{Name: "tok", Next: t0}); err != nil {
+	if _, _, err := s.UpsertSchedule(ctx, store.StoredSchedule{Name: "tok", Next: t0}); err != nil {
 		t.Fatal(err)
 	}
-	f := kernel.ScheduleFire{Name: "tok", Expect: t0, Next: t0.Add(time.Second)}
+	f := store.ScheduleFire{Name: "tok", Expect: t0, Next: t0.Add(time.Second)}
 	update := func(token uint64) string {
 		return "UPDATE " + s.sched + " SET next_fire = " + fmt.Sprint(t0.Add(time.Second).UnixMilli()) +
 			", version = version + 1, fire_token = " + fmt.Sprint(token) + ", updated_at = UTC_TIMESTAMP(6) WHERE name = 'tok' AND paused = 0 AND next_fire <=> " +

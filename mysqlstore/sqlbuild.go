@@ -10,7 +10,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // query builds a statement with literal values: integers in decimal, strings and bytes
@@ -61,41 +61,41 @@ func (q *query) hexList(strs []string) *query {
 	return q.raw(")")
 }
 
-// Stored codes of kernel.State and kernel.Priority: this package's own, so that the
+// Stored codes of store.State and store.Priority: this package's own, so that the
 // table does not depend on the kernel's numbering. Never renumber them. Live states are
 // the codes 1 to 4, so "state <= 4" selects them.
-func stateCode(s kernel.State) uint8 {
+func stateCode(s store.State) uint8 {
 	switch s {
-	case kernel.Delayed:
+	case store.Delayed:
 		return 1
-	case kernel.Queued:
+	case store.Queued:
 		return 2
-	case kernel.Running:
+	case store.Running:
 		return 3
-	case kernel.Retrying:
+	case store.Retrying:
 		return 4
-	case kernel.Succeeded:
+	case store.Succeeded:
 		return 5
-	case kernel.Failed:
+	case store.Failed:
 		return 6
-	case kernel.TimedOut:
+	case store.TimedOut:
 		return 7
-	case kernel.Canceled:
+	case store.Canceled:
 		return 8
-	case kernel.Evicted:
+	case store.Evicted:
 		return 9
-	case kernel.Abandoned:
+	case store.Abandoned:
 		return 10
 	}
 	panic("mysqlstore: no code for state " + s.String()) // Validate let it through: a bug
 }
 
-var codeStates = [...]kernel.State{
-	0, kernel.Delayed, kernel.Queued, kernel.Running, kernel.Retrying,
-	kernel.Succeeded, kernel.Failed, kernel.TimedOut, kernel.Canceled, kernel.Evicted, kernel.Abandoned,
+var codeStates = [...]store.State{
+	0, store.Delayed, store.Queued, store.Running, store.Retrying,
+	store.Succeeded, store.Failed, store.TimedOut, store.Canceled, store.Evicted, store.Abandoned,
 }
 
-func decodeState(code uint8) (kernel.State, error) {
+func decodeState(code uint8) (store.State, error) {
 	if code == 0 || int(code) >= len(codeStates) {
 		return 0, fmt.Errorf("mysqlstore: unknown state code %d in the table", code)
 	}
@@ -104,17 +104,17 @@ func decodeState(code uint8) (kernel.State, error) {
 
 // Dead letters and completed tasks, as SQL lists of codes.
 var (
-	deadLetterCodes = codeList(kernel.Failed, kernel.TimedOut, kernel.Evicted, kernel.Abandoned)
-	completedCodes  = codeList(kernel.Succeeded, kernel.Canceled)
-	liveMaxCode     = strconv.Itoa(int(stateCode(kernel.Retrying)))
+	deadLetterCodes = codeList(store.Failed, store.TimedOut, store.Evicted, store.Abandoned)
+	completedCodes  = codeList(store.Succeeded, store.Canceled)
+	liveMaxCode     = strconv.Itoa(int(stateCode(store.Retrying)))
 	// liveCodes lists the live codes: "state IN liveCodes AND owner IN (…)" is a few
 	// point ranges of the index (state, owner, …), where a range of state is not.
-	liveCodes = codeList(kernel.Delayed, kernel.Queued, kernel.Running, kernel.Retrying)
+	liveCodes = codeList(store.Delayed, store.Queued, store.Running, store.Retrying)
 	// waitingCodes lists the live codes but Running: the states a pool task is claimed from.
-	waitingCodes = codeList(kernel.Delayed, kernel.Queued, kernel.Retrying)
+	waitingCodes = codeList(store.Delayed, store.Queued, store.Retrying)
 )
 
-func codeList(states ...kernel.State) string {
+func codeList(states ...store.State) string {
 	parts := make([]string, len(states))
 	for i, s := range states {
 		parts[i] = strconv.Itoa(int(stateCode(s)))
@@ -123,25 +123,25 @@ func codeList(states ...kernel.State) string {
 }
 
 // priorityCode orders priorities: High 1, Normal 2, Low 3.
-func priorityCode(p kernel.Priority) uint8 {
+func priorityCode(p store.Priority) uint8 {
 	switch p {
-	case kernel.High:
+	case store.High:
 		return 1
-	case kernel.Low:
+	case store.Low:
 		return 3
 	default:
 		return 2
 	}
 }
 
-func decodePriority(code uint8) (kernel.Priority, error) {
+func decodePriority(code uint8) (store.Priority, error) {
 	switch code {
 	case 1:
-		return kernel.High, nil
+		return store.High, nil
 	case 2:
-		return kernel.Normal, nil
+		return store.Normal, nil
 	case 3:
-		return kernel.Low, nil
+		return store.Low, nil
 	}
 	return 0, fmt.Errorf("mysqlstore: unknown priority code %d in the table", code)
 }
@@ -177,9 +177,9 @@ func scanAll(ctx context.Context, db queryer, query string, f func(scanner) erro
 }
 
 // scanTask reads the columns of columns into a task.
-func scanTask(sc scanner) (kernel.StoredTask, error) {
+func scanTask(sc scanner) (store.StoredTask, error) {
 	var (
-		t                          kernel.StoredTask
+		t                          store.StoredTask
 		prio, state                uint8
 		runAt, timeout, created, u int64
 	)

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // statements returns the writes of the planned rows: updates of stored rows first (they
@@ -289,7 +289,7 @@ var upsertTail = strings.NewReplacer("OK", "fence = VALUES(version) AND state <=
 
 // dropped reports whether a task the batch inserts is not written at all: with
 // Options.DropCompleted, one that completes in the batch and holds no unique key.
-func (s *Store) dropped(t *kernel.StoredTask) bool {
+func (s *Store) dropped(t *store.StoredTask) bool {
 	return s.opts.DropCompleted && t.State.Completed() && t.UniqueKey == ""
 }
 

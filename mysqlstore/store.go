@@ -15,12 +15,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/axsched/ax/store"
 	"github.com/go-sql-driver/mysql"
-
-	"github.com/axsched/ax/kernel"
 )
 
-// Store is a [kernel.SharedStore] on MySQL or MariaDB tables. Make one with [New] or
+// Store is a [store.SharedStore] on MySQL or MariaDB tables. Make one with [New] or
 // [Open], create its tables with [Store.Migrate], and Close it when done. It is safe for
 // concurrent use.
 type Store struct {
@@ -51,8 +50,8 @@ type Store struct {
 }
 
 var (
-	_ kernel.Store       = (*Store)(nil)
-	_ kernel.SharedStore = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.SharedStore = (*Store)(nil)
 )
 
 // New returns a store on db, which the caller keeps owning: Close does not close it. It
@@ -142,12 +141,12 @@ func (s *Store) DB() *sql.DB { return s.db }
 func (s *Store) Table() string { return s.opts.Table }
 
 // MaxPayload returns the payload cap, Options.MaxPayload or its default: a larger payload
-// is refused with [kernel.ErrPayloadTooLarge]. The kernel reads it to refuse an oversized
+// is refused with [store.ErrPayloadTooLarge]. The kernel reads it to refuse an oversized
 // durable submit at once, before any write.
 func (s *Store) MaxPayload() int { return s.opts.MaxPayload }
 
 // Close stops the purger and, for a store made by [Open], closes its connection pool.
-// Calls after Close fail with [kernel.ErrStoreClosed]. It is idempotent; calls running
+// Calls after Close fail with [store.ErrStoreClosed]. It is idempotent; calls running
 // when it is called finish or fail on their own.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
@@ -228,14 +227,14 @@ const (
 	ownerIndexOld  = "state_priority_run_at"
 )
 
-// The group and key columns of a task (kernel.StoredTask.Group and Key), which Migrate
+// The group and key columns of a task (store.StoredTask.Group and Key), which Migrate
 // adds to a task table that lacks them. Written by inserts only: they never change.
 // No index holds them: the store never searches by them.
 const (
 	groupColumn = "grp VARBINARY(" + groupMaxStr + ") NOT NULL DEFAULT '' COMMENT 'group (DurableTask.Group), empty for none'"
 	keyColumn   = "gkey VARBINARY(" + keyMaxStr + ") NOT NULL DEFAULT '' COMMENT 'key within the group (DurableTask.Key)'"
-	groupMaxStr = "64"  // kernel.NameMax
-	keyMaxStr   = "255" // kernel.GroupKeyMax
+	groupMaxStr = "64"  // store.GroupNameMax
+	keyMaxStr   = "255" // store.GroupKeyMax
 )
 
 // ownersSchema is the owner table: one row per membership ([Store.Join]) until
@@ -337,7 +336,7 @@ func (s *Store) warn(msg string, args ...any) {
 
 func (s *Store) checkOpen(what string) error {
 	if s.closed.Load() {
-		return fmt.Errorf("mysqlstore: %s: %w", what, kernel.ErrStoreClosed)
+		return fmt.Errorf("mysqlstore: %s: %w", what, store.ErrStoreClosed)
 	}
 	return nil
 }
@@ -434,7 +433,7 @@ func unavailable(err error) bool {
 var errReplan = errors.New("mysqlstore: plan raced, planning again")
 
 // wrap turns err into the error a method returns: prefixed with the package and the
-// operation, wrapping kernel.ErrStoreUnavailable when the server was not reached or
+// operation, wrapping store.ErrStoreUnavailable when the server was not reached or
 // the outcome is unknown, with a hint for a missing table, and with secrets removed.
 func (s *Store) wrap(what string, err error) error {
 	if err == nil {
@@ -452,17 +451,17 @@ func (s *Store) wrap(what string, err error) error {
 	return redact(err, s.secrets)
 }
 
-// unavailableError wraps both kernel.ErrStoreUnavailable and the cause.
+// unavailableError wraps both store.ErrStoreUnavailable and the cause.
 type unavailableError struct {
 	what string
 	err  error
 }
 
 func (e *unavailableError) Error() string {
-	return "mysqlstore: " + e.what + ": " + kernel.ErrStoreUnavailable.Error() + ": " + e.err.Error()
+	return "mysqlstore: " + e.what + ": " + store.ErrStoreUnavailable.Error() + ": " + e.err.Error()
 }
 
-func (e *unavailableError) Unwrap() []error { return []error{kernel.ErrStoreUnavailable, e.err} }
+func (e *unavailableError) Unwrap() []error { return []error{store.ErrStoreUnavailable, e.err} }
 
 // dsnSecrets returns what may be a password in a DSN that does not parse: the text
 // between the first ':' and the last '@' before the address.

@@ -15,8 +15,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/axsched/ax/internal/axtest"
-	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 func countRows(t *testing.T, db *sql.DB, table string) int {
@@ -31,7 +31,7 @@ func countRows(t *testing.T, db *sql.DB, table string) int {
 func TestPayloadTooLarge(t *testing.T) {
 	s, db := setup(t, mysqlstore.Options{MaxPayload: 1000})
 	ctx := context.Background()
-	ch := []kernel.Change{
+	ch := []store.Change{
 		insertChange("big", make([]byte, 1001)),
 		insertChange("fits", make([]byte, 1000)),
 		insertChange("huge", make([]byte, 3<<20)),
@@ -40,18 +40,18 @@ func TestPayloadTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Commit() error = %v", err)
 	}
-	if !errors.Is(res[0], kernel.ErrPayloadTooLarge) || res[1] != nil || !errors.Is(res[2], kernel.ErrPayloadTooLarge) {
+	if !errors.Is(res[0], store.ErrPayloadTooLarge) || res[1] != nil || !errors.Is(res[2], store.ErrPayloadTooLarge) {
 		t.Fatalf("Commit() = %v, want [ErrPayloadTooLarge nil ErrPayloadTooLarge]", res)
 	}
 	if n := countRows(t, db, s.Table()); n != 1 {
 		t.Errorf("rows = %d, want 1 (only the one that fits)", n)
 	}
-	if _, err := s.Get(ctx, "big"); !errors.Is(err, kernel.ErrUnknownTask) {
+	if _, err := s.Get(ctx, "big"); !errors.Is(err, store.ErrUnknownTask) {
 		t.Errorf("Get(big) = %v, want ErrUnknownTask", err)
 	}
 	// A batch of nothing but oversized payloads writes nothing and needs no server round trip.
 	res, err = s.Commit(ctx, ch[:1])
-	if err != nil || !errors.Is(res[0], kernel.ErrPayloadTooLarge) {
+	if err != nil || !errors.Is(res[0], store.ErrPayloadTooLarge) {
 		t.Fatalf("Commit(oversized) = %v, %v", res, err)
 	}
 	if n := countRows(t, db, s.Table()); n != 1 {
@@ -61,11 +61,11 @@ func TestPayloadTooLarge(t *testing.T) {
 
 func TestDefaultMaxPayload(t *testing.T) {
 	s, db := setup(t, mysqlstore.Options{})
-	res, err := s.Commit(context.Background(), []kernel.Change{
+	res, err := s.Commit(context.Background(), []store.Change{
 		insertChange("at-cap", bytes.Repeat([]byte{0xAB}, mysqlstore.MaxPayloadDefault)),
 		insertChange("over", make([]byte, mysqlstore.MaxPayloadDefault+1)),
 	})
-	if err != nil || res[0] != nil || !errors.Is(res[1], kernel.ErrPayloadTooLarge) {
+	if err != nil || res[0] != nil || !errors.Is(res[1], store.ErrPayloadTooLarge) {
 		t.Fatalf("Commit() = %v, %v; want [nil ErrPayloadTooLarge]", res, err)
 	}
 	got, err := s.Get(context.Background(), "at-cap")
@@ -102,12 +102,12 @@ func TestMaxPayloadNeedsPacket(t *testing.T) {
 func TestUniqueKeyRefused(t *testing.T) {
 	s, db := setup(t, mysqlstore.Options{})
 	ctx := context.Background()
-	res, err := s.Commit(ctx, []kernel.Change{keyedInsert("a", "order-1")})
+	res, err := s.Commit(ctx, []store.Change{keyedInsert("a", "order-1")})
 	if err != nil || res[0] != nil {
 		t.Fatalf("Commit(a) = %v, %v", res, err)
 	}
-	res, err = s.Commit(ctx, []kernel.Change{keyedInsert("b", "order-1")})
-	if err != nil || !errors.Is(res[0], kernel.ErrDuplicateKey) {
+	res, err = s.Commit(ctx, []store.Change{keyedInsert("b", "order-1")})
+	if err != nil || !errors.Is(res[0], store.ErrDuplicateKey) {
 		t.Fatalf("Commit(b, same key) = %v, %v; want ErrDuplicateKey", res, err)
 	}
 	if n := countRows(t, db, s.Table()); n != 1 {
@@ -136,17 +136,17 @@ func TestUnreachable(t *testing.T) {
 	defer func() { _ = s.Close() }()
 	ctx := context.Background()
 	start := time.Now()
-	_, err = s.Commit(ctx, []kernel.Change{insertChange("a", nil)})
-	if !errors.Is(err, kernel.ErrStoreUnavailable) {
+	_, err = s.Commit(ctx, []store.Change{insertChange("a", nil)})
+	if !errors.Is(err, store.ErrStoreUnavailable) {
 		t.Fatalf("Commit() = %v, want ErrStoreUnavailable", err)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("Commit() took %v to fail, want fast", d)
 	}
-	if err := s.Migrate(ctx); !errors.Is(err, kernel.ErrStoreUnavailable) {
+	if err := s.Migrate(ctx); !errors.Is(err, store.ErrStoreUnavailable) {
 		t.Errorf("Migrate() = %v, want ErrStoreUnavailable", err)
 	}
-	if _, err := s.Recover(ctx); !errors.Is(err, kernel.ErrStoreUnavailable) {
+	if _, err := s.Recover(ctx); !errors.Is(err, store.ErrStoreUnavailable) {
 		t.Errorf("Recover() = %v, want ErrStoreUnavailable", err)
 	}
 }
@@ -201,7 +201,7 @@ func TestDSNPasswordNeverShown(t *testing.T) {
 			errs = append(errs, err)
 			if err == nil {
 				errs = append(errs, s.Migrate(ctx))
-				_, err = s.Commit(ctx, []kernel.Change{insertChange("a", nil)})
+				_, err = s.Commit(ctx, []store.Change{insertChange("a", nil)})
 				errs = append(errs, err)
 				_, err = s.Recover(ctx)
 				errs = append(errs, err)
@@ -232,14 +232,14 @@ func TestRetentionPurger(t *testing.T) {
 	s, db := setup(t, mysqlstore.Options{Retention: time.Hour, PurgeInterval: 20 * time.Millisecond})
 	ctx := context.Background()
 	old := time.Now().Add(-2 * time.Hour)
-	ch := []kernel.Change{insertChange("old", nil), insertChange("new", nil), insertChange("dead", nil)}
+	ch := []store.Change{insertChange("old", nil), insertChange("new", nil), insertChange("dead", nil)}
 	for i := range ch {
 		ch[i].Task.UpdatedAt = old
 	}
 	ch = append(ch,
-		kernel.Change{Op: kernel.OpSucceed, Fence: 1, Task: kernel.StoredTask{ID: "old", UpdatedAt: old}},
-		kernel.Change{Op: kernel.OpSucceed, Fence: 1, Task: kernel.StoredTask{ID: "new", UpdatedAt: time.Now()}},
-		kernel.Change{Op: kernel.OpFail, Fence: 1, Task: kernel.StoredTask{ID: "dead", UpdatedAt: old}})
+		store.Change{Op: store.OpSucceed, Fence: 1, Task: store.StoredTask{ID: "old", UpdatedAt: old}},
+		store.Change{Op: store.OpSucceed, Fence: 1, Task: store.StoredTask{ID: "new", UpdatedAt: time.Now()}},
+		store.Change{Op: store.OpFail, Fence: 1, Task: store.StoredTask{ID: "dead", UpdatedAt: old}})
 	if res, err := s.Commit(ctx, ch); err != nil || errors.Join(res...) != nil {
 		t.Fatalf("Commit() = %v, %v", res, err)
 	}
@@ -255,19 +255,19 @@ func TestRetentionPurger(t *testing.T) {
 func TestDropCompleted(t *testing.T) {
 	s, db := setup(t, mysqlstore.Options{DropCompleted: true})
 	ctx := context.Background()
-	start := func(id string) kernel.Change {
-		return kernel.Change{Op: kernel.OpStart, Fence: 1, Task: kernel.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: testNow}}
+	start := func(id string) store.Change {
+		return store.Change{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: testNow}}
 	}
-	end := func(op kernel.ChangeOp, id string) kernel.Change {
-		return kernel.Change{Op: op, Fence: 2, Task: kernel.StoredTask{ID: id, UpdatedAt: testNow}}
+	end := func(op store.ChangeOp, id string) store.Change {
+		return store.Change{Op: op, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: testNow}}
 	}
-	states := func() map[string]kernel.State {
+	states := func() map[string]store.State {
 		t.Helper()
-		got := map[string]kernel.State{}
+		got := map[string]store.State{}
 		for _, id := range []string{"a", "b", "c", "d", "e", "f", "g"} {
 			if tk, err := s.Get(ctx, id); err == nil {
 				got[id] = tk.State
-			} else if !errors.Is(err, kernel.ErrUnknownTask) {
+			} else if !errors.Is(err, store.ErrUnknownTask) {
 				t.Fatalf("Get(%q) = %v", id, err)
 			}
 		}
@@ -275,30 +275,30 @@ func TestDropCompleted(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		batch []kernel.Change
-		want  map[string]kernel.State // every stored task afterwards
+		batch []store.Change
+		want  map[string]store.State // every stored task afterwards
 	}{
-		{"inserted and completed: not written", []kernel.Change{
-			insertChange("a", []byte("a")), start("a"), end(kernel.OpSucceed, "a"),
-			insertChange("b", nil), start("b"), end(kernel.OpCancel, "b"),
-		}, map[string]kernel.State{}},
-		{"replayed: still not written", []kernel.Change{
-			insertChange("a", []byte("a")), start("a"), end(kernel.OpSucceed, "a"),
-		}, map[string]kernel.State{}},
-		{"dead letters, keyed and live tasks are written", []kernel.Change{
-			insertChange("c", nil), start("c"), end(kernel.OpFail, "c"),
-			keyedInsert("d", "kd"), start("d"), end(kernel.OpSucceed, "d"),
+		{"inserted and completed: not written", []store.Change{
+			insertChange("a", []byte("a")), start("a"), end(store.OpSucceed, "a"),
+			insertChange("b", nil), start("b"), end(store.OpCancel, "b"),
+		}, map[string]store.State{}},
+		{"replayed: still not written", []store.Change{
+			insertChange("a", []byte("a")), start("a"), end(store.OpSucceed, "a"),
+		}, map[string]store.State{}},
+		{"dead letters, keyed and live tasks are written", []store.Change{
+			insertChange("c", nil), start("c"), end(store.OpFail, "c"),
+			keyedInsert("d", "kd"), start("d"), end(store.OpSucceed, "d"),
 			insertChange("e", nil),
 			insertChange("f", nil), start("f"),
-		}, map[string]kernel.State{"c": kernel.Failed, "d": kernel.Succeeded, "e": kernel.Queued, "f": kernel.Running}},
-		{"a stored task inserted again is changed", []kernel.Change{
-			insertChange("e", nil), start("e"), end(kernel.OpSucceed, "e"),
-			insertChange("g", nil), start("g"), end(kernel.OpSucceed, "g"),
-		}, map[string]kernel.State{"c": kernel.Failed, "d": kernel.Succeeded, "e": kernel.Succeeded, "f": kernel.Running}},
+		}, map[string]store.State{"c": store.Failed, "d": store.Succeeded, "e": store.Queued, "f": store.Running}},
+		{"a stored task inserted again is changed", []store.Change{
+			insertChange("e", nil), start("e"), end(store.OpSucceed, "e"),
+			insertChange("g", nil), start("g"), end(store.OpSucceed, "g"),
+		}, map[string]store.State{"c": store.Failed, "d": store.Succeeded, "e": store.Succeeded, "f": store.Running}},
 		{
 			"completed in a later batch: kept",
-			[]kernel.Change{end(kernel.OpSucceed, "f")},
-			map[string]kernel.State{"c": kernel.Failed, "d": kernel.Succeeded, "e": kernel.Succeeded, "f": kernel.Succeeded},
+			[]store.Change{end(store.OpSucceed, "f")},
+			map[string]store.State{"c": store.Failed, "d": store.Succeeded, "e": store.Succeeded, "f": store.Succeeded},
 		},
 	}
 	for _, tt := range tests {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 // stuckLease is the lease of the owner whose transaction is left open in these tests.
@@ -22,7 +22,7 @@ type stuckBundle struct {
 	s    *mysqlstore.Store
 	db   *sql.DB
 	logs *syncBuffer
-	a, b kernel.Owner
+	a, b store.Owner
 	ids  []string
 }
 
@@ -35,7 +35,7 @@ func setupStuck(t *testing.T) *stuckBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cs []kernel.Change
+	var cs []store.Change
 	var ids []string
 	for i := range 5 {
 		id := fmt.Sprintf("t%d", i)
@@ -78,7 +78,7 @@ func openTx(t *testing.T, db *sql.DB) (*sql.Tx, int64) {
 
 // rescueUntil calls Rescue for b every 50 ms until it returns tasks or within has passed,
 // and fails the test when a call takes longer than a few seconds (a lock wait).
-func (tb *stuckBundle) rescueUntil(t *testing.T, within time.Duration) []kernel.StoredTask {
+func (tb *stuckBundle) rescueUntil(t *testing.T, within time.Duration) []store.StoredTask {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -154,7 +154,7 @@ func TestRescueKillsStuckCommit(t *testing.T) {
 	if err := tx.Commit(); err == nil {
 		t.Error("Commit() of the killed transaction = nil, want an error")
 	}
-	if _, err := tb.s.CommitAs(context.Background(), tb.a, nil); !errors.Is(err, kernel.ErrLeaseLost) {
+	if _, err := tb.s.CommitAs(context.Background(), tb.a, nil); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("CommitAs() by a after the rescue = %v, want ErrLeaseLost", err)
 	}
 	os, err := tb.s.Owners(context.Background())

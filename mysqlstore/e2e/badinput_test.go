@@ -10,6 +10,7 @@ import (
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 // TestPasswordNeverShown opens stores on DSNs with a password that cannot connect (or
@@ -45,8 +46,8 @@ func TestPasswordNeverShown(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close() })
 	var errs []error
 	errs = append(errs, s.Migrate(ctx))
-	_, err = s.Commit(ctx, []kernel.Change{{Op: kernel.OpInsert, Task: kernel.StoredTask{
-		ID: "a", Kind: "k", State: kernel.Queued, Fence: 1, CreatedAt: time.Now(), UpdatedAt: time.Now(),
+	_, err = s.Commit(ctx, []store.Change{{Op: store.OpInsert, Task: store.StoredTask{
+		ID: "a", Kind: "k", State: store.Queued, Fence: 1, CreatedAt: time.Now(), UpdatedAt: time.Now(),
 	}}})
 	errs = append(errs, err)
 	_, err = s.Get(ctx, "a")
@@ -60,7 +61,7 @@ func TestPasswordNeverShown(t *testing.T) {
 	}
 	errs = append(errs, err)
 	for i, err := range errs {
-		if !errors.Is(err, kernel.ErrStoreUnavailable) {
+		if !errors.Is(err, store.ErrStoreUnavailable) {
 			t.Errorf("call %d = %v, want an error wrapping ErrStoreUnavailable", i, err)
 			continue
 		}
@@ -112,7 +113,7 @@ func TestPayloadTooLargeEndToEnd(t *testing.T) {
 
 	for _, size := range []int{capBytes + 1, 4 * capBytes, 2 << 20} {
 		h, err := k.SubmitDurable(ctx, kernel.DurableTask{Kind: kind, Payload: make([]byte, size)})
-		if !errors.Is(err, kernel.ErrPayloadTooLarge) || h != nil {
+		if !errors.Is(err, store.ErrPayloadTooLarge) || h != nil {
 			t.Errorf("SubmitDurable(%d bytes) = %v, %v; want ErrPayloadTooLarge", size, h, err)
 		}
 	}
@@ -126,7 +127,7 @@ func TestPayloadTooLargeEndToEnd(t *testing.T) {
 		{Kind: kind, Payload: make([]byte, capBytes+1)},
 		{Kind: kind, Payload: fits},
 	})
-	if !errors.Is(err, kernel.ErrPayloadTooLarge) || !strings.Contains(err.Error(), "DurableTask[0]") || len(hs) != 2 || hs[0] != nil || hs[1] == nil {
+	if !errors.Is(err, store.ErrPayloadTooLarge) || !strings.Contains(err.Error(), "DurableTask[0]") || len(hs) != 2 || hs[0] != nil || hs[1] == nil {
 		t.Fatalf("SubmitDurableMany(too large, fits) = %v, %v; want DurableTask[0] refused with ErrPayloadTooLarge", hs, err)
 	}
 	if err := hs[1].Wait(ctx); err != nil {
@@ -138,7 +139,7 @@ func TestPayloadTooLargeEndToEnd(t *testing.T) {
 	if n := rows(); n != 1 {
 		t.Errorf("%d rows, want 1: the task that fits", n)
 	}
-	if got, err := s.Get(ctx, hs[1].ID()); err != nil || got.State != kernel.Succeeded || len(got.Payload) != capBytes {
+	if got, err := s.Get(ctx, hs[1].ID()); err != nil || got.State != store.Succeeded || len(got.Payload) != capBytes {
 		t.Errorf("Get(the task that fits) = %v, %d bytes, %v; want Succeeded with its payload", got.State, len(got.Payload), err)
 	}
 	if n := runs.count(string(fits)); n != 1 {

@@ -13,13 +13,14 @@ import (
 	"github.com/axsched/ax/internal/axtest"
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
-// stuckStore is a kernel.Store on a real table whose first commit after arm() hangs
+// stuckStore is a store.Store on a real table whose first commit after arm() hangs
 // until release closes and then fails, as a commit to a server that stopped answering
 // does when the connection is torn down late.
 type stuckStore struct {
-	kernel.Store
+	store.Store
 	mu      sync.Mutex
 	armed   bool
 	entered chan struct{} // closed when the stuck commit began
@@ -32,7 +33,7 @@ func (s *stuckStore) arm() {
 	s.mu.Unlock()
 }
 
-func (s *stuckStore) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+func (s *stuckStore) Commit(ctx context.Context, cs []store.Change) ([]error, error) {
 	s.mu.Lock()
 	stuck := s.armed
 	s.armed = false
@@ -42,7 +43,7 @@ func (s *stuckStore) Commit(ctx context.Context, cs []kernel.Change) ([]error, e
 	}
 	close(s.entered)
 	<-s.release
-	return nil, fmt.Errorf("stuck: connection lost: %w", kernel.ErrStoreUnavailable)
+	return nil, fmt.Errorf("stuck: connection lost: %w", store.ErrStoreUnavailable)
 }
 
 // signalHandler is a slog.Handler that closes ch on the first record whose message
@@ -116,7 +117,7 @@ func TestSubmitReturnsWhenCloseGivesUp(t *testing.T) {
 	release() // the stuck commit fails now
 	axtest.WaitOrTimeout(t, closed, "Close to return")
 	axtest.WaitOrTimeout(t, aDone, "the first submit to return")
-	if !errors.Is(errA, kernel.ErrStoreUnavailable) {
+	if !errors.Is(errA, store.ErrStoreUnavailable) {
 		t.Errorf("first submit = %v, want ErrStoreUnavailable", errA)
 	}
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 // The crash test's knobs. The parent passes the child its part in the environment.
@@ -107,7 +108,7 @@ func TestCrashSIGKILL(t *testing.T) {
 		}
 		running := map[string]bool{}
 		for _, st := range live {
-			if st.State == kernel.Running {
+			if st.State == store.Running {
 				running[string(st.Payload)] = true
 			}
 		}
@@ -181,7 +182,7 @@ func TestCrashChild(t *testing.T) {
 	var signalOnce sync.Once
 	sendSignal := func() { signalOnce.Do(func() { _, _ = progress.Write([]byte{'k'}) }) }
 	var wg sync.WaitGroup
-	prios := []kernel.Priority{kernel.High, kernel.Normal, kernel.Low}
+	prios := []store.Priority{store.High, store.Normal, store.Low}
 	for range crashSubmitters {
 		wg.Go(func() {
 			for {
@@ -536,7 +537,7 @@ func checkCrashRun(t *testing.T, db *sql.DB, s *mysqlstore.Store, table, dir str
 	_ = rs.Close()
 	for _, r := range rows { // the bulk read's state codes agree with the store's
 		st, err := s.Get(ctx, r.id)
-		if err != nil || (r.state == codeSucceeded) != (st.State == kernel.Succeeded) {
+		if err != nil || (r.state == codeSucceeded) != (st.State == store.Succeeded) {
 			t.Fatalf("Get(%s) = %v, %v; the row's state code is %d", r.id, st.State, err, r.state)
 		}
 		break

@@ -11,15 +11,16 @@ import (
 	"github.com/axsched/ax/internal/axtest"
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
-// blipStore is a kernel.Store on a real table whose next commit fails once after
+// blipStore is a store.Store on a real table whose next commit fails once after
 // fail(), as a dropped connection makes one fail. While it streams, each successful
 // commit makes the kernel journal one more change (it cancels one of the tasks handed
 // to it) before it returns, as a kernel busy running durable tasks always has changes
 // queued for the next commit.
 type blipStore struct {
-	kernel.Store
+	store.Store
 
 	mu        sync.Mutex
 	k         *kernel.Kernel
@@ -33,13 +34,13 @@ type blipStore struct {
 
 const recoveredAt = 20
 
-func (b *blipStore) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+func (b *blipStore) Commit(ctx context.Context, cs []store.Change) ([]error, error) {
 	b.mu.Lock()
 	if b.failNext {
 		b.failNext = false
 		close(b.failed)
 		b.mu.Unlock()
-		return nil, fmt.Errorf("blip: connection lost: %w", kernel.ErrStoreUnavailable)
+		return nil, fmt.Errorf("blip: connection lost: %w", store.ErrStoreUnavailable)
 	}
 	b.mu.Unlock()
 	res, err := b.Store.Commit(ctx, cs)
@@ -125,7 +126,7 @@ func TestSubmitsResumeWhenCommitsSucceed(t *testing.T) {
 		t.Errorf("after %d successful commits in a row, SubmitDurable() = %v (Stats().Store.Down = %v); want it accepted: "+
 			"the journal clears Down only by a probe, which runs only when nothing is queued, so a kernel that keeps "+
 			"journaling changes refuses durable submits as long as it stays busy", recoveredAt, err, st.Down)
-		if !errors.Is(err, kernel.ErrStoreUnavailable) {
+		if !errors.Is(err, store.ErrStoreUnavailable) {
 			t.Errorf("and the error does not even wrap ErrStoreUnavailable")
 		}
 	}

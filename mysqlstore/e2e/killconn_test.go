@@ -16,6 +16,7 @@ import (
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 // runCounter is a durable kind that counts the runs of each payload.
@@ -113,7 +114,7 @@ func testKilledConnections(t *testing.T, retries int) {
 	newTask := func() kernel.DurableTask {
 		p := fmt.Sprintf("t%06d", seq.Add(1))
 		// A unique key per task: a retried insert must not collide with itself.
-		return kernel.DurableTask{Kind: kind, Payload: []byte(p), UniqueKey: p, Priority: kernel.Priority(1 + rand.IntN(3))}
+		return kernel.DurableTask{Kind: kind, Payload: []byte(p), UniqueKey: p, Priority: store.Priority(1 + rand.IntN(3))}
 	}
 	// submit makes one submit call and records its outcome; it reports whether the
 	// call was refused because the store is unavailable.
@@ -131,7 +132,7 @@ func testKilledConnections(t *testing.T, retries int) {
 		} else {
 			hs, err = k.SubmitDurableMany(context.Background(), ts)
 		}
-		if err != nil && !errors.Is(err, kernel.ErrStoreUnavailable) {
+		if err != nil && !errors.Is(err, store.ErrStoreUnavailable) {
 			t.Errorf("submit = %v, want nil or an error wrapping ErrStoreUnavailable", err)
 		}
 		mu.Lock()
@@ -406,7 +407,7 @@ func checkStateCode(t *testing.T, s *mysqlstore.Store, id string, code int) {
 	if err != nil {
 		t.Fatalf("Get(%s) = %v", id, err)
 	}
-	want := map[kernel.State]int{kernel.Succeeded: codeSucceeded, kernel.Canceled: codeCanceled}[st.State]
+	want := map[store.State]int{store.Succeeded: codeSucceeded, store.Canceled: codeCanceled}[st.State]
 	if want != code {
 		t.Fatalf("Get(%s).State = %v, the row's state code is %d: the test's codes are out of date", id, st.State, code)
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 // TestMultiPausedOwner runs three processes, owners p0, p1 and p2 with a lease of
@@ -61,7 +61,7 @@ func TestMultiPausedOwner(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.ContainsFunc(os, func(o kernel.OwnerInfo) bool { return o.Epoch == epoch && (o.Live || o.Tasks > 0) }) {
+		if !slices.ContainsFunc(os, func(o store.OwnerInfo) bool { return o.Epoch == epoch && (o.Live || o.Tasks > 0) }) {
 			break
 		}
 		if time.Now().After(rescuedBy) {
@@ -184,7 +184,7 @@ func liveEpoch(t *testing.T, s *mysqlstore.Store, name string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var live []kernel.OwnerInfo
+	var live []store.OwnerInfo
 	for _, o := range os {
 		if o.Name == name && o.Live {
 			live = append(live, o)

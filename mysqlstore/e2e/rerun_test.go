@@ -9,23 +9,24 @@ import (
 	"github.com/axsched/ax/internal/axtest"
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
-// slowStarts is a kernel.Store whose commits that record an attempt's start (OpStart)
+// slowStarts is a store.Store whose commits that record an attempt's start (OpStart)
 // wait until release closes: a slow commit, as a loaded database makes one. (On an
 // idle kernel the start rides in the commit of the task's insert, which then waits
 // too.)
 type slowStarts struct {
-	kernel.Store
+	store.Store
 	held    chan struct{} // closed when the first such commit waits
 	release chan struct{}
 	once    sync.Once
 	id      string // the task of that start; written before held closes
 }
 
-func (s *slowStarts) Commit(ctx context.Context, cs []kernel.Change) ([]error, error) {
+func (s *slowStarts) Commit(ctx context.Context, cs []store.Change) ([]error, error) {
 	for _, c := range cs {
-		if c.Op == kernel.OpStart {
+		if c.Op == store.OpStart {
 			s.once.Do(func() { s.id = c.Task.ID; close(s.held) })
 			select {
 			case <-s.release:

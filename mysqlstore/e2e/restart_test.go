@@ -12,6 +12,7 @@ import (
 	"github.com/axsched/ax/internal/axtest"
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 // TestServerStopStart stops the database server (a private mariadbd) under a running
@@ -108,7 +109,7 @@ func TestServerStopStart(t *testing.T) {
 		if i == 0 {
 			first = took
 		}
-		if !errors.Is(err, kernel.ErrStoreUnavailable) {
+		if !errors.Is(err, store.ErrStoreUnavailable) {
 			t.Fatalf("submit %d while the server is down = %v, want an error wrapping ErrStoreUnavailable", i, err)
 		}
 		if took > fastMax {
@@ -123,7 +124,7 @@ func TestServerStopStart(t *testing.T) {
 	t0 := time.Now()
 	pollUntil(t, "a durable submit to succeed after the restart", 10*time.Millisecond, 30*time.Second, func() (bool, error) {
 		err := submit(0)
-		if err != nil && !errors.Is(err, kernel.ErrStoreUnavailable) {
+		if err != nil && !errors.Is(err, store.ErrStoreUnavailable) {
 			return false, err
 		}
 		return err == nil, nil
@@ -154,7 +155,7 @@ func TestServerStopStart(t *testing.T) {
 
 	for p, h := range acked {
 		got, err := s.Get(ctx, h.ID())
-		if err != nil || got.State != kernel.Succeeded || got.Attempt != 1 || runs.count(p) != 1 {
+		if err != nil || got.State != store.Succeeded || got.Attempt != 1 || runs.count(p) != 1 {
 			t.Errorf("task %s: stored %v attempt %d (%v), ran %d times; want Succeeded once", p, got.State, got.Attempt, err, runs.count(p))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // logSchedStats logs the ScheduleStats that the processes which quit reported, by
@@ -76,7 +77,7 @@ func readOccurrences(t *testing.T, db *sql.DB, table string) map[string][]schedO
 		if err := rs.Scan(&o.id, &o.created, &o.state); err != nil {
 			t.Fatal(err)
 		}
-		name, target, ok := kernel.ParseOccurrenceID(o.id)
+		name, target, ok := store.ParseOccurrenceID(o.id)
 		if !ok || !slices.ContainsFunc(schedSpecs, func(sp schedSpec) bool { return sp.name == name }) {
 			t.Fatalf("row %q is no occurrence of the test's schedules", o.id)
 		}
@@ -244,7 +245,7 @@ func (sk *schedKillRun) checkSchedule(t *testing.T, sp schedSpec, policy kernel.
 		if _, ok := stored[at]; ok {
 			continue
 		}
-		what := fmt.Sprintf("%v (%s)", tt.Format("15:04:05.000"), kernel.OccurrenceID(sp.name, tt))
+		what := fmt.Sprintf("%v (%s)", tt.Format("15:04:05.000"), store.OccurrenceID(sp.name, tt))
 		w := slices.IndexFunc(sk.windows, func(w downWindow) bool {
 			return !tt.Before(w.from.Add(-schedSlack)) && !tt.After(w.to)
 		})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 // The durable-schedule kill test's knobs, and the environment of its child,
@@ -120,7 +121,7 @@ func TestSchedKillChild(t *testing.T) {
 		info, ok := kernel.TaskInfo(ctx)
 		name, target, isOcc := kernel.OccurrenceOf(ctx)
 		known := slices.ContainsFunc(schedSpecs, func(sp schedSpec) bool { return sp.name == name })
-		if !ok || !isOcc || !known || info.ID != kernel.OccurrenceID(name, target) {
+		if !ok || !isOcc || !known || info.ID != store.OccurrenceID(name, target) {
 			return kernel.Permanent(fmt.Errorf("task %q: OccurrenceOf = %q, %v, %v", info.ID, name, target, isOcc))
 		}
 		key := fmt.Sprintf("%d-%d", pid, seq.Add(1))
@@ -199,7 +200,7 @@ func alignCatchUp(t *testing.T, s *mysqlstore.Store, sp schedSpec) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	st, err := s.GetSchedule(ctx, sp.name)
-	if errors.Is(err, kernel.ErrUnknownSchedule) {
+	if errors.Is(err, store.ErrUnknownSchedule) {
 		return
 	}
 	if err != nil {

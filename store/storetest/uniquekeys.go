@@ -7,22 +7,22 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
-func testUniqueKey(t *testing.T, s kernel.Store) {
+func testUniqueKey(t *testing.T, s store.Store) {
 	mustCommit(t, s, ins(keyed("a", "K")))
-	ch := []kernel.Change{ins(keyed("b", "K")), ins(keyed("c", "K2"))}
-	wantResults(t, ch, commit(t, s, ch...), kernel.ErrDuplicateKey, nil)
+	ch := []store.Change{ins(keyed("b", "K")), ins(keyed("c", "K2"))}
+	wantResults(t, ch, commit(t, s, ch...), store.ErrDuplicateKey, nil)
 	wantUnknown(t, s, "b")
 
 	// Two live inserts with one key in a batch: the first wins.
-	ch = []kernel.Change{ins(keyed("d", "K3")), ins(keyed("e", "K3"))}
-	wantResults(t, ch, commit(t, s, ch...), nil, kernel.ErrDuplicateKey)
+	ch = []store.Change{ins(keyed("d", "K3")), ins(keyed("e", "K3"))}
+	wantResults(t, ch, commit(t, s, ch...), nil, store.ErrDuplicateKey)
 
 	// A terminal insert does not hold the key, whatever else does.
 	done := keyed("f", "K")
-	done.State = kernel.Canceled
+	done.State = store.Canceled
 	mustCommit(t, s, ins(done))
 
 	// The retry of the holder's own insert is not a conflict.
@@ -31,27 +31,27 @@ func testUniqueKey(t *testing.T, s kernel.Store) {
 	// Every terminal state frees the key.
 	ends := []struct {
 		name string
-		end  func(id string) []kernel.Change
+		end  func(id string) []store.Change
 	}{
-		{"succeed", func(id string) []kernel.Change { return []kernel.Change{start(id, 1, 2, 1), succeed(id, 2)} }},
-		{"fail", func(id string) []kernel.Change {
-			return []kernel.Change{start(id, 1, 2, 1), fail(id, 2, kernel.Failed, "x")}
+		{"succeed", func(id string) []store.Change { return []store.Change{start(id, 1, 2, 1), succeed(id, 2)} }},
+		{"fail", func(id string) []store.Change {
+			return []store.Change{start(id, 1, 2, 1), fail(id, 2, store.Failed, "x")}
 		}},
-		{"timed-out", func(id string) []kernel.Change {
-			return []kernel.Change{start(id, 1, 2, 1), fail(id, 2, kernel.TimedOut, "x")}
+		{"timed-out", func(id string) []store.Change {
+			return []store.Change{start(id, 1, 2, 1), fail(id, 2, store.TimedOut, "x")}
 		}},
-		{"cancel", func(id string) []kernel.Change { return []kernel.Change{cancel(id, 1)} }},
-		{"evicted", func(id string) []kernel.Change { return []kernel.Change{fail(id, 1, kernel.Evicted, "")} }},
-		{"abandoned", func(id string) []kernel.Change { return []kernel.Change{fail(id, 1, kernel.Abandoned, "")} }},
+		{"cancel", func(id string) []store.Change { return []store.Change{cancel(id, 1)} }},
+		{"evicted", func(id string) []store.Change { return []store.Change{fail(id, 1, store.Evicted, "")} }},
+		{"abandoned", func(id string) []store.Change { return []store.Change{fail(id, 1, store.Abandoned, "")} }},
 	}
 	holder := "a"
 	for i, e := range ends {
 		mustCommit(t, s, e.end(holder)...)
 		next := fmt.Sprintf("a%d", i)
-		ch := []kernel.Change{ins(keyed(next, "K"))}
+		ch := []store.Change{ins(keyed(next, "K"))}
 		wantResults(t, ch, commit(t, s, ch...), nil)
-		ch = []kernel.Change{ins(keyed(next+"-dup", "K"))}
-		wantResults(t, ch, commit(t, s, ch...), kernel.ErrDuplicateKey)
+		ch = []store.Change{ins(keyed(next+"-dup", "K"))}
+		wantResults(t, ch, commit(t, s, ch...), store.ErrDuplicateKey)
 		if t.Failed() {
 			t.Fatalf("after %s", e.name)
 		}
@@ -67,14 +67,14 @@ func testUniqueKey(t *testing.T, s kernel.Store) {
 	if err != nil || len(requeued) != 1 {
 		t.Fatalf("Requeue(a1) = %v, %v; want [a1] once K is free", ids(requeued), err)
 	}
-	ch = []kernel.Change{ins(keyed("z", "K"))}
-	wantResults(t, ch, commit(t, s, ch...), kernel.ErrDuplicateKey)
+	ch = []store.Change{ins(keyed("z", "K"))}
+	wantResults(t, ch, commit(t, s, ch...), store.ErrDuplicateKey)
 }
 
-func testUniqueKeyBytes(t *testing.T, s kernel.Store) {
+func testUniqueKeyBytes(t *testing.T, s store.Store) {
 	// Keys compare byte for byte: no case folding, no trailing-space padding, no accent folding.
 	keys := []string{"key", "Key", "KEY", "key ", " key", "kéy", "key\x00", "\xff"}
-	var ch []kernel.Change
+	var ch []store.Change
 	for i, k := range keys {
 		ch = append(ch, ins(keyed(fmt.Sprintf("t%d", i), k)))
 	}
@@ -85,8 +85,8 @@ func testUniqueKeyBytes(t *testing.T, s kernel.Store) {
 			t.Errorf("UniqueKey = %q, want %q", got, k)
 		}
 	}
-	ch = []kernel.Change{ins(keyed("dup", "Key"))}
-	wantResults(t, ch, commit(t, s, ch...), kernel.ErrDuplicateKey)
+	ch = []store.Change{ins(keyed("dup", "Key"))}
+	wantResults(t, ch, commit(t, s, ch...), store.ErrDuplicateKey)
 	// IDs are byte-exact too.
 	mustCommit(t, s, ins(task("id")), ins(task("ID")), ins(task("id ")))
 	for _, id := range []string{"id", "ID", "id "} {
@@ -96,26 +96,26 @@ func testUniqueKeyBytes(t *testing.T, s kernel.Store) {
 	}
 }
 
-func testUniqueKeyFreedInBatch(t *testing.T, s kernel.Store) {
+func testUniqueKeyFreedInBatch(t *testing.T, s store.Store) {
 	mustCommit(t, s, ins(keyed("a", "K")))
-	ch := []kernel.Change{
+	ch := []store.Change{
 		cancel("a", 1), ins(keyed("b", "K")), // freed, then taken
 		ins(keyed("c", "K2")), start("c", 1, 2, 1), succeed("c", 2), ins(keyed("d", "K2")),
 		ins(keyed("e", "K2")), // held by d
 	}
-	wantResults(t, ch, commit(t, s, ch...), nil, nil, nil, nil, nil, nil, kernel.ErrDuplicateKey)
-	for id, st := range map[string]kernel.State{"a": kernel.Canceled, "b": kernel.Queued, "c": kernel.Succeeded, "d": kernel.Queued} {
+	wantResults(t, ch, commit(t, s, ch...), nil, nil, nil, nil, nil, nil, store.ErrDuplicateKey)
+	for id, st := range map[string]store.State{"a": store.Canceled, "b": store.Queued, "c": store.Succeeded, "d": store.Queued} {
 		if got := get(t, s, id).State; got != st {
 			t.Errorf("Get(%q).State = %v, want %v", id, got, st)
 		}
 	}
 	wantUnknown(t, s, "e")
 	// The retry of the whole batch reports the same.
-	wantResults(t, ch, commit(t, s, ch...), nil, nil, nil, nil, nil, nil, kernel.ErrDuplicateKey)
+	wantResults(t, ch, commit(t, s, ch...), nil, nil, nil, nil, nil, nil, store.ErrDuplicateKey)
 	wantUnknown(t, s, "e")
 }
 
-func testConcurrentUniqueKeys(t *testing.T, s kernel.Store) {
+func testConcurrentUniqueKeys(t *testing.T, s store.Store) {
 	// Workers race to insert tasks with the same keys: exactly one live task per key.
 	const workers, keys = 6, 30
 	var wg sync.WaitGroup
@@ -124,7 +124,7 @@ func testConcurrentUniqueKeys(t *testing.T, s kernel.Store) {
 	for w := range workers {
 		won[w] = make([]bool, keys)
 		wg.Go(func() {
-			var ch []kernel.Change
+			var ch []store.Change
 			for k := range keys {
 				ch = append(ch, ins(keyed(fmt.Sprintf("w%d-k%02d", w, k), fmt.Sprintf("race-%02d", k))))
 			}
@@ -137,7 +137,7 @@ func testConcurrentUniqueKeys(t *testing.T, s kernel.Store) {
 				switch {
 				case r == nil:
 					won[w][k] = true
-				case !errors.Is(r, kernel.ErrDuplicateKey):
+				case !errors.Is(r, store.ErrDuplicateKey):
 					errs <- r
 				}
 			}

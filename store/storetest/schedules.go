@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
-// exerciseSchedules runs the cases of [kernel.ScheduleStore]. Exercise calls it when
+// exerciseSchedules runs the cases of [store.ScheduleStore]. Exercise calls it when
 // the store implements ScheduleStore.
-func exerciseSchedules(t *testing.T, newStore func(t *testing.T) kernel.Store) {
+func exerciseSchedules(t *testing.T, newStore func(t *testing.T) store.Store) {
 	tests := []struct {
 		name string
-		run  func(t *testing.T, s kernel.ScheduleStore)
+		run  func(t *testing.T, s store.ScheduleStore)
 	}{
 		{"UpsertKeepsStored", testUpsertKeepsStored},
 		{"FireFollows", testFireFollows},
@@ -32,28 +32,28 @@ func exerciseSchedules(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 	}
 	for _, tt := range tests {
 		t.Run("Schedules/"+tt.name, func(t *testing.T) {
-			tt.run(t, newStore(t).(kernel.ScheduleStore))
+			tt.run(t, newStore(t).(store.ScheduleStore))
 		})
 	}
 }
 
 // occurrence returns the insert of the occurrence of schedule name due at target.
-func occurrence(name string, target time.Time) kernel.Change {
-	tk := task(kernel.OccurrenceID(name, target))
+func occurrence(name string, target time.Time) store.Change {
+	tk := task(store.OccurrenceID(name, target))
 	tk.RunAt = target
-	return kernel.Change{Op: kernel.OpInsert, Task: tk}
+	return store.Change{Op: store.OpInsert, Task: tk}
 }
 
-func upsert(t *testing.T, s kernel.ScheduleStore, name string, next time.Time) (kernel.StoredSchedule, bool) {
+func upsert(t *testing.T, s store.ScheduleStore, name string, next time.Time) (store.StoredSchedule, bool) {
 	t.Helper()
-	got, created, err := s.UpsertSchedule(context.Background(), kernel.StoredSchedule{Name: name, Spec: "@every 1s", Next: next})
+	got, created, err := s.UpsertSchedule(context.Background(), store.StoredSchedule{Name: name, Spec: "@every 1s", Next: next})
 	if err != nil {
 		t.Fatalf("UpsertSchedule(%q, %v) error = %v", name, next, err)
 	}
 	return got, created
 }
 
-func fire(t *testing.T, s kernel.ScheduleStore, f kernel.ScheduleFire) (kernel.StoredSchedule, bool) {
+func fire(t *testing.T, s store.ScheduleStore, f store.ScheduleFire) (store.StoredSchedule, bool) {
 	t.Helper()
 	got, fired, err := s.FireSchedule(context.Background(), f)
 	if err != nil {
@@ -63,14 +63,14 @@ func fire(t *testing.T, s kernel.ScheduleStore, f kernel.ScheduleFire) (kernel.S
 }
 
 // fireNext fires the occurrence at expect and moves the schedule to next.
-func fireNext(name string, expect, next time.Time) kernel.ScheduleFire {
-	return kernel.ScheduleFire{Name: name, Expect: expect, Next: next, Occurrences: []kernel.Change{occurrence(name, expect)}}
+func fireNext(name string, expect, next time.Time) store.ScheduleFire {
+	return store.ScheduleFire{Name: name, Expect: expect, Next: next, Occurrences: []store.Change{occurrence(name, expect)}}
 }
 
 // occurrences returns the live tasks of schedule name.
-func occurrences(t *testing.T, s kernel.Store, name string) []kernel.StoredTask {
+func occurrences(t *testing.T, s store.Store, name string) []store.StoredTask {
 	t.Helper()
-	var out []kernel.StoredTask
+	var out []store.StoredTask
 	for _, tk := range recoverAll(t, s) {
 		if strings.HasPrefix(tk.ID, "sched/"+name+"/") {
 			out = append(out, tk)
@@ -79,7 +79,7 @@ func occurrences(t *testing.T, s kernel.Store, name string) []kernel.StoredTask 
 	return out
 }
 
-func testUpsertKeepsStored(t *testing.T, s kernel.ScheduleStore) {
+func testUpsertKeepsStored(t *testing.T, s store.ScheduleStore) {
 	got, created := upsert(t, s, "report", at(1000))
 	if !created || got.Name != "report" || got.Spec != "@every 1s" || !got.Next.Equal(at(1000)) || got.Paused {
 		t.Fatalf("UpsertSchedule() = %+v, %v; want created with next %v", got, created, at(1000))
@@ -104,7 +104,7 @@ func testUpsertKeepsStored(t *testing.T, s kernel.ScheduleStore) {
 	}
 }
 
-func testFireFollows(t *testing.T, s kernel.ScheduleStore) {
+func testFireFollows(t *testing.T, s store.ScheduleStore) {
 	if got, _ := upsert(t, s, "tick", at(0)); !got.Last.IsZero() {
 		t.Fatalf("UpsertSchedule(tick).Last = %v, want the zero time", got.Last)
 	}
@@ -118,20 +118,20 @@ func testFireFollows(t *testing.T, s kernel.ScheduleStore) {
 	if len(occ) != 20 {
 		t.Fatalf("%d occurrences stored, want 20", len(occ))
 	}
-	tk := get(t, s, kernel.OccurrenceID("tick", at(300)))
-	if !tk.RunAt.Equal(at(300)) || tk.State != kernel.Queued || tk.Kind != "storetest.kind" {
+	tk := get(t, s, store.OccurrenceID("tick", at(300)))
+	if !tk.RunAt.Equal(at(300)) || tk.State != store.Queued || tk.Kind != "storetest.kind" {
 		t.Fatalf("occurrence at %v = %+v", at(300), tk)
 	}
 	// Several occurrences at once (a catch-up), and one that moves the next time only.
-	got, fired := fire(t, s, kernel.ScheduleFire{
+	got, fired := fire(t, s, store.ScheduleFire{
 		Name: "tick", Expect: at(2000), Next: at(2300), Spec: "@every 100ms",
-		Occurrences: []kernel.Change{occurrence("tick", at(2000)), occurrence("tick", at(2100)), occurrence("tick", at(2200))},
+		Occurrences: []store.Change{occurrence("tick", at(2000)), occurrence("tick", at(2100)), occurrence("tick", at(2200))},
 	})
 	if !fired || !got.Next.Equal(at(2300)) || got.Spec != "@every 100ms" || !got.Last.Equal(at(2200)) {
 		t.Fatalf("FireSchedule(catch-up) = %+v, %v; want fired, next %v, last %v, the new spec", got, fired, at(2300), at(2200))
 	}
 	// A fire with no occurrences keeps Last.
-	if got, fired = fire(t, s, kernel.ScheduleFire{Name: "tick", Expect: at(2300), Next: at(9000)}); !fired || !got.Next.Equal(at(9000)) || !got.Last.Equal(at(2200)) {
+	if got, fired = fire(t, s, store.ScheduleFire{Name: "tick", Expect: at(2300), Next: at(9000)}); !fired || !got.Next.Equal(at(9000)) || !got.Last.Equal(at(2200)) {
 		t.Fatalf("FireSchedule(no occurrences) = %+v, %v; want fired, next %v, last %v", got, fired, at(9000), at(2200))
 	}
 	if n := len(occurrences(t, s, "tick")); n != 23 {
@@ -139,19 +139,19 @@ func testFireFollows(t *testing.T, s kernel.ScheduleStore) {
 	}
 }
 
-func testStaleExpectRefused(t *testing.T, s kernel.ScheduleStore) {
+func testStaleExpectRefused(t *testing.T, s store.ScheduleStore) {
 	upsert(t, s, "s", at(0))
 	fire(t, s, fireNext("s", at(0), at(100)))
 	// A process that read the schedule before that fire tries the same occurrence, and
 	// one from further back tries another.
 	for _, expect := range []time.Time{at(0), at(-100), at(200)} {
 		f := fireNext("s", expect, expect.Add(time.Second))
-		f.Occurrences = []kernel.Change{occurrence("s", expect.Add(time.Millisecond))}
+		f.Occurrences = []store.Change{occurrence("s", expect.Add(time.Millisecond))}
 		got, fired := fire(t, s, f)
 		if fired || !got.Next.Equal(at(100)) || got.Version != 1 {
 			t.Fatalf("FireSchedule(expect %v) = %+v, %v; want not fired, the stored next %v", expect, got, fired, at(100))
 		}
-		wantUnknown(t, s, kernel.OccurrenceID("s", expect.Add(time.Millisecond)))
+		wantUnknown(t, s, store.OccurrenceID("s", expect.Add(time.Millisecond)))
 	}
 	// The stored time, even given with sub-millisecond parts, matches.
 	if _, fired := fire(t, s, fireNext("s", at(100).Add(300*time.Microsecond), at(200))); !fired {
@@ -161,7 +161,7 @@ func testStaleExpectRefused(t *testing.T, s kernel.ScheduleStore) {
 
 // testConcurrentFireOnce has 8 callers fire each of 30 occurrences at once, each
 // following the stored next time when it loses: every occurrence fires once.
-func testConcurrentFireOnce(t *testing.T, s kernel.ScheduleStore) {
+func testConcurrentFireOnce(t *testing.T, s store.ScheduleStore) {
 	const callers, n = 8, 30
 	upsert(t, s, "race", at(0))
 	var (
@@ -209,22 +209,22 @@ func testConcurrentFireOnce(t *testing.T, s kernel.ScheduleStore) {
 
 // testOccurrenceStoredOnce sets a schedule back and fires an occurrence again: its task
 // is not stored twice, and keeps its first version.
-func testOccurrenceStoredOnce(t *testing.T, s kernel.ScheduleStore) {
+func testOccurrenceStoredOnce(t *testing.T, s store.ScheduleStore) {
 	upsert(t, s, "again", at(0))
 	fire(t, s, fireNext("again", at(0), at(100)))
-	fire(t, s, kernel.ScheduleFire{Name: "again", Expect: at(100), Next: at(0)}) // set back
+	fire(t, s, store.ScheduleFire{Name: "again", Expect: at(100), Next: at(0)}) // set back
 	f := fireNext("again", at(0), at(100))
 	f.Occurrences[0].Task.Payload = []byte("second")
 	if _, fired := fire(t, s, f); !fired {
 		t.Fatal("FireSchedule() after the set back did not fire")
 	}
 	occ := occurrences(t, s, "again")
-	if len(occ) != 1 || string(occ[0].Payload) != "payload of "+kernel.OccurrenceID("again", at(0)) {
+	if len(occ) != 1 || string(occ[0].Payload) != "payload of "+store.OccurrenceID("again", at(0)) {
 		t.Fatalf("occurrences = %+v, want the first one only", occ)
 	}
 }
 
-func testPauseAndDelete(t *testing.T, s kernel.ScheduleStore) {
+func testPauseAndDelete(t *testing.T, s store.ScheduleStore) {
 	ctx := context.Background()
 	upsert(t, s, "p", at(0))
 	got, err := s.PauseSchedule(ctx, "p", true)
@@ -234,7 +234,7 @@ func testPauseAndDelete(t *testing.T, s kernel.ScheduleStore) {
 	if got, fired := fire(t, s, fireNext("p", at(0), at(100))); fired || !got.Paused {
 		t.Fatalf("FireSchedule(paused) = %+v, %v; want not fired", got, fired)
 	}
-	wantUnknown(t, s, kernel.OccurrenceID("p", at(0)))
+	wantUnknown(t, s, store.OccurrenceID("p", at(0)))
 	if got, _ := upsert(t, s, "p", at(50)); !got.Paused || !got.Next.Equal(at(0)) {
 		t.Fatalf("UpsertSchedule(paused) = %+v, want it paused with its next time", got)
 	}
@@ -250,31 +250,31 @@ func testPauseAndDelete(t *testing.T, s kernel.ScheduleStore) {
 	if ok, err := s.DeleteSchedule(ctx, "p"); ok || err != nil {
 		t.Fatalf("DeleteSchedule() again = %v, %v; want false", ok, err)
 	}
-	get(t, s, kernel.OccurrenceID("p", at(0))) // the occurrence's task stays
+	get(t, s, store.OccurrenceID("p", at(0))) // the occurrence's task stays
 	if _, created := upsert(t, s, "p", at(500)); !created {
 		t.Fatal("UpsertSchedule() after delete did not create")
 	}
 }
 
-func testUnknownSchedule(t *testing.T, s kernel.ScheduleStore) {
+func testUnknownSchedule(t *testing.T, s store.ScheduleStore) {
 	ctx := context.Background()
-	if _, fired, err := s.FireSchedule(ctx, fireNext("nope", at(0), at(1))); fired || !errors.Is(err, kernel.ErrUnknownSchedule) {
+	if _, fired, err := s.FireSchedule(ctx, fireNext("nope", at(0), at(1))); fired || !errors.Is(err, store.ErrUnknownSchedule) {
 		t.Errorf("FireSchedule(unknown) = %v, %v; want ErrUnknownSchedule", fired, err)
 	}
-	wantUnknown(t, s, kernel.OccurrenceID("nope", at(0)))
-	if _, err := s.GetSchedule(ctx, "nope"); !errors.Is(err, kernel.ErrUnknownSchedule) {
+	wantUnknown(t, s, store.OccurrenceID("nope", at(0)))
+	if _, err := s.GetSchedule(ctx, "nope"); !errors.Is(err, store.ErrUnknownSchedule) {
 		t.Errorf("GetSchedule(unknown) error = %v, want ErrUnknownSchedule", err)
 	}
-	if _, err := s.PauseSchedule(ctx, "nope", true); !errors.Is(err, kernel.ErrUnknownSchedule) {
+	if _, err := s.PauseSchedule(ctx, "nope", true); !errors.Is(err, store.ErrUnknownSchedule) {
 		t.Errorf("PauseSchedule(unknown) error = %v, want ErrUnknownSchedule", err)
 	}
 }
 
-func testFireValidation(t *testing.T, s kernel.ScheduleStore) {
+func testFireValidation(t *testing.T, s store.ScheduleStore) {
 	ctx := context.Background()
 	upsert(t, s, "v", at(0))
-	withOcc := func(c kernel.Change) kernel.ScheduleFire {
-		return kernel.ScheduleFire{Name: "v", Expect: at(0), Next: at(100), Occurrences: []kernel.Change{c}}
+	withOcc := func(c store.Change) store.ScheduleFire {
+		return store.ScheduleFire{Name: "v", Expect: at(0), Next: at(100), Occurrences: []store.Change{c}}
 	}
 	keyedOcc := occurrence("v", at(0))
 	keyedOcc.Task.UniqueKey = "k"
@@ -282,19 +282,19 @@ func testFireValidation(t *testing.T, s kernel.ScheduleStore) {
 	otherID.Task.ID = "v-0"
 	otherSchedule := occurrence("w", at(0))
 	start := occurrence("v", at(0))
-	start.Op = kernel.OpStart
+	start.Op = store.OpStart
 	noKind := occurrence("v", at(0))
 	noKind.Task.Kind = ""
 	for _, tt := range []struct {
 		name, field string
-		f           kernel.ScheduleFire
+		f           store.ScheduleFire
 	}{
-		{"empty name", "schedule name", kernel.ScheduleFire{Expect: at(0), Next: at(1)}},
-		{"long name", "ScheduleNameMax", kernel.ScheduleFire{Name: strings.Repeat("a", kernel.ScheduleNameMax+1)}},
-		{"slash in name", "schedule name", kernel.ScheduleFire{Name: "a/b"}},
-		{"space in name", "schedule name", kernel.ScheduleFire{Name: "a b"}},
-		{"non-ASCII name", "schedule name", kernel.ScheduleFire{Name: "café"}},
-		{"long spec", "Spec", kernel.ScheduleFire{Name: "v", Spec: strings.Repeat("*", kernel.ScheduleSpecMax+1)}},
+		{"empty name", "schedule name", store.ScheduleFire{Expect: at(0), Next: at(1)}},
+		{"long name", "ScheduleNameMax", store.ScheduleFire{Name: strings.Repeat("a", store.ScheduleNameMax+1)}},
+		{"slash in name", "schedule name", store.ScheduleFire{Name: "a/b"}},
+		{"space in name", "schedule name", store.ScheduleFire{Name: "a b"}},
+		{"non-ASCII name", "schedule name", store.ScheduleFire{Name: "café"}},
+		{"long spec", "Spec", store.ScheduleFire{Name: "v", Spec: strings.Repeat("*", store.ScheduleSpecMax+1)}},
 		{"unique key", "UniqueKey", withOcc(keyedOcc)},
 		{"other ID", "Task.ID", withOcc(otherID)},
 		{"other schedule's ID", "Task.ID", withOcc(otherSchedule)},
@@ -303,32 +303,32 @@ func testFireValidation(t *testing.T, s kernel.ScheduleStore) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, fired, err := s.FireSchedule(ctx, tt.f)
-			if fired || !errors.Is(err, kernel.ErrInvalidChange) || !strings.Contains(err.Error(), tt.field) {
+			if fired || !errors.Is(err, store.ErrInvalidChange) || !strings.Contains(err.Error(), tt.field) {
 				t.Fatalf("FireSchedule() = %v, %v; want ErrInvalidChange naming %s", fired, err, tt.field)
 			}
 		})
 	}
-	for _, name := range []string{"", "a/b", strings.Repeat("a", kernel.ScheduleNameMax+1)} {
-		if _, _, err := s.UpsertSchedule(ctx, kernel.StoredSchedule{Name: name, Next: at(0)}); !errors.Is(err, kernel.ErrInvalidChange) {
+	for _, name := range []string{"", "a/b", strings.Repeat("a", store.ScheduleNameMax+1)} {
+		if _, _, err := s.UpsertSchedule(ctx, store.StoredSchedule{Name: name, Next: at(0)}); !errors.Is(err, store.ErrInvalidChange) {
 			t.Errorf("UpsertSchedule(%q) error = %v, want ErrInvalidChange", name, err)
 		}
 	}
-	if _, _, err := s.UpsertSchedule(ctx, kernel.StoredSchedule{Name: "long-spec", Spec: strings.Repeat("*", kernel.ScheduleSpecMax+1)}); !errors.Is(err, kernel.ErrInvalidChange) {
+	if _, _, err := s.UpsertSchedule(ctx, store.StoredSchedule{Name: "long-spec", Spec: strings.Repeat("*", store.ScheduleSpecMax+1)}); !errors.Is(err, store.ErrInvalidChange) {
 		t.Errorf("UpsertSchedule(long spec) error = %v, want ErrInvalidChange", err)
 	}
 	if g, err := s.GetSchedule(ctx, "v"); err != nil || g.Version != 0 || !g.Next.Equal(at(0)) {
 		t.Fatalf("GetSchedule() = %+v, %v; want it untouched", g, err)
 	}
-	wantUnknown(t, s, kernel.OccurrenceID("v", at(0)))
+	wantUnknown(t, s, store.OccurrenceID("v", at(0)))
 	// The longest name makes IDs that fit.
-	long := strings.Repeat("n", kernel.ScheduleNameMax)
+	long := strings.Repeat("n", store.ScheduleNameMax)
 	upsert(t, s, long, at(-1_000_000_000_000))
 	if _, fired := fire(t, s, fireNext(long, at(-1_000_000_000_000), at(0))); !fired {
 		t.Fatal("FireSchedule(longest name) did not fire")
 	}
 }
 
-func testFireEnds(t *testing.T, s kernel.ScheduleStore) {
+func testFireEnds(t *testing.T, s store.ScheduleStore) {
 	upsert(t, s, "last", at(0))
 	got, fired := fire(t, s, fireNext("last", at(0), time.Time{}))
 	if !fired || !got.Next.IsZero() {
@@ -340,15 +340,15 @@ func testFireEnds(t *testing.T, s kernel.ScheduleStore) {
 	if got, fired = fire(t, s, fireNext("last", at(0), at(100))); fired || !got.Next.IsZero() {
 		t.Fatalf("FireSchedule(ended) = %+v, %v; want not fired", got, fired)
 	}
-	if got, fired = fire(t, s, kernel.ScheduleFire{Name: "last", Next: at(100)}); !fired || !got.Next.Equal(at(100)) {
+	if got, fired = fire(t, s, store.ScheduleFire{Name: "last", Next: at(100)}); !fired || !got.Next.Equal(at(100)) {
 		t.Fatalf("FireSchedule(from zero) = %+v, %v; want fired, next %v", got, fired, at(100))
 	}
 }
 
 // testFireByOwner fires as an owner of a SharedStore: the occurrence is the owner's,
 // and an owner whose lease ended fires nothing.
-func testFireByOwner(t *testing.T, s kernel.ScheduleStore) {
-	sh, ok := s.(kernel.SharedStore)
+func testFireByOwner(t *testing.T, s store.ScheduleStore) {
+	sh, ok := s.(store.SharedStore)
 	if !ok {
 		t.Skip("not a SharedStore")
 	}
@@ -369,34 +369,34 @@ func testFireByOwner(t *testing.T, s kernel.ScheduleStore) {
 	}
 	f = fireNext("owned", at(100), at(200))
 	f.Owner = &o
-	if _, fired, err := s.FireSchedule(ctx, f); fired || !errors.Is(err, kernel.ErrLeaseLost) {
+	if _, fired, err := s.FireSchedule(ctx, f); fired || !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("FireSchedule(by an owner that left) = %v, %v; want ErrLeaseLost", fired, err)
 	}
 	if g, err := s.GetSchedule(ctx, "owned"); err != nil || !g.Next.Equal(at(100)) {
 		t.Fatalf("GetSchedule() = %+v, %v; want next %v kept", g, err, at(100))
 	}
-	wantUnknown(t, s, kernel.OccurrenceID("owned", at(100)))
+	wantUnknown(t, s, store.OccurrenceID("owned", at(100)))
 }
 
-func testSchedulesClosed(t *testing.T, s kernel.ScheduleStore) {
+func testSchedulesClosed(t *testing.T, s store.ScheduleStore) {
 	ctx := context.Background()
 	upsert(t, s, "c", at(0))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.UpsertSchedule(ctx, kernel.StoredSchedule{Name: "c"}); !errors.Is(err, kernel.ErrStoreClosed) {
+	if _, _, err := s.UpsertSchedule(ctx, store.StoredSchedule{Name: "c"}); !errors.Is(err, store.ErrStoreClosed) {
 		t.Errorf("UpsertSchedule() after Close error = %v, want ErrStoreClosed", err)
 	}
-	if _, _, err := s.FireSchedule(ctx, fireNext("c", at(0), at(1))); !errors.Is(err, kernel.ErrStoreClosed) {
+	if _, _, err := s.FireSchedule(ctx, fireNext("c", at(0), at(1))); !errors.Is(err, store.ErrStoreClosed) {
 		t.Errorf("FireSchedule() after Close error = %v, want ErrStoreClosed", err)
 	}
-	if _, err := s.GetSchedule(ctx, "c"); !errors.Is(err, kernel.ErrStoreClosed) {
+	if _, err := s.GetSchedule(ctx, "c"); !errors.Is(err, store.ErrStoreClosed) {
 		t.Errorf("GetSchedule() after Close error = %v, want ErrStoreClosed", err)
 	}
-	if _, err := s.PauseSchedule(ctx, "c", true); !errors.Is(err, kernel.ErrStoreClosed) {
+	if _, err := s.PauseSchedule(ctx, "c", true); !errors.Is(err, store.ErrStoreClosed) {
 		t.Errorf("PauseSchedule() after Close error = %v, want ErrStoreClosed", err)
 	}
-	if _, err := s.DeleteSchedule(ctx, "c"); !errors.Is(err, kernel.ErrStoreClosed) {
+	if _, err := s.DeleteSchedule(ctx, "c"); !errors.Is(err, store.ErrStoreClosed) {
 		t.Errorf("DeleteSchedule() after Close error = %v, want ErrStoreClosed", err)
 	}
 }

@@ -8,34 +8,34 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
-func testRecover(t *testing.T, s kernel.Store) {
+func testRecover(t *testing.T, s store.Store) {
 	type spec struct {
 		id    string
-		prio  kernel.Priority
+		prio  store.Priority
 		runAt int
-		state kernel.State
+		state store.State
 	}
 	specs := []spec{
-		{"n-late", kernel.Normal, 900, kernel.Queued},
-		{"h-late", kernel.High, 500, kernel.Delayed},
-		{"l-early", kernel.Low, -100, kernel.Queued},
-		{"h-early", kernel.High, 10, kernel.Queued},
-		{"n-early", kernel.Normal, 5, kernel.Retrying},
-		{"n-tie-b", kernel.Normal, 700, kernel.Running},
-		{"n-tie-a", kernel.PriorityDefault, 700, kernel.Queued},
-		{"h-done", kernel.High, 0, kernel.Succeeded},
-		{"h-failed", kernel.High, 0, kernel.Failed},
-		{"n-canceled", kernel.Normal, 0, kernel.Canceled},
-		{"l-timedout", kernel.Low, 0, kernel.TimedOut},
-		{"l-evicted", kernel.Low, 0, kernel.Evicted},
-		{"l-abandoned", kernel.Low, 0, kernel.Abandoned},
-		{"l-late", kernel.Low, 100_000, kernel.Delayed},
+		{"n-late", store.Normal, 900, store.Queued},
+		{"h-late", store.High, 500, store.Delayed},
+		{"l-early", store.Low, -100, store.Queued},
+		{"h-early", store.High, 10, store.Queued},
+		{"n-early", store.Normal, 5, store.Retrying},
+		{"n-tie-b", store.Normal, 700, store.Running},
+		{"n-tie-a", store.PriorityDefault, 700, store.Queued},
+		{"h-done", store.High, 0, store.Succeeded},
+		{"h-failed", store.High, 0, store.Failed},
+		{"n-canceled", store.Normal, 0, store.Canceled},
+		{"l-timedout", store.Low, 0, store.TimedOut},
+		{"l-evicted", store.Low, 0, store.Evicted},
+		{"l-abandoned", store.Low, 0, store.Abandoned},
+		{"l-late", store.Low, 100_000, store.Delayed},
 	}
-	byID := map[string]kernel.StoredTask{}
-	var ch []kernel.Change
+	byID := map[string]store.StoredTask{}
+	var ch []store.Change
 	for _, sp := range specs {
 		tk := task(sp.id)
 		tk.Priority, tk.RunAt, tk.State = sp.prio, at(sp.runAt), sp.state
@@ -59,20 +59,20 @@ func testRecover(t *testing.T, s kernel.Store) {
 	}
 }
 
-func testRecoverRunning(t *testing.T, s kernel.Store) {
+func testRecoverRunning(t *testing.T, s store.Store) {
 	mustCommit(t, s, ins(task("a")), start("a", 1, 2, 1))
 	// The process dies here. At restart, the running attempt comes back as it was …
 	got := recoverAll(t, s)
-	if len(got) != 1 || got[0].State != kernel.Running || got[0].Attempt != 1 || got[0].Fence != 2 {
+	if len(got) != 1 || got[0].State != store.Running || got[0].Attempt != 1 || got[0].Fence != 2 {
 		t.Fatalf("Recover() = %+v, want a running at attempt 1, fence 2", got)
 	}
 	// … and the kernel runs it again as a new attempt with a new fence.
 	mustCommit(t, s, start("a", 2, 3, 2))
 	// A write of the dead attempt (a lagging batch) is refused.
-	ch := []kernel.Change{succeed("a", 2)}
-	wantResults(t, ch, commit(t, s, ch...), kernel.ErrStaleFence)
+	ch := []store.Change{succeed("a", 2)}
+	wantResults(t, ch, commit(t, s, ch...), store.ErrStaleFence)
 	// A task out of attempts is dead-lettered instead.
-	mustCommit(t, s, fail("a", 3, kernel.Failed, "process died during the last attempt"))
+	mustCommit(t, s, fail("a", 3, store.Failed, "process died during the last attempt"))
 	if n, err := s.CountDeadLetters(context.Background()); n != 1 || err != nil {
 		t.Errorf("CountDeadLetters() = %d, %v; want 1", n, err)
 	}
@@ -82,10 +82,10 @@ func testRecoverRunning(t *testing.T, s kernel.Store) {
 }
 
 // deadLetters makes n dead letters "dNN" and a few tasks that are not.
-func deadLetters(t *testing.T, s kernel.Store, n int) {
+func deadLetters(t *testing.T, s store.Store, n int) {
 	t.Helper()
-	states := []kernel.State{kernel.Failed, kernel.TimedOut, kernel.Evicted, kernel.Abandoned}
-	var ch []kernel.Change
+	states := []store.State{store.Failed, store.TimedOut, store.Evicted, store.Abandoned}
+	var ch []store.Change
 	for i := range n {
 		id := fmt.Sprintf("d%02d", i)
 		ch = append(ch, ins(task(id)), start(id, 1, 2, 1), fail(id, 2, states[i%len(states)], "error "+id))
@@ -94,7 +94,7 @@ func deadLetters(t *testing.T, s kernel.Store, n int) {
 	mustCommit(t, s, ch...)
 }
 
-func testDeadLetters(t *testing.T, s kernel.Store) {
+func testDeadLetters(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	if n, err := s.CountDeadLetters(ctx); n != 0 || err != nil {
 		t.Fatalf("CountDeadLetters() = %d, %v; want 0", n, err)
@@ -138,7 +138,7 @@ func testDeadLetters(t *testing.T, s kernel.Store) {
 		t.Errorf("DeadLetters pages = %v, want %v", all, want)
 	}
 	dl, err := s.DeadLetters(ctx, 0, "") // limit <= 0: the default page
-	if err != nil || len(dl) != min(25, kernel.DeadLettersLimitDefault) {
+	if err != nil || len(dl) != min(25, store.DeadLettersLimitDefault) {
 		t.Errorf("DeadLetters(0, \"\") = %d tasks, %v; want 25", len(dl), err)
 	}
 	dl, err = s.DeadLetters(ctx, 3, "d10")
@@ -147,7 +147,7 @@ func testDeadLetters(t *testing.T, s kernel.Store) {
 	}
 }
 
-func testRequeue(t *testing.T, s kernel.Store) {
+func testRequeue(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	deadLetters(t, s, 5)
 	before := get(t, s, "d01")
@@ -155,7 +155,7 @@ func testRequeue(t *testing.T, s kernel.Store) {
 	if err != nil {
 		t.Fatalf("Requeue() error = %v", err)
 	}
-	slices.SortFunc(got, func(a, b kernel.StoredTask) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(got, func(a, b store.StoredTask) int { return strings.Compare(a.ID, b.ID) })
 	if !slices.Equal(ids(got), []string{"d01", "d03"}) {
 		t.Fatalf("Requeue() = %v, want [d01 d03]", ids(got))
 	}
@@ -164,7 +164,7 @@ func testRequeue(t *testing.T, s kernel.Store) {
 		if d := diffTask(tk, stored); d != "" {
 			t.Errorf("Requeue() returned %q unlike Get: %s", tk.ID, d)
 		}
-		if tk.State != kernel.Queued || tk.Attempt != 0 || tk.Fence <= 2 || !tk.RunAt.Equal(at(1000)) ||
+		if tk.State != store.Queued || tk.Attempt != 0 || tk.Fence <= 2 || !tk.RunAt.Equal(at(1000)) ||
 			!tk.UpdatedAt.Equal(at(1000)) || tk.LastError != "error "+tk.ID {
 			t.Errorf("requeued %q: state %v, attempt %d, fence %d, run at %v, updated %v, error %q",
 				tk.ID, tk.State, tk.Attempt, tk.Fence, tk.RunAt, tk.UpdatedAt, tk.LastError)
@@ -181,8 +181,8 @@ func testRequeue(t *testing.T, s kernel.Store) {
 	}
 	// The new life runs under the returned fence; the old attempt's fence is stale.
 	f := got[0].Fence
-	ch := []kernel.Change{succeed("d01", 2), start("d01", f, f+1, 1), succeed("d01", f+1)}
-	wantResults(t, ch, commit(t, s, ch...), kernel.ErrStaleFence, nil, nil)
+	ch := []store.Change{succeed("d01", 2), start("d01", f, f+1, 1), succeed("d01", f+1)}
+	wantResults(t, ch, commit(t, s, ch...), store.ErrStaleFence, nil, nil)
 	// Requeued tasks are no longer dead letters.
 	if again, err := s.Requeue(ctx, at(2000), "d01", "d03"); len(again) != 0 || err != nil {
 		t.Errorf("second Requeue() = %v, %v; want none", ids(again), err)
@@ -192,7 +192,7 @@ func testRequeue(t *testing.T, s kernel.Store) {
 	}
 }
 
-func testPurge(t *testing.T, s kernel.Store) {
+func testPurge(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	deadLetters(t, s, 4)
 	n, err := s.Purge(ctx, "d00", "d02", "live", "done", "ok", "unknown", "d00")
@@ -212,16 +212,16 @@ func testPurge(t *testing.T, s kernel.Store) {
 	}
 }
 
-func testPurgeCompleted(t *testing.T, s kernel.Store) {
+func testPurgeCompleted(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	var ch []kernel.Change
+	var ch []store.Change
 	for i := range 10 {
 		id := fmt.Sprintf("s%d", i)
 		ch = append(ch, ins(task(id)), start(id, 1, 2, 1), withTime(succeed(id, 2), at(i*1000)))
 		id = fmt.Sprintf("c%d", i)
 		ch = append(ch, ins(task(id)), withTime(cancel(id, 1), at(i*1000)))
 		id = fmt.Sprintf("f%d", i) // dead letters are kept however old
-		ch = append(ch, ins(task(id)), withTime(fail(id, 1, kernel.Abandoned, ""), at(i*1000-1_000_000)))
+		ch = append(ch, ins(task(id)), withTime(fail(id, 1, store.Abandoned, ""), at(i*1000-1_000_000)))
 		id = fmt.Sprintf("q%d", i) // live tasks too
 		tk := task(id)
 		tk.UpdatedAt = at(-1_000_000)

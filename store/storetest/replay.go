@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // outcome names the sentinel an error wraps, to compare results across commits.
 func outcome(err error) string {
-	for _, s := range []error{kernel.ErrDuplicateKey, kernel.ErrStaleFence, kernel.ErrUnknownTask, kernel.ErrInvalidChange, kernel.ErrPayloadTooLarge} {
+	for _, s := range []error{store.ErrDuplicateKey, store.ErrStaleFence, store.ErrUnknownTask, store.ErrInvalidChange, store.ErrPayloadTooLarge} {
 		if errors.Is(err, s) {
 			return s.Error()
 		}
@@ -26,19 +26,19 @@ func outcome(err error) string {
 
 // history makes a random but plausible sequence of batches over a few tasks: chains of
 // inserts, starts, retries and ends, some duplicated or stale, some unique keys shared.
-func history(seed uint64, batches, tasks int) [][]kernel.Change {
+func history(seed uint64, batches, tasks int) [][]store.Change {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	type model struct {
 		inserted bool
 		fence    uint64
 		attempt  int
-		state    kernel.State
+		state    store.State
 	}
 	m := make([]model, tasks)
-	var out [][]kernel.Change
+	var out [][]store.Change
 	tm := 0
 	for range batches {
-		var b []kernel.Change
+		var b []store.Change
 		for range 1 + rng.IntN(12) {
 			i := rng.IntN(tasks)
 			id := fmt.Sprintf("h%02d", i)
@@ -48,7 +48,7 @@ func history(seed uint64, batches, tasks int) [][]kernel.Change {
 			if rng.IntN(8) == 0 { // a stale writer now and then
 				fence = uint64(rng.IntN(int(t.fence) + 2))
 			}
-			var c kernel.Change
+			var c store.Change
 			switch {
 			case !t.inserted || rng.IntN(15) == 0:
 				tk := task(id)
@@ -56,32 +56,32 @@ func history(seed uint64, batches, tasks int) [][]kernel.Change {
 				if rng.IntN(3) == 0 {
 					tk.UniqueKey = ""
 				}
-				tk.State = []kernel.State{kernel.Queued, kernel.Delayed, kernel.Running}[rng.IntN(3)]
+				tk.State = []store.State{store.Queued, store.Delayed, store.Running}[rng.IntN(3)]
 				c = ins(tk)
 				if !t.inserted {
 					*t = model{inserted: true, fence: 1, state: tk.State}
 				}
-			case t.state == kernel.Queued || t.state == kernel.Delayed || t.state == kernel.Retrying || rng.IntN(6) == 0:
+			case t.state == store.Queued || t.state == store.Delayed || t.state == store.Retrying || rng.IntN(6) == 0:
 				t.attempt++
 				c = start(id, fence, t.fence+1+uint64(rng.IntN(3)), t.attempt)
-				t.fence, t.state = c.Task.Fence, kernel.Running
+				t.fence, t.state = c.Task.Fence, store.Running
 			default:
 				switch rng.IntN(5) {
 				case 0:
 					c = retry(id, fence, at(rng.IntN(1000)), fmt.Sprintf("err %d", tm))
-					t.state = kernel.Retrying
+					t.state = store.Retrying
 				case 1:
 					c = succeed(id, fence)
-					t.state = kernel.Succeeded
+					t.state = store.Succeeded
 				case 2:
-					c = fail(id, fence, []kernel.State{0, kernel.TimedOut, kernel.Evicted}[rng.IntN(3)], fmt.Sprintf("fail %d", tm))
-					t.state = kernel.Failed
+					c = fail(id, fence, []store.State{0, store.TimedOut, store.Evicted}[rng.IntN(3)], fmt.Sprintf("fail %d", tm))
+					t.state = store.Failed
 				case 3:
 					c = cancel(id, fence)
-					t.state = kernel.Canceled
+					t.state = store.Canceled
 				default:
 					c = retry(id, fence, at(rng.IntN(1000)), "")
-					t.state = kernel.Retrying
+					t.state = store.Retrying
 				}
 			}
 			c.Task.UpdatedAt = at(tm)
@@ -92,13 +92,13 @@ func history(seed uint64, batches, tasks int) [][]kernel.Change {
 	return out
 }
 
-func snapshot(t *testing.T, s kernel.Store, tasks int) map[string]string {
+func snapshot(t *testing.T, s store.Store, tasks int) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for i := range tasks {
 		id := fmt.Sprintf("h%02d", i)
 		tk, err := s.Get(context.Background(), id)
-		if errors.Is(err, kernel.ErrUnknownTask) {
+		if errors.Is(err, store.ErrUnknownTask) {
 			out[id] = "unknown"
 			continue
 		}
@@ -111,7 +111,7 @@ func snapshot(t *testing.T, s kernel.Store, tasks int) map[string]string {
 	return out
 }
 
-func testReplayBatches(t *testing.T, s kernel.Store) {
+func testReplayBatches(t *testing.T, s store.Store) {
 	// Every batch is committed twice, as a caller does after an error: the second commit
 	// must report what the first did and change nothing.
 	const tasks = 12
@@ -131,39 +131,39 @@ func testReplayBatches(t *testing.T, s kernel.Store) {
 	}
 }
 
-func testRetryAsPrefix(t *testing.T, s kernel.Store) {
+func testRetryAsPrefix(t *testing.T, s store.Store) {
 	// A caller may retry a failed batch as the start of its next one, with new changes
 	// after it. Whether the failed batch had landed or not, its changes report nil and the
 	// new ones apply as if the two had been committed one after the other.
 	mustCommit(t, s, ins(task("a")), ins(keyed("b", "kb")))
-	failed := []kernel.Change{ins(keyed("c", "kc")), start("a", 1, 2, 1), start("b", 1, 2, 1)}
-	next := []kernel.Change{succeed("a", 2), retry("b", 2, at(900), "e"), start("c", 1, 2, 1), ins(keyed("d", "kc"))}
+	failed := []store.Change{ins(keyed("c", "kc")), start("a", 1, 2, 1), start("b", 1, 2, 1)}
+	next := []store.Change{succeed("a", 2), retry("b", 2, at(900), "e"), start("c", 1, 2, 1), ins(keyed("d", "kc"))}
 	for _, landed := range []bool{true, false} {
 		t.Run(fmt.Sprintf("landed=%v", landed), func(t *testing.T) {
-			prefix := make([]kernel.Change, len(failed))
+			prefix := make([]store.Change, len(failed))
 			copy(prefix, failed)
 			for i := range prefix { // other IDs per run
 				prefix[i].Task.ID += fmt.Sprint(landed)
-				if prefix[i].Op == kernel.OpInsert {
+				if prefix[i].Op == store.OpInsert {
 					prefix[i].Task.UniqueKey += fmt.Sprint(landed)
 				}
 			}
-			rest := make([]kernel.Change, len(next))
+			rest := make([]store.Change, len(next))
 			copy(rest, next)
 			for i := range rest {
 				rest[i].Task.ID += fmt.Sprint(landed)
-				if rest[i].Op == kernel.OpInsert {
+				if rest[i].Op == store.OpInsert {
 					rest[i].Task.UniqueKey += fmt.Sprint(landed)
 				}
 			}
-			setup := []kernel.Change{ins(task("a" + fmt.Sprint(landed))), ins(keyed("b"+fmt.Sprint(landed), "kb"+fmt.Sprint(landed)))}
+			setup := []store.Change{ins(task("a" + fmt.Sprint(landed))), ins(keyed("b"+fmt.Sprint(landed), "kb"+fmt.Sprint(landed)))}
 			mustCommit(t, s, setup...)
 			if landed {
 				mustCommit(t, s, prefix...) // its answer was lost
 			}
-			all := append(append([]kernel.Change(nil), prefix...), rest...)
-			wantResults(t, all, commit(t, s, all...), nil, nil, nil, nil, nil, nil, kernel.ErrDuplicateKey)
-			for id, st := range map[string]kernel.State{"a": kernel.Succeeded, "b": kernel.Retrying, "c": kernel.Running} {
+			all := append(append([]store.Change(nil), prefix...), rest...)
+			wantResults(t, all, commit(t, s, all...), nil, nil, nil, nil, nil, nil, store.ErrDuplicateKey)
+			for id, st := range map[string]store.State{"a": store.Succeeded, "b": store.Retrying, "c": store.Running} {
 				if got := get(t, s, id+fmt.Sprint(landed)); got.State != st || got.Fence != 2 || got.Attempt != 1 {
 					t.Errorf("%s: %v fence %d attempt %d, want %v fence 2 attempt 1", id, got.State, got.Fence, got.Attempt, st)
 				}
@@ -172,7 +172,7 @@ func testRetryAsPrefix(t *testing.T, s kernel.Store) {
 	}
 }
 
-func testReplayMatchesSingle(t *testing.T, once, twice kernel.Store) {
+func testReplayMatchesSingle(t *testing.T, once, twice store.Store) {
 	// The same history on two stores, one committing each batch once and the other each
 	// batch twice, leaves them equal.
 	const tasks = 10
@@ -192,7 +192,7 @@ func testReplayMatchesSingle(t *testing.T, once, twice kernel.Store) {
 	}
 }
 
-func describe(b []kernel.Change) string {
+func describe(b []store.Change) string {
 	var sb strings.Builder
 	for _, c := range b {
 		fmt.Fprintf(&sb, "[%s %s fence %d→%d %v] ", c.Op, c.Task.ID, c.Fence, c.Task.Fence, c.Task.State)

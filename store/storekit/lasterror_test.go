@@ -5,8 +5,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
 )
 
 func TestTruncateLastError(t *testing.T) {
@@ -16,11 +16,11 @@ func TestTruncateLastError(t *testing.T) {
 		want int // length of the result
 	}{
 		{"empty", "", 0},
-		{"at the limit", strings.Repeat("x", kernel.LastErrorMax), kernel.LastErrorMax},
-		{"ascii beyond", strings.Repeat("x", kernel.LastErrorMax+1), kernel.LastErrorMax},
+		{"at the limit", strings.Repeat("x", store.LastErrorMax), store.LastErrorMax},
+		{"ascii beyond", strings.Repeat("x", store.LastErrorMax+1), store.LastErrorMax},
 		// "é" is 2 bytes: one byte short of the limit, the next rune does not fit.
-		{"rune across the limit", strings.Repeat("x", kernel.LastErrorMax-1) + "é", kernel.LastErrorMax - 1},
-		{"3-byte runes", strings.Repeat("€", kernel.LastErrorMax), kernel.LastErrorMax - kernel.LastErrorMax%3},
+		{"rune across the limit", strings.Repeat("x", store.LastErrorMax-1) + "é", store.LastErrorMax - 1},
+		{"3-byte runes", strings.Repeat("€", store.LastErrorMax), store.LastErrorMax - store.LastErrorMax%3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

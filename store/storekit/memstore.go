@@ -8,39 +8,39 @@ import (
 	"sync"
 	"time"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
-// MemoryStore is a [kernel.Store] that keeps tasks in memory: the reference
+// MemoryStore is a [store.Store] that keeps tasks in memory: the reference
 // implementation of the Store contract and a stand-in for a database in tests. Nothing
 // survives the process. It is safe for concurrent use; every method runs under one mutex
 // and none blocks on anything else. The zero value is not usable: call [NewMemoryStore].
 type MemoryStore struct {
 	mu     sync.Mutex
-	tasks  map[string]*kernel.StoredTask // guarded by mu; each task owned by the store
-	live   map[string]string             // guarded by mu; unique key → ID of the live task holding it
-	closed bool                          // guarded by mu
-	shared                               // guarded by mu: owners and named leases
+	tasks  map[string]*store.StoredTask // guarded by mu; each task owned by the store
+	live   map[string]string            // guarded by mu; unique key → ID of the live task holding it
+	closed bool                         // guarded by mu
+	shared                              // guarded by mu: owners and named leases
 }
 
 var (
-	_ kernel.Store       = (*MemoryStore)(nil)
-	_ kernel.SharedStore = (*MemoryStore)(nil)
+	_ store.Store       = (*MemoryStore)(nil)
+	_ store.SharedStore = (*MemoryStore)(nil)
 )
 
 // NewMemoryStore returns an empty [MemoryStore]. Its leases run on the real clock
 // (time.Now, which a testing/synctest bubble makes virtual); see [MemoryStore.SetClock].
 func NewMemoryStore() *MemoryStore {
 	return &MemoryStore{
-		tasks:  make(map[string]*kernel.StoredTask),
+		tasks:  make(map[string]*store.StoredTask),
 		live:   make(map[string]string),
 		shared: newShared(),
 	}
 }
 
-// Commit implements [kernel.Store.Commit]. It never blocks on anything but the store's
+// Commit implements [store.Store.Commit]. It never blocks on anything but the store's
 // mutex. Tasks it inserts have no owner.
-func (s *MemoryStore) Commit(ctx context.Context, changes []kernel.Change) ([]error, error) {
+func (s *MemoryStore) Commit(ctx context.Context, changes []store.Change) ([]error, error) {
 	if len(changes) == 0 {
 		return nil, nil
 	}
@@ -50,13 +50,13 @@ func (s *MemoryStore) Commit(ctx context.Context, changes []kernel.Change) ([]er
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, fmt.Errorf("storekit: memory store: commit: %w", kernel.ErrStoreClosed)
+		return nil, fmt.Errorf("storekit: memory store: commit: %w", store.ErrStoreClosed)
 	}
 	return s.commitLocked(changes, 0), nil
 }
 
 // commitLocked applies changes for owner (0: none). Called with mu held.
-func (s *MemoryStore) commitLocked(changes []kernel.Change, owner uint64) []error {
+func (s *MemoryStore) commitLocked(changes []store.Change, owner uint64) []error {
 	results := make([]error, len(changes))
 	for i := range changes {
 		results[i] = changes[i].Validate()
@@ -68,47 +68,47 @@ func (s *MemoryStore) commitLocked(changes []kernel.Change, owner uint64) []erro
 		if results[i] != nil {
 			continue
 		}
-		if c.Op == kernel.OpInsert {
+		if c.Op == store.OpInsert {
 			results[i] = s.insertLocked(c, owner)
 			continue
 		}
 		t := s.tasks[c.Task.ID]
 		switch {
 		case t == nil:
-			results[i] = fmt.Errorf("storekit: memory store: %s %q: %w", c.Op, c.Task.ID, kernel.ErrUnknownTask)
+			results[i] = fmt.Errorf("storekit: memory store: %s %q: %w", c.Op, c.Task.ID, store.ErrUnknownTask)
 		case t.State.Live() && t.Fence == c.Fence:
 			s.applyLocked(t, c)
 		case s.lookAhead(changes, results, &next, i, t):
 			// The batch is a retry of one that landed: report what it reported then.
 		default:
 			results[i] = fmt.Errorf("storekit: memory store: %s %q: fence %d, stored %d (%s): %w",
-				c.Op, c.Task.ID, c.Fence, t.Fence, t.State, kernel.ErrStaleFence)
+				c.Op, c.Task.ID, c.Fence, t.Fence, t.State, store.ErrStaleFence)
 		}
 	}
 	return results
 }
 
-func (s *MemoryStore) lookAhead(changes []kernel.Change, results []error, next *[]int, i int, t *kernel.StoredTask) bool {
+func (s *MemoryStore) lookAhead(changes []store.Change, results []error, next *[]int, i int, t *store.StoredTask) bool {
 	if *next == nil {
 		*next = NextOfTask(changes)
 	}
 	return AlreadyApplied(changes, results, *next, i, t.Fence, t.State, t.Attempt)
 }
 
-func (s *MemoryStore) insertLocked(c *kernel.Change, owner uint64) error {
+func (s *MemoryStore) insertLocked(c *store.Change, owner uint64) error {
 	if _, ok := s.tasks[c.Task.ID]; ok {
 		return nil // our own row: the retry of a commit whose answer was lost
 	}
 	if k := c.Task.UniqueKey; k != "" && c.Task.State.Live() {
 		if holder, ok := s.live[k]; ok {
 			return fmt.Errorf("storekit: memory store: insert %q: key %q held by %q: %w",
-				c.Task.ID, k, holder, kernel.ErrDuplicateKey)
+				c.Task.ID, k, holder, store.ErrDuplicateKey)
 		}
 	}
 	t := c.Task
 	t.Payload = slices.Clone(t.Payload)
-	if t.Priority == kernel.PriorityDefault {
-		t.Priority = kernel.Normal
+	if t.Priority == store.PriorityDefault {
+		t.Priority = store.Normal
 	}
 	t.LastError = TruncateLastError(t.LastError)
 	t.RunAt, t.CreatedAt, t.UpdatedAt = msTime(t.RunAt), msTime(t.CreatedAt), msTime(t.UpdatedAt)
@@ -125,7 +125,7 @@ func (s *MemoryStore) insertLocked(c *kernel.Change, owner uint64) error {
 
 // poolLocked keeps t's place in the pool index: a waiting task with no owner is in
 // the pool. Called with mu held.
-func (s *MemoryStore) poolLocked(t *kernel.StoredTask) {
+func (s *MemoryStore) poolLocked(t *store.StoredTask) {
 	_, owned := s.owner[t.ID]
 	if !owned && waiting(t.State) {
 		s.pool[t.ID] = struct{}{}
@@ -134,16 +134,16 @@ func (s *MemoryStore) poolLocked(t *kernel.StoredTask) {
 	}
 }
 
-func (s *MemoryStore) applyLocked(t *kernel.StoredTask, c *kernel.Change) {
+func (s *MemoryStore) applyLocked(t *store.StoredTask, c *store.Change) {
 	switch c.Op {
-	case kernel.OpStart:
+	case store.OpStart:
 		t.Attempt, t.Fence = c.Task.Attempt, c.Task.Fence
-	case kernel.OpRetry:
+	case store.OpRetry:
 		t.RunAt = msTime(c.Task.RunAt)
 		t.LastError = TruncateLastError(c.Task.LastError)
-	case kernel.OpFail:
+	case store.OpFail:
 		t.LastError = TruncateLastError(c.Task.LastError)
-	case kernel.OpCancel:
+	case store.OpCancel:
 		if c.Task.LastError != "" {
 			t.LastError = TruncateLastError(c.Task.LastError)
 		}
@@ -159,9 +159,9 @@ func (s *MemoryStore) applyLocked(t *kernel.StoredTask, c *kernel.Change) {
 	}
 }
 
-// Recover implements [kernel.Store.Recover].
-func (s *MemoryStore) Recover(ctx context.Context) ([]kernel.StoredTask, error) {
-	var out []kernel.StoredTask
+// Recover implements [store.Store.Recover].
+func (s *MemoryStore) Recover(ctx context.Context) ([]store.StoredTask, error) {
+	var out []store.StoredTask
 	err := s.read(ctx, "recover", func() {
 		for _, t := range s.tasks {
 			if t.State.Live() {
@@ -176,10 +176,10 @@ func (s *MemoryStore) Recover(ctx context.Context) ([]kernel.StoredTask, error) 
 	return out, nil
 }
 
-// sortRecovered sorts tasks in the order of [kernel.Store.Recover]: priority (High
+// sortRecovered sorts tasks in the order of [store.Store.Recover]: priority (High
 // first), then RunAt, then ID.
-func sortRecovered(out []kernel.StoredTask) {
-	slices.SortFunc(out, func(a, b kernel.StoredTask) int {
+func sortRecovered(out []store.StoredTask) {
+	slices.SortFunc(out, func(a, b store.StoredTask) int {
 		if a.Priority != b.Priority {
 			return int(a.Priority) - int(b.Priority)
 		}
@@ -190,10 +190,10 @@ func sortRecovered(out []kernel.StoredTask) {
 	})
 }
 
-// Get implements [kernel.Store.Get].
-func (s *MemoryStore) Get(ctx context.Context, id string) (kernel.StoredTask, error) {
+// Get implements [store.Store.Get].
+func (s *MemoryStore) Get(ctx context.Context, id string) (store.StoredTask, error) {
 	var (
-		out kernel.StoredTask
+		out store.StoredTask
 		ok  bool
 	)
 	err := s.read(ctx, "get", func() {
@@ -202,17 +202,17 @@ func (s *MemoryStore) Get(ctx context.Context, id string) (kernel.StoredTask, er
 		}
 	})
 	if err == nil && !ok {
-		err = fmt.Errorf("storekit: memory store: get %q: %w", id, kernel.ErrUnknownTask)
+		err = fmt.Errorf("storekit: memory store: get %q: %w", id, store.ErrUnknownTask)
 	}
 	return out, err
 }
 
-// DeadLetters implements [kernel.Store.DeadLetters].
-func (s *MemoryStore) DeadLetters(ctx context.Context, limit int, afterID string) ([]kernel.StoredTask, error) {
+// DeadLetters implements [store.Store.DeadLetters].
+func (s *MemoryStore) DeadLetters(ctx context.Context, limit int, afterID string) ([]store.StoredTask, error) {
 	if limit <= 0 {
-		limit = kernel.DeadLettersLimitDefault
+		limit = store.DeadLettersLimitDefault
 	}
-	var out []kernel.StoredTask
+	var out []store.StoredTask
 	err := s.read(ctx, "dead letters", func() {
 		for _, t := range s.tasks {
 			if t.State.DeadLetter() && t.ID > afterID {
@@ -223,14 +223,14 @@ func (s *MemoryStore) DeadLetters(ctx context.Context, limit int, afterID string
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b kernel.StoredTask) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b store.StoredTask) int { return strings.Compare(a.ID, b.ID) })
 	if len(out) > limit {
 		out = out[:limit]
 	}
 	return out, nil
 }
 
-// CountDeadLetters implements [kernel.Store.CountDeadLetters].
+// CountDeadLetters implements [store.Store.CountDeadLetters].
 func (s *MemoryStore) CountDeadLetters(ctx context.Context) (int, error) {
 	n := 0
 	err := s.read(ctx, "count dead letters", func() {
@@ -243,16 +243,16 @@ func (s *MemoryStore) CountDeadLetters(ctx context.Context) (int, error) {
 	return n, err
 }
 
-// Requeue implements [kernel.Store.Requeue]. The requeued tasks have no owner.
-func (s *MemoryStore) Requeue(ctx context.Context, now time.Time, ids ...string) ([]kernel.StoredTask, error) {
-	var out []kernel.StoredTask
+// Requeue implements [store.Store.Requeue]. The requeued tasks have no owner.
+func (s *MemoryStore) Requeue(ctx context.Context, now time.Time, ids ...string) ([]store.StoredTask, error) {
+	var out []store.StoredTask
 	err := s.read(ctx, "requeue", func() { out = s.requeueLocked(now, ids, 0) })
 	return out, err
 }
 
 // requeueLocked requeues ids for owner (0: none). Called with mu held.
-func (s *MemoryStore) requeueLocked(now time.Time, ids []string, owner uint64) []kernel.StoredTask {
-	var out []kernel.StoredTask
+func (s *MemoryStore) requeueLocked(now time.Time, ids []string, owner uint64) []store.StoredTask {
+	var out []store.StoredTask
 	{
 		for _, id := range ids {
 			t := s.tasks[id]
@@ -265,7 +265,7 @@ func (s *MemoryStore) requeueLocked(now time.Time, ids []string, owner uint64) [
 				}
 				s.live[t.UniqueKey] = t.ID
 			}
-			t.State, t.Attempt, t.Fence = kernel.Queued, 0, t.Fence+1
+			t.State, t.Attempt, t.Fence = store.Queued, 0, t.Fence+1
 			t.RunAt, t.UpdatedAt = msTime(now), msTime(now)
 			if owner != 0 {
 				s.owner[t.ID] = owner
@@ -279,7 +279,7 @@ func (s *MemoryStore) requeueLocked(now time.Time, ids []string, owner uint64) [
 	return out
 }
 
-// Purge implements [kernel.Store.Purge].
+// Purge implements [store.Store.Purge].
 func (s *MemoryStore) Purge(ctx context.Context, ids ...string) (int, error) {
 	n := 0
 	err := s.read(ctx, "purge", func() {
@@ -293,7 +293,7 @@ func (s *MemoryStore) Purge(ctx context.Context, ids ...string) (int, error) {
 	return n, err
 }
 
-// PurgeCompleted implements [kernel.Store.PurgeCompleted].
+// PurgeCompleted implements [store.Store.PurgeCompleted].
 func (s *MemoryStore) PurgeCompleted(ctx context.Context, olderThan time.Time) (int, error) {
 	n := 0
 	err := s.read(ctx, "purge completed", func() {
@@ -307,7 +307,7 @@ func (s *MemoryStore) PurgeCompleted(ctx context.Context, olderThan time.Time) (
 	return n, err
 }
 
-// Close implements [kernel.Store.Close]: later calls fail with [kernel.ErrStoreClosed]
+// Close implements [store.Store.Close]: later calls fail with [store.ErrStoreClosed]
 // and the tasks are dropped. It is idempotent.
 func (s *MemoryStore) Close() error {
 	s.mu.Lock()
@@ -326,13 +326,13 @@ func (s *MemoryStore) read(ctx context.Context, what string, f func()) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return fmt.Errorf("storekit: memory store: %s: %w", what, kernel.ErrStoreClosed)
+		return fmt.Errorf("storekit: memory store: %s: %w", what, store.ErrStoreClosed)
 	}
 	f()
 	return nil
 }
 
-func copyTask(t *kernel.StoredTask) kernel.StoredTask {
+func copyTask(t *store.StoredTask) store.StoredTask {
 	c := *t
 	c.Payload = slices.Clone(t.Payload)
 	return c

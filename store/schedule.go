@@ -1,4 +1,4 @@
-package kernel
+package store
 
 import (
 	"context"
@@ -127,13 +127,13 @@ const (
 	// ScheduleSpecMax is the longest spec a store keeps, in bytes.
 	ScheduleSpecMax = 255
 	// ScheduleFireMax is the most occurrences one [ScheduleStore.FireSchedule] inserts.
-	ScheduleFireMax = MaxCatchUpMax
+	ScheduleFireMax = 10_000
 )
 
 // ErrUnknownSchedule: the store holds no schedule of that name. Returned (wrapped) by
 // [ScheduleStore.FireSchedule], [ScheduleStore.GetSchedule] and
 // [ScheduleStore.PauseSchedule].
-var ErrUnknownSchedule = errors.New("kernel: unknown schedule")
+var ErrUnknownSchedule = errors.New("store: unknown schedule")
 
 // OccurrenceID returns the task ID of the occurrence of the schedule name due at at:
 // "sched/<name>/<unix ms>". It is the same in every process, so an occurrence is stored
@@ -174,16 +174,16 @@ func (f *ScheduleFire) Last() time.Time {
 	return last
 }
 
-// CheckScheduleName returns nil for a valid schedule name, and otherwise a
-// [*ConfigError] for "schedule name" that says why: a name is 1 to [ScheduleNameMax]
-// bytes of ASCII letters, digits, '.', '_', '-' and ':'.
+// CheckScheduleName returns nil for a valid schedule name, and otherwise an error
+// whose message says why, starting "store: schedule name": a name is 1 to
+// [ScheduleNameMax] bytes of ASCII letters, digits, '.', '_', '-' and ':'.
 func CheckScheduleName(name string) error {
 	bad := func(reason string) error {
 		v := name
 		if len(v) > ScheduleNameMax {
 			v = v[:ScheduleNameMax] + "..."
 		}
-		return &ConfigError{Field: "schedule name", Value: strconv.Quote(v), Reason: reason}
+		return errors.New("store: schedule name " + strconv.Quote(v) + ": " + reason)
 	}
 	switch {
 	case name == "":
@@ -244,11 +244,11 @@ func scheduleNameByte(c byte) bool {
 }
 
 func invalidFire(reason string) error {
-	return &invalidFireError{reason: strings.TrimPrefix(reason, "kernel: ")}
+	return &invalidFireError{reason: strings.TrimPrefix(reason, "store: ")}
 }
 
 type invalidFireError struct{ reason string }
 
-func (e *invalidFireError) Error() string { return "kernel: invalid schedule fire: " + e.reason }
+func (e *invalidFireError) Error() string { return "store: invalid schedule fire: " + e.reason }
 
 func (e *invalidFireError) Unwrap() error { return ErrInvalidChange }

@@ -1,4 +1,4 @@
-// Package storekit is for authors of a [kernel.Store]: it holds [MemoryStore], the
+// Package storekit is for authors of a [store.Store]: it holds [MemoryStore], the
 // in-memory reference implementation of the contract, and the helpers that every
 // implementation needs to keep that contract the same way. Users of the kernel need it
 // only for MemoryStore, a stand-in for a database in their tests; a service passes a
@@ -17,24 +17,24 @@
 //	storekit.RefuseBeforeInsert(changes, results)
 //	next := storekit.NextOfTask(changes)
 //	for i, c := range changes {
-//		if results[i] != nil || c.Op == kernel.OpInsert {
-//			continue // inserts: see "Idempotence and lost answers" in kernel.Store
+//		if results[i] != nil || c.Op == store.OpInsert {
+//			continue // inserts: see "Idempotence and lost answers" in store.Store
 //		}
 //		t := stored(c.Task.ID) // as earlier changes of the batch left it
 //		switch {
 //		case t == nil:
-//			results[i] = unknownTask(c) // wraps kernel.ErrUnknownTask
+//			results[i] = unknownTask(c) // wraps store.ErrUnknownTask
 //		case t.State.Live() && t.Fence == c.Fence:
 //			apply(t, c) // LastError through storekit.TruncateLastError
 //		case storekit.AlreadyApplied(changes, results, next, i, t.Fence, t.State, t.Attempt):
 //			// A retry of a batch that landed: nil, as the first attempt reported.
 //		default:
-//			results[i] = staleFence(c) // wraps kernel.ErrStaleFence
+//			results[i] = staleFence(c) // wraps store.ErrStaleFence
 //		}
 //	}
 //
 // With these helpers a retried batch reports what its first attempt reported, whether
-// or not that attempt landed, as [kernel.Store] requires. Every store then runs the
+// or not that attempt landed, as [store.Store] requires. Every store then runs the
 // conformance suite of package storetest (kernel/storetest) in its tests, and may
 // compare its results with MemoryStore's on random batches.
 //

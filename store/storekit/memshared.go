@@ -7,7 +7,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // shared is the owner and lease state of a MemoryStore; guarded by its mutex.
@@ -18,8 +18,8 @@ type shared struct {
 	owner  map[string]uint64    // task ID → owner epoch, for live tasks that have one
 	pool   map[string]struct{}  // IDs of the waiting tasks with no owner
 	leases map[string]*memLease // named leases
-	// schedules are the durable schedules (kernel.ScheduleStore), by name.
-	schedules map[string]*kernel.StoredSchedule
+	// schedules are the durable schedules (store.ScheduleStore), by name.
+	schedules map[string]*store.StoredSchedule
 }
 
 type memOwner struct {
@@ -41,7 +41,7 @@ func newShared() shared {
 		pool:   make(map[string]struct{}),
 		leases: make(map[string]*memLease),
 
-		schedules: make(map[string]*kernel.StoredSchedule),
+		schedules: make(map[string]*store.StoredSchedule),
 	}
 }
 
@@ -70,27 +70,27 @@ func (s *MemoryStore) nextEpochLocked() uint64 {
 }
 
 // liveOwnerLocked reports whether o is a member whose lease has not ended.
-func (s *MemoryStore) liveOwnerLocked(o kernel.Owner) bool {
+func (s *MemoryStore) liveOwnerLocked(o store.Owner) bool {
 	m := s.owners[o.Epoch]
 	return m != nil && m.name == o.Name && s.nowLocked().Before(m.expires)
 }
 
 func checkOwnerArgs(name string, lease time.Duration, what string) error {
 	switch {
-	case name == "" || len(name) > kernel.OwnerNameMax:
-		return fmt.Errorf("storekit: memory store: %s: name %q: must be 1 to %d bytes: %w", what, name, kernel.OwnerNameMax, kernel.ErrInvalidChange)
-	case lease < kernel.LeaseMin:
-		return fmt.Errorf("storekit: memory store: %s: lease %v: must be at least %v: %w", what, lease, kernel.LeaseMin, kernel.ErrInvalidChange)
+	case name == "" || len(name) > store.OwnerNameMax:
+		return fmt.Errorf("storekit: memory store: %s: name %q: must be 1 to %d bytes: %w", what, name, store.OwnerNameMax, store.ErrInvalidChange)
+	case lease < store.LeaseMin:
+		return fmt.Errorf("storekit: memory store: %s: lease %v: must be at least %v: %w", what, lease, store.LeaseMin, store.ErrInvalidChange)
 	}
 	return nil
 }
 
-// Join implements [kernel.SharedStore.Join].
-func (s *MemoryStore) Join(ctx context.Context, name string, lease time.Duration) (kernel.Owner, error) {
+// Join implements [store.SharedStore.Join].
+func (s *MemoryStore) Join(ctx context.Context, name string, lease time.Duration) (store.Owner, error) {
 	if err := checkOwnerArgs(name, lease, "join"); err != nil {
-		return kernel.Owner{}, err
+		return store.Owner{}, err
 	}
-	var o kernel.Owner
+	var o store.Owner
 	err := s.read(ctx, "join", func() {
 		now := s.nowLocked()
 		for _, m := range s.owners {
@@ -98,14 +98,14 @@ func (s *MemoryStore) Join(ctx context.Context, name string, lease time.Duration
 				m.expires = now // an earlier epoch of this name ends now
 			}
 		}
-		o = kernel.Owner{Name: name, Epoch: s.nextEpochLocked(), Lease: lease}
+		o = store.Owner{Name: name, Epoch: s.nextEpochLocked(), Lease: lease}
 		s.owners[o.Epoch] = &memOwner{name: name, lease: lease, expires: now.Add(lease)}
 	})
 	return o, err
 }
 
-// CommitAs implements [kernel.SharedStore.CommitAs].
-func (s *MemoryStore) CommitAs(ctx context.Context, o kernel.Owner, changes []kernel.Change) ([]error, error) {
+// CommitAs implements [store.SharedStore.CommitAs].
+func (s *MemoryStore) CommitAs(ctx context.Context, o store.Owner, changes []store.Change) ([]error, error) {
 	var (
 		results []error
 		lost    bool
@@ -122,7 +122,7 @@ func (s *MemoryStore) CommitAs(ctx context.Context, o kernel.Owner, changes []ke
 		}
 	})
 	if err == nil && lost {
-		err = fmt.Errorf("storekit: memory store: commit by owner %s/%d: %w", o.Name, o.Epoch, kernel.ErrLeaseLost)
+		err = fmt.Errorf("storekit: memory store: commit by owner %s/%d: %w", o.Name, o.Epoch, store.ErrLeaseLost)
 	}
 	if err != nil {
 		return nil, err
@@ -130,10 +130,10 @@ func (s *MemoryStore) CommitAs(ctx context.Context, o kernel.Owner, changes []ke
 	return results, nil
 }
 
-// Rescue implements [kernel.SharedStore.Rescue].
-func (s *MemoryStore) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]kernel.StoredTask, error) {
+// Rescue implements [store.SharedStore.Rescue].
+func (s *MemoryStore) Rescue(ctx context.Context, o store.Owner, limit int) ([]store.StoredTask, error) {
 	var (
-		out  []kernel.StoredTask
+		out  []store.StoredTask
 		lost bool
 	)
 	err := s.read(ctx, "rescue", func() {
@@ -142,7 +142,7 @@ func (s *MemoryStore) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]
 			return
 		}
 		now := s.nowLocked()
-		var cand []kernel.StoredTask
+		var cand []store.StoredTask
 		for id, t := range s.tasks {
 			if !t.State.Live() {
 				continue
@@ -151,7 +151,7 @@ func (s *MemoryStore) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]
 				if m := s.owners[e]; m != nil && m.expires.After(now) {
 					continue // a live owner's
 				}
-			} else if t.State != kernel.Running {
+			} else if t.State != store.Running {
 				continue // the pool's
 			}
 			cand = append(cand, *t)
@@ -164,7 +164,7 @@ func (s *MemoryStore) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]
 		if limit > 0 && len(cand) > limit {
 			cand = cand[:limit]
 		}
-		fence := kernel.FenceOfEpoch(s.nextEpochLocked())
+		fence := store.FenceOfEpoch(s.nextEpochLocked())
 		for _, c := range cand {
 			t := s.tasks[c.ID]
 			t.Fence = fence
@@ -175,22 +175,22 @@ func (s *MemoryStore) Rescue(ctx context.Context, o kernel.Owner, limit int) ([]
 		s.forgetEndedLocked(now)
 	})
 	if err == nil && lost {
-		err = fmt.Errorf("storekit: memory store: rescue by owner %s/%d: %w", o.Name, o.Epoch, kernel.ErrLeaseLost)
+		err = fmt.Errorf("storekit: memory store: rescue by owner %s/%d: %w", o.Name, o.Epoch, store.ErrLeaseLost)
 	}
 	return out, err
 }
 
-// Claim implements [kernel.SharedStore.Claim].
-func (s *MemoryStore) Claim(ctx context.Context, o kernel.Owner, req kernel.ClaimRequest) ([]kernel.StoredTask, time.Time, error) {
+// Claim implements [store.SharedStore.Claim].
+func (s *MemoryStore) Claim(ctx context.Context, o store.Owner, req store.ClaimRequest) ([]store.StoredTask, time.Time, error) {
 	if req.Now.IsZero() || req.Want.High < 0 || req.Want.Normal < 0 || req.Want.Low < 0 {
-		return nil, time.Time{}, fmt.Errorf("storekit: memory store: claim: Now %v, Want %+v: Now must be set and Want >= 0: %w", req.Now, req.Want, kernel.ErrInvalidChange)
+		return nil, time.Time{}, fmt.Errorf("storekit: memory store: claim: Now %v, Want %+v: Now must be set and Want >= 0: %w", req.Now, req.Want, store.ErrInvalidChange)
 	}
 	kinds := make(map[string]bool, len(req.Kinds))
 	for _, k := range req.Kinds {
 		kinds[k] = true
 	}
 	var (
-		out  []kernel.StoredTask
+		out  []store.StoredTask
 		next time.Time
 		lost bool
 	)
@@ -199,7 +199,7 @@ func (s *MemoryStore) Claim(ctx context.Context, o kernel.Owner, req kernel.Clai
 			lost = true
 			return
 		}
-		var due []kernel.StoredTask
+		var due []store.StoredTask
 		now := msTime(req.Now)
 		for id := range s.pool {
 			t := s.tasks[id]
@@ -226,31 +226,31 @@ func (s *MemoryStore) Claim(ctx context.Context, o kernel.Owner, req kernel.Clai
 				continue
 			}
 			if fence == 0 {
-				fence = kernel.FenceOfEpoch(s.nextEpochLocked())
+				fence = store.FenceOfEpoch(s.nextEpochLocked())
 			}
 			taken[i]++
 			t := s.tasks[c.ID]
-			t.State, t.Attempt, t.Fence, t.UpdatedAt = kernel.Running, t.Attempt+1, fence, now
+			t.State, t.Attempt, t.Fence, t.UpdatedAt = store.Running, t.Attempt+1, fence, now
 			s.owner[c.ID] = o.Epoch
 			delete(s.pool, c.ID)
 			out = append(out, copyTask(t))
 		}
 	})
 	if err == nil && lost {
-		err = fmt.Errorf("storekit: memory store: claim by owner %s/%d: %w", o.Name, o.Epoch, kernel.ErrLeaseLost)
+		err = fmt.Errorf("storekit: memory store: claim by owner %s/%d: %w", o.Name, o.Epoch, store.ErrLeaseLost)
 	}
 	return out, next, err
 }
 
-func waiting(st kernel.State) bool {
-	return st == kernel.Queued || st == kernel.Delayed || st == kernel.Retrying
+func waiting(st store.State) bool {
+	return st == store.Queued || st == store.Delayed || st == store.Retrying
 }
 
-func prioIndex(p kernel.Priority) int {
+func prioIndex(p store.Priority) int {
 	switch p {
-	case kernel.High:
+	case store.High:
 		return 0
-	case kernel.Low:
+	case store.Low:
 		return 2
 	}
 	return 1
@@ -269,12 +269,12 @@ func (s *MemoryStore) forgetEndedLocked(now time.Time) {
 	}
 }
 
-// States implements [kernel.SharedStore.States].
-func (s *MemoryStore) States(ctx context.Context, ids []string) ([]kernel.StoredTask, error) {
-	if len(ids) > kernel.StatesMax {
-		return nil, fmt.Errorf("storekit: memory store: states: %d IDs, at most %d (StatesMax): %w", len(ids), kernel.StatesMax, kernel.ErrInvalidChange)
+// States implements [store.SharedStore.States].
+func (s *MemoryStore) States(ctx context.Context, ids []string) ([]store.StoredTask, error) {
+	if len(ids) > store.StatesMax {
+		return nil, fmt.Errorf("storekit: memory store: states: %d IDs, at most %d (StatesMax): %w", len(ids), store.StatesMax, store.ErrInvalidChange)
 	}
-	var out []kernel.StoredTask
+	var out []store.StoredTask
 	err := s.read(ctx, "states", func() {
 		for _, id := range ids {
 			if t := s.tasks[id]; t != nil {
@@ -287,10 +287,10 @@ func (s *MemoryStore) States(ctx context.Context, ids []string) ([]kernel.Stored
 	return out, err
 }
 
-// RequeueAs implements [kernel.SharedStore.RequeueAs].
-func (s *MemoryStore) RequeueAs(ctx context.Context, o kernel.Owner, now time.Time, ids ...string) ([]kernel.StoredTask, error) {
+// RequeueAs implements [store.SharedStore.RequeueAs].
+func (s *MemoryStore) RequeueAs(ctx context.Context, o store.Owner, now time.Time, ids ...string) ([]store.StoredTask, error) {
 	var (
-		out  []kernel.StoredTask
+		out  []store.StoredTask
 		lost bool
 	)
 	err := s.read(ctx, "requeue", func() {
@@ -301,13 +301,13 @@ func (s *MemoryStore) RequeueAs(ctx context.Context, o kernel.Owner, now time.Ti
 		out = s.requeueLocked(now, ids, o.Epoch)
 	})
 	if err == nil && lost {
-		err = fmt.Errorf("storekit: memory store: requeue by owner %s/%d: %w", o.Name, o.Epoch, kernel.ErrLeaseLost)
+		err = fmt.Errorf("storekit: memory store: requeue by owner %s/%d: %w", o.Name, o.Epoch, store.ErrLeaseLost)
 	}
 	return out, err
 }
 
-// Leave implements [kernel.SharedStore.Leave].
-func (s *MemoryStore) Leave(ctx context.Context, o kernel.Owner) error {
+// Leave implements [store.SharedStore.Leave].
+func (s *MemoryStore) Leave(ctx context.Context, o store.Owner) error {
 	return s.read(ctx, "leave", func() {
 		if m := s.owners[o.Epoch]; m != nil && m.name == o.Name {
 			now := s.nowLocked()
@@ -318,9 +318,9 @@ func (s *MemoryStore) Leave(ctx context.Context, o kernel.Owner) error {
 	})
 }
 
-// Owners implements [kernel.SharedStore.Owners].
-func (s *MemoryStore) Owners(ctx context.Context) ([]kernel.OwnerInfo, error) {
-	var out []kernel.OwnerInfo
+// Owners implements [store.SharedStore.Owners].
+func (s *MemoryStore) Owners(ctx context.Context) ([]store.OwnerInfo, error) {
+	var out []store.OwnerInfo
 	err := s.read(ctx, "owners", func() {
 		now := s.nowLocked()
 		count := make(map[uint64]int)
@@ -328,8 +328,8 @@ func (s *MemoryStore) Owners(ctx context.Context) ([]kernel.OwnerInfo, error) {
 			count[e]++
 		}
 		for e, m := range s.owners {
-			out = append(out, kernel.OwnerInfo{
-				Owner:   kernel.Owner{Name: m.name, Epoch: e, Lease: m.lease},
+			out = append(out, store.OwnerInfo{
+				Owner:   store.Owner{Name: m.name, Epoch: e, Lease: m.lease},
 				Expires: m.expires, Live: m.expires.After(now), Tasks: count[e],
 			})
 		}
@@ -338,7 +338,7 @@ func (s *MemoryStore) Owners(ctx context.Context) ([]kernel.OwnerInfo, error) {
 	return out, err
 }
 
-func sortOwners(out []kernel.OwnerInfo) {
+func sortOwners(out []store.OwnerInfo) {
 	for i := 1; i < len(out); i++ {
 		for j := i; j > 0 && out[j].Epoch < out[j-1].Epoch; j-- {
 			out[j], out[j-1] = out[j-1], out[j]
@@ -348,21 +348,21 @@ func sortOwners(out []kernel.OwnerInfo) {
 
 func checkLeaseArgs(name string, ttl time.Duration, what string) error {
 	switch {
-	case name == "" || len(name) > kernel.LeaseNameMax:
-		return fmt.Errorf("storekit: memory store: %s: lease name %q: must be 1 to %d bytes: %w", what, name, kernel.LeaseNameMax, kernel.ErrInvalidChange)
-	case ttl < kernel.LeaseMin:
-		return fmt.Errorf("storekit: memory store: %s: ttl %v: must be at least %v: %w", what, ttl, kernel.LeaseMin, kernel.ErrInvalidChange)
+	case name == "" || len(name) > store.LeaseNameMax:
+		return fmt.Errorf("storekit: memory store: %s: lease name %q: must be 1 to %d bytes: %w", what, name, store.LeaseNameMax, store.ErrInvalidChange)
+	case ttl < store.LeaseMin:
+		return fmt.Errorf("storekit: memory store: %s: ttl %v: must be at least %v: %w", what, ttl, store.LeaseMin, store.ErrInvalidChange)
 	}
 	return nil
 }
 
-// AcquireLease implements [kernel.SharedStore.AcquireLease].
+// AcquireLease implements [store.SharedStore.AcquireLease].
 func (s *MemoryStore) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (uint64, error) {
 	if err := checkLeaseArgs(name, ttl, "acquire lease"); err != nil {
 		return 0, err
 	}
-	if holder == "" || len(holder) > kernel.OwnerNameMax {
-		return 0, fmt.Errorf("storekit: memory store: acquire lease: holder %q: must be 1 to %d bytes: %w", holder, kernel.OwnerNameMax, kernel.ErrInvalidChange)
+	if holder == "" || len(holder) > store.OwnerNameMax {
+		return 0, fmt.Errorf("storekit: memory store: acquire lease: holder %q: must be 1 to %d bytes: %w", holder, store.OwnerNameMax, store.ErrInvalidChange)
 	}
 	var (
 		fence uint64
@@ -385,12 +385,12 @@ func (s *MemoryStore) AcquireLease(ctx context.Context, name, holder string, ttl
 		fence = l.fence
 	})
 	if err == nil && held != nil {
-		err = fmt.Errorf("storekit: memory store: acquire lease %q: held by %q until %v: %w", name, held.holder, held.expires, kernel.ErrLeaseHeld)
+		err = fmt.Errorf("storekit: memory store: acquire lease %q: held by %q until %v: %w", name, held.holder, held.expires, store.ErrLeaseHeld)
 	}
 	return fence, err
 }
 
-// RenewLease implements [kernel.SharedStore.RenewLease].
+// RenewLease implements [store.SharedStore.RenewLease].
 func (s *MemoryStore) RenewLease(ctx context.Context, name string, fence uint64, ttl time.Duration) error {
 	if err := checkLeaseArgs(name, ttl, "renew lease"); err != nil {
 		return err
@@ -406,12 +406,12 @@ func (s *MemoryStore) RenewLease(ctx context.Context, name string, fence uint64,
 		l.expires = now.Add(ttl)
 	})
 	if err == nil && lost {
-		err = fmt.Errorf("storekit: memory store: renew lease %q (fence %d): %w", name, fence, kernel.ErrLeaseLost)
+		err = fmt.Errorf("storekit: memory store: renew lease %q (fence %d): %w", name, fence, store.ErrLeaseLost)
 	}
 	return err
 }
 
-// ReleaseLease implements [kernel.SharedStore.ReleaseLease].
+// ReleaseLease implements [store.SharedStore.ReleaseLease].
 func (s *MemoryStore) ReleaseLease(ctx context.Context, name string, fence uint64) error {
 	return s.read(ctx, "release lease", func() {
 		if l := s.leases[name]; l != nil && l.fence == fence {

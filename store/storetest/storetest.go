@@ -1,16 +1,16 @@
-// Package storetest is the conformance suite of [kernel.Store]: every implementation
+// Package storetest is the conformance suite of [store.Store]: every implementation
 // runs [Exercise] in its tests, as storekit.MemoryStore and mysqlstore do. It also holds
 // [FaultStore], which makes any store's commits fail on demand in tests.
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Exercise(t, func(t *testing.T) kernel.Store {
+//		storetest.Exercise(t, func(t *testing.T) store.Store {
 //			s := newEmptyStore(t) // a store of its own; closed in t.Cleanup
 //			return s
 //		})
 //	}
 //
 // Each subtest gets a new, empty store from newStore, which also arranges its cleanup.
-// The suite checks the contract documented on [kernel.Store]: idempotent inserts and
+// The suite checks the contract documented on [store.Store]: idempotent inserts and
 // retried batches, unique keys, groups and keys, fences, recovery, dead letters, retention, large batches,
 // payload and time round trips, concurrent commits and closing.
 package storetest
@@ -24,18 +24,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
 // Exercise runs the conformance suite against the stores newStore makes. newStore is
 // called once per subtest and must return an empty store of its own, and register its
 // cleanup (closing it, dropping its table) with t.Cleanup. A store may be closed by the
 // suite before its cleanup runs: Close must be idempotent.
-func Exercise(t *testing.T, newStore func(t *testing.T) kernel.Store) {
+func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Helper()
 	tests := []struct {
 		name string
-		run  func(t *testing.T, s kernel.Store)
+		run  func(t *testing.T, s store.Store)
 	}{
 		{"EmptyCommit", testEmptyCommit},
 		{"InsertRoundTrip", testInsertRoundTrip},
@@ -76,10 +76,10 @@ func Exercise(t *testing.T, newStore func(t *testing.T) kernel.Store) {
 		testReplayMatchesSingle(t, newStore(t), newStore(t))
 	})
 	probe := newStore(t)
-	if _, ok := probe.(kernel.SharedStore); ok {
+	if _, ok := probe.(store.SharedStore); ok {
 		exerciseShared(t, newStore)
 	}
-	if _, ok := probe.(kernel.ScheduleStore); ok {
+	if _, ok := probe.(store.ScheduleStore); ok {
 		exerciseSchedules(t, newStore)
 	}
 }
@@ -90,64 +90,64 @@ var t0 = time.Date(2030, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
 func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 
 // task returns a valid queued task with fence 1.
-func task(id string) kernel.StoredTask {
-	return kernel.StoredTask{
+func task(id string) store.StoredTask {
+	return store.StoredTask{
 		ID:          id,
 		Kind:        "storetest.kind",
 		Payload:     []byte("payload of " + id),
-		Priority:    kernel.Normal,
+		Priority:    store.Normal,
 		RunAt:       t0,
 		Timeout:     time.Second,
 		MaxAttempts: 3,
 		Fence:       1,
-		State:       kernel.Queued,
+		State:       store.Queued,
 		CreatedAt:   t0,
 		UpdatedAt:   t0,
 	}
 }
 
-func keyed(id, key string) kernel.StoredTask {
+func keyed(id, key string) store.StoredTask {
 	tk := task(id)
 	tk.UniqueKey = key
 	return tk
 }
 
-func ins(tk kernel.StoredTask) kernel.Change { return kernel.Change{Op: kernel.OpInsert, Task: tk} }
+func ins(tk store.StoredTask) store.Change { return store.Change{Op: store.OpInsert, Task: tk} }
 
-func start(id string, from, to uint64, attempt int) kernel.Change {
-	return kernel.Change{Op: kernel.OpStart, Fence: from, Task: kernel.StoredTask{
+func start(id string, from, to uint64, attempt int) store.Change {
+	return store.Change{Op: store.OpStart, Fence: from, Task: store.StoredTask{
 		ID: id, Fence: to, Attempt: attempt, UpdatedAt: at(1),
 	}}
 }
 
-func retry(id string, fence uint64, runAt time.Time, msg string) kernel.Change {
-	return kernel.Change{Op: kernel.OpRetry, Fence: fence, Task: kernel.StoredTask{
+func retry(id string, fence uint64, runAt time.Time, msg string) store.Change {
+	return store.Change{Op: store.OpRetry, Fence: fence, Task: store.StoredTask{
 		ID: id, RunAt: runAt, LastError: msg, UpdatedAt: at(2),
 	}}
 }
 
-func succeed(id string, fence uint64) kernel.Change {
-	return kernel.Change{Op: kernel.OpSucceed, Fence: fence, Task: kernel.StoredTask{ID: id, UpdatedAt: at(3)}}
+func succeed(id string, fence uint64) store.Change {
+	return store.Change{Op: store.OpSucceed, Fence: fence, Task: store.StoredTask{ID: id, UpdatedAt: at(3)}}
 }
 
-func fail(id string, fence uint64, st kernel.State, msg string) kernel.Change {
-	return kernel.Change{Op: kernel.OpFail, Fence: fence, Task: kernel.StoredTask{
+func fail(id string, fence uint64, st store.State, msg string) store.Change {
+	return store.Change{Op: store.OpFail, Fence: fence, Task: store.StoredTask{
 		ID: id, State: st, LastError: msg, UpdatedAt: at(4),
 	}}
 }
 
-func cancel(id string, fence uint64) kernel.Change {
-	return kernel.Change{Op: kernel.OpCancel, Fence: fence, Task: kernel.StoredTask{ID: id, UpdatedAt: at(5)}}
+func cancel(id string, fence uint64) store.Change {
+	return store.Change{Op: store.OpCancel, Fence: fence, Task: store.StoredTask{ID: id, UpdatedAt: at(5)}}
 }
 
 // withTime returns c recorded at tm.
-func withTime(c kernel.Change, tm time.Time) kernel.Change {
+func withTime(c store.Change, tm time.Time) store.Change {
 	c.Task.UpdatedAt = tm
 	return c
 }
 
 // commit commits changes and fails the test when the call itself fails.
-func commit(t *testing.T, s kernel.Store, changes ...kernel.Change) []error {
+func commit(t *testing.T, s store.Store, changes ...store.Change) []error {
 	t.Helper()
 	res, err := s.Commit(context.Background(), changes)
 	if err != nil {
@@ -160,7 +160,7 @@ func commit(t *testing.T, s kernel.Store, changes ...kernel.Change) []error {
 }
 
 // mustCommit commits changes and fails the test unless every change applied.
-func mustCommit(t *testing.T, s kernel.Store, changes ...kernel.Change) {
+func mustCommit(t *testing.T, s store.Store, changes ...store.Change) {
 	t.Helper()
 	for i, err := range commit(t, s, changes...) {
 		if err != nil {
@@ -170,7 +170,7 @@ func mustCommit(t *testing.T, s kernel.Store, changes ...kernel.Change) {
 }
 
 // wantResults checks each result against want: nil, or a sentinel it must wrap.
-func wantResults(t *testing.T, changes []kernel.Change, got []error, want ...error) {
+func wantResults(t *testing.T, changes []store.Change, got []error, want ...error) {
 	t.Helper()
 	for i := range want {
 		ok := got[i] == nil && want[i] == nil || want[i] != nil && errors.Is(got[i], want[i])
@@ -180,7 +180,7 @@ func wantResults(t *testing.T, changes []kernel.Change, got []error, want ...err
 	}
 }
 
-func get(t *testing.T, s kernel.Store, id string) kernel.StoredTask {
+func get(t *testing.T, s store.Store, id string) store.StoredTask {
 	t.Helper()
 	tk, err := s.Get(context.Background(), id)
 	if err != nil {
@@ -189,14 +189,14 @@ func get(t *testing.T, s kernel.Store, id string) kernel.StoredTask {
 	return tk
 }
 
-func wantUnknown(t *testing.T, s kernel.Store, id string) {
+func wantUnknown(t *testing.T, s store.Store, id string) {
 	t.Helper()
-	if tk, err := s.Get(context.Background(), id); !errors.Is(err, kernel.ErrUnknownTask) {
+	if tk, err := s.Get(context.Background(), id); !errors.Is(err, store.ErrUnknownTask) {
 		t.Fatalf("Get(%q) = %+v, %v; want ErrUnknownTask", id, tk, err)
 	}
 }
 
-func recoverAll(t *testing.T, s kernel.Store) []kernel.StoredTask {
+func recoverAll(t *testing.T, s store.Store) []store.StoredTask {
 	t.Helper()
 	live, err := s.Recover(context.Background())
 	if err != nil {
@@ -205,7 +205,7 @@ func recoverAll(t *testing.T, s kernel.Store) []kernel.StoredTask {
 	return live
 }
 
-func ids(ts []kernel.StoredTask) []string {
+func ids(ts []store.StoredTask) []string {
 	out := make([]string, len(ts))
 	for i := range ts {
 		out[i] = ts[i].ID
@@ -222,11 +222,11 @@ func ms(tm time.Time) time.Time {
 }
 
 // diffTask describes how got differs from want as stored ("" when equal).
-func diffTask(got, want kernel.StoredTask) string {
+func diffTask(got, want store.StoredTask) string {
 	var d []string
 	add := func(field string, g, w any) { d = append(d, fmt.Sprintf("%s = %v, want %v", field, g, w)) }
-	if want.Priority == kernel.PriorityDefault {
-		want.Priority = kernel.Normal
+	if want.Priority == store.PriorityDefault {
+		want.Priority = store.Normal
 	}
 	if got.ID != want.ID {
 		add("ID", got.ID, want.ID)
@@ -280,7 +280,7 @@ func diffTask(got, want kernel.StoredTask) string {
 	return strings.Join(d, "; ")
 }
 
-func wantTask(t *testing.T, s kernel.Store, want kernel.StoredTask) {
+func wantTask(t *testing.T, s store.Store, want store.StoredTask) {
 	t.Helper()
 	if d := diffTask(get(t, s, want.ID), want); d != "" {
 		t.Errorf("Get(%q): %s", want.ID, d)

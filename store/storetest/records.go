@@ -11,11 +11,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
-func testEmptyCommit(t *testing.T, s kernel.Store) {
-	for _, changes := range [][]kernel.Change{nil, {}} {
+func testEmptyCommit(t *testing.T, s store.Store) {
+	for _, changes := range [][]store.Change{nil, {}} {
 		res, err := s.Commit(context.Background(), changes)
 		if res != nil || err != nil {
 			t.Errorf("Commit(%v) = %v, %v; want nil, nil", changes, res, err)
@@ -23,11 +23,11 @@ func testEmptyCommit(t *testing.T, s kernel.Store) {
 	}
 }
 
-func testInsertRoundTrip(t *testing.T, s kernel.Store) {
+func testInsertRoundTrip(t *testing.T, s store.Store) {
 	a := task("a")
 	b := task("b")
 	b.Kind = "emails.send/ünïcode"
-	b.Priority = kernel.High
+	b.Priority = store.High
 	b.RunAt = at(123_456)
 	b.Timeout = 1500*time.Millisecond + 7 // durations are kept exactly
 	b.MaxAttempts = 25
@@ -35,25 +35,25 @@ func testInsertRoundTrip(t *testing.T, s kernel.Store) {
 	b.Fence = math.MaxUint64 - 1
 	b.UniqueKey = "order-42"
 	b.Group, b.Key = "upstream.api", "host-ünïcode.example:443"
-	b.State = kernel.Delayed
+	b.State = store.Delayed
 	b.LastError = "previous: ünïcode ✓"
 	b.CreatedAt = at(-5000)
 	b.UpdatedAt = at(-4000)
 	c := task("c")
-	c.Priority = kernel.Low
+	c.Priority = store.Low
 	d := task("d")
-	d.Priority = kernel.PriorityDefault // stored as Normal
-	e := task(strings.Repeat("e", kernel.StoredIDMax))
-	e.Kind = strings.Repeat("k", kernel.KindMax)
-	e.UniqueKey = strings.Repeat("u", kernel.UniqueKeyMax)
-	e.Group, e.Key = strings.Repeat("g", kernel.NameMax), strings.Repeat("\xff", kernel.GroupKeyMax)
-	e.State = kernel.Running
+	d.Priority = store.PriorityDefault // stored as Normal
+	e := task(strings.Repeat("e", store.StoredIDMax))
+	e.Kind = strings.Repeat("k", store.KindMax)
+	e.UniqueKey = strings.Repeat("u", store.UniqueKeyMax)
+	e.Group, e.Key = strings.Repeat("g", store.GroupNameMax), strings.Repeat("\xff", store.GroupKeyMax)
+	e.State = store.Running
 	e.Attempt = 1
 	f := task("f")
-	f.State = kernel.Succeeded
+	f.State = store.Succeeded
 	f.UniqueKey = "done-key"
-	all := []kernel.StoredTask{a, b, c, d, e, f}
-	var changes []kernel.Change
+	all := []store.StoredTask{a, b, c, d, e, f}
+	var changes []store.Change
 	for _, tk := range all {
 		changes = append(changes, ins(tk))
 	}
@@ -63,7 +63,7 @@ func testInsertRoundTrip(t *testing.T, s kernel.Store) {
 	}
 }
 
-func testPayloads(t *testing.T, s kernel.Store) {
+func testPayloads(t *testing.T, s store.Store) {
 	allBytes := make([]byte, 256)
 	for i := range allBytes {
 		allBytes[i] = byte(i)
@@ -82,7 +82,7 @@ func testPayloads(t *testing.T, s kernel.Store) {
 		"sql-ish":    []byte("'); DROP TABLE x; --"),
 		"big-random": big,
 	}
-	var changes []kernel.Change
+	var changes []store.Change
 	for name, p := range payloads {
 		tk := task(name)
 		tk.Payload = p
@@ -103,7 +103,7 @@ func testPayloads(t *testing.T, s kernel.Store) {
 	}
 }
 
-func testTimePrecision(t *testing.T, s kernel.Store) {
+func testTimePrecision(t *testing.T, s store.Store) {
 	cases := map[string]time.Time{
 		"ns":        t0.Add(123_456_789 * time.Nanosecond),
 		"ms":        t0.Add(999 * time.Millisecond),
@@ -113,7 +113,7 @@ func testTimePrecision(t *testing.T, s kernel.Store) {
 		"zero":      {},
 		"monotonic": time.Now(), // carries a monotonic reading
 	}
-	var changes []kernel.Change
+	var changes []store.Change
 	for name, tm := range cases {
 		tk := task(name)
 		tk.RunAt, tk.CreatedAt = tm, tm
@@ -140,27 +140,27 @@ func testTimePrecision(t *testing.T, s kernel.Store) {
 	}
 }
 
-func testLastErrorTruncated(t *testing.T, s kernel.Store) {
-	long := strings.Repeat("é", kernel.LastErrorMax) // 2 bytes a rune: cut inside one
+func testLastErrorTruncated(t *testing.T, s store.Store) {
+	long := strings.Repeat("é", store.LastErrorMax) // 2 bytes a rune: cut inside one
 	mustCommit(t, s, ins(task("a")), start("a", 1, 2, 1), retry("a", 2, t0, long))
 	got := get(t, s, "a").LastError
-	if len(got) > kernel.LastErrorMax || len(got) < kernel.LastErrorMax-3 || !utf8.ValidString(got) || !strings.HasPrefix(long, got) {
+	if len(got) > store.LastErrorMax || len(got) < store.LastErrorMax-3 || !utf8.ValidString(got) || !strings.HasPrefix(long, got) {
 		t.Errorf("LastError = %d bytes (valid UTF-8: %v), want a prefix of at most %d bytes cut at a rune",
-			len(got), utf8.ValidString(got), kernel.LastErrorMax)
+			len(got), utf8.ValidString(got), store.LastErrorMax)
 	}
 }
 
-func testGetUnknown(t *testing.T, s kernel.Store) {
+func testGetUnknown(t *testing.T, s store.Store) {
 	wantUnknown(t, s, "nope")
 	wantUnknown(t, s, "")
 }
 
-func testIdempotentInsert(t *testing.T, s kernel.Store) {
+func testIdempotentInsert(t *testing.T, s store.Store) {
 	a := task("a")
 	mustCommit(t, s, ins(a))
 	other := a
 	other.Payload = []byte("other payload")
-	other.Priority = kernel.High
+	other.Priority = store.High
 	other.UniqueKey = "k"
 	mustCommit(t, s, ins(other)) // same ID: a no-op reporting nil
 	wantTask(t, s, a)
@@ -172,7 +172,7 @@ func testIdempotentInsert(t *testing.T, s kernel.Store) {
 	wantTask(t, s, b1)
 
 	// A batch retried as a whole never duplicates.
-	var batch []kernel.Change
+	var batch []store.Change
 	for i := range 100 {
 		batch = append(batch, ins(keyed(fmt.Sprintf("t%03d", i), fmt.Sprintf("key%03d", i))))
 	}
@@ -185,7 +185,7 @@ func testIdempotentInsert(t *testing.T, s kernel.Store) {
 	// An insert of an existing task after it moved on still reports nil and changes nothing.
 	mustCommit(t, s, start("t000", 1, 2, 1), succeed("t000", 2))
 	mustCommit(t, s, batch[0])
-	if got := get(t, s, "t000"); got.State != kernel.Succeeded {
+	if got := get(t, s, "t000"); got.State != store.Succeeded {
 		t.Errorf("State after re-insert = %v, want succeeded", got.State)
 	}
 }

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/kernel/storekit"
-	"github.com/axsched/ax/kernel/storetest"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
+	"github.com/axsched/ax/store/storetest"
 )
 
 func TestFaultStoreConformance(t *testing.T) {
-	storetest.Exercise(t, func(t *testing.T) kernel.Store {
+	storetest.Exercise(t, func(t *testing.T) store.Store {
 		s := storetest.NewFaultStore(storekit.NewMemoryStore())
 		t.Cleanup(func() { _ = s.Close() })
 		return s
@@ -22,9 +22,9 @@ func TestFaultStoreConformance(t *testing.T) {
 func TestFaultStoreInjectFault(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	insert := func(id string) []kernel.Change {
-		return []kernel.Change{{Op: kernel.OpInsert, Task: kernel.StoredTask{
-			ID: id, Kind: "k", State: kernel.Queued, UniqueKey: "key-" + id, UpdatedAt: now,
+	insert := func(id string) []store.Change {
+		return []store.Change{{Op: store.OpInsert, Task: store.StoredTask{
+			ID: id, Kind: "k", State: store.Queued, UniqueKey: "key-" + id, UpdatedAt: now,
 		}}}
 	}
 	tests := []struct {
@@ -42,7 +42,7 @@ func TestFaultStoreInjectFault(t *testing.T) {
 				t.Fatalf("Commit(nil) = %v, %v; want nil, nil without using up the fault", res, err)
 			}
 			batch := insert("a")
-			if _, err := s.Commit(ctx, batch); !errors.Is(err, kernel.ErrStoreUnavailable) {
+			if _, err := s.Commit(ctx, batch); !errors.Is(err, store.ErrStoreUnavailable) {
 				t.Fatalf("Commit() error = %v, want ErrStoreUnavailable", err)
 			}
 			_, err := s.Get(ctx, "a")
@@ -65,8 +65,8 @@ func TestFaultStoreClear(t *testing.T) {
 	s := storetest.NewFaultStore(storekit.NewMemoryStore())
 	s.InjectFault(5, false)
 	s.InjectFault(0, false)
-	c := kernel.Change{Op: kernel.OpInsert, Task: kernel.StoredTask{ID: "a", Kind: "k", State: kernel.Queued, UpdatedAt: time.Now()}}
-	if res, err := s.Commit(ctx, []kernel.Change{c}); err != nil || res[0] != nil {
+	c := store.Change{Op: store.OpInsert, Task: store.StoredTask{ID: "a", Kind: "k", State: store.Queued, UpdatedAt: time.Now()}}
+	if res, err := s.Commit(ctx, []store.Change{c}); err != nil || res[0] != nil {
 		t.Fatalf("Commit() after InjectFault(0) = %v, %v; want [nil], nil", res, err)
 	}
 }

@@ -1,4 +1,4 @@
-package kernel
+package store
 
 import (
 	"context"
@@ -57,8 +57,8 @@ import (
 // never reads a clock for task fields: the caller supplies every time it records, so a
 // kernel on a mock clock sees its own times.
 //
-// Implementations must be safe for concurrent use. kernel/storetest holds the conformance
-// suite every implementation must pass; kernel/storekit holds the in-memory reference,
+// Implementations must be safe for concurrent use. store/storetest holds the conformance
+// suite every implementation must pass; store/storekit holds the in-memory reference,
 // storekit.MemoryStore, and helpers for writing one.
 type Store interface {
 	// Commit applies changes, in order, in one transaction (a group commit) and returns
@@ -148,7 +148,7 @@ type StoredTask struct {
 	// UniqueKey, when not empty, is held by at most one live task; at most
 	// [UniqueKeyMax] bytes. See "Unique keys" in [Store].
 	UniqueKey string
-	// Group names the task's group (DurableTask.Group), at most [NameMax] bytes;
+	// Group names the task's group (DurableTask.Group), at most [GroupNameMax] bytes;
 	// empty for a task of no group. Key is its key within the group, at most
 	// [GroupKeyMax] bytes, empty without a Group. Both are set by [OpInsert] and
 	// never change; a store returns them with the task wherever it returns tasks.
@@ -214,7 +214,7 @@ func (op ChangeOp) String() string {
 	if int(op) < len(opNames) && opNames[op] != "" {
 		return opNames[op]
 	}
-	return "op(" + itoa(int(op)) + ")"
+	return "op(" + strconv.Itoa(int(op)) + ")"
 }
 
 // Change is one entry of a group commit; see [ChangeOp] for what each op reads.
@@ -239,8 +239,11 @@ const (
 	KindMax = 255
 	// UniqueKeyMax is the longest unique key, in bytes.
 	UniqueKeyMax = 255
+	// GroupNameMax is the longest group name of a durable task (StoredTask.Group), in
+	// bytes.
+	GroupNameMax = 64
 	// GroupKeyMax is the longest key of a durable task's group (DurableTask.Key,
-	// StoredTask.Key), in bytes. (A group's name is at most [NameMax] bytes.)
+	// StoredTask.Key), in bytes. (A group's name is at most [GroupNameMax] bytes.)
 	GroupKeyMax = 255
 	// LastErrorMax is the longest LastError kept, in bytes; longer ones are truncated.
 	LastErrorMax = 4096
@@ -252,40 +255,27 @@ const (
 // error of a call wraps the last two. Branch on them with [errors.Is].
 var (
 	// ErrDuplicateKey: an [OpInsert] named a UniqueKey held by another live task.
-	ErrDuplicateKey = errors.New("kernel: unique key held by a live task")
+	ErrDuplicateKey = errors.New("store: unique key held by a live task")
 	// ErrStaleFence: the task's fence differs from [Change.Fence] or the task is terminal,
 	// and the task is not already where the change would leave it. The change belongs to an
 	// attempt that no longer owns the task; nothing was written.
-	ErrStaleFence = errors.New("kernel: stale fence")
+	ErrStaleFence = errors.New("store: stale fence")
 	// ErrUnknownTask: no task with that ID is stored (never inserted, refused, or purged).
 	// Returned by Commit (per change) and [Store.Get].
-	ErrUnknownTask = errors.New("kernel: unknown task")
+	ErrUnknownTask = errors.New("store: unknown task")
 	// ErrInvalidChange: the change breaks a rule of [ChangeOp], [StoredTask] or the
 	// limits (an empty ID, an unknown op or state, a Start fence not increasing, a zero
 	// UpdatedAt...). The wrapping error says which.
-	ErrInvalidChange = errors.New("kernel: invalid change")
+	ErrInvalidChange = errors.New("store: invalid change")
 	// ErrPayloadTooLarge: the payload exceeds the store's limit; nothing was written.
-	ErrPayloadTooLarge = errors.New("kernel: payload too large")
+	ErrPayloadTooLarge = errors.New("store: payload too large")
 	// ErrStoreUnavailable: the store could not be reached, or a commit's outcome is
 	// unknown. Returned (wrapped) by every [Store] method.
-	ErrStoreUnavailable = errors.New("kernel: store unavailable")
+	ErrStoreUnavailable = errors.New("store: store unavailable")
 	// ErrStoreClosed: the store was closed. Returned (wrapped) by every [Store] method
 	// but Close.
-	ErrStoreClosed = errors.New("kernel: store closed")
+	ErrStoreClosed = errors.New("store: store closed")
 )
-
-// Live reports whether s is a live state, one that [Store.Recover] returns: Delayed,
-// Queued, Running or Retrying.
-func (s State) Live() bool { return s >= Delayed && s <= Retrying }
-
-// DeadLetter reports whether s is a dead-letter state: Failed, TimedOut, Evicted or
-// Abandoned (work that was not done).
-func (s State) DeadLetter() bool {
-	return s == Failed || s == TimedOut || s == Evicted || s == Abandoned
-}
-
-// Completed reports whether s is a completed state: Succeeded or Canceled.
-func (s State) Completed() bool { return s == Succeeded || s == Canceled }
 
 // Validate checks c against the rules of its op and the limits above, without looking at
 // any store. It returns nil or an error wrapping [ErrInvalidChange] that names the field.
@@ -312,8 +302,8 @@ func (c *Change) Validate() error {
 			return invalidChange(c, "Task.Kind", "longer than KindMax bytes")
 		case len(t.UniqueKey) > UniqueKeyMax:
 			return invalidChange(c, "Task.UniqueKey", "longer than UniqueKeyMax bytes")
-		case len(t.Group) > NameMax:
-			return invalidChange(c, "Task.Group", "longer than NameMax bytes")
+		case len(t.Group) > GroupNameMax:
+			return invalidChange(c, "Task.Group", "longer than GroupNameMax bytes")
 		case len(t.Key) > GroupKeyMax:
 			return invalidChange(c, "Task.Key", "longer than GroupKeyMax bytes")
 		case t.Key != "" && t.Group == "":
@@ -391,7 +381,7 @@ func (e *invalidChangeError) Error() string {
 	if len(id) > StoredIDMax {
 		id = id[:StoredIDMax] + "..."
 	}
-	return "kernel: invalid change: " + e.op.String() + " " + strconv.Quote(id) + ": " + e.field + " " + e.reason
+	return "store: invalid change: " + e.op.String() + " " + strconv.Quote(id) + ": " + e.field + " " + e.reason
 }
 
 func (e *invalidChangeError) Unwrap() error { return ErrInvalidChange }

@@ -4,33 +4,33 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
-var _ kernel.ScheduleStore = (*MemoryStore)(nil)
+var _ store.ScheduleStore = (*MemoryStore)(nil)
 
 func checkSchedule(what, name, spec string) error {
-	if err := kernel.CheckScheduleName(name); err != nil {
-		return fmt.Errorf("storekit: memory store: %s: %w: %w", what, err, kernel.ErrInvalidChange)
+	if err := store.CheckScheduleName(name); err != nil {
+		return fmt.Errorf("storekit: memory store: %s: %w: %w", what, err, store.ErrInvalidChange)
 	}
-	if len(spec) > kernel.ScheduleSpecMax {
+	if len(spec) > store.ScheduleSpecMax {
 		return fmt.Errorf("storekit: memory store: %s %q: spec of %d bytes: must be at most %d (ScheduleSpecMax): %w",
-			what, name, len(spec), kernel.ScheduleSpecMax, kernel.ErrInvalidChange)
+			what, name, len(spec), store.ScheduleSpecMax, store.ErrInvalidChange)
 	}
 	return nil
 }
 
 func unknownSchedule(what, name string) error {
-	return fmt.Errorf("storekit: memory store: %s %q: %w", what, name, kernel.ErrUnknownSchedule)
+	return fmt.Errorf("storekit: memory store: %s %q: %w", what, name, store.ErrUnknownSchedule)
 }
 
-// UpsertSchedule implements [kernel.ScheduleStore.UpsertSchedule].
-func (s *MemoryStore) UpsertSchedule(ctx context.Context, sc kernel.StoredSchedule) (kernel.StoredSchedule, bool, error) {
+// UpsertSchedule implements [store.ScheduleStore.UpsertSchedule].
+func (s *MemoryStore) UpsertSchedule(ctx context.Context, sc store.StoredSchedule) (store.StoredSchedule, bool, error) {
 	if err := checkSchedule("upsert schedule", sc.Name, sc.Spec); err != nil {
-		return kernel.StoredSchedule{}, false, err
+		return store.StoredSchedule{}, false, err
 	}
 	var (
-		out     kernel.StoredSchedule
+		out     store.StoredSchedule
 		created bool
 	)
 	err := s.read(ctx, "upsert schedule", func() {
@@ -38,20 +38,20 @@ func (s *MemoryStore) UpsertSchedule(ctx context.Context, sc kernel.StoredSchedu
 			out = *cur
 			return
 		}
-		n := kernel.StoredSchedule{Name: sc.Name, Spec: sc.Spec, Next: msTime(sc.Next), Paused: sc.Paused, UpdatedAt: s.nowLocked()}
+		n := store.StoredSchedule{Name: sc.Name, Spec: sc.Spec, Next: msTime(sc.Next), Paused: sc.Paused, UpdatedAt: s.nowLocked()}
 		s.schedules[sc.Name] = &n
 		out, created = n, true
 	})
 	return out, created, err
 }
 
-// FireSchedule implements [kernel.ScheduleStore.FireSchedule] under the store's mutex.
-func (s *MemoryStore) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (kernel.StoredSchedule, bool, error) {
+// FireSchedule implements [store.ScheduleStore.FireSchedule] under the store's mutex.
+func (s *MemoryStore) FireSchedule(ctx context.Context, f store.ScheduleFire) (store.StoredSchedule, bool, error) {
 	if err := f.Validate(); err != nil {
-		return kernel.StoredSchedule{}, false, fmt.Errorf("storekit: memory store: fire schedule: %w", err)
+		return store.StoredSchedule{}, false, fmt.Errorf("storekit: memory store: fire schedule: %w", err)
 	}
 	var (
-		out           kernel.StoredSchedule
+		out           store.StoredSchedule
 		fired         bool
 		unknown, lost bool
 	)
@@ -90,23 +90,23 @@ func (s *MemoryStore) FireSchedule(ctx context.Context, f kernel.ScheduleFire) (
 	})
 	switch {
 	case err != nil:
-		return kernel.StoredSchedule{}, false, err
+		return store.StoredSchedule{}, false, err
 	case unknown:
-		return kernel.StoredSchedule{}, false, unknownSchedule("fire schedule", f.Name)
+		return store.StoredSchedule{}, false, unknownSchedule("fire schedule", f.Name)
 	case lost:
-		return kernel.StoredSchedule{}, false, fmt.Errorf("storekit: memory store: fire schedule %q by owner %s/%d: %w",
-			f.Name, f.Owner.Name, f.Owner.Epoch, kernel.ErrLeaseLost)
+		return store.StoredSchedule{}, false, fmt.Errorf("storekit: memory store: fire schedule %q by owner %s/%d: %w",
+			f.Name, f.Owner.Name, f.Owner.Epoch, store.ErrLeaseLost)
 	}
 	return out, fired, nil
 }
 
-// GetSchedule implements [kernel.ScheduleStore.GetSchedule].
-func (s *MemoryStore) GetSchedule(ctx context.Context, name string) (kernel.StoredSchedule, error) {
+// GetSchedule implements [store.ScheduleStore.GetSchedule].
+func (s *MemoryStore) GetSchedule(ctx context.Context, name string) (store.StoredSchedule, error) {
 	if err := checkSchedule("get schedule", name, ""); err != nil {
-		return kernel.StoredSchedule{}, err
+		return store.StoredSchedule{}, err
 	}
 	var (
-		out kernel.StoredSchedule
+		out store.StoredSchedule
 		ok  bool
 	)
 	err := s.read(ctx, "get schedule", func() {
@@ -120,13 +120,13 @@ func (s *MemoryStore) GetSchedule(ctx context.Context, name string) (kernel.Stor
 	return out, err
 }
 
-// PauseSchedule implements [kernel.ScheduleStore.PauseSchedule].
-func (s *MemoryStore) PauseSchedule(ctx context.Context, name string, paused bool) (kernel.StoredSchedule, error) {
+// PauseSchedule implements [store.ScheduleStore.PauseSchedule].
+func (s *MemoryStore) PauseSchedule(ctx context.Context, name string, paused bool) (store.StoredSchedule, error) {
 	if err := checkSchedule("pause schedule", name, ""); err != nil {
-		return kernel.StoredSchedule{}, err
+		return store.StoredSchedule{}, err
 	}
 	var (
-		out kernel.StoredSchedule
+		out store.StoredSchedule
 		ok  bool
 	)
 	err := s.read(ctx, "pause schedule", func() {
@@ -147,7 +147,7 @@ func (s *MemoryStore) PauseSchedule(ctx context.Context, name string, paused boo
 	return out, err
 }
 
-// DeleteSchedule implements [kernel.ScheduleStore.DeleteSchedule].
+// DeleteSchedule implements [store.ScheduleStore.DeleteSchedule].
 func (s *MemoryStore) DeleteSchedule(ctx context.Context, name string) (bool, error) {
 	if err := checkSchedule("delete schedule", name, ""); err != nil {
 		return false, err

@@ -8,18 +8,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 )
 
-func testBigBatch(t *testing.T, s kernel.Store) {
+func testBigBatch(t *testing.T, s store.Store) {
 	const n = 5000
-	ch := make([]kernel.Change, 0, n)
+	ch := make([]store.Change, 0, n)
 	for i := range n {
 		tk := task(fmt.Sprintf("big-%05d", i))
 		if i%2 == 0 {
 			tk.UniqueKey = fmt.Sprintf("big-key-%05d", i)
 		}
-		tk.Priority = []kernel.Priority{kernel.High, kernel.Normal, kernel.Low}[i%3]
+		tk.Priority = []store.Priority{store.High, store.Normal, store.Low}[i%3]
 		tk.RunAt = at(i)
 		ch = append(ch, ins(tk))
 	}
@@ -47,18 +47,18 @@ func testBigBatch(t *testing.T, s kernel.Store) {
 	if len(live) != n*3/4 {
 		t.Fatalf("len(Recover()) = %d, want %d", len(live), n*3/4)
 	}
-	counts := map[kernel.State]int{}
+	counts := map[store.State]int{}
 	for _, tk := range live {
 		counts[tk.State]++
 	}
-	if counts[kernel.Running] != n/4 || counts[kernel.Retrying] != n/2 {
+	if counts[store.Running] != n/4 || counts[store.Retrying] != n/2 {
 		t.Errorf("Recover() states = %v, want %d running and %d retrying", counts, n/4, n/2)
 	}
-	wantKeyFree := []kernel.Change{ins(keyed("new-0", "big-key-00000")), ins(keyed("new-2", "big-key-00002"))}
-	wantResults(t, wantKeyFree, commit(t, s, wantKeyFree...), nil, kernel.ErrDuplicateKey)
+	wantKeyFree := []store.Change{ins(keyed("new-0", "big-key-00000")), ins(keyed("new-2", "big-key-00002"))}
+	wantResults(t, wantKeyFree, commit(t, s, wantKeyFree...), nil, store.ErrDuplicateKey)
 }
 
-func testConcurrentCommits(t *testing.T, s kernel.Store) {
+func testConcurrentCommits(t *testing.T, s store.Store) {
 	const workers, batches, per = 6, 15, 20
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
@@ -66,7 +66,7 @@ func testConcurrentCommits(t *testing.T, s kernel.Store) {
 		wg.Go(func() {
 			ctx := context.Background()
 			for b := range batches {
-				var ch []kernel.Change
+				var ch []store.Change
 				for i := range per {
 					id := fmt.Sprintf("w%d-b%02d-%02d", w, b, i)
 					ch = append(ch, ins(keyed(id, id)))
@@ -99,10 +99,10 @@ func testConcurrentCommits(t *testing.T, s kernel.Store) {
 	}
 }
 
-func testContextDone(t *testing.T, s kernel.Store) {
+func testContextDone(t *testing.T, s store.Store) {
 	ctx, cancelCtx := context.WithCancel(context.Background())
 	cancelCtx()
-	if _, err := s.Commit(ctx, []kernel.Change{ins(task("a"))}); !errors.Is(err, context.Canceled) {
+	if _, err := s.Commit(ctx, []store.Change{ins(task("a"))}); !errors.Is(err, context.Canceled) {
 		t.Errorf("Commit(canceled ctx) error = %v, want context.Canceled", err)
 	}
 	wantUnknown(t, s, "a")
@@ -111,7 +111,7 @@ func testContextDone(t *testing.T, s kernel.Store) {
 	}
 }
 
-func testClose(t *testing.T, s kernel.Store) {
+func testClose(t *testing.T, s store.Store) {
 	mustCommit(t, s, ins(task("a")))
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
@@ -120,28 +120,28 @@ func testClose(t *testing.T, s kernel.Store) {
 		t.Fatalf("second Close() = %v", err)
 	}
 	ctx := context.Background()
-	if _, err := s.Commit(ctx, []kernel.Change{ins(task("b"))}); !errors.Is(err, kernel.ErrStoreClosed) {
+	if _, err := s.Commit(ctx, []store.Change{ins(task("b"))}); !errors.Is(err, store.ErrStoreClosed) {
 		t.Errorf("Commit() after Close = %v, want ErrStoreClosed", err)
 	}
-	if _, err := s.Get(ctx, "a"); !errors.Is(err, kernel.ErrStoreClosed) {
+	if _, err := s.Get(ctx, "a"); !errors.Is(err, store.ErrStoreClosed) {
 		t.Errorf("Get() after Close = %v, want ErrStoreClosed", err)
 	}
-	if _, err := s.Recover(ctx); !errors.Is(err, kernel.ErrStoreClosed) {
+	if _, err := s.Recover(ctx); !errors.Is(err, store.ErrStoreClosed) {
 		t.Errorf("Recover() after Close = %v, want ErrStoreClosed", err)
 	}
-	if _, err := s.DeadLetters(ctx, 1, ""); !errors.Is(err, kernel.ErrStoreClosed) {
+	if _, err := s.DeadLetters(ctx, 1, ""); !errors.Is(err, store.ErrStoreClosed) {
 		t.Errorf("DeadLetters() after Close = %v, want ErrStoreClosed", err)
 	}
-	if _, err := s.CountDeadLetters(ctx); !errors.Is(err, kernel.ErrStoreClosed) {
+	if _, err := s.CountDeadLetters(ctx); !errors.Is(err, store.ErrStoreClosed) {
 		t.Errorf("CountDeadLetters() after Close = %v, want ErrStoreClosed", err)
 	}
-	if _, err := s.Requeue(ctx, t0, "a"); !errors.Is(err, kernel.ErrStoreClosed) {
+	if _, err := s.Requeue(ctx, t0, "a"); !errors.Is(err, store.ErrStoreClosed) {
 		t.Errorf("Requeue() after Close = %v, want ErrStoreClosed", err)
 	}
-	if _, err := s.Purge(ctx, "a"); !errors.Is(err, kernel.ErrStoreClosed) {
+	if _, err := s.Purge(ctx, "a"); !errors.Is(err, store.ErrStoreClosed) {
 		t.Errorf("Purge() after Close = %v, want ErrStoreClosed", err)
 	}
-	if _, err := s.PurgeCompleted(ctx, t0); !errors.Is(err, kernel.ErrStoreClosed) {
+	if _, err := s.PurgeCompleted(ctx, t0); !errors.Is(err, store.ErrStoreClosed) {
 		t.Errorf("PurgeCompleted() after Close = %v, want ErrStoreClosed", err)
 	}
 }

@@ -1,4 +1,4 @@
-package kernel
+package store
 
 import (
 	"context"
@@ -171,10 +171,10 @@ const (
 var (
 	// ErrLeaseLost: the owner's (or the grant's) lease ended, or another replaced it;
 	// nothing was applied. An owner must join again.
-	ErrLeaseLost = errors.New("kernel: lease lost")
+	ErrLeaseLost = errors.New("store: lease lost")
 	// ErrLeaseHeld: another holder's lease on the name is live. Returned (wrapped) by
 	// [SharedStore.AcquireLease].
-	ErrLeaseHeld = errors.New("kernel: lease held by another")
+	ErrLeaseHeld = errors.New("store: lease held by another")
 )
 
 // FenceOfEpoch returns the first fence of epoch e: rescued tasks take the fence of a
