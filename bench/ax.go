@@ -92,7 +92,7 @@ func newAx(ctx context.Context, p Params, nonBlocking bool, reserve int) (*axExe
 		return nil, err
 	}
 	// The default quotas (kernel.Config.Quotas): picks per cycle.
-	h, n, l := float64(kernel.QuotaHighDefault), float64(kernel.QuotaNormalDefault), float64(kernel.QuotaLowDefault)
+	h, n, l := 17.0, 2.0, 1.0
 	sum := h + n + l
 	return &axExecutor{k: k, ctx: ctx, nonBlocking: nonBlocking, quotas: [3]float64{h / sum, n / sum, l / sum}}, nil
 }

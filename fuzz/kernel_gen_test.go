@@ -340,7 +340,7 @@ func decodeCase(data []byte, avoid feature) *kcase {
 	in := &caseInput{byteReader: byteReader{data: data}, avoid: avoid}
 	c := &kcase{}
 	c.cfg = in.config()
-	c.cfg.Tick = in.pickDur(0, kernel.TickMin, time.Millisecond, 3*time.Millisecond)
+	c.cfg.Tick = in.pickDur(0, 100*time.Microsecond, time.Millisecond, 3*time.Millisecond)
 	c.cfg.OnTimeoutWorkers = in.n(4)
 	if in.chance(20) {
 		c.cfg.EventBuffer = 1 + in.n(32) // events get dropped
@@ -400,7 +400,7 @@ func (in *caseInput) config() kernel.Config {
 	}
 	conc := c.MaxConcurrency
 	if conc == 0 {
-		conc = kernel.MaxConcurrencyDefault
+		conc = kernelMaxConcurrencyDefault
 	}
 	quota := func() int {
 		switch v := in.n(11); {
@@ -430,7 +430,7 @@ func (in *caseInput) config() kernel.Config {
 		case v < 11:
 			return 1 + in.n(50)
 		default:
-			return kernel.CapacityMax
+			return 1 << 24
 		}
 	}
 	c.Capacity = kernel.ByPriority[int]{High: capacity(), Normal: capacity(), Low: capacity()}
@@ -631,7 +631,7 @@ func (in *caseInput) op(c *kcase) kop {
 		b.flush = in.chance(50)
 		race, extra := in.chance(25), in.n(8)
 		if race && o.kind == opBatch && in.on(featBatchRace) {
-			b.race = kernel.BatchFlushSize + extra
+			b.race = 256 + extra
 		}
 		o.batch = b
 	}

@@ -374,20 +374,20 @@ func (r *runner) noteConfig(c *kernel.Config) {
 	}
 	conc := int64(c.MaxConcurrency)
 	if conc == 0 {
-		conc = kernel.MaxConcurrencyDefault
+		conc = kernelMaxConcurrencyDefault
 	}
 	raise(&r.maxConc, conc)
 	z := int64(c.MaxZombies)
 	switch z {
 	case 0:
-		z = kernel.MaxZombiesDefault
+		z = 100
 	case -1:
 		z = 0
 	}
 	raise(&r.maxZombies, z)
 	g := c.ZombieGrace
 	if g == 0 {
-		g = kernel.ZombieGraceDefault
+		g = 3 * time.Second
 	}
 	raise(&r.maxGrace, int64(g))
 }
@@ -583,7 +583,7 @@ func (r *runner) newRec(spec *taskSpec, kind recKind, op string) *taskRec {
 	if spec.retry != nil {
 		rec.maxTries = spec.retry.MaxAttempts
 		if rec.maxTries == 0 {
-			rec.maxTries = kernel.RetryMaxAttemptsDefault
+			rec.maxTries = kernelRetryMaxAttemptsDefault
 		}
 	}
 	r.mu.Lock()
@@ -848,7 +848,7 @@ func (r *runner) wait(o kop) {
 	}
 }
 
-// refuseHugeQuotas checks that Validate refuses quotas above kernel.QuotaMax,
+// refuseHugeQuotas checks that Validate refuses quotas above kernelQuotaMax,
 // naming the field (New and Update would fail or ignore them otherwise), then
 // brings them within it so that the case goes on.
 func (r *runner) refuseHugeQuotas(cfg *kernel.Config) {
@@ -857,7 +857,7 @@ func (r *runner) refuseHugeQuotas(cfg *kernel.Config) {
 		name string
 		v    *int
 	}{{"High", &q.High}, {"Normal", &q.Normal}, {"LowGuaranteed", &q.LowGuaranteed}} {
-		if *f.v <= kernel.QuotaMax {
+		if *f.v <= kernelQuotaMax {
 			continue
 		}
 		var ce *kernel.ConfigError
@@ -871,7 +871,7 @@ func (r *runner) refuseHugeQuotas(cfg *kernel.Config) {
 		if !found {
 			r.errorf("Validate() with Quotas.%s = %d = %v, want a *ConfigError naming Config.Quotas.%s", f.name, *f.v, err, f.name)
 		}
-		*f.v = kernel.QuotaMax
+		*f.v = kernelQuotaMax
 	}
 }
 
@@ -926,7 +926,7 @@ func (r *runner) memberRecs(b *batchSpec, op string) []*taskRec {
 		if b.opts.Retry != nil {
 			rec.maxTries = b.opts.Retry.MaxAttempts
 			if rec.maxTries == 0 {
-				rec.maxTries = kernel.RetryMaxAttemptsDefault
+				rec.maxTries = kernelRetryMaxAttemptsDefault
 			}
 		}
 		recs[i] = rec
@@ -1558,3 +1558,10 @@ func (r *runner) checkEvents(s *kernel.Stats) {
 		}
 	}
 }
+
+// The kernel's defaults and limits that the models follow (see kernel.Config).
+const (
+	kernelMaxConcurrencyDefault   = 500
+	kernelRetryMaxAttemptsDefault = 3
+	kernelQuotaMax                = 1 << 30
+)

@@ -13,8 +13,8 @@ import (
 	"github.com/axsched/ax/queue"
 )
 
-// BatchFlushSize is how many tasks [Batch.Go] buffers before it submits them.
-const BatchFlushSize = 256
+// 256 is how many tasks [Batch.Go] buffers before it submits them.
+const batchFlushSize = 256
 
 // BatchOptions configures a [Batch] or a [Map] call. A nil *BatchOptions means the
 // zero value: Normal priority, the kernel's default timeout, no retries, waiting
@@ -45,7 +45,7 @@ type BatchOptions struct {
 
 // Batch is an errgroup-shaped group of tasks run under a kernel's limits and
 // priorities. Tasks added with [Batch.Go] are handed to the kernel in batches (one
-// intake operation per batch, not per task): every BatchFlushSize tasks, at
+// intake operation per batch, not per task): every 256 tasks, at
 // [Batch.Flush] and at [Batch.Wait]. The batch's context, derived from the one
 // given to [Kernel.NewBatch], is the parent of every member's context; when it
 // ends, members not yet finished are cancelled. A Batch must not be reused after
@@ -99,7 +99,7 @@ func (b *Batch) Go(fn func(ctx context.Context) error) {
 	}
 	b.mu.Lock()
 	b.pending = append(b.pending, fn)
-	full := len(b.pending) >= BatchFlushSize
+	full := len(b.pending) >= batchFlushSize
 	b.mu.Unlock()
 	if full {
 		_ = b.Flush()

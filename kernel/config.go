@@ -16,45 +16,45 @@ import (
 
 // Defaults and limits of [Config].
 const (
-	MaxConcurrencyDefault     = 500
-	MaxConcurrencyMax         = 1 << 24
-	CapacityHighDefault       = 10_000
-	CapacityNormalDefault     = 30_000
-	CapacityLowDefault        = 10_000
-	CapacityMax               = 1 << 24
-	DegradeAtDefault          = 0.8
-	TickDefault               = time.Millisecond
-	TickMin                   = 100 * time.Microsecond
-	TickMax                   = time.Minute
-	MaxZombiesDefault         = 100
-	MaxZombiesMax             = 1 << 24
-	ZombieGraceDefault        = 3 * time.Second
-	ZombieGraceMax            = time.Hour
-	OnTimeoutWorkersDefault   = 4
-	OnTimeoutWorkersMax       = 1024
-	EventBufferDefault        = 1 << 16
-	EventBufferMax            = 1 << 24
-	StoreTimeoutDefault       = 5 * time.Second
-	StoreBatchDefault         = 4096
-	StoreSnapshotBatchDefault = 1 << 16
-	StoreBatchMax             = 1 << 20
-	QuotaHighDefault          = 17
-	QuotaNormalDefault        = 2
-	QuotaLowDefault           = 1
-	QuotaMax                  = queue.QuotaMax
-	NameMax                   = 64
-	LeaseDefault              = 15 * time.Second
-	LeaseConfigMin            = 100 * time.Millisecond
-	LeaseConfigMax            = time.Hour
+	maxConcurrencyDefault     = 500
+	maxConcurrencyMax         = 1 << 24
+	capacityHighDefault       = 10_000
+	capacityNormalDefault     = 30_000
+	capacityLowDefault        = 10_000
+	capacityMax               = 1 << 24
+	degradeAtDefault          = 0.8
+	tickDefault               = time.Millisecond
+	tickMin                   = 100 * time.Microsecond
+	tickMax                   = time.Minute
+	maxZombiesDefault         = 100
+	maxZombiesMax             = 1 << 24
+	zombieGraceDefault        = 3 * time.Second
+	zombieGraceMax            = time.Hour
+	onTimeoutWorkersDefault   = 4
+	onTimeoutWorkersMax       = 1024
+	eventBufferDefault        = 1 << 16
+	eventBufferMax            = 1 << 24
+	storeTimeoutDefault       = 5 * time.Second
+	storeBatchDefault         = 4096
+	storeSnapshotBatchDefault = 1 << 16
+	storeBatchMax             = 1 << 20
+	quotaHighDefault          = 17
+	quotaNormalDefault        = 2
+	quotaLowDefault           = 1
+	quotaMax                  = queue.QuotaMax
+	nameMax                   = 64
+	leaseDefault              = 15 * time.Second
+	leaseConfigMin            = 100 * time.Millisecond
+	leaseConfigMax            = time.Hour
 
-	RetryMaxAttemptsDefault = 3
-	RetryBaseDefault        = time.Second
-	RetryMultiplierDefault  = 2.0
-	RetryMaxDefault         = 30 * time.Second
+	retryMaxAttemptsDefault = 3
+	retryBaseDefault        = time.Second
+	retryMultiplierDefault  = 2.0
+	retryMaxDefault         = 30 * time.Second
 
-	RetryBudgetRatioDefault        = 0.2
-	RetryBudgetMinPerSecondDefault = 10
-	RetryBudgetWindowDefault       = 10 * time.Second
+	retryBudgetRatioDefault        = 0.2
+	retryBudgetMinPerSecondDefault = 10
+	retryBudgetWindowDefault       = 10 * time.Second
 )
 
 // Quotas shares the dispatches between the priorities, in picking cycles of
@@ -100,14 +100,14 @@ type BackoffFunc func(attempt int, err error) time.Duration
 // Canceled and evicted tasks are never retried.
 type RetryPolicy struct {
 	// MaxAttempts is the number of attempts in all, the first included; 1 means no
-	// retry. If zero, RetryMaxAttemptsDefault (3).
+	// retry. If zero, 3.
 	MaxAttempts int
-	// Base is the delay before the first retry. If zero, RetryBaseDefault (1 s).
+	// Base is the delay before the first retry. If zero, 1 s.
 	Base time.Duration
 	// Multiplier grows the delay with each retry: Base × Multiplier^(n-1). If zero,
-	// RetryMultiplierDefault (2). Must be >= 1 otherwise.
+	// 2. Must be >= 1 otherwise.
 	Multiplier float64
-	// Max caps the delay. If zero, RetryMaxDefault (30 s).
+	// Max caps the delay. If zero, 30 s.
 	Max time.Duration
 	// Jitter randomises the delay. The zero value is JitterFull.
 	Jitter Jitter
@@ -122,7 +122,7 @@ type RetryPolicy struct {
 // ends the task with the error of its last attempt. The window slides in steps of
 // a second, or of a sixtieth of Window when that is longer.
 type RetryBudget struct {
-	// Ratio of retries to first attempts. If zero, RetryBudgetRatioDefault (0.2).
+	// Ratio of retries to first attempts. If zero, 0.2.
 	Ratio float64
 	// MinPerSecond retries are always allowed. If zero, 10.
 	MinPerSecond int
@@ -184,14 +184,14 @@ const (
 // documented with the field. [New] validates it with [Config.Validate].
 type Config struct {
 	// MaxConcurrency is the number of tasks that run at once (executor slots), at
-	// most MaxConcurrencyMax. Executors start on demand and the run queue grows with
+	// most 2^24. Executors start on demand and the run queue grows with
 	// use, so a large value costs memory only when that much work runs. If zero,
-	// MaxConcurrencyDefault (500). Changeable with [Kernel.Update].
+	// 500. Changeable with [Kernel.Update].
 	MaxConcurrency int
 
 	// Quotas shares the dispatches between the priorities; each field at most
-	// QuotaMax. If a field is zero: QuotaHighDefault (17), QuotaNormalDefault (2),
-	// QuotaLowDefault (1). Changeable.
+	// 2^30. If a field is zero: High 17, Normal 2, LowGuaranteed
+	// 1. Changeable.
 	Quotas Quotas
 
 	// Reserve holds slots for High tasks. Must leave at least one slot for the others.
@@ -203,7 +203,7 @@ type Config struct {
 	AgeAfter time.Duration
 
 	// Capacity bounds the tasks of each priority that wait in the kernel — queued,
-	// delayed or waiting for a retry — each at most CapacityMax. Running tasks are
+	// delayed or waiting for a retry — each at most 2^24. Running tasks are
 	// bounded by MaxConcurrency. Submissions are refused (or wait) at the bound, but
 	// an accepted task is never refused later: a failed attempt's retry re-enters
 	// without a check, so a priority may briefly hold up to its attempts in flight
@@ -212,7 +212,7 @@ type Config struct {
 	Capacity ByPriority[int]
 
 	// DegradeAt is the fraction of the total capacity above which only High tasks are
-	// admitted. If zero, DegradeAtDefault (0.8); 1 turns degradation off. Changeable.
+	// admitted. If zero, 0.8; 1 turns degradation off. Changeable.
 	DegradeAt float64
 
 	// EvictLow lets a High arrival that finds no room take the place of the newest
@@ -224,8 +224,8 @@ type Config struct {
 	EvictLow bool
 
 	// Tick is the resolution of the timing wheel: delays, retry backoff and timeouts
-	// fire at most one tick late. At least TickMin, at most TickMax. If zero,
-	// TickDefault (1 ms). Not changeable.
+	// fire at most one tick late. At least 100 µs, at most 1 min. If zero,
+	// 1 ms. Not changeable.
 	Tick time.Duration
 
 	// DefaultTimeout applies to tasks whose Timeout is zero. If a field is zero, such
@@ -243,21 +243,21 @@ type Config struct {
 
 	// MaxZombies caps the goroutines left running by tasks that ignored their
 	// context past their timeout, whose slots were given to other tasks; at most
-	// MaxZombiesMax. Past the cap a timed-out task keeps its slot until it returns.
-	// If zero, MaxZombiesDefault (100); -1 means none (a timed-out task always keeps
+	// 2^24. Past the cap a timed-out task keeps its slot until it returns.
+	// If zero, 100; -1 means none (a timed-out task always keeps
 	// its slot). Changeable.
 	MaxZombies int
 
 	// ZombieGrace is how long a zombie may run before it is logged with its stack,
 	// and how long Close waits for running functions and callbacks; at most
-	// ZombieGraceMax. If zero, ZombieGraceDefault (3 s). Changeable.
+	// 1 h. If zero, 3 s. Changeable.
 	ZombieGrace time.Duration
 
 	// OnTimeoutWorkers is the number of goroutines that run Task.OnTimeout callbacks,
-	// at most OnTimeoutWorkersMax. If zero, 4. Not changeable.
+	// at most 1,024. If zero, 4. Not changeable.
 	OnTimeoutWorkers int
 
-	// EventBuffer is how many events may wait for OnEvent, at most EventBufferMax;
+	// EventBuffer is how many events may wait for OnEvent, at most 2^24;
 	// past it events are dropped and counted (Stats.EventsDropped), never blocking
 	// the kernel. If zero, 65,536. Not changeable.
 	EventBuffer int
@@ -267,7 +267,7 @@ type Config struct {
 
 	// Name adds the label kernel="<Name>" to every series of the kernel's metrics,
 	// so that several kernels can share one Config.Metrics set and one /metrics
-	// page. It is at most NameMax bytes of ASCII letters, digits, '_', '-' and
+	// page. It is at most 64 bytes of ASCII letters, digits, '_', '-' and
 	// '.'. Kernels sharing a set must all be named, each differently: [New]
 	// refuses a kernel whose name is taken on its set, or which is unnamed while
 	// the set holds another kernel (or named while it holds an unnamed one), with
@@ -319,7 +319,7 @@ type Config struct {
 	SnapshotEvery time.Duration
 
 	// StoreTimeout bounds every call to the store (a commit, the recovery at New). If
-	// zero, StoreTimeoutDefault (5 s). Not changeable.
+	// zero, 5 s. Not changeable.
 	StoreTimeout time.Duration
 
 	// Owner names this kernel as an owner of a [store.SharedStore] (see there): its tasks'
@@ -348,13 +348,13 @@ type Config struct {
 	// renews, so it never starts one its lease may not cover; once the lease has ended
 	// the store refuses its commits, and it joins again as a new owner. Live kernels
 	// rescue the tasks of an ended owner within about Lease + Lease/3. If zero,
-	// LeaseDefault (15 s); from LeaseConfigMin (100 ms) to LeaseConfigMax (1 h). Unused
+	// 15 s; from 100 ms to 1 h. Unused
 	// with a Store that is not a SharedStore. Not changeable.
 	Lease time.Duration
 
 	// Groups names the groups tasks may join (Task.Group), each with its limits per
 	// key and in total and an optional breaker per key (see [GroupConfig]): at most
-	// GroupsMax, each name 1 to NameMax bytes of ASCII letters, digits, '_', '-' and
+	// GroupsMax, each name 1 to 64 bytes of ASCII letters, digits, '_', '-' and
 	// '.' (it labels the group's metrics). New and Update copy the map. If nil, no
 	// groups: a task naming one is refused. Changeable: a new limit applies to the
 	// next permits; a group removed keeps serving the tasks it holds under its last
@@ -362,12 +362,12 @@ type Config struct {
 	Groups map[string]GroupConfig
 
 	// StoreBatch is the most changes in one group commit (the inserts of one
-	// SubmitDurableMany are never split). If zero, StoreBatchDefault (4,096) in
-	// acknowledged mode and StoreSnapshotBatchDefault (65,536) in periodic snapshot
+	// SubmitDurableMany are never split). If zero, 4,096 in
+	// acknowledged mode and 65,536 in periodic snapshot
 	// mode, where a snapshot should hold every change of its interval: the insert,
 	// start and end of a short task then become one row write. In snapshot mode,
 	// durable submits wait while 4 × StoreBatch changes wait for the store. At most
-	// StoreBatchMax. Not changeable.
+	// 2^20. Not changeable.
 	StoreBatch int
 }
 
@@ -386,15 +386,15 @@ func (c *Config) Validate() error {
 			bad(field, v, "must be <= "+itoa(hi))
 		}
 	}
-	inRange("MaxConcurrency", c.MaxConcurrency, MaxConcurrencyMax)
-	inRange("Quotas.High", c.Quotas.High, QuotaMax)
-	inRange("Quotas.Normal", c.Quotas.Normal, QuotaMax)
-	inRange("Quotas.LowGuaranteed", c.Quotas.LowGuaranteed, QuotaMax)
-	conc := cmp.Or(c.MaxConcurrency, MaxConcurrencyDefault)
+	inRange("MaxConcurrency", c.MaxConcurrency, maxConcurrencyMax)
+	inRange("Quotas.High", c.Quotas.High, quotaMax)
+	inRange("Quotas.Normal", c.Quotas.Normal, quotaMax)
+	inRange("Quotas.LowGuaranteed", c.Quotas.LowGuaranteed, quotaMax)
+	conc := cmp.Or(c.MaxConcurrency, maxConcurrencyDefault)
 	switch {
 	case c.Reserve.High < 0:
 		bad("Reserve.High", c.Reserve.High, "must be >= 0")
-	case c.MaxConcurrency >= 0 && c.MaxConcurrency <= MaxConcurrencyMax && c.Reserve.High >= conc:
+	case c.MaxConcurrency >= 0 && c.MaxConcurrency <= maxConcurrencyMax && c.Reserve.High >= conc:
 		bad("Reserve.High", c.Reserve.High, "must be < MaxConcurrency ("+itoa(conc)+")")
 	}
 	if c.AgeAfter < 0 {
@@ -404,15 +404,15 @@ func (c *Config) Validate() error {
 		name string
 		v    int
 	}{{"Capacity.High", c.Capacity.High}, {"Capacity.Normal", c.Capacity.Normal}, {"Capacity.Low", c.Capacity.Low}} {
-		if f.v < 0 || f.v > CapacityMax {
-			bad(f.name, f.v, "must be in [0, "+itoa(CapacityMax)+"]")
+		if f.v < 0 || f.v > capacityMax {
+			bad(f.name, f.v, "must be in [0, "+itoa(capacityMax)+"]")
 		}
 	}
 	if math.IsNaN(c.DegradeAt) || c.DegradeAt < 0 || c.DegradeAt > 1 {
 		bad("DegradeAt", c.DegradeAt, "must be in [0, 1]")
 	}
-	if c.Tick < 0 || (c.Tick > 0 && c.Tick < TickMin) || c.Tick > TickMax {
-		bad("Tick", c.Tick, "must be 0 or in ["+TickMin.String()+", "+TickMax.String()+"]")
+	if c.Tick < 0 || (c.Tick > 0 && c.Tick < tickMin) || c.Tick > tickMax {
+		bad("Tick", c.Tick, "must be 0 or in ["+tickMin.String()+", "+tickMax.String()+"]")
 	}
 	for _, f := range []struct {
 		name string
@@ -440,17 +440,17 @@ func (c *Config) Validate() error {
 	switch {
 	case c.MaxZombies < -1:
 		bad("MaxZombies", c.MaxZombies, "must be >= -1")
-	case c.MaxZombies > MaxZombiesMax:
-		bad("MaxZombies", c.MaxZombies, "must be <= "+itoa(MaxZombiesMax))
+	case c.MaxZombies > maxZombiesMax:
+		bad("MaxZombies", c.MaxZombies, "must be <= "+itoa(maxZombiesMax))
 	}
 	switch {
 	case c.ZombieGrace < 0:
 		bad("ZombieGrace", c.ZombieGrace, "must be >= 0")
-	case c.ZombieGrace > ZombieGraceMax:
-		bad("ZombieGrace", c.ZombieGrace, "must be <= "+ZombieGraceMax.String())
+	case c.ZombieGrace > zombieGraceMax:
+		bad("ZombieGrace", c.ZombieGrace, "must be <= "+zombieGraceMax.String())
 	}
-	inRange("OnTimeoutWorkers", c.OnTimeoutWorkers, OnTimeoutWorkersMax)
-	inRange("EventBuffer", c.EventBuffer, EventBufferMax)
+	inRange("OnTimeoutWorkers", c.OnTimeoutWorkers, onTimeoutWorkersMax)
+	inRange("EventBuffer", c.EventBuffer, eventBufferMax)
 	switch {
 	case c.SnapshotEvery < 0:
 		bad("SnapshotEvery", c.SnapshotEvery, "must be >= 0")
@@ -460,26 +460,26 @@ func (c *Config) Validate() error {
 	if c.StoreTimeout < 0 {
 		bad("StoreTimeout", c.StoreTimeout, "must be >= 0")
 	}
-	inRange("StoreBatch", c.StoreBatch, StoreBatchMax)
+	inRange("StoreBatch", c.StoreBatch, storeBatchMax)
 	if _, shared := c.Store.(store.SharedStore); c.SharedPool && !shared {
 		bad("SharedPool", c.SharedPool, "needs a Store that is a SharedStore")
 	}
 	if len(c.Owner) > store.OwnerNameMax {
 		bad("Owner", c.Owner, "must be at most "+itoa(store.OwnerNameMax)+" bytes (OwnerNameMax)")
 	}
-	if c.Lease != 0 && (c.Lease < LeaseConfigMin || c.Lease > LeaseConfigMax) {
-		bad("Lease", c.Lease, "must be 0 (LeaseDefault) or from "+LeaseConfigMin.String()+" to "+LeaseConfigMax.String())
+	if c.Lease != 0 && (c.Lease < leaseConfigMin || c.Lease > leaseConfigMax) {
+		bad("Lease", c.Lease, "must be 0 (the default, 15 s) or from "+leaseConfigMin.String()+" to "+leaseConfigMax.String())
 	}
 	errs = append(errs, validateGroups(c.Groups)...)
 	if !validName(c.Name) {
-		bad("Name", c.Name, "must be at most "+itoa(NameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
+		bad("Name", c.Name, "must be at most "+itoa(nameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
 	}
 	return errors.Join(errs...)
 }
 
 // validName reports whether name is a valid Config.Name (the empty name is).
 func validName(name string) bool {
-	if len(name) > NameMax {
+	if len(name) > nameMax {
 		return false
 	}
 	for i := range len(name) {
@@ -518,45 +518,45 @@ func (p *RetryPolicy) validate(prefix string) []error {
 
 // withDefaults returns the policy with its zero fields filled.
 func (p RetryPolicy) withDefaults() RetryPolicy {
-	p.MaxAttempts = cmp.Or(p.MaxAttempts, RetryMaxAttemptsDefault)
-	p.Base = cmp.Or(p.Base, RetryBaseDefault)
-	p.Multiplier = cmp.Or(p.Multiplier, RetryMultiplierDefault)
-	p.Max = cmp.Or(p.Max, RetryMaxDefault)
+	p.MaxAttempts = cmp.Or(p.MaxAttempts, retryMaxAttemptsDefault)
+	p.Base = cmp.Or(p.Base, retryBaseDefault)
+	p.Multiplier = cmp.Or(p.Multiplier, retryMultiplierDefault)
+	p.Max = cmp.Or(p.Max, retryMaxDefault)
 	return p
 }
 
 // withDefaults returns a copy of c with every zero field resolved. c must be valid.
 func (c Config) withDefaults() Config {
-	c.MaxConcurrency = cmp.Or(c.MaxConcurrency, MaxConcurrencyDefault)
-	c.Quotas.High = cmp.Or(c.Quotas.High, QuotaHighDefault)
-	c.Quotas.Normal = cmp.Or(c.Quotas.Normal, QuotaNormalDefault)
-	c.Quotas.LowGuaranteed = cmp.Or(c.Quotas.LowGuaranteed, QuotaLowDefault)
-	c.Capacity.High = cmp.Or(c.Capacity.High, CapacityHighDefault)
-	c.Capacity.Normal = cmp.Or(c.Capacity.Normal, CapacityNormalDefault)
-	c.Capacity.Low = cmp.Or(c.Capacity.Low, CapacityLowDefault)
-	c.DegradeAt = cmp.Or(c.DegradeAt, DegradeAtDefault)
-	c.Tick = cmp.Or(c.Tick, TickDefault)
+	c.MaxConcurrency = cmp.Or(c.MaxConcurrency, maxConcurrencyDefault)
+	c.Quotas.High = cmp.Or(c.Quotas.High, quotaHighDefault)
+	c.Quotas.Normal = cmp.Or(c.Quotas.Normal, quotaNormalDefault)
+	c.Quotas.LowGuaranteed = cmp.Or(c.Quotas.LowGuaranteed, quotaLowDefault)
+	c.Capacity.High = cmp.Or(c.Capacity.High, capacityHighDefault)
+	c.Capacity.Normal = cmp.Or(c.Capacity.Normal, capacityNormalDefault)
+	c.Capacity.Low = cmp.Or(c.Capacity.Low, capacityLowDefault)
+	c.DegradeAt = cmp.Or(c.DegradeAt, degradeAtDefault)
+	c.Tick = cmp.Or(c.Tick, tickDefault)
 	c.Retry.High = c.Retry.High.withDefaults()
 	c.Retry.Normal = c.Retry.Normal.withDefaults()
 	c.Retry.Low = c.Retry.Low.withDefaults()
-	c.RetryBudget.Ratio = cmp.Or(c.RetryBudget.Ratio, RetryBudgetRatioDefault)
-	c.RetryBudget.MinPerSecond = cmp.Or(c.RetryBudget.MinPerSecond, RetryBudgetMinPerSecondDefault)
-	c.RetryBudget.Window = cmp.Or(c.RetryBudget.Window, RetryBudgetWindowDefault)
+	c.RetryBudget.Ratio = cmp.Or(c.RetryBudget.Ratio, retryBudgetRatioDefault)
+	c.RetryBudget.MinPerSecond = cmp.Or(c.RetryBudget.MinPerSecond, retryBudgetMinPerSecondDefault)
+	c.RetryBudget.Window = cmp.Or(c.RetryBudget.Window, retryBudgetWindowDefault)
 	switch c.MaxZombies {
 	case 0:
-		c.MaxZombies = MaxZombiesDefault
+		c.MaxZombies = maxZombiesDefault
 	case -1:
 		c.MaxZombies = 0
 	}
-	c.ZombieGrace = cmp.Or(c.ZombieGrace, ZombieGraceDefault)
-	c.OnTimeoutWorkers = cmp.Or(c.OnTimeoutWorkers, OnTimeoutWorkersDefault)
-	c.EventBuffer = cmp.Or(c.EventBuffer, EventBufferDefault)
-	c.StoreTimeout = cmp.Or(c.StoreTimeout, StoreTimeoutDefault)
-	c.Lease = cmp.Or(c.Lease, LeaseDefault)
+	c.ZombieGrace = cmp.Or(c.ZombieGrace, zombieGraceDefault)
+	c.OnTimeoutWorkers = cmp.Or(c.OnTimeoutWorkers, onTimeoutWorkersDefault)
+	c.EventBuffer = cmp.Or(c.EventBuffer, eventBufferDefault)
+	c.StoreTimeout = cmp.Or(c.StoreTimeout, storeTimeoutDefault)
+	c.Lease = cmp.Or(c.Lease, leaseDefault)
 	if c.SnapshotEvery > 0 {
-		c.StoreBatch = cmp.Or(c.StoreBatch, StoreSnapshotBatchDefault)
+		c.StoreBatch = cmp.Or(c.StoreBatch, storeSnapshotBatchDefault)
 	} else {
-		c.StoreBatch = cmp.Or(c.StoreBatch, StoreBatchDefault)
+		c.StoreBatch = cmp.Or(c.StoreBatch, storeBatchDefault)
 	}
 	if c.Clock == nil {
 		c.Clock = clock.New()

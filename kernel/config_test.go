@@ -15,13 +15,13 @@ func TestConfigZeroIsValid(t *testing.T) {
 		t.Fatalf("Config{}.Validate() = %v, want nil", err)
 	}
 	r := c.withDefaults()
-	if r.MaxConcurrency != MaxConcurrencyDefault || r.Capacity.Normal != CapacityNormalDefault || r.Tick != TickDefault {
+	if r.MaxConcurrency != maxConcurrencyDefault || r.Capacity.Normal != capacityNormalDefault || r.Tick != tickDefault {
 		t.Fatalf("withDefaults() = %+v", r)
 	}
 	if r.Quotas.High != 17 || r.Quotas.Normal != 2 || r.Quotas.LowGuaranteed != 1 {
 		t.Fatalf("default quotas = %+v, want 17/2/1 (85 %%, 10 %%, 5 %%)", r.Quotas)
 	}
-	if r.Retry.Low.MaxAttempts != RetryMaxAttemptsDefault || r.MaxZombies != MaxZombiesDefault {
+	if r.Retry.Low.MaxAttempts != retryMaxAttemptsDefault || r.MaxZombies != maxZombiesDefault {
 		t.Fatalf("withDefaults() retry/zombies = %+v / %d", r.Retry.Low, r.MaxZombies)
 	}
 }
@@ -42,7 +42,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"reserve over default", Config{Reserve: Reserve{High: 500}}, "Config.Reserve.High", ""},
 		{"negative age", Config{AgeAfter: -time.Second}, "Config.AgeAfter", ""},
 		{"negative capacity high", Config{Capacity: ByPriority[int]{High: -1}}, "Config.Capacity.High", ""},
-		{"huge capacity normal", Config{Capacity: ByPriority[int]{Normal: CapacityMax + 1}}, "Config.Capacity.Normal", ""},
+		{"huge capacity normal", Config{Capacity: ByPriority[int]{Normal: capacityMax + 1}}, "Config.Capacity.Normal", ""},
 		{"negative capacity low", Config{Capacity: ByPriority[int]{Low: -5}}, "Config.Capacity.Low", ""},
 		{"degrade above one", Config{DegradeAt: 1.5}, "Config.DegradeAt", ""},
 		{"degrade negative", Config{DegradeAt: -0.1}, "Config.DegradeAt", ""},
@@ -69,7 +69,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 		{"name with a quote", Config{Name: `a"b`}, "Config.Name", ""},
 		{"name with a newline", Config{Name: "a\nb"}, "Config.Name", ""},
 		{"name not ASCII", Config{Name: "caf\u00e9"}, "Config.Name", ""},
-		{"name too long", Config{Name: strings.Repeat("a", NameMax+1)}, "Config.Name", "must be at most 64 bytes"},
+		{"name too long", Config{Name: strings.Repeat("a", nameMax+1)}, "Config.Name", "must be at most 64 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -95,7 +95,7 @@ func TestConfigValidateNamesTheField(t *testing.T) {
 }
 
 func TestConfigValidateAcceptsNames(t *testing.T) {
-	for _, name := range []string{"", "api", "api-1.east_2", "A.b-C_9", strings.Repeat("a", NameMax)} {
+	for _, name := range []string{"", "api", "api-1.east_2", "A.b-C_9", strings.Repeat("a", nameMax)} {
 		if err := (&Config{Name: name}).Validate(); err != nil {
 			t.Errorf("Config{Name: %q}.Validate() = %v, want nil", name, err)
 		}

@@ -115,8 +115,8 @@
 // Panics are not retried.
 //
 // No value [Config.Validate] accepts crashes the process or makes it allocate
-// more than the work it holds: sizes have upper bounds (MaxConcurrencyMax,
-// CapacityMax, ...), the run queue and the buckets grow with use, and every sum of
+// more than the work it holds: sizes have upper bounds (2^24,
+// 2^24, ...), the run queue and the buckets grow with use, and every sum of
 // durations saturates (a Delay of any size waits, it never wraps into the past).
 // Every method that takes a context accepts a nil one as context.Background().
 // Callbacks the kernel calls — Config.OnEvent, Task.OnTimeout,

@@ -201,12 +201,12 @@ func validateGroups(groups map[string]GroupConfig) []error {
 	for name, g := range groups {
 		prefix := "Config.Groups[" + strconv.Quote(name) + "]"
 		if name == "" || !validName(name) {
-			errs = append(errs, &ConfigError{Field: prefix, Reason: "a group's name must be 1 to " + itoa(NameMax) + " bytes of ASCII letters, digits, '_', '-' and '.'"})
+			errs = append(errs, &ConfigError{Field: prefix, Reason: "a group's name must be 1 to " + itoa(nameMax) + " bytes of ASCII letters, digits, '_', '-' and '.'"})
 		}
 		errs = append(errs, g.PerKey.validate(prefix+".PerKey")...)
 		errs = append(errs, g.Total.validate(prefix+".Total")...)
-		if g.MaxWaiting < 0 || g.MaxWaiting > CapacityMax {
-			errs = append(errs, &ConfigError{Field: prefix + ".MaxWaiting", Value: g.MaxWaiting, Reason: "must be in [0, " + itoa(CapacityMax) + "]"})
+		if g.MaxWaiting < 0 || g.MaxWaiting > capacityMax {
+			errs = append(errs, &ConfigError{Field: prefix + ".MaxWaiting", Value: g.MaxWaiting, Reason: "must be in [0, " + itoa(capacityMax) + "]"})
 		}
 		if g.KeyIdle < 0 {
 			errs = append(errs, &ConfigError{Field: prefix + ".KeyIdle", Value: g.KeyIdle, Reason: "must be >= 0"})
@@ -224,8 +224,8 @@ func (l *Limits) validate(prefix string) []error {
 	bad := func(field string, v any, reason string) {
 		errs = append(errs, &ConfigError{Field: prefix + "." + field, Value: v, Reason: reason})
 	}
-	if l.Concurrency < 0 || l.Concurrency > MaxConcurrencyMax {
-		bad("Concurrency", l.Concurrency, "must be in [0, "+itoa(MaxConcurrencyMax)+"]")
+	if l.Concurrency < 0 || l.Concurrency > maxConcurrencyMax {
+		bad("Concurrency", l.Concurrency, "must be in [0, "+itoa(maxConcurrencyMax)+"]")
 	}
 	r := l.Rate
 	switch {

@@ -116,7 +116,7 @@ func runGroupModel(t *testing.T, seed uint64) {
 		if lim.Rate.N == 0 {
 			return
 		}
-		p := gcraOf(lim.Rate, TickDefault)
+		p := gcraOf(lim.Rate, tickDefault)
 		burst := max(lim.Rate.Burst, 1)
 		s := r.starts
 		for i := range s {

@@ -93,7 +93,7 @@ func TestGroupConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	for _, name := range []string{"", "a b", strings.Repeat("x", NameMax+1)} {
+	for _, name := range []string{"", "a b", strings.Repeat("x", nameMax+1)} {
 		cfg := Config{Groups: map[string]GroupConfig{name: {}}}
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("Validate() with group name %q = nil, want an error", name)
@@ -583,7 +583,7 @@ func TestGroupRateOffTick(t *testing.T) {
 				k := newTestKernel(t, Config{Tick: tt.tick, Groups: map[string]GroupConfig{
 					"g": {PerKey: Limits{Rate: tt.rate}},
 				}})
-				tick := cmp.Or(tt.tick, TickDefault)
+				tick := cmp.Or(tt.tick, tickDefault)
 				iv := tt.rate.Per / time.Duration(tt.rate.N)
 				const n = 60
 				tr := newTracker()

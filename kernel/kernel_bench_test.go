@@ -200,7 +200,7 @@ func BenchmarkDelayedTryGo(b *testing.B) {
 
 func benchDelayed(b *testing.B, own bool) {
 	newKernel := func() *Kernel {
-		k, err := New(Config{Capacity: ByPriority[int]{Normal: CapacityMax}, DegradeAt: 1})
+		k, err := New(Config{Capacity: ByPriority[int]{Normal: capacityMax}, DegradeAt: 1})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -187,7 +187,7 @@ func TestTimeoutWithinTwoTicks(t *testing.T) {
 			<-h.Done()
 			s := <-started
 			late := time.Since(s.at) - to
-			if h.State() != TimedOut || late < 0 || late > 2*TickDefault {
+			if h.State() != TimedOut || late < 0 || late > 2*tickDefault {
 				t.Fatalf("timeout %v: state %v after %v late, want timed_out within 2 ticks", to, h.State(), late)
 			}
 			if !s.ok || !s.deadline.Equal(s.at.Add(to)) {
@@ -239,7 +239,7 @@ func TestDelayAndAt(t *testing.T) {
 		}
 		for i, want := range []time.Duration{250 * time.Millisecond, 90 * time.Second} {
 			got := ranAt[i].Sub(start)
-			if got < want || got > want+TickDefault {
+			if got < want || got > want+tickDefault {
 				t.Errorf("task %d ran after %v, want %v (at most a tick late)", i, got, want)
 			}
 		}

@@ -90,7 +90,7 @@ func TestLazyRunsOnTime(t *testing.T) {
 		for range tasks {
 			r := <-ranAt
 			i, got := r[0], time.Duration(r[1])
-			if got < want[i] || got > want[i]+TickDefault {
+			if got < want[i] || got > want[i]+tickDefault {
 				t.Errorf("task %d ran after %v, want %v (at most a tick late)", i, got, want[i])
 			}
 		}
@@ -138,7 +138,7 @@ func TestLazyIntakeWakesTheLoopOnlyWhenNeeded(t *testing.T) {
 		start := time.Now()
 		ran := make(chan time.Duration, 1)
 		mustGo(Task{Delay: 10 * time.Millisecond, Run: func(context.Context) error { ran <- time.Since(start); return nil }})
-		if got := <-ran; got < 10*time.Millisecond || got > 10*time.Millisecond+TickDefault {
+		if got := <-ran; got < 10*time.Millisecond || got > 10*time.Millisecond+tickDefault {
 			t.Fatalf("near task ran after %v, want 10ms (at most a tick late)", got)
 		}
 		synctest.Wait()
@@ -184,7 +184,7 @@ func TestLazyParkedChunks(t *testing.T) {
 		}
 		slices.Sort(want)
 		for i := range n {
-			if got := <-ranAt; got < want[i] || got > want[i]+TickDefault {
+			if got := <-ranAt; got < want[i] || got > want[i]+tickDefault {
 				t.Fatalf("task %d of %d ran after %v, want %v (at most a tick late)", i, n, got, want[i])
 			}
 		}
@@ -314,7 +314,7 @@ func TestLazyTimeoutAndRetry(t *testing.T) {
 			start := time.Now()
 			dl, ok := ctx.Deadline()
 			<-ctx.Done()
-			attempts <- fmt.Sprint(dl.Sub(start), ok, time.Since(start) <= 100*time.Millisecond+TickDefault)
+			attempts <- fmt.Sprint(dl.Sub(start), ok, time.Since(start) <= 100*time.Millisecond+tickDefault)
 			return ctx.Err()
 		}
 		if err := k.TryGo(Task{Delay: time.Second, Run: run}); err != nil {
@@ -513,7 +513,7 @@ func TestLazyTicketReserveNeverCostsRoom(t *testing.T) {
 			if k.roomWaiters.Load() != 1 {
 				t.Fatalf("room waiters = %d, want 1", k.roomWaiters.Load())
 			}
-			if waited := <-got; waited < time.Minute || waited > time.Minute+TickDefault {
+			if waited := <-got; waited < time.Minute || waited > time.Minute+tickDefault {
 				t.Fatalf("Go() waited %v, want until the first tasks ran after a minute", waited)
 			}
 			for i := range capacity - 1 {
@@ -526,7 +526,7 @@ func TestLazyTicketReserveNeverCostsRoom(t *testing.T) {
 					}
 				}
 			}
-			if waited := time.Since(start); waited > time.Minute+TickDefault {
+			if waited := time.Since(start); waited > time.Minute+tickDefault {
 				t.Fatalf("Go() up to the capacity waited until %v", waited)
 			}
 		})

@@ -14,7 +14,7 @@ import (
 // of the dispatches: the floors hold with any mix, and the share of an absent
 // priority passes to the highest one present.
 func TestDefaultSharesAndFloors(t *testing.T) {
-	quota := map[Priority]float64{High: QuotaHighDefault, Normal: QuotaNormalDefault, Low: QuotaLowDefault}
+	quota := map[Priority]float64{High: quotaHighDefault, Normal: quotaNormalDefault, Low: quotaLowDefault}
 	n := 100_000
 	if raceEnabled {
 		n = 30_000

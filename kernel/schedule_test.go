@@ -230,7 +230,7 @@ func TestScheduleOverlap(t *testing.T) {
 func TestScheduleJitter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const jitter = 300 * time.Millisecond
-		tick := TickDefault
+		tick := tickDefault
 		k := newTestKernel(t, Config{})
 		var l fireLog
 		mustSchedule(t, k, Every(time.Second), l.run, &ScheduleOptions{Jitter: jitter})

@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/axsched/ax/bench"
-	"github.com/axsched/ax/kernel"
 )
 
 // starvedShare is the share of the starts under which a priority counts as
@@ -139,7 +139,7 @@ func groupsConclusion(rp bench.Report) []string {
 
 // schedulesConclusion sums up the schedules scenario from its medians against
 // the targets: bytes per schedule ax ÷ gocron <= 0.25, ax's lateness
-// p99 <= one tick (kernel.TickDefault) + the process's wake-up p99, ax's idle
+// p99 <= one tick (the kernel's default Config.Tick, kernelTick) + the process's wake-up p99, ax's idle
 // CPU < 1 % of a core.
 func schedulesConclusion(rp bench.Report) []string {
 	ax, ok := rp.Result("ax")
@@ -161,7 +161,7 @@ func schedulesConclusion(rp bench.Report) []string {
 	}
 	if p99, ok := med(ax, "lateness_p99_us"); ok {
 		wake, _ := med(ax, "wakeup_p99_us")
-		bound := float64(kernel.TickDefault.Microseconds()) + wake
+		bound := float64(kernelTick.Microseconds()) + wake
 		line := fmt.Sprintf("Lateness p99: ax %s (p50 %s)", micros(p99), microsOf(ax, "lateness_p50_us"))
 		if g, ok := med(gc, "lateness_p99_us"); hasGC && ok {
 			line += fmt.Sprintf(", gocron %s (p50 %s)", micros(g), microsOf(gc, "lateness_p50_us"))
@@ -174,7 +174,7 @@ func schedulesConclusion(rp bench.Report) []string {
 		if w, ok := med(ax, "wakeup_any_p99_us"); ok {
 			lines = append(lines, fmt.Sprintf("  Wake-up p99 after 2 ms plus a random part of a millisecond "+
 				"(a timer armed at any phase of the runtime's millisecond poll): %s; one tick + it = %s.",
-				micros(w), micros(float64(kernel.TickDefault.Microseconds())+w)))
+				micros(w), micros(float64(kernelTick.Microseconds())+w)))
 		}
 	}
 	if c, ok := med(ax, "idle_cpu_pct"); ok {
@@ -195,3 +195,6 @@ func microsOf(r bench.Result, metric string) string {
 	}
 	return micros(s.Median)
 }
+
+// kernelTick is the kernel's default Config.Tick.
+const kernelTick = time.Millisecond

@@ -39,7 +39,7 @@ func stop(t *testing.T, k *kernel.Kernel) {
 // rate and burst, asked for a reservation at the task's submission (in order),
 // lets it: within one tick of the kernel's wheel, never before.
 func TestGroupRateMatchesLimiter(t *testing.T) {
-	const tick = kernel.TickDefault
+	const tick = time.Millisecond // the kernel's default Config.Tick
 	tests := []struct {
 		name   string
 		rate   kernel.Rate
