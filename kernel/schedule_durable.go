@@ -484,10 +484,7 @@ func (k *Kernel) schedFired(sc *Scheduled, r *schedReq) {
 		}
 	}
 	if len(r.f.Occurrences) > 0 {
-		select {
-		case k.dur.own.claimNow <- struct{}{}:
-		default:
-		}
+		k.Poll()
 	}
 }
 
