@@ -215,6 +215,27 @@ func New(cfg Config) (*Kernel, error) {
 // of every kernel on the set.
 func (k *Kernel) Metrics() *metrics.Set { return k.rc.Load().cfg.Metrics }
 
+// Clock returns the kernel's time source: Config.Clock, or the real clock. A client
+// that keeps its own timers beside the kernel (a scheduler, a rate limiter) reads it
+// so that it follows the kernel's clock, a mock one in tests included.
+func (k *Kernel) Clock() clock.Clock { return k.clk }
+
+// Poll tells the kernel that tasks were added to its store's pool by a path other than
+// its own submits (a durable schedule's fire, a transaction of the caller's that
+// inserted pool tasks through the store): its claimer claims at once instead of at its
+// next poll, which comes up to two seconds later when the pool was found empty. Poll
+// never blocks and never waits for the claim; calls made while one is pending merge
+// into it. Without a Config.Store that is a store.SharedStore it does nothing, and a
+// Poll after Close is never acted on.
+func (k *Kernel) Poll() {
+	if d := k.dur; d != nil && d.own != nil {
+		select {
+		case d.own.claimNow <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // mono returns the time on the kernel's clock as nanoseconds since the kernel
 // started. On the real clock it reads only the monotonic clock, which is much
 // cheaper than time.Now on many machines.

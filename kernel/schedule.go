@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/axsched/ax/internal/recur"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/store"
 	"github.com/axsched/ax/timewheel"
@@ -347,7 +348,7 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 			return ErrClosed
 		}
 		if sc.o.dur != nil {
-			k.schedSend(sc, schedReqTrigger, store.ScheduleFire{}, misfireResult{})
+			k.schedSend(sc, schedReqTrigger, store.ScheduleFire{}, recur.Result{})
 			k.schedDisarm(sc) // re-armed with the result
 			return nil
 		}
@@ -364,7 +365,7 @@ func (k *Kernel) handleSched(m *schedMsg) error {
 		if sc.o.dur != nil {
 			var next time.Time
 			if k.schedGuard(sc, func() { next = m.s.Next(k.ls.now) }) {
-				k.schedSend(sc, schedReqMove, store.ScheduleFire{Next: next, Spec: specOf(m.s)}, misfireResult{})
+				k.schedSend(sc, schedReqMove, store.ScheduleFire{Next: next, Spec: specOf(m.s)}, recur.Result{})
 			}
 			return nil
 		}
@@ -456,7 +457,7 @@ func (k *Kernel) onSchedTimer(meta uint64) {
 	sc := k.ls.sched.slots[meta&^schedEntryBit]
 	sc.ls.timer = timewheel.Handle[timerEntry]{}
 	if sc.o.dur != nil && sc.o.dur.refresh {
-		k.schedSend(sc, schedReqRefresh, store.ScheduleFire{}, misfireResult{})
+		k.schedSend(sc, schedReqRefresh, store.ScheduleFire{}, recur.Result{})
 		return
 	}
 	next := k.schedNext(sc)
@@ -469,15 +470,15 @@ func (k *Kernel) onSchedTimer(meta uint64) {
 		now = next
 	}
 	grace := cmp.Or(sc.o.Grace, MisfireGraceDefault)
-	var res misfireResult
+	var res recur.Result
 	one := false // next alone fires, with carried as its Missed
 	if !k.schedGuard(sc, func() {
-		if after, ok := dueOne(sc.ls.s, next, now, grace); ok && sc.o.dur == nil {
-			res, one = misfireResult{Next: after}, true
+		if after, ok := recur.DueOne(sc.ls.s, next, now, grace); ok && sc.o.dur == nil {
+			res, one = recur.Result{Next: after}, true
 			return
 		}
-		res = missed(misfireRequest{
-			Schedule: sc.ls.s, Next: next, Now: now, Policy: sc.o.Misfire,
+		res = recur.Missed(recur.Request{
+			Schedule: sc.ls.s, Next: next, Now: now, Policy: recur.Policy(sc.o.Misfire),
 			Grace: grace, MaxCatchUp: sc.o.MaxCatchUp, Carried: carried,
 		})
 	}) {
@@ -489,7 +490,7 @@ func (k *Kernel) onSchedTimer(meta uint64) {
 		// "targets" computed after it are none.
 		k.log.warn("kernel: a schedule's Next did not move forward: the schedule ended", "schedule", sc.Name(), "next", res.Next)
 		k.schedNote(sc, NoteMisfired, ErrScheduleStuck)
-		res = misfireResult{Fires: []Fire{{Scheduled: next, Missed: carried}}}
+		res = recur.Result{Fires: []recur.Fire{{Scheduled: next, Missed: carried}}}
 		one = false
 		if sc.o.dur != nil {
 			k.schedSetNext(sc, res.Next)
@@ -513,7 +514,7 @@ func (k *Kernel) onSchedTimer(meta uint64) {
 		k.schedFire(sc, Fire{Scheduled: next, Missed: carried})
 	}
 	for _, f := range res.Fires {
-		k.schedFire(sc, f)
+		k.schedFire(sc, Fire(f))
 	}
 	k.schedSetNext(sc, res.Next)
 	k.schedArm(sc)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/axsched/ax/internal/recur"
 	"github.com/axsched/ax/store"
 )
 
@@ -78,8 +79,8 @@ type schedReq struct {
 	sc   *Scheduled
 	kind schedReqKind
 	f    store.ScheduleFire
-	res  misfireResult // schedReqDue: the misfire computation the fire applies
-	skip time.Time     // OverlapSkip: fire no occurrence while that occurrence is live
+	res  recur.Result // schedReqDue: the misfire computation the fire applies
+	skip time.Time    // OverlapSkip: fire no occurrence while that occurrence is live
 
 	// Results, written by the firer.
 	stored  store.StoredSchedule
@@ -292,10 +293,10 @@ func (k *Kernel) schedDurAdd(sc *Scheduled) {
 		if !k.schedGuard(sc, func() { next = sc.ls.s.Next(k.ls.now) }) {
 			return
 		}
-		k.schedSend(sc, schedReqMove, store.ScheduleFire{Next: next, Spec: d.spec}, misfireResult{})
+		k.schedSend(sc, schedReqMove, store.ScheduleFire{Next: next, Spec: d.spec}, recur.Result{})
 	}
 	if sc.o.RunOnStart {
-		k.schedSend(sc, schedReqTrigger, store.ScheduleFire{}, misfireResult{})
+		k.schedSend(sc, schedReqTrigger, store.ScheduleFire{}, recur.Result{})
 	}
 	k.schedArm(sc)
 }
@@ -317,12 +318,12 @@ func (k *Kernel) schedAdopt(sc *Scheduled, st store.StoredSchedule) {
 
 // schedDurDue hands the fire of a durable schedule's due targets to the firer.
 // Loop only.
-func (k *Kernel) schedDurDue(sc *Scheduled, res misfireResult) {
+func (k *Kernel) schedDurDue(sc *Scheduled, res recur.Result) {
 	k.schedSend(sc, schedReqDue, store.ScheduleFire{Next: res.Next}, res)
 }
 
 // schedSend hands a request to the firer. Loop only.
-func (k *Kernel) schedSend(sc *Scheduled, kind schedReqKind, f store.ScheduleFire, res misfireResult) {
+func (k *Kernel) schedSend(sc *Scheduled, kind schedReqKind, f store.ScheduleFire, res recur.Result) {
 	if k.ls.draining || k.ls.closing {
 		return
 	}
@@ -470,7 +471,7 @@ func (k *Kernel) schedFired(sc *Scheduled, r *schedReq) {
 		}
 		if r.skipped {
 			for _, f := range res.Fires {
-				k.schedSkip(sc, f)
+				k.schedSkip(sc, Fire(f))
 			}
 		}
 	}
@@ -483,10 +484,7 @@ func (k *Kernel) schedFired(sc *Scheduled, r *schedReq) {
 		}
 	}
 	if len(r.f.Occurrences) > 0 {
-		select {
-		case k.dur.own.claimNow <- struct{}{}:
-		default:
-		}
+		k.Poll()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/axsched/ax/internal/recur"
 	"github.com/axsched/ax/timewheel"
 )
 
@@ -101,7 +102,7 @@ func (k *Kernel) schedSetNext(sc *Scheduled, t time.Time) {
 	var mode uint32
 	if sameTime(t, k.epoch.Add(time.Duration(ns-k.epoch.UnixNano()))) {
 		mode = schedNextMono
-	} else if cs, ok := sc.ls.s.(*cronSchedule); ok && sameTime(t, time.Unix(0, ns).In(cs.loc)) {
+	} else if cs, ok := sc.ls.s.(*recur.Cron); ok && sameTime(t, time.Unix(0, ns).In(cs.Location())) {
 		mode = schedNextWall
 	} else {
 		k.coldOf(sc).next = t
@@ -120,7 +121,7 @@ func (k *Kernel) schedNext(sc *Scheduled) time.Time {
 	case f&schedNextMono != 0:
 		return k.epoch.Add(time.Duration(sc.pub.next.Load() - k.epoch.UnixNano()))
 	case f&schedNextWall != 0:
-		return time.Unix(0, sc.pub.next.Load()).In(sc.ls.s.(*cronSchedule).loc)
+		return time.Unix(0, sc.pub.next.Load()).In(sc.ls.s.(*recur.Cron).Location())
 	}
 	if c := sc.cold.Load(); c != nil {
 		return c.next

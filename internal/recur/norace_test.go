@@ -1,0 +1,5 @@
+//go:build !race
+
+package recur
+
+const raceEnabled = false
