@@ -48,9 +48,10 @@
 // [ErrQueueFull] means the bucket of the task's priority holds Config.Capacity
 // waiting tasks; [ErrDegraded] refuses a Normal or Low task while the kernel holds
 // more than Config.DegradeAt of its total capacity, so that the room left goes to
-// High. Every call also refuses a task with a bad field (a [*ConfigError]) and a
-// task of a group whose key holds GroupConfig.MaxWaiting tasks ([ErrGroupFull]). A
-// refused task never runs; an accepted one is never refused later. [Kernel.TryGo]
+// High. Every call also refuses a task with a bad field (a [*ConfigError]) and an
+// in-memory task of a group whose key holds GroupConfig.MaxWaiting tasks
+// ([ErrGroupFull]). A refused task never runs; an accepted one is never refused
+// later. [Kernel.TryGo]
 // and [Kernel.Go] return no handle: fire-and-forget work, the cheapest way through
 // the kernel. A task never inherits the cancellation or deadline of the context it
 // was submitted with; [Kernel.Submit] passes on its values.
