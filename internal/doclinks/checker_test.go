@@ -132,7 +132,7 @@ func (c *checker) loadDir(dir, importPath, srcDir string) (*pkgDoc, error) {
 func (c *checker) parse(bp *build.Package, importPath, srcDir string) (*pkgDoc, error) {
 	var files []*ast.File
 	for _, name := range slices.Concat(bp.GoFiles, bp.CgoFiles) {
-		f, err := parser.ParseFile(c.fset, filepath.Join(bp.Dir, name), nil, parser.ParseComments)
+		f, err := parser.ParseFile(c.fset, filepath.Join(bp.Dir, name), nil, parser.ParseComments|parser.SkipObjectResolution)
 		if err != nil {
 			return nil, err
 		}
