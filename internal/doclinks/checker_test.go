@@ -42,6 +42,8 @@ type checker struct {
 	pkgs map[string]*pkgDoc // by import path; nil for a path that could not be loaded
 	errs map[string]error   // why a path could not be loaded
 	ctx  build.Context
+
+	links int // the doc links checked so far
 }
 
 func newChecker() *checker {
@@ -177,6 +179,7 @@ func (c *checker) check(p *pkgDoc) []broken {
 	for _, f := range p.files {
 		for _, cg := range docComments(f) {
 			for _, l := range syntacticLinks(cg.Text()) {
+				c.links++
 				if why := c.resolveLink(p, l); why != "" {
 					out = append(out, broken{pos: c.fset.Position(linkPos(cg, l)), link: linkText(l), why: why})
 				}
