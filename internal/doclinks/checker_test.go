@@ -19,7 +19,7 @@ import (
 
 // broken is a doc link that does not resolve.
 type broken struct {
-	pos  token.Position // the comment's position
+	pos  token.Position // the comment line that holds it
 	link string         // the link as written, without its brackets
 	why  string
 }
@@ -28,18 +28,18 @@ func (b broken) String() string { return fmt.Sprintf("%s: [%s]: %s", b.pos, b.li
 
 // pkgDoc is one package as go doc sees it.
 type pkgDoc struct {
-	path    string       // import path
-	srcDir  string       // where the go command resolves its imports from
-	files   []*ast.File  // its non-test files
-	doc     *doc.Package // go/doc's reading of files
-	resolve *comment.Parser
+	path    string          // import path
+	srcDir  string          // where the go command resolves its imports from
+	files   []*ast.File     // its non-test files
+	doc     *doc.Package    // go/doc's reading of files
+	resolve *comment.Parser // go doc's parser for the package: its lookups resolve as go doc does
 }
 
 // checker reads the packages of a repository and resolves their doc links. Its
 // methods are not safe for concurrent use.
 type checker struct {
 	fset *token.FileSet
-	pkgs map[string]*pkgDoc // by import path; nil for a path that could not be loaded
+	pkgs map[string]*pkgDoc // the packages read, by import path
 	errs map[string]error   // why a path could not be loaded
 	ctx  build.Context
 
