@@ -91,13 +91,14 @@ const (
 )
 
 // BackoffFunc returns the delay before retry number attempt (1 for the first retry)
-// after err. A nil BackoffFunc means [RetryPolicy.Backoff]'s exponential rule.
+// after err. A nil BackoffFunc means [DefaultBackoff]'s exponential rule.
 type BackoffFunc func(attempt int, err error) time.Duration
 
 // RetryPolicy says whether and when a failed attempt is tried again. A task is
-// retried when its attempt returned an error that is not [Permanent], panicked, or
-// timed out, while it has attempts left and the kernel's retry budget allows.
-// Canceled and evicted tasks are never retried.
+// retried when its attempt returned an error that is not [Permanent] or timed out,
+// while it has attempts left and the kernel's retry budget allows. An attempt that
+// panicked (a [*PanicError]) is not retried: the task ends Failed. Canceled and
+// evicted tasks are never retried.
 type RetryPolicy struct {
 	// MaxAttempts is the number of attempts in all, the first included; 1 means no
 	// retry. If zero, 3.

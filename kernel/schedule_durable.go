@@ -231,7 +231,7 @@ func guardedNext(s Schedule, t time.Time) (next time.Time, err error) {
 
 // Delete removes the schedule as [Scheduled.Remove] does and, for a durable schedule,
 // deletes it from the store, so that no kernel fires it any more (the others stop
-// within [schedPausedPoll] of their next target). The tasks of its occurrences stay.
+// within a second of their next target). The tasks of its occurrences stay.
 // For a schedule in memory it is Remove.
 func (sc *Scheduled) Delete(ctx context.Context) error {
 	sc.Remove()

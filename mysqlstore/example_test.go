@@ -24,7 +24,10 @@ func Example() {
 		panic(err)
 	}
 
-	k, err := kernel.New(kernel.Config{Store: store}) // reads back what a previous kernel left
+	k, err := kernel.New(kernel.Config{
+		Store: store,
+		Owner: "mailer-0", // stable across restarts: this kernel's unfinished tasks resume at once
+	})
 	if err != nil {
 		panic(err)
 	}
@@ -44,7 +47,7 @@ func Example() {
 		MaxAttempts: 5,             // across restarts
 	})
 	if err != nil {
-		panic(err) // refused: ErrDuplicateKey, ErrQueueFull, ErrStoreUnavailable...
+		panic(err) // refused: ErrDuplicateKey, ErrPayloadTooLarge, ErrStoreUnavailable...
 	}
 	// Committed: a crash from here on does not lose the task.
 	_ = h.Wait(ctx)

@@ -40,7 +40,7 @@ type Wheel[T any] struct {
 	cur uint64 // next tick to process: every earlier tick is done, and so are the cascades at cur
 
 	// occ holds one occupancy bitmap per level (bit i set when slot i holds a timer). Word
-	// [levels] holds the bits of the due list (dueBit) and of the scratch list.
+	// occ[levels] holds the bits of the due list (dueBit) and of the scratch list.
 	occ [levelsMax + 1]uint64
 
 	// soonest holds, per slot of level 0, a lower bound of its timers' deadlines, so that

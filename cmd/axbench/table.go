@@ -290,7 +290,7 @@ func isPeer(name string) bool {
 }
 
 // bestPeer returns the best headline median among the peers that ran every
-// task ([ranAll]) and its executor.
+// task (ranAll) and its executor.
 func bestPeer(rp bench.Report, v view) (float64, string) {
 	if v.headline == "" {
 		return 0, ""

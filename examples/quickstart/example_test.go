@@ -5,5 +5,7 @@ func Example() {
 	main()
 	// Output:
 	// running high attempt 1
-	// [ALPHA BETA GAMMA]
+	// <nil> succeeded
+	// [ALPHA BETA] <nil>
+	// <nil>
 }

@@ -4,7 +4,7 @@
 // Every ```go block in those files follows a marker line naming its source:
 //
 //	<!-- code: examples/quickstart/main.go -->
-//	<!-- code: kernel/readme_example_test.go Example_retries -->
+//	<!-- code: kernel/guides_example_test.go Example_retries -->
 //
 // The first form shows a whole file; the second the body of a function, one tab
 // less indented, without its "// Output:" comment. A block without a marker, or one

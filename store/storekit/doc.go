@@ -35,7 +35,7 @@
 //
 // With these helpers a retried batch reports what its first attempt reported, whether
 // or not that attempt landed, as [store.Store] requires. Every store then runs the
-// conformance suite of package storetest (kernel/storetest) in its tests, and may
+// conformance suite of package storetest (store/storetest) in its tests, and may
 // compare its results with MemoryStore's on random batches.
 //
 // The helpers only read the changes they are given (RefuseBeforeInsert writes results)

@@ -1,0 +1,3 @@
+module example.com/repo
+
+go 1.26.0
