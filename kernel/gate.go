@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/axsched/ax/internal/rate"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/timewheel"
 )
@@ -79,7 +80,7 @@ type groupState struct {
 	keys    map[string]*keyState
 	running int // permits held
 	waiting int // tasks in key queues
-	total   gcra
+	total   rate.Bucket
 	ready   ring[*keyState] // keys that may start but for the total limits
 	paused  bool
 
@@ -98,7 +99,7 @@ type keyState struct {
 	q         [queue.NumLevels]ring[*Handle]
 	n         int // tasks in q
 	running   int // permits held
-	rate      gcra
+	rate      rate.Bucket
 	holdUntil int64        // mono: a RateLimitedError paused the key until then
 	brUntil   int64        // mono: the breaker refused until then (0: not parked on time)
 	brProbe   bool         // the breaker refused until a probe's outcome
@@ -269,11 +270,11 @@ func (k *Kernel) keyCanStart(ks *keyState) bool {
 		return false
 	}
 	now := k.ls.nowMono
-	token := ks.rate.next(d.perKey, now)
+	token := ks.rate.Next(d.perKey)
 	wait := max(ks.holdUntil, token, ks.brUntil)
 	if wait > now {
 		if token > now {
-			ks.rate.refuse(d.perKey)
+			ks.rate.Refuse(d.perKey)
 		}
 		if ks.timer.slot == 0 || ks.timer.at != wait {
 			if ks.timer.slot == 0 {
@@ -309,8 +310,8 @@ func (k *Kernel) serveGroup(g *groupState) {
 		if c := d.cfg.Total.Concurrency; c > 0 && g.running >= c {
 			return // a permit's return serves the group again
 		}
-		if at := g.total.next(d.total, now); at > now {
-			g.total.refuse(d.total)
+		if at := g.total.Next(d.total); at > now {
+			g.total.Refuse(d.total)
 			if g.totalTimer.slot == 0 || g.totalTimer.at != at {
 				k.armGroup(g, &g.totalTimer, slotTotal, at)
 			}
@@ -359,8 +360,8 @@ func (k *Kernel) grant(ks *keyState) bool {
 	ks.running++
 	g.running++
 	now := k.ls.nowMono
-	ks.rate.take(g.def.perKey, now)
-	g.total.take(g.def.total, now)
+	ks.rate.Take(g.def.perKey, now)
+	g.total.Take(g.def.total, now)
 	ks.lastUsed = now
 	k.pushBucket(h)
 	return true
@@ -386,8 +387,8 @@ func (k *Kernel) gateClaimed(h *Handle) {
 	ks.running++
 	g.running++
 	now := k.ls.nowMono
-	ks.rate.take(g.def.perKey, now)
-	g.total.take(g.def.total, now)
+	ks.rate.Take(g.def.perKey, now)
+	g.total.Take(g.def.total, now)
 	ks.lastUsed = now
 }
 
@@ -548,7 +549,7 @@ const sweepMax = 4096
 func (k *Kernel) keyForgettable(ks *keyState) bool {
 	now := k.ls.nowMono
 	return ks.n == 0 && ks.running == 0 && !ks.paused && ks.timer.slot == 0 &&
-		ks.rate.full(now) && ks.holdUntil <= now && ks.brUntil <= now && !ks.brProbe &&
+		ks.rate.Full(now) && ks.holdUntil <= now && ks.brUntil <= now && !ks.brProbe &&
 		(ks.br == nil || ks.br.idle(k.ls.now))
 }
 
