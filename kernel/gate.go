@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/axsched/ax/internal/breaker"
 	"github.com/axsched/ax/internal/rate"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/timewheel"
@@ -100,11 +101,11 @@ type keyState struct {
 	n         int // tasks in q
 	running   int // permits held
 	rate      rate.Bucket
-	holdUntil int64        // mono: a RateLimitedError paused the key until then
-	brUntil   int64        // mono: the breaker refused until then (0: not parked on time)
-	brProbe   bool         // the breaker refused until a probe's outcome
-	br        keyBreaker   // nil without GroupConfig.Breaker
-	brState   BreakerState // br's state as last reported (breakerMoved)
+	holdUntil int64            // mono: a RateLimitedError paused the key until then
+	brUntil   int64            // mono: the breaker refused until then (0: not parked on time)
+	brProbe   bool             // the breaker refused until a probe's outcome
+	br        *breaker.Breaker // nil without GroupConfig.Breaker
+	brState   BreakerState     // br's state as last reported (breakerMoved)
 	paused    bool
 	inReady   bool
 	inIdle    bool
@@ -142,8 +143,8 @@ func (k *Kernel) keyOf(g *groupState, key string) *keyState {
 		return ks
 	}
 	ks := &keyState{g: g, key: key, lastUsed: k.ls.nowMono}
-	if b := g.def.breaker; b != nil {
-		ks.br, ks.brState = k.newKeyBreaker(b), BreakerClosed
+	if c := g.def.brc; c != nil {
+		ks.br, ks.brState = breaker.New(c, k.ls.now), BreakerClosed
 	}
 	g.keys[key] = ks
 	return ks
@@ -338,8 +339,8 @@ func (k *Kernel) grant(ks *keyState) bool {
 	var gen uint32
 	admitted := false
 	if ks.br != nil {
-		ok, gn, wake := ks.br.admit(k.ls.now)
-		if st := ks.br.state(k.ls.now); st != ks.brState {
+		ok, gn, wake := ks.br.Admit(k.ls.now)
+		if st := breakerState(ks.br.State(k.ls.now)); st != ks.brState {
 			k.breakerMoved(ks, ks.brState, st) // open turned half-open in admit
 		}
 		if !ok {
@@ -395,7 +396,7 @@ func (k *Kernel) gateClaimed(h *Handle) {
 // gateRelease returns the permit of attempt a: its function returned, or it left
 // its bucket without running. Loop only.
 func (k *Kernel) gateRelease(a *attempt) {
-	k.breakerDone(a, breakerIgnored) // if not reported: it never ran
+	k.breakerDone(a, breaker.Ignored) // if not reported: it never ran
 	a.permit = false
 	ks := a.h.ext.ks
 	ks.running--
@@ -550,7 +551,7 @@ func (k *Kernel) keyForgettable(ks *keyState) bool {
 	now := k.ls.nowMono
 	return ks.n == 0 && ks.running == 0 && !ks.paused && ks.timer.slot == 0 &&
 		ks.rate.Full(now) && ks.holdUntil <= now && ks.brUntil <= now && !ks.brProbe &&
-		(ks.br == nil || ks.br.idle(k.ls.now))
+		(ks.br == nil || ks.br.Idle(k.ls.now))
 }
 
 // pushBucket queues a task that may go to its bucket (ungrouped, or holding its
@@ -622,8 +623,8 @@ func (k *Kernel) applyGroups(rc *resolved) {
 			if (g.def.breaker == nil) != (d.breaker == nil) {
 				for _, ks := range g.keys {
 					ks.br, ks.brUntil, ks.brProbe, ks.brState = nil, 0, false, 0
-					if d.breaker != nil {
-						ks.br, ks.brState = k.newKeyBreaker(d.breaker), BreakerClosed
+					if d.brc != nil {
+						ks.br, ks.brState = breaker.New(d.brc, k.ls.now), BreakerClosed
 					}
 				}
 				g.openBreakers = 0

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/axsched/ax/internal/breaker"
 	"github.com/axsched/ax/internal/rate"
 )
 
@@ -272,7 +273,8 @@ type groupDef struct {
 	counts  *keyCounts  // nil when MaxWaiting is zero
 	perKey  rate.Limit
 	total   rate.Limit
-	breaker *BreakerConfig // cfg.Breaker with defaults, or nil
+	breaker *BreakerConfig  // cfg.Breaker with defaults, or nil
+	brc     *breaker.Config // the parameters of breaker's arithmetic, or nil
 }
 
 // resolveGroups builds the group defs of c, reusing prev's counts.
@@ -287,6 +289,7 @@ func resolveGroups(c *Config, prev map[string]*groupDef) map[string]*groupDef {
 		if g.Breaker != nil {
 			b := g.Breaker.withDefaults()
 			d.breaker = &b
+			d.brc = b.params()
 			d.cfg.Breaker = &b
 		}
 		if g.MaxWaiting > 0 {
