@@ -143,9 +143,7 @@ func (k *Kernel) keyOf(g *groupState, key string) *keyState {
 		return ks
 	}
 	ks := &keyState{g: g, key: key, lastUsed: k.ls.nowMono}
-	if c := g.def.brc; c != nil {
-		ks.br, ks.brState = breaker.New(c, k.ls.now), BreakerClosed
-	}
+	k.newKeyBreaker(ks, g.def)
 	g.keys[key] = ks
 	return ks
 }
@@ -341,7 +339,7 @@ func (k *Kernel) grant(ks *keyState) bool {
 	if ks.br != nil {
 		ok, gn, wake := ks.br.Admit(k.ls.now)
 		if st := breakerState(ks.br.State(k.ls.now)); st != ks.brState {
-			k.breakerMoved(ks, ks.brState, st) // open turned half-open in admit
+			k.breakerMoved(ks, ks.brState, st) // open turned half-open in Admit
 		}
 		if !ok {
 			k.breakerRefused(ks, wake)
@@ -622,10 +620,8 @@ func (k *Kernel) applyGroups(rc *resolved) {
 		if d, ok := rc.groups[name]; ok {
 			if (g.def.breaker == nil) != (d.breaker == nil) {
 				for _, ks := range g.keys {
-					ks.br, ks.brUntil, ks.brProbe, ks.brState = nil, 0, false, 0
-					if d.brc != nil {
-						ks.br, ks.brState = breaker.New(d.brc, k.ls.now), BreakerClosed
-					}
+					ks.brUntil, ks.brProbe = 0, false
+					k.newKeyBreaker(ks, d)
 				}
 				g.openBreakers = 0
 			}

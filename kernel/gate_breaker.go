@@ -15,6 +15,15 @@ const (
 	failNo
 )
 
+// newKeyBreaker gives ks a closed breaker under d's breaker config, or none if d
+// has none. Loop only.
+func (k *Kernel) newKeyBreaker(ks *keyState, d *groupDef) {
+	ks.br, ks.brState = nil, 0
+	if d.brc != nil {
+		ks.br, ks.brState = breaker.New(d.brc, k.ls.now), BreakerClosed
+	}
+}
+
 // breakerRefused parks ks, or fails its tasks (FailFast), after its breaker
 // refused a start; wake is when it may admit again (zero: at a probe's outcome).
 func (k *Kernel) breakerRefused(ks *keyState, wake time.Time) {
