@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"time"
+
+	"github.com/axsched/ax/internal/breaker"
 )
 
 // Defaults and limits of [BreakerConfig]. OpenFor and Probes follow
@@ -24,7 +26,7 @@ const (
 	BreakerProbesMax           = 10_000
 
 	// BreakerBuckets is the number of buckets a breaker's window is cut into.
-	BreakerBuckets = 10
+	BreakerBuckets = breaker.Buckets
 )
 
 // BreakerConfig configures the circuit breaker each key of a group holds. The zero
@@ -148,6 +150,16 @@ func (c BreakerConfig) withDefaults() BreakerConfig {
 	return c
 }
 
+// params returns the parameters of the breaker arithmetic of c, which must be
+// defaulted and valid.
+func (c *BreakerConfig) params() *breaker.Config {
+	return &breaker.Config{
+		Window: c.Window, MinCalls: c.MinCalls, FailureRatio: c.FailureRatio,
+		SlowCall: c.SlowCall, SlowRatio: c.SlowRatio,
+		OpenFor: c.OpenFor, MaxOpenFor: c.MaxOpenFor, Probes: c.Probes,
+	}
+}
+
 // BreakerState is the state of a key's circuit breaker.
 type BreakerState uint8
 
@@ -175,231 +187,6 @@ func (s BreakerState) String() string {
 	}
 }
 
-// breakerOutcome is how an attempt admitted by a breaker ended, as the kernel
-// classifies it.
-type breakerOutcome uint8
-
-const (
-	// breakerSuccess: the attempt returned nil, within SlowCall if set.
-	breakerSuccess breakerOutcome = iota + 1
-	// breakerFailure: an error IsFailure accepts, a panic or a timeout.
-	breakerFailure
-	// breakerSlow: a success that took longer than SlowCall. With SlowCall zero it
-	// counts as a success.
-	breakerSlow
-	// breakerIgnored: not judged (a cancellation). It is not counted, and frees a
-	// half-open breaker's probe slot.
-	breakerIgnored
-)
-
-// breakerBucket counts the outcomes of one slice of a breaker's window. Counts
-// saturate at math.MaxUint32 instead of wrapping.
-type breakerBucket struct {
-	calls, failures, slow uint32
-}
-
-// breaker is the circuit breaker of one key: a state machine driven by the times
-// and outcomes the loop gives it, with no clock, lock or goroutine of its own.
-// Loop-owned. Its window ring is inline, so a breaker is one allocation of under
-// 200 bytes.
-//
-// Times are kept as nanoseconds since born, so that they follow the monotonic
-// clock reading of the times passed in. Times passed in must not go backwards; an
-// outcome recorded at an earlier time than the newest bucket counts in that bucket.
-type breaker struct {
-	cfg     *BreakerConfig // immutable: defaulted and valid, shared by the keys of a group
-	born    time.Time      // origin of the offsets below
-	until   int64          // while open: offset at which it half-opens
-	openFor time.Duration  // the last open period; 0 while closed
-	head    int64          // index (offset / bucket width) of the newest bucket in ring
-	ring    [BreakerBuckets]breakerBucket
-	gen     uint32       // changes with each state change
-	probing uint16       // while half-open: probes admitted whose outcome is pending
-	passed  uint16       // while half-open: probes that succeeded
-	st      BreakerState // BreakerOpen stays set after until; state reports it half-open
-}
-
-// newBreaker returns a closed breaker with an empty window, created at now. c must
-// be defaulted and valid, and must not change while the breaker lives.
-func newBreaker(c *BreakerConfig, now time.Time) *breaker {
-	return &breaker{cfg: c, born: now, gen: 1, st: BreakerClosed}
-}
-
-// offset returns now as nanoseconds since b.born, never below zero.
-func (b *breaker) offset(now time.Time) int64 { return max(int64(now.Sub(b.born)), 0) }
-
-// width returns the span of a bucket in nanoseconds.
-func (b *breaker) width() int64 { return max(int64(b.cfg.Window)/BreakerBuckets, 1) }
-
-// admit reports whether an attempt may start at now. If ok, gen identifies the
-// breaker generation the attempt belongs to and must be passed back to [breaker.done]
-// exactly once. If !ok, wake is when admit may next succeed (the end of the open
-// period), or zero if it waits for a probe's outcome. An open breaker whose period
-// is over turns half-open here. It does not allocate.
-func (b *breaker) admit(now time.Time) (ok bool, gen uint32, wake time.Time) {
-	switch b.st {
-	case BreakerClosed:
-		return true, b.gen, time.Time{}
-	case BreakerOpen:
-		if b.offset(now) < b.until {
-			return false, 0, b.born.Add(time.Duration(b.until))
-		}
-		b.toHalfOpen()
-	}
-	if int(b.probing)+int(b.passed) >= b.cfg.Probes {
-		return false, 0, time.Time{}
-	}
-	b.probing++
-	return true, b.gen, time.Time{}
-}
-
-// done records at now the outcome o of an attempt that [breaker.admit] admitted
-// with gen, and returns the transition it caused, if any (from != to): closed to
-// open (a trip), half-open to closed or half-open to open. An outcome of an older
-// generation changes nothing and is not counted; from and to are then both the
-// state at now. It does not allocate, and panics on an unknown outcome.
-func (b *breaker) done(now time.Time, gen uint32, o breakerOutcome) (from, to BreakerState) {
-	if o < breakerSuccess || o > breakerIgnored {
-		panic("kernel: breaker outcome " + itoa(int(o)) + " is unknown")
-	}
-	if o == breakerSlow && b.cfg.SlowCall == 0 {
-		o = breakerSuccess
-	}
-	if gen != b.gen {
-		s := b.state(now)
-		return s, s
-	}
-	switch b.st {
-	case BreakerClosed:
-		if o == breakerIgnored {
-			return BreakerClosed, BreakerClosed
-		}
-		if b.record(b.offset(now), o) {
-			b.toOpen(now, b.cfg.OpenFor)
-			return BreakerClosed, BreakerOpen
-		}
-		return BreakerClosed, BreakerClosed
-	case BreakerHalfOpen:
-		if b.probing > 0 {
-			b.probing--
-		}
-		switch o {
-		case breakerIgnored:
-			return BreakerHalfOpen, BreakerHalfOpen
-		case breakerSuccess:
-			b.passed++
-			if int(b.passed) < b.cfg.Probes {
-				return BreakerHalfOpen, BreakerHalfOpen
-			}
-			b.toClosed(now)
-			return BreakerHalfOpen, BreakerClosed
-		default:
-			b.toOpen(now, min(2*b.openFor, b.cfg.MaxOpenFor))
-			return BreakerHalfOpen, BreakerOpen
-		}
-	}
-	// Open: no attempt holds an open generation, since admit admits none.
-	return BreakerOpen, BreakerOpen
-}
-
-// state returns the state at now: an open breaker whose period is over reports
-// half-open. It does not change b.
-func (b *breaker) state(now time.Time) BreakerState {
-	if b.st == BreakerOpen && b.offset(now) >= b.until {
-		return BreakerHalfOpen
-	}
-	return b.st
-}
-
-// idle reports whether b is closed with an empty window at now, so that the
-// key's breaker may be forgotten: a new one would decide the same. It does not
-// know of attempts in flight; the caller keeps the breaker while it has some, so
-// that their outcomes meet the generation they were admitted with.
-func (b *breaker) idle(now time.Time) bool {
-	if b.st != BreakerClosed {
-		return false
-	}
-	calls, _, _ := b.window(now)
-	return calls == 0
-}
-
-// window returns the outcomes the window holds at now (all zero unless closed).
-// It does not change b.
-func (b *breaker) window(now time.Time) (calls, failures, slow uint64) {
-	if b.st != BreakerClosed {
-		return 0, 0, 0
-	}
-	idx := max(b.offset(now)/b.width(), b.head)
-	for i := max(idx-BreakerBuckets+1, 0); i <= b.head; i++ {
-		k := &b.ring[i%BreakerBuckets]
-		calls += uint64(k.calls)
-		failures += uint64(k.failures)
-		slow += uint64(k.slow)
-	}
-	return calls, failures, slow
-}
-
-// record counts outcome o (success, failure or slow) at offset off in the window
-// and reports whether the window now trips the breaker.
-func (b *breaker) record(off int64, o breakerOutcome) bool {
-	idx := off / b.width()
-	if idx > b.head {
-		for i := b.head + 1; i <= min(idx, b.head+BreakerBuckets); i++ {
-			b.ring[i%BreakerBuckets] = breakerBucket{}
-		}
-		b.head = idx
-	}
-	k := &b.ring[b.head%BreakerBuckets]
-	if k.calls < math.MaxUint32 {
-		k.calls++
-		switch o {
-		case breakerFailure:
-			k.failures++
-		case breakerSlow:
-			k.slow++
-		}
-	}
-	var calls, failures, slow uint64
-	for i := range b.ring {
-		calls += uint64(b.ring[i].calls)
-		failures += uint64(b.ring[i].failures)
-		slow += uint64(b.ring[i].slow)
-	}
-	return breakerTrips(b.cfg, calls, failures, slow)
-}
-
-// breakerTrips reports whether a closed breaker configured by c trips with a
-// window holding these counts.
-func breakerTrips(c *BreakerConfig, calls, failures, slow uint64) bool {
-	if calls == 0 || calls < uint64(c.MinCalls) {
-		return false
-	}
-	n := float64(calls)
-	return float64(failures)/n >= c.FailureRatio || (c.SlowCall > 0 && float64(slow)/n >= c.SlowRatio)
-}
-
-// toOpen opens b at now for d.
-func (b *breaker) toOpen(now time.Time, d time.Duration) {
-	b.st = BreakerOpen
-	b.gen++
-	b.openFor = d
-	b.until = b.offset(now) + int64(d)
-	b.probing, b.passed = 0, 0
-}
-
-// toHalfOpen turns an open b half-open.
-func (b *breaker) toHalfOpen() {
-	b.st = BreakerHalfOpen
-	b.gen++
-	b.probing, b.passed = 0, 0
-}
-
-// toClosed closes b at now with an empty window and resets its open period.
-func (b *breaker) toClosed(now time.Time) {
-	b.st = BreakerClosed
-	b.gen++
-	b.openFor = 0
-	b.ring = [BreakerBuckets]breakerBucket{}
-	b.head = b.offset(now) / b.width()
-	b.probing, b.passed = 0, 0
-}
+// breakerState returns s as a BreakerState: the values of the two are the same
+// (TestBreakerStateValues).
+func breakerState(s breaker.State) BreakerState { return BreakerState(s) }

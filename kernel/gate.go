@@ -4,6 +4,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/axsched/ax/internal/breaker"
+	"github.com/axsched/ax/internal/rate"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/timewheel"
 )
@@ -79,7 +81,7 @@ type groupState struct {
 	keys    map[string]*keyState
 	running int // permits held
 	waiting int // tasks in key queues
-	total   gcra
+	total   rate.Bucket
 	ready   ring[*keyState] // keys that may start but for the total limits
 	paused  bool
 
@@ -98,12 +100,12 @@ type keyState struct {
 	q         [queue.NumLevels]ring[*Handle]
 	n         int // tasks in q
 	running   int // permits held
-	rate      gcra
-	holdUntil int64        // mono: a RateLimitedError paused the key until then
-	brUntil   int64        // mono: the breaker refused until then (0: not parked on time)
-	brProbe   bool         // the breaker refused until a probe's outcome
-	br        keyBreaker   // nil without GroupConfig.Breaker
-	brState   BreakerState // br's state as last reported (breakerMoved)
+	rate      rate.Bucket
+	holdUntil int64            // mono: a RateLimitedError paused the key until then
+	brUntil   int64            // mono: the breaker refused until then (0: not parked on time)
+	brProbe   bool             // the breaker refused until a probe's outcome
+	br        *breaker.Breaker // nil without GroupConfig.Breaker
+	brState   BreakerState     // br's state as last reported (breakerMoved)
 	paused    bool
 	inReady   bool
 	inIdle    bool
@@ -141,9 +143,7 @@ func (k *Kernel) keyOf(g *groupState, key string) *keyState {
 		return ks
 	}
 	ks := &keyState{g: g, key: key, lastUsed: k.ls.nowMono}
-	if b := g.def.breaker; b != nil {
-		ks.br, ks.brState = k.newKeyBreaker(b), BreakerClosed
-	}
+	k.newKeyBreaker(ks, g.def)
 	g.keys[key] = ks
 	return ks
 }
@@ -269,11 +269,11 @@ func (k *Kernel) keyCanStart(ks *keyState) bool {
 		return false
 	}
 	now := k.ls.nowMono
-	token := ks.rate.next(d.perKey, now)
+	token := ks.rate.Next(d.perKey)
 	wait := max(ks.holdUntil, token, ks.brUntil)
 	if wait > now {
 		if token > now {
-			ks.rate.refuse(d.perKey)
+			ks.rate.Refuse(d.perKey)
 		}
 		if ks.timer.slot == 0 || ks.timer.at != wait {
 			if ks.timer.slot == 0 {
@@ -309,8 +309,8 @@ func (k *Kernel) serveGroup(g *groupState) {
 		if c := d.cfg.Total.Concurrency; c > 0 && g.running >= c {
 			return // a permit's return serves the group again
 		}
-		if at := g.total.next(d.total, now); at > now {
-			g.total.refuse(d.total)
+		if at := g.total.Next(d.total); at > now {
+			g.total.Refuse(d.total)
 			if g.totalTimer.slot == 0 || g.totalTimer.at != at {
 				k.armGroup(g, &g.totalTimer, slotTotal, at)
 			}
@@ -337,9 +337,9 @@ func (k *Kernel) grant(ks *keyState) bool {
 	var gen uint32
 	admitted := false
 	if ks.br != nil {
-		ok, gn, wake := ks.br.admit(k.ls.now)
-		if st := ks.br.state(k.ls.now); st != ks.brState {
-			k.breakerMoved(ks, ks.brState, st) // open turned half-open in admit
+		ok, gn, wake := ks.br.Admit(k.ls.now)
+		if st := breakerState(ks.br.State(k.ls.now)); st != ks.brState {
+			k.breakerMoved(ks, ks.brState, st) // open turned half-open in Admit
 		}
 		if !ok {
 			k.breakerRefused(ks, wake)
@@ -359,8 +359,8 @@ func (k *Kernel) grant(ks *keyState) bool {
 	ks.running++
 	g.running++
 	now := k.ls.nowMono
-	ks.rate.take(g.def.perKey, now)
-	g.total.take(g.def.total, now)
+	ks.rate.Take(g.def.perKey, now)
+	g.total.Take(g.def.total, now)
 	ks.lastUsed = now
 	k.pushBucket(h)
 	return true
@@ -386,15 +386,15 @@ func (k *Kernel) gateClaimed(h *Handle) {
 	ks.running++
 	g.running++
 	now := k.ls.nowMono
-	ks.rate.take(g.def.perKey, now)
-	g.total.take(g.def.total, now)
+	ks.rate.Take(g.def.perKey, now)
+	g.total.Take(g.def.total, now)
 	ks.lastUsed = now
 }
 
 // gateRelease returns the permit of attempt a: its function returned, or it left
 // its bucket without running. Loop only.
 func (k *Kernel) gateRelease(a *attempt) {
-	k.breakerDone(a, breakerIgnored) // if not reported: it never ran
+	k.breakerDone(a, breaker.Ignored) // if not reported: it never ran
 	a.permit = false
 	ks := a.h.ext.ks
 	ks.running--
@@ -548,8 +548,8 @@ const sweepMax = 4096
 func (k *Kernel) keyForgettable(ks *keyState) bool {
 	now := k.ls.nowMono
 	return ks.n == 0 && ks.running == 0 && !ks.paused && ks.timer.slot == 0 &&
-		ks.rate.full(now) && ks.holdUntil <= now && ks.brUntil <= now && !ks.brProbe &&
-		(ks.br == nil || ks.br.idle(k.ls.now))
+		ks.rate.Full(now) && ks.holdUntil <= now && ks.brUntil <= now && !ks.brProbe &&
+		(ks.br == nil || ks.br.Idle(k.ls.now))
 }
 
 // pushBucket queues a task that may go to its bucket (ungrouped, or holding its
@@ -620,10 +620,8 @@ func (k *Kernel) applyGroups(rc *resolved) {
 		if d, ok := rc.groups[name]; ok {
 			if (g.def.breaker == nil) != (d.breaker == nil) {
 				for _, ks := range g.keys {
-					ks.br, ks.brUntil, ks.brProbe, ks.brState = nil, 0, false, 0
-					if d.breaker != nil {
-						ks.br, ks.brState = k.newKeyBreaker(d.breaker), BreakerClosed
-					}
+					ks.brUntil, ks.brProbe = 0, false
+					k.newKeyBreaker(ks, d)
 				}
 				g.openBreakers = 0
 			}

@@ -3,18 +3,9 @@ package kernel
 import (
 	"time"
 
+	"github.com/axsched/ax/internal/breaker"
 	"github.com/axsched/ax/queue"
 )
-
-// keyBreaker is what the gate asks of a key's circuit breaker (breaker.go).
-type keyBreaker interface {
-	admit(now time.Time) (ok bool, gen uint32, wake time.Time)
-	done(now time.Time, gen uint32, o breakerOutcome) (from, to BreakerState)
-	state(now time.Time) BreakerState
-	idle(now time.Time) bool
-}
-
-var _ keyBreaker = (*breaker)(nil)
 
 // The classification of an attempt's error by BreakerConfig.IsFailure, made on
 // the executor (attempt.failClass).
@@ -24,12 +15,13 @@ const (
 	failNo
 )
 
-// newKeyBreaker returns a breaker for a new key under c. Loop only.
-func (k *Kernel) newKeyBreaker(c *BreakerConfig) keyBreaker {
-	if f := k.breakerFunc; f != nil {
-		return f(c, k.ls.now)
+// newKeyBreaker gives ks a closed breaker under d's breaker config, or none if d
+// has none. Loop only.
+func (k *Kernel) newKeyBreaker(ks *keyState, d *groupDef) {
+	ks.br, ks.brState = nil, 0
+	if d.brc != nil {
+		ks.br, ks.brState = breaker.New(d.brc, k.ls.now), BreakerClosed
 	}
-	return newBreaker(c, k.ls.now)
 }
 
 // breakerRefused parks ks, or fails its tasks (FailFast), after its breaker
@@ -63,7 +55,7 @@ func (k *Kernel) failKey(ks *keyState) {
 }
 
 // breakerDone reports a's outcome to its key's breaker, once. Loop only.
-func (k *Kernel) breakerDone(a *attempt, o breakerOutcome) {
+func (k *Kernel) breakerDone(a *attempt, o breaker.Outcome) {
 	if !a.brAdmitted || a.brReported {
 		return
 	}
@@ -72,13 +64,13 @@ func (k *Kernel) breakerDone(a *attempt, o breakerOutcome) {
 	if ks.br == nil {
 		return // the group's breaker was removed by Update
 	}
-	from, to := ks.br.done(k.ls.now, a.brGen, o)
+	from, to := ks.br.Done(k.ls.now, a.brGen, o)
 	if ks.brProbe {
 		ks.brProbe = false
 		defer k.touchKey(ks)
 	}
 	if from != to {
-		k.breakerMoved(ks, from, to)
+		k.breakerMoved(ks, breakerState(from), breakerState(to))
 	}
 }
 
@@ -105,30 +97,30 @@ func (k *Kernel) breakerMoved(ks *keyState, from, to BreakerState) {
 }
 
 // outcomeOf classifies a finished attempt for its key's breaker. Loop only.
-func (k *Kernel) outcomeOf(a *attempt) breakerOutcome {
+func (k *Kernel) outcomeOf(a *attempt) breaker.Outcome {
 	h := a.h
 	if h.cancelErr != nil || k.ls.closing {
-		return breakerIgnored
+		return breaker.Ignored
 	}
 	if a.err == nil {
 		if b := h.ext.ks.g.def.breaker; b != nil && b.SlowCall > 0 && time.Duration(a.endAt-a.startAt) > b.SlowCall {
-			return breakerSlow
+			return breaker.Slow
 		}
-		return breakerSuccess
+		return breaker.Success
 	}
 	if _, ok := isRateLimited(a.err); ok {
-		return breakerIgnored
+		return breaker.Ignored
 	}
 	switch a.failClass {
 	case failNo:
-		return breakerSuccess // IsFailure says the upstream answered well (a 404, say)
+		return breaker.Success // IsFailure says the upstream answered well (a 404, say)
 	case failYes:
-		return breakerFailure
+		return breaker.Failure
 	}
 	if canceledByKernel(a.err) {
-		return breakerIgnored
+		return breaker.Ignored
 	}
-	return breakerFailure
+	return breaker.Failure
 }
 
 // classify calls the group's IsFailure on a's error, on the executor, recovering a
@@ -156,5 +148,5 @@ func (k *Kernel) classify(a *attempt) {
 // retry budget, as it reaches no upstream meanwhile. Loop only.
 func (k *Kernel) breakerHolds(h *Handle) bool {
 	x := groupExt(h)
-	return x != nil && x.ks != nil && x.ks.br != nil && x.ks.br.state(k.ls.now) != BreakerClosed
+	return x != nil && x.ks != nil && x.ks.br != nil && x.ks.br.State(k.ls.now) != breaker.Closed
 }

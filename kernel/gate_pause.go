@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"github.com/axsched/ax/internal/breaker"
 	"github.com/axsched/ax/queue"
 )
 
@@ -127,7 +128,7 @@ func (k *Kernel) pullBack(match func(h *Handle, x *taskExt) bool) {
 		h := back[i]
 		a := h.cur
 		a.permit = false
-		k.breakerDone(a, breakerIgnored)
+		k.breakerDone(a, breaker.Ignored)
 		ks := h.ext.ks
 		ks.running--
 		ks.g.running--

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"math"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/axsched/ax/internal/breaker"
+	"github.com/axsched/ax/internal/rate"
 )
 
 // Defaults and limits of [GroupConfig].
@@ -269,9 +271,10 @@ type groupDef struct {
 	name    string
 	cfg     GroupConfig // defaults applied; Breaker deep-copied
 	counts  *keyCounts  // nil when MaxWaiting is zero
-	perKey  gcraParams
-	total   gcraParams
-	breaker *BreakerConfig // cfg.Breaker with defaults, or nil
+	perKey  rate.Limit
+	total   rate.Limit
+	breaker *BreakerConfig  // cfg.Breaker with defaults, or nil
+	brc     *breaker.Config // the parameters of breaker's arithmetic, or nil
 }
 
 // resolveGroups builds the group defs of c, reusing prev's counts.
@@ -282,10 +285,11 @@ func resolveGroups(c *Config, prev map[string]*groupDef) map[string]*groupDef {
 	out := make(map[string]*groupDef, len(c.Groups))
 	for name, g := range c.Groups {
 		g.KeyIdle = cmp.Or(g.KeyIdle, KeyIdleDefault)
-		d := &groupDef{name: name, cfg: g, perKey: gcraOf(g.PerKey.Rate, c.Tick), total: gcraOf(g.Total.Rate, c.Tick)}
+		d := &groupDef{name: name, cfg: g, perKey: g.PerKey.Rate.limit(c.Tick), total: g.Total.Rate.limit(c.Tick)}
 		if g.Breaker != nil {
 			b := g.Breaker.withDefaults()
 			d.breaker = &b
+			d.brc = b.params()
 			d.cfg.Breaker = &b
 		}
 		if g.MaxWaiting > 0 {
@@ -300,77 +304,17 @@ func resolveGroups(c *Config, prev map[string]*groupDef) map[string]*groupDef {
 	return out
 }
 
-// gcraParams are a Rate as the generic cell rate algorithm uses it: a token every
-// interval, and up to tolerance ahead of time (Burst - 1 intervals). interval 0:
-// no limit. late is how long after a token came due a permit may still be
-// counted as taken when it came due (see gcra.take).
-type gcraParams struct {
-	interval, tolerance, late int64
+// rateLateTicks is how late, in ticks of the wheel, a key's start may come after
+// the token it waited for and still count at the token's time (rate.Limit.Late):
+// one tick for the wheel's rounding of a wake-up up to its tick, one for the
+// loop's own wake-up latency.
+const rateLateTicks = 2
+
+// limit returns r as the rate leaf computes it, on a wheel whose tick is tick.
+// r must be valid.
+func (r Rate) limit(tick time.Duration) rate.Limit {
+	return rate.NewLimit(r.N, r.Per, r.Burst, tick*rateLateTicks)
 }
-
-// gcraLateTicks is gcraParams.late in ticks of the wheel: one for the wheel's
-// rounding of a wake-up up to its tick, one for the loop's own wake-up latency.
-const gcraLateTicks = 2
-
-// gcraOf returns the GCRA of r on a wheel whose tick is tick.
-func gcraOf(r Rate, tick time.Duration) gcraParams {
-	if r.N == 0 {
-		return gcraParams{}
-	}
-	iv := int64(r.Per / time.Duration(r.N))
-	b := int64(cmp.Or(r.Burst, 1)) - 1
-	tol := int64(math.MaxInt64 / 4)
-	if b == 0 || iv <= tol/b {
-		tol = iv * b
-	}
-	return gcraParams{interval: iv, tolerance: tol, late: int64(tick) * gcraLateTicks}
-}
-
-// gcra is one token bucket's state: the theoretical arrival time of the next
-// token (mono), and whether a start has waited for it. The zero value is a full
-// bucket.
-type gcra struct {
-	tat  int64
-	owed bool // a start was refused for want of a token since the last take
-}
-
-// next returns when a token is available (<= now: at once).
-func (g *gcra) next(p gcraParams, now int64) int64 {
-	if p.interval == 0 {
-		return math.MinInt64
-	}
-	return g.tat - p.tolerance
-}
-
-// refuse notes that a start waits for the token next returned, after now.
-func (g *gcra) refuse(p gcraParams) {
-	if p.interval != 0 {
-		g.owed = true
-	}
-}
-
-// take spends a token at now, which next allowed. When a start waited for this
-// token (refuse) and takes it at most p.late after it came due, the token counts
-// as taken when it came due: the wheel wakes the waiting key up to a tick late,
-// later on a busy loop, and counting from now would add that lateness to every
-// interval of a backlogged key. So a backlogged key's starts keep the rate, each
-// within p.late of its token's due time, as an x/time/rate.Limiter's
-// reservations do; a window of length w then holds at most
-// Burst + (w+p.late)/interval starts.
-func (g *gcra) take(p gcraParams, now int64) {
-	if p.interval == 0 {
-		return
-	}
-	if g.owed && now-(g.tat-p.tolerance) <= p.late {
-		g.tat += p.interval // g.tat >= now - p.late: the token was due no earlier
-	} else {
-		g.tat = max(g.tat, now) + p.interval
-	}
-	g.owed = false
-}
-
-// full reports whether the bucket is full at now (its state may be forgotten).
-func (g *gcra) full(now int64) bool { return g.tat <= now }
 
 // keyCounts counts, per key of a group, the tasks submitted and not yet started,
 // for MaxWaiting: submitters add under a shard's lock, the loop takes off. Keys at

@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"testing"
+	"time"
 )
 
 // groupPool submits every task to a group, rotating over keys.
@@ -27,7 +28,8 @@ func (p *groupPool) submit(fn func(context.Context) error) {
 
 // BenchmarkGroupOverhead measures the per-task cost of a group's gate: no-op
 // tasks with a handle, without a group, in one key without limits, and over 1,000
-// keys limited to 5 at once each.
+// keys limited to 5 at once each, alone, with a rate that never throttles them,
+// and with a breaker that stays closed.
 func BenchmarkGroupOverhead(b *testing.B) {
 	keys := make([]string, 1000)
 	for i := range keys {
@@ -43,6 +45,15 @@ func BenchmarkGroupOverhead(b *testing.B) {
 	})
 	b.Run("group=1000keys-conc5", func(b *testing.B) {
 		k, _ := New(Config{MaxConcurrency: benchConc, Groups: map[string]GroupConfig{"g": {PerKey: Limits{Concurrency: 5}}}})
+		benchPool(b, &groupPool{kernelPool: kernelPool{k: k, hs: make([]*Handle, 0, 4096)}, keys: keys})
+	})
+	b.Run("group=1000keys-conc5-rate", func(b *testing.B) {
+		lim := Limits{Concurrency: 5, Rate: Rate{N: 1_000_000, Per: time.Second, Burst: 100}}
+		k, _ := New(Config{MaxConcurrency: benchConc, Groups: map[string]GroupConfig{"g": {PerKey: lim}}})
+		benchPool(b, &groupPool{kernelPool: kernelPool{k: k, hs: make([]*Handle, 0, 4096)}, keys: keys})
+	})
+	b.Run("group=1000keys-conc5-breaker", func(b *testing.B) {
+		k, _ := New(Config{MaxConcurrency: benchConc, Groups: map[string]GroupConfig{"g": {PerKey: Limits{Concurrency: 5}, Breaker: &BreakerConfig{}}}})
 		benchPool(b, &groupPool{kernelPool: kernelPool{k: k, hs: make([]*Handle, 0, 4096)}, keys: keys})
 	})
 }

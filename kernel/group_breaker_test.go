@@ -7,110 +7,28 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/axsched/ax/internal/breaker"
 )
 
-// fakeBreaker is a small breaker for the gate's wiring: it opens after trip
-// failures in a row, for openFor, then admits one probe at a time.
-type fakeBreaker struct {
-	trip    int
-	openFor time.Duration
-
-	mu       sync.Mutex // the test reads what the loop recorded
-	st       BreakerState
-	fails    int
-	until    time.Time
-	gen      uint32
-	inflight int
-	log      []fakeOutcome
-}
-
-type fakeOutcome struct {
-	at time.Time
-	o  breakerOutcome
-}
-
-func (b *fakeBreaker) admit(now time.Time) (bool, uint32, time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch b.st {
-	case BreakerOpen:
-		if now.Before(b.until) {
-			return false, 0, b.until
-		}
-		b.st = BreakerHalfOpen
-		fallthrough
-	case BreakerHalfOpen:
-		if b.inflight > 0 {
-			return false, 0, time.Time{}
-		}
-		b.inflight++
-	}
-	return true, b.gen, time.Time{}
-}
-
-func (b *fakeBreaker) done(now time.Time, gen uint32, o breakerOutcome) (BreakerState, BreakerState) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.log = append(b.log, fakeOutcome{now, o})
-	from := b.st
-	if gen != b.gen || o == breakerIgnored {
-		if b.st == BreakerHalfOpen && gen == b.gen {
-			b.inflight--
-		}
-		return from, from
-	}
-	switch {
-	case b.st == BreakerHalfOpen && o == breakerFailure:
-		b.inflight--
-		b.st, b.until, b.gen = BreakerOpen, now.Add(b.openFor), b.gen+1
-	case b.st == BreakerHalfOpen:
-		b.inflight--
-		b.st, b.fails, b.gen = BreakerClosed, 0, b.gen+1
-	case o == breakerFailure:
-		if b.fails++; b.fails >= b.trip {
-			b.st, b.until, b.gen = BreakerOpen, now.Add(b.openFor), b.gen+1
-		}
-	default:
-		b.fails = 0
-	}
-	return from, b.st
-}
-
-func (b *fakeBreaker) state(now time.Time) BreakerState {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.st == BreakerOpen && !now.Before(b.until) {
-		return BreakerHalfOpen
-	}
-	return b.st
-}
-
-func (b *fakeBreaker) idle(time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.st == BreakerClosed && b.fails == 0
-}
-
-func (b *fakeBreaker) outcomes() []fakeOutcome {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]fakeOutcome(nil), b.log...)
-}
-
-// breakerKernel starts a kernel whose groups have fake breakers, and returns a
-// function that finds the breaker of a key of group "g".
-func breakerKernel(t *testing.T, failFast bool, cfg Config) (*Kernel, func(key string) *fakeBreaker) {
+// breakerKernel starts a kernel whose group "g" gives each key a breaker that
+// opens after three failures in a row (every call failing), for a second each
+// time, then admits one probe at a time; and returns a function that finds the
+// breaker of a key of "g".
+func breakerKernel(t *testing.T, failFast bool, cfg Config) (*Kernel, func(key string) *breaker.Breaker) {
 	if cfg.Groups == nil {
-		cfg.Groups = map[string]GroupConfig{"g": {PerKey: Limits{Concurrency: 1}, Breaker: &BreakerConfig{FailFast: failFast}}}
+		cfg.Groups = map[string]GroupConfig{"g": {PerKey: Limits{Concurrency: 1}, Breaker: tripsAtThree(failFast)}}
 	}
 	k := newTestKernel(t, cfg)
-	k.breakerFunc = func(*BreakerConfig, time.Time) keyBreaker {
-		return &fakeBreaker{trip: 3, openFor: time.Second, st: BreakerClosed}
-	}
-	return k, func(key string) *fakeBreaker {
+	return k, func(key string) *breaker.Breaker {
 		synctest.Wait() // the loop is parked: its state may be read
-		return k.ls.gate.groups["g"].keys[key].br.(*fakeBreaker)
+		return k.ls.gate.groups["g"].keys[key].br
 	}
+}
+
+// tripsAtThree is the breaker of breakerKernel.
+func tripsAtThree(failFast bool) *BreakerConfig {
+	return &BreakerConfig{MinCalls: 3, FailureRatio: 1, OpenFor: time.Second, MaxOpenFor: time.Second, Probes: 1, FailFast: failFast}
 }
 
 func TestBreakerParks(t *testing.T) {
@@ -123,7 +41,7 @@ func TestBreakerParks(t *testing.T) {
 				notes = append(notes, e.Breaker)
 				mu.Unlock()
 			}
-		}, Groups: map[string]GroupConfig{"g": {PerKey: Limits{Concurrency: 1}, Breaker: &BreakerConfig{}}}})
+		}, Groups: map[string]GroupConfig{"g": {PerKey: Limits{Concurrency: 1}, Breaker: tripsAtThree(false)}}})
 		start := time.Now()
 		var calls []time.Duration
 		failing := func(context.Context) error {
@@ -194,14 +112,24 @@ func TestBreakerFailFast(t *testing.T) {
 	})
 }
 
-// TestBreakerOutcomes: what the breaker hears of each kind of end, and when.
+// TestBreakerOutcomes: what the breaker hears of each kind of end, and when, as
+// the key's window counts it (calls, failures, slow) after each task.
 func TestBreakerOutcomes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k, br := breakerKernel(t, false, Config{Groups: map[string]GroupConfig{"g": {Breaker: &BreakerConfig{
+			MinCalls:  BreakerMinCallsMax, // never trips: the window keeps every outcome
 			SlowCall:  50 * time.Millisecond,
 			IsFailure: func(err error) bool { return err.Error() != "not found" },
 		}}}})
-		start := time.Now()
+		type counts struct{ calls, failures, slow uint64 }
+		check := func(what string, want counts) {
+			t.Helper()
+			var got counts
+			got.calls, got.failures, got.slow = br("k").Window(time.Now())
+			if got != want {
+				t.Errorf("after %s: window = %+v, want %+v", what, got, want)
+			}
+		}
 		run := func(fn func(context.Context) error, timeout time.Duration) *Handle {
 			h := mustSubmit(t, k, Task{Group: "g", Key: "k", Timeout: timeout, Retry: &RetryPolicy{MaxAttempts: 1}, Run: fn})
 			<-h.Done()
@@ -209,34 +137,32 @@ func TestBreakerOutcomes(t *testing.T) {
 			return h
 		}
 		run(noop, 0)
-		run(stubborn(100*time.Millisecond), 0)                                 // slow
-		run(func(context.Context) error { return errors.New("not found") }, 0) // IsFailure false
-		run(func(context.Context) error { return errors.New("boom") }, 0)      // failure
+		check("a success", counts{1, 0, 0})
+		run(stubborn(100*time.Millisecond), 0)
+		check("a slow success", counts{2, 0, 1})
+		run(func(context.Context) error { return errors.New("not found") }, 0)
+		check("an error IsFailure refuses", counts{3, 0, 1})
+		run(func(context.Context) error { return errors.New("boom") }, 0)
+		check("a failure", counts{4, 1, 1})
 		var once sync.Once
 		run(func(context.Context) error {
 			var err error
 			once.Do(func() { err = &RateLimitedError{} })
 			return err
 		}, 0)
-		run(stubborn(time.Second), 10*time.Millisecond)                                          // judged at its timeout
-		hung := mustSubmit(t, k, Task{Group: "g", Key: "k", Run: gate(make(chan struct{})).run}) // canceled: ignored
+		check("a RateLimitedError (ignored), then a success", counts{5, 1, 1})
+		start := time.Now()
+		run(stubborn(time.Second), 10*time.Millisecond)
+		// The timed-out attempt was judged at its timeout, not when it returned.
+		if d := time.Since(start); d > 200*time.Millisecond {
+			t.Errorf("timed-out attempt ended at %v, want at its timeout", d)
+		}
+		check("a timeout, its function running on", counts{6, 2, 1})
+		hung := mustSubmit(t, k, Task{Group: "g", Key: "k", Run: gate(make(chan struct{})).run})
 		synctest.Wait()
 		hung.Cancel()
 		<-hung.Done()
 		synctest.Wait()
-		got := br("k").outcomes()
-		want := []breakerOutcome{breakerSuccess, breakerSlow, breakerSuccess, breakerFailure, breakerIgnored, breakerSuccess, breakerFailure, breakerIgnored}
-		if len(got) < len(want) {
-			t.Fatalf("outcomes = %v, want %v", got, want)
-		}
-		for i, w := range want {
-			if got[i].o != w {
-				t.Errorf("outcome %d = %d, want %d", i, got[i].o, w)
-			}
-		}
-		// The timed-out attempt was judged at its timeout, not when it returned.
-		if d := got[6].at.Sub(start); d > 200*time.Millisecond {
-			t.Errorf("timed-out attempt judged at %v, want at its timeout", d)
-		}
+		check("a cancellation (ignored)", counts{6, 2, 1})
 	})
 }

@@ -13,7 +13,7 @@ import (
 // TestGroupModel runs random work over random groups and limits and checks, for
 // every key and group, that concurrency never exceeded its limit and that the
 // starts stayed within the token bucket's bound over every window: at most
-// Burst + (w+late)/interval starts in any window of length w (gcra.take). Every task ends once.
+// Burst + (w+late)/interval starts in any window of length w (rate.Bucket.Take). Every task ends once.
 func TestGroupModel(t *testing.T) {
 	for seed := range uint64(8) {
 		t.Run("seed"+itoa(int(seed)), func(t *testing.T) {
@@ -116,13 +116,13 @@ func runGroupModel(t *testing.T, seed uint64) {
 		if lim.Rate.N == 0 {
 			return
 		}
-		p := gcraOf(lim.Rate, tickDefault)
+		p := lim.Rate.limit(tickDefault)
 		burst := max(lim.Rate.Burst, 1)
 		s := r.starts
 		for i := range s {
 			for j := i; j < len(s); j++ {
 				w := int64(s[j] - s[i])
-				if allowed := burst + int((w+p.late)/p.interval); j-i+1 > allowed {
+				if allowed := burst + int((w+p.Late)/p.Interval); j-i+1 > allowed {
 					t.Errorf("%s: %d starts in %v, the bucket allows %d (rate %+v)", id, j-i+1, time.Duration(w), allowed, lim.Rate)
 					return
 				}

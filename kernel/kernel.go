@@ -85,10 +85,6 @@ type Kernel struct {
 	zmu  sync.Mutex
 	zset map[*zombie]struct{} // zombies now; guarded by zmu
 
-	// breakerFunc, if set, makes the keys' breakers instead of newBreaker (tests
-	// set it before the first task of a group with a breaker).
-	breakerFunc func(c *BreakerConfig, now time.Time) keyBreaker
-
 	schedRegistry // Kernel.Schedule's schedules (schedule.go)
 
 	gpubMu sync.Mutex

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/axsched/ax/internal/breaker"
 )
 
 // settleAttempt handles an attempt an executor handed back.
@@ -142,7 +144,7 @@ func (k *Kernel) onTimeout(a *attempt) {
 		k.zombieStarted(a)
 	}
 	if a.brAdmitted {
-		k.breakerDone(a, breakerFailure) // judged at its timeout, even if its function runs on
+		k.breakerDone(a, breaker.Failure) // judged at its timeout, even if its function runs on
 	}
 	// Its retry or end is journaled now, even if its function runs on: the store no
 	// longer shows it Running.
