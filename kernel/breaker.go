@@ -11,22 +11,22 @@ import (
 // Defaults and limits of [BreakerConfig]. OpenFor and Probes follow
 // sony/gobreaker's Timeout (60 s) and MaxRequests (1).
 const (
-	BreakerWindowDefault       = 10 * time.Second
-	BreakerWindowMin           = 100 * time.Millisecond
-	BreakerWindowMax           = 24 * time.Hour
-	BreakerMinCallsDefault     = 10
-	BreakerMinCallsMax         = 1 << 24
-	BreakerFailureRatioDefault = 0.5
-	BreakerSlowRatioDefault    = 0.5
-	BreakerOpenForDefault      = 60 * time.Second
-	BreakerOpenForMin          = time.Millisecond
-	BreakerMaxOpenForDefault   = 10 * time.Minute
-	BreakerOpenForMax          = 24 * time.Hour
-	BreakerProbesDefault       = 1
-	BreakerProbesMax           = 10_000
+	breakerWindowDefault       = 10 * time.Second
+	breakerWindowMin           = 100 * time.Millisecond
+	breakerWindowMax           = 24 * time.Hour
+	breakerMinCallsDefault     = 10
+	breakerMinCallsMax         = 1 << 24
+	breakerFailureRatioDefault = 0.5
+	breakerSlowRatioDefault    = 0.5
+	breakerOpenForDefault      = 60 * time.Second
+	breakerOpenForMin          = time.Millisecond
+	breakerMaxOpenForDefault   = 10 * time.Minute
+	breakerOpenForMax          = 24 * time.Hour
+	breakerProbesDefault       = 1
+	breakerProbesMax           = 10_000
 
-	// BreakerBuckets is the number of buckets a breaker's window is cut into.
-	BreakerBuckets = breaker.Buckets
+	// breakerBuckets is the number of buckets a breaker's window is cut into.
+	breakerBuckets = breaker.Buckets
 )
 
 // BreakerConfig configures the circuit breaker each key of a group holds. The zero
@@ -49,38 +49,38 @@ const (
 // after the breaker closed or reopened) are dropped: they neither change the state
 // nor count in the window.
 //
-// The window is cut into [BreakerBuckets] buckets of Window/BreakerBuckets, and a
+// The window is cut into 10 buckets of Window/10, and a
 // bucket leaves it whole, so an outcome counts for at least 9/10 of Window and at
 // most Window after it was recorded.
 type BreakerConfig struct {
 	// Window is the span of time over which outcomes are counted while closed. If
-	// zero, BreakerWindowDefault (10 s); from BreakerWindowMin (100 ms) to
-	// BreakerWindowMax (24 h).
+	// zero, 10 s; from 100 ms to
+	// 24 h.
 	Window time.Duration
 	// MinCalls is the number of outcomes the window must hold before the breaker
-	// may trip. If zero, BreakerMinCallsDefault (10); at most BreakerMinCallsMax.
+	// may trip. If zero, 10; at most 2^24.
 	MinCalls int
 	// FailureRatio trips the breaker when failures/calls in the window reaches it.
-	// If zero, BreakerFailureRatioDefault (0.5); must be in (0, 1] otherwise.
+	// If zero, 0.5; must be in (0, 1] otherwise.
 	FailureRatio float64
 	// SlowCall is the duration beyond which a successful attempt counts as slow. If
 	// zero, no attempt is slow.
 	SlowCall time.Duration
 	// SlowRatio trips the breaker when slow/calls in the window reaches it. Set it
-	// only with SlowCall. If zero, BreakerSlowRatioDefault (0.5); must be in
+	// only with SlowCall. If zero, 0.5; must be in
 	// (0, 1] otherwise.
 	SlowRatio float64
 	// OpenFor is how long the breaker stays open after tripping from closed. If
-	// zero, BreakerOpenForDefault (60 s); from BreakerOpenForMin (1 ms) to
+	// zero, 60 s; from 1 ms to
 	// MaxOpenFor.
 	OpenFor time.Duration
 	// MaxOpenFor caps the open period, which doubles each time a half-open breaker
-	// opens again. If zero, BreakerMaxOpenForDefault (10 min), or OpenFor if that
-	// is longer; at most BreakerOpenForMax (24 h), and not shorter than OpenFor.
+	// opens again. If zero, 10 min, or OpenFor if that
+	// is longer; at most 24 h, and not shorter than OpenFor.
 	MaxOpenFor time.Duration
 	// Probes is the number of attempts a half-open breaker admits, and the number
-	// of successes that close it. If zero, BreakerProbesDefault (1); at most
-	// BreakerProbesMax.
+	// of successes that close it. If zero, 1; at most
+	// 10,000.
 	Probes int
 	// FailFast ends the key's tasks with [ErrCircuitOpen] while the breaker is
 	// open, instead of keeping them queued until it half-opens. A task ended so
@@ -101,11 +101,11 @@ func (c *BreakerConfig) validate(prefix string) []error {
 	bad := func(field string, v any, reason string) {
 		errs = append(errs, &ConfigError{Field: prefix + "." + field, Value: v, Reason: reason})
 	}
-	if c.Window != 0 && (c.Window < BreakerWindowMin || c.Window > BreakerWindowMax) {
-		bad("Window", c.Window, "must be 0 or in ["+BreakerWindowMin.String()+", "+BreakerWindowMax.String()+"]")
+	if c.Window != 0 && (c.Window < breakerWindowMin || c.Window > breakerWindowMax) {
+		bad("Window", c.Window, "must be 0 or in ["+breakerWindowMin.String()+", "+breakerWindowMax.String()+"]")
 	}
-	if c.MinCalls < 0 || c.MinCalls > BreakerMinCallsMax {
-		bad("MinCalls", c.MinCalls, "must be in [0, "+itoa(BreakerMinCallsMax)+"]")
+	if c.MinCalls < 0 || c.MinCalls > breakerMinCallsMax {
+		bad("MinCalls", c.MinCalls, "must be in [0, "+itoa(breakerMinCallsMax)+"]")
 	}
 	ratio := func(field string, v float64) {
 		if math.IsNaN(v) || v < 0 || v > 1 {
@@ -120,33 +120,33 @@ func (c *BreakerConfig) validate(prefix string) []error {
 	if c.SlowCall == 0 && c.SlowRatio > 0 && c.SlowRatio <= 1 {
 		bad("SlowRatio", c.SlowRatio, "must be 0 when SlowCall is 0 (no call is slow)")
 	}
-	openOK := c.OpenFor == 0 || (c.OpenFor >= BreakerOpenForMin && c.OpenFor <= BreakerOpenForMax)
+	openOK := c.OpenFor == 0 || (c.OpenFor >= breakerOpenForMin && c.OpenFor <= breakerOpenForMax)
 	if !openOK {
-		bad("OpenFor", c.OpenFor, "must be 0 or in ["+BreakerOpenForMin.String()+", "+BreakerOpenForMax.String()+"]")
+		bad("OpenFor", c.OpenFor, "must be 0 or in ["+breakerOpenForMin.String()+", "+breakerOpenForMax.String()+"]")
 	}
 	switch {
-	case c.MaxOpenFor < 0 || c.MaxOpenFor > BreakerOpenForMax:
-		bad("MaxOpenFor", c.MaxOpenFor, "must be in [0, "+BreakerOpenForMax.String()+"]")
-	case c.MaxOpenFor > 0 && openOK && c.MaxOpenFor < cmp.Or(c.OpenFor, BreakerOpenForDefault):
-		bad("MaxOpenFor", c.MaxOpenFor, "must be 0 or >= OpenFor ("+cmp.Or(c.OpenFor, BreakerOpenForDefault).String()+")")
+	case c.MaxOpenFor < 0 || c.MaxOpenFor > breakerOpenForMax:
+		bad("MaxOpenFor", c.MaxOpenFor, "must be in [0, "+breakerOpenForMax.String()+"]")
+	case c.MaxOpenFor > 0 && openOK && c.MaxOpenFor < cmp.Or(c.OpenFor, breakerOpenForDefault):
+		bad("MaxOpenFor", c.MaxOpenFor, "must be 0 or >= OpenFor ("+cmp.Or(c.OpenFor, breakerOpenForDefault).String()+")")
 	}
-	if c.Probes < 0 || c.Probes > BreakerProbesMax {
-		bad("Probes", c.Probes, "must be in [0, "+itoa(BreakerProbesMax)+"]")
+	if c.Probes < 0 || c.Probes > breakerProbesMax {
+		bad("Probes", c.Probes, "must be in [0, "+itoa(breakerProbesMax)+"]")
 	}
 	return errs
 }
 
 // withDefaults returns a copy of c with every zero field resolved. c must be valid.
 func (c BreakerConfig) withDefaults() BreakerConfig {
-	c.Window = cmp.Or(c.Window, BreakerWindowDefault)
-	c.MinCalls = cmp.Or(c.MinCalls, BreakerMinCallsDefault)
-	c.FailureRatio = cmp.Or(c.FailureRatio, BreakerFailureRatioDefault)
+	c.Window = cmp.Or(c.Window, breakerWindowDefault)
+	c.MinCalls = cmp.Or(c.MinCalls, breakerMinCallsDefault)
+	c.FailureRatio = cmp.Or(c.FailureRatio, breakerFailureRatioDefault)
 	if c.SlowCall > 0 {
-		c.SlowRatio = cmp.Or(c.SlowRatio, BreakerSlowRatioDefault)
+		c.SlowRatio = cmp.Or(c.SlowRatio, breakerSlowRatioDefault)
 	}
-	c.OpenFor = cmp.Or(c.OpenFor, BreakerOpenForDefault)
-	c.MaxOpenFor = cmp.Or(c.MaxOpenFor, max(BreakerMaxOpenForDefault, c.OpenFor))
-	c.Probes = cmp.Or(c.Probes, BreakerProbesDefault)
+	c.OpenFor = cmp.Or(c.OpenFor, breakerOpenForDefault)
+	c.MaxOpenFor = cmp.Or(c.MaxOpenFor, max(breakerMaxOpenForDefault, c.OpenFor))
+	c.Probes = cmp.Or(c.Probes, breakerProbesDefault)
 	return c
 }
 

@@ -74,19 +74,19 @@ func TestBreakerConfigValidate(t *testing.T) {
 	}{
 		{"zero", BreakerConfig{}, ""},
 		{"largest", BreakerConfig{
-			Window: BreakerWindowMax, MinCalls: BreakerMinCallsMax, FailureRatio: 1, SlowCall: time.Duration(math.MaxInt64),
-			SlowRatio: 1, OpenFor: BreakerOpenForMax, MaxOpenFor: BreakerOpenForMax, Probes: BreakerProbesMax,
+			Window: breakerWindowMax, MinCalls: breakerMinCallsMax, FailureRatio: 1, SlowCall: time.Duration(math.MaxInt64),
+			SlowRatio: 1, OpenFor: breakerOpenForMax, MaxOpenFor: breakerOpenForMax, Probes: breakerProbesMax,
 		}, ""},
 		{"smallest", BreakerConfig{
-			Window: BreakerWindowMin, MinCalls: 1, FailureRatio: math.SmallestNonzeroFloat64, SlowCall: 1,
-			SlowRatio: math.SmallestNonzeroFloat64, OpenFor: BreakerOpenForMin, MaxOpenFor: BreakerOpenForMin, Probes: 1,
+			Window: breakerWindowMin, MinCalls: 1, FailureRatio: math.SmallestNonzeroFloat64, SlowCall: 1,
+			SlowRatio: math.SmallestNonzeroFloat64, OpenFor: breakerOpenForMin, MaxOpenFor: breakerOpenForMin, Probes: 1,
 		}, ""},
 		{"OpenFor beyond MaxOpenForDefault", BreakerConfig{OpenFor: time.Hour}, ""},
 		{"Window negative", BreakerConfig{Window: -1}, "Window"},
-		{"Window below min", BreakerConfig{Window: BreakerWindowMin - 1}, "Window"},
-		{"Window above max", BreakerConfig{Window: BreakerWindowMax + 1}, "Window"},
+		{"Window below min", BreakerConfig{Window: breakerWindowMin - 1}, "Window"},
+		{"Window above max", BreakerConfig{Window: breakerWindowMax + 1}, "Window"},
 		{"MinCalls negative", BreakerConfig{MinCalls: -1}, "MinCalls"},
-		{"MinCalls above max", BreakerConfig{MinCalls: BreakerMinCallsMax + 1}, "MinCalls"},
+		{"MinCalls above max", BreakerConfig{MinCalls: breakerMinCallsMax + 1}, "MinCalls"},
 		{"FailureRatio negative", BreakerConfig{FailureRatio: -0.1}, "FailureRatio"},
 		{"FailureRatio above 1", BreakerConfig{FailureRatio: 1.01}, "FailureRatio"},
 		{"FailureRatio NaN", BreakerConfig{FailureRatio: math.NaN()}, "FailureRatio"},
@@ -98,15 +98,15 @@ func TestBreakerConfigValidate(t *testing.T) {
 		{"SlowRatio Inf", BreakerConfig{SlowCall: sec, SlowRatio: math.Inf(1)}, "SlowRatio"},
 		{"SlowRatio above 1", BreakerConfig{SlowCall: sec, SlowRatio: 2}, "SlowRatio"},
 		{"OpenFor negative", BreakerConfig{OpenFor: -1}, "OpenFor"},
-		{"OpenFor below min", BreakerConfig{OpenFor: BreakerOpenForMin - 1}, "OpenFor"},
-		{"OpenFor above max", BreakerConfig{OpenFor: BreakerOpenForMax + 1}, "OpenFor"},
+		{"OpenFor below min", BreakerConfig{OpenFor: breakerOpenForMin - 1}, "OpenFor"},
+		{"OpenFor above max", BreakerConfig{OpenFor: breakerOpenForMax + 1}, "OpenFor"},
 		{"MaxOpenFor negative", BreakerConfig{MaxOpenFor: -1}, "MaxOpenFor"},
-		{"MaxOpenFor above max", BreakerConfig{MaxOpenFor: BreakerOpenForMax + 1}, "MaxOpenFor"},
+		{"MaxOpenFor above max", BreakerConfig{MaxOpenFor: breakerOpenForMax + 1}, "MaxOpenFor"},
 		{"MaxOpenFor overflow-prone", BreakerConfig{MaxOpenFor: time.Duration(math.MaxInt64)}, "MaxOpenFor"},
 		{"MaxOpenFor below OpenFor", BreakerConfig{OpenFor: 2 * sec, MaxOpenFor: sec}, "MaxOpenFor"},
 		{"MaxOpenFor below OpenForDefault", BreakerConfig{MaxOpenFor: sec}, "MaxOpenFor"},
 		{"Probes negative", BreakerConfig{Probes: -1}, "Probes"},
-		{"Probes above max", BreakerConfig{Probes: BreakerProbesMax + 1}, "Probes"},
+		{"Probes above max", BreakerConfig{Probes: breakerProbesMax + 1}, "Probes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,17 +146,17 @@ func TestBreakerConfigDefaults(t *testing.T) {
 		want BreakerConfig
 	}{
 		{"zero", BreakerConfig{}, BreakerConfig{
-			Window: BreakerWindowDefault, MinCalls: BreakerMinCallsDefault, FailureRatio: BreakerFailureRatioDefault,
-			OpenFor: BreakerOpenForDefault, MaxOpenFor: BreakerMaxOpenForDefault, Probes: BreakerProbesDefault,
+			Window: breakerWindowDefault, MinCalls: breakerMinCallsDefault, FailureRatio: breakerFailureRatioDefault,
+			OpenFor: breakerOpenForDefault, MaxOpenFor: breakerMaxOpenForDefault, Probes: breakerProbesDefault,
 		}},
 		{"slow on", BreakerConfig{SlowCall: sec}, BreakerConfig{
-			Window: BreakerWindowDefault, MinCalls: BreakerMinCallsDefault, FailureRatio: BreakerFailureRatioDefault,
-			SlowCall: sec, SlowRatio: BreakerSlowRatioDefault,
-			OpenFor: BreakerOpenForDefault, MaxOpenFor: BreakerMaxOpenForDefault, Probes: BreakerProbesDefault,
+			Window: breakerWindowDefault, MinCalls: breakerMinCallsDefault, FailureRatio: breakerFailureRatioDefault,
+			SlowCall: sec, SlowRatio: breakerSlowRatioDefault,
+			OpenFor: breakerOpenForDefault, MaxOpenFor: breakerMaxOpenForDefault, Probes: breakerProbesDefault,
 		}},
 		{"long OpenFor", BreakerConfig{OpenFor: time.Hour}, BreakerConfig{
-			Window: BreakerWindowDefault, MinCalls: BreakerMinCallsDefault, FailureRatio: BreakerFailureRatioDefault,
-			OpenFor: time.Hour, MaxOpenFor: time.Hour, Probes: BreakerProbesDefault,
+			Window: breakerWindowDefault, MinCalls: breakerMinCallsDefault, FailureRatio: breakerFailureRatioDefault,
+			OpenFor: time.Hour, MaxOpenFor: time.Hour, Probes: breakerProbesDefault,
 		}},
 	}
 	for _, tt := range tests {

@@ -355,7 +355,7 @@ type Config struct {
 
 	// Groups names the groups tasks may join (Task.Group), each with its limits per
 	// key and in total and an optional breaker per key (see [GroupConfig]): at most
-	// GroupsMax, each name 1 to 64 bytes of ASCII letters, digits, '_', '-' and
+	// 1,024, each name 1 to 64 bytes of ASCII letters, digits, '_', '-' and
 	// '.' (it labels the group's metrics). New and Update copy the map. If nil, no
 	// groups: a task naming one is refused. Changeable: a new limit applies to the
 	// next permits; a group removed keeps serving the tasks it holds under its last

@@ -16,9 +16,9 @@ import (
 
 // Defaults and limits of [GroupConfig].
 const (
-	KeyIdleDefault = time.Minute
-	RateBurstMax   = 1 << 20
-	GroupsMax      = 1024
+	keyIdleDefault = time.Minute
+	rateBurstMax   = 1 << 20
+	groupsMax      = 1024
 )
 
 // Rate is a token bucket: N tokens per Per, refilled evenly (one every Per/N), in
@@ -40,7 +40,7 @@ type Rate struct {
 	// Per is the period N tokens are spread over. Must be > 0 when N is set, and
 	// Per/N at least a nanosecond.
 	Per time.Duration
-	// Burst is the bucket's size, at most RateBurstMax. If zero, 1.
+	// Burst is the bucket's size, at most 2^20. If zero, 1.
 	Burst int
 }
 
@@ -70,8 +70,8 @@ type GroupConfig struct {
 	MaxWaiting int
 	// KeyIdle is how long the state of a key (its rate bucket, its breaker) is kept
 	// after the key was last used, while nothing of it waits or runs. A forgotten key
-	// starts again with a full bucket and a closed breaker. If zero, KeyIdleDefault
-	// (1 min).
+	// starts again with a full bucket and a closed breaker. If zero,
+	// 1 min.
 	KeyIdle time.Duration
 	// Breaker, if set, gives each key a circuit breaker (see [BreakerConfig]). If
 	// nil, none.
@@ -197,8 +197,8 @@ func (k *Kernel) pauseResume(sel Selector, pause bool) error {
 // validateGroups checks Config.Groups.
 func validateGroups(groups map[string]GroupConfig) []error {
 	var errs []error
-	if len(groups) > GroupsMax {
-		errs = append(errs, &ConfigError{Field: "Config.Groups", Value: len(groups), Reason: "must hold at most " + itoa(GroupsMax) + " groups"})
+	if len(groups) > groupsMax {
+		errs = append(errs, &ConfigError{Field: "Config.Groups", Value: len(groups), Reason: "must hold at most " + itoa(groupsMax) + " groups"})
 	}
 	for name, g := range groups {
 		prefix := "Config.Groups[" + strconv.Quote(name) + "]"
@@ -242,8 +242,8 @@ func (l *Limits) validate(prefix string) []error {
 	case r.N > 0 && r.Per/time.Duration(r.N) == 0:
 		bad("Rate.N", r.N, "must be at most Rate.Per in nanoseconds (one token per ns)")
 	}
-	if r.Burst < 0 || r.Burst > RateBurstMax {
-		bad("Rate.Burst", r.Burst, "must be in [0, "+itoa(RateBurstMax)+"]")
+	if r.Burst < 0 || r.Burst > rateBurstMax {
+		bad("Rate.Burst", r.Burst, "must be in [0, "+itoa(rateBurstMax)+"]")
 	}
 	return errs
 }
@@ -284,7 +284,7 @@ func resolveGroups(c *Config, prev map[string]*groupDef) map[string]*groupDef {
 	}
 	out := make(map[string]*groupDef, len(c.Groups))
 	for name, g := range c.Groups {
-		g.KeyIdle = cmp.Or(g.KeyIdle, KeyIdleDefault)
+		g.KeyIdle = cmp.Or(g.KeyIdle, keyIdleDefault)
 		d := &groupDef{name: name, cfg: g, perKey: g.PerKey.Rate.limit(c.Tick), total: g.Total.Rate.limit(c.Tick)}
 		if g.Breaker != nil {
 			b := g.Breaker.withDefaults()

@@ -117,7 +117,7 @@ func TestBreakerFailFast(t *testing.T) {
 func TestBreakerOutcomes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k, br := breakerKernel(t, false, Config{Groups: map[string]GroupConfig{"g": {Breaker: &BreakerConfig{
-			MinCalls:  BreakerMinCallsMax, // never trips: the window keeps every outcome
+			MinCalls:  breakerMinCallsMax, // never trips: the window keeps every outcome
 			SlowCall:  50 * time.Millisecond,
 			IsFailure: func(err error) bool { return err.Error() != "not found" },
 		}}}})

@@ -73,7 +73,7 @@ func TestGroupConfigValidate(t *testing.T) {
 		{"burst without rate", GroupConfig{PerKey: Limits{Rate: Rate{Burst: 3}}}, `Config.Groups["g"].PerKey.Rate.Burst`},
 		{"rate too fine", GroupConfig{PerKey: Limits{Rate: Rate{N: 10, Per: time.Nanosecond}}}, `Config.Groups["g"].PerKey.Rate.N`},
 		{"negative burst", GroupConfig{PerKey: Limits{Rate: Rate{N: 1, Per: time.Second, Burst: -1}}}, `Config.Groups["g"].PerKey.Rate.Burst`},
-		{"huge burst", GroupConfig{PerKey: Limits{Rate: Rate{N: 1, Per: time.Second, Burst: RateBurstMax + 1}}}, `Config.Groups["g"].PerKey.Rate.Burst`},
+		{"huge burst", GroupConfig{PerKey: Limits{Rate: Rate{N: 1, Per: time.Second, Burst: rateBurstMax + 1}}}, `Config.Groups["g"].PerKey.Rate.Burst`},
 		{"negative max waiting", GroupConfig{MaxWaiting: -1}, `Config.Groups["g"].MaxWaiting`},
 		{"negative key idle", GroupConfig{KeyIdle: -time.Second}, `Config.Groups["g"].KeyIdle`},
 	}
