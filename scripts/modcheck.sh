@@ -56,9 +56,12 @@ build_proxy() {
 # modgo runs go as outside the repository: no workspace, the file proxy first, no checksum
 # database for ax, and a module cache of its own. -trimpath keeps directories out of the
 # build cache's keys, so packages compiled once are reused whatever the module cache's or
-# the copies' paths are (another clone, another work tree).
+# the copies' paths are (another clone, another work tree). goindex=0 turns off the go
+# command's index of module cache directories, which is keyed by directory alone: ax@v0.1.0
+# is extracted anew at the same path on every run, with other files.
 modgo() {
 	GOWORK=off \
+		GODEBUG="${GODEBUG:+$GODEBUG,}goindex=0" \
 		GOMODCACHE="$MODCACHE" \
 		GOPROXY="file://$PROXY,file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)" \
 		GOPRIVATE= GONOPROXY= GONOSUMDB="$AX" \
@@ -98,12 +101,15 @@ consumer() {
 			echo "consumer-check: $m/go.mod holds a replace; a published go.mod must not (go.work ties the modules together)" >&2
 			return 1
 		fi
-		# A fixed path, so that the build cache serves unchanged packages the next time.
+		# Outside the repository: no go.work above it, and a replace to ../ would find nothing.
 		dst=$DIR/consumer/$m
 		rm -rf "$dst"
 		mkdir -p "$dst"
 		cp -a "$m/." "$dst/"
-		(cd "$dst" && strip_ax_sums && MODGO_FLAGS=-mod=mod modgo build ./... && MODGO_FLAGS=-mod=mod modgo vet ./...)
+		if ! (cd "$dst" && strip_ax_sums && MODGO_FLAGS=-mod=mod modgo build ./... && MODGO_FLAGS=-mod=mod modgo vet ./...); then
+			echo "consumer-check: $m does not build on its own (above). Does each require of $AX name a version the proxy serves that holds what $m uses? (docs/development.md, \"Releases\")" >&2
+			return 1
+		fi
 		if ! cmp -s "$m/go.mod" "$dst/go.mod"; then
 			diff -u "$m/go.mod" "$dst/go.mod" >&2 || true
 			echo "consumer-check: building $m on its own changed its go.mod (above): a require is missing or too old" >&2
