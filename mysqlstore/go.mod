@@ -2,10 +2,8 @@ module github.com/axsched/ax/mysqlstore
 
 go 1.26.0
 
-replace github.com/axsched/ax => ../
-
 require (
-	github.com/axsched/ax v0.0.0-00010101000000-000000000000
+	github.com/axsched/ax v0.1.0
 	github.com/go-sql-driver/mysql v1.10.1
 	go.uber.org/goleak v1.3.0
 )

@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/VictoriaMetrics/metrics v1.45.0
 	github.com/alitto/pond/v2 v2.7.1
-	github.com/axsched/ax v0.0.0-00010101000000-000000000000
-	github.com/axsched/ax/mysqlstore v0.0.0-00010101000000-000000000000
+	github.com/axsched/ax v0.1.0
+	github.com/axsched/ax/mysqlstore v0.1.0
 	github.com/gammazero/workerpool v1.3.0
 	github.com/go-co-op/gocron/v2 v2.21.2
 	github.com/hibiken/asynq v0.26.0
@@ -69,7 +69,3 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/axsched/ax => ../..
-
-replace github.com/axsched/ax/mysqlstore => ../../mysqlstore
