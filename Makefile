@@ -9,7 +9,7 @@ MODULES := $(shell for m in . mysqlstore cmd/axbench; do [ -f $$m/go.mod ] && ec
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOLANGCI    := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 FUZZTIME    ?= 5s
-DEMO_FLAGS  ?= -scenario flood -reps 1 -quiet
+DEMO_FLAGS  ?=
 
 .PHONY: help
 help: ## Show this help.
@@ -54,6 +54,5 @@ consumer-check: ## Build and vet mysqlstore and cmd/axbench as their users do: G
 	@bash scripts/modcheck.sh consumer $(filter-out .,$(MODULES))
 
 .PHONY: demo
-demo: ## A short axbench run: High and Normal tasks in a Low flood, ax against FIFO and strict-priority pools (under 30 s).
-	@if [ -f cmd/axbench/go.mod ]; then cd cmd/axbench && go run . $(DEMO_FLAGS); \
-	else echo "demo: axbench is not built yet; it will run: axbench $(DEMO_FLAGS)"; fi
+demo: ## ax beside plain pools in about 10 s: High work in a Low flood; a slow, failing upstream (DEMO_FLAGS="-seed 2").
+	@go run ./examples/demo $(DEMO_FLAGS)
