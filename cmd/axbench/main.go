@@ -23,7 +23,7 @@
 //
 //	axbench -scenario saturation -reps 3 -duration 4s
 //
-// The flood scenario (make demo) is the short version of the point: a Low
+// The flood scenario is the short version of the point: a Low
 // flood while High and Normal ask for more than the rest of the capacity, so
 // that FIFO pools make High wait behind Low and the strict-priority pool
 // starves Low. Its table fits 100 columns and ends with a conclusion computed
