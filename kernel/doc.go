@@ -276,11 +276,11 @@
 //
 // A store that implements [store.SharedStore] (storekit.MemoryStore does) may be shared by
 // kernels in one process or many. Each kernel is an owner: it joins at [New] under
-// Config.Owner (generated if empty) with a lease of Config.Lease (15 s by default) on
-// the store's clock. Every group commit renews the lease in its own transaction, and
-// an idle kernel renews it every Lease/5. Each task's row belongs to the kernel that
-// submitted it, and only that kernel runs it while its lease lives: a second kernel on
-// the store never takes a live owner's tasks. [New] and, every quarter lease, a
+// Config.Owner (by default a name held per host and store, see there) with a lease of
+// Config.Lease (15 s by default) on the store's clock. Every group commit renews the
+// lease in its own transaction, and an idle kernel renews it every Lease/5. Each task's
+// row belongs to the kernel that submitted it, and only that kernel runs it while its
+// lease lives: a second kernel on the store never takes a live owner's tasks. [New] and, every quarter lease, a
 // rescuer goroutine take over the tasks of owners whose lease ended (a crashed or cut
 // off process) or that left (Shutdown and Close leave): queued and delayed tasks as
 // they are, running ones as a new attempt (the interrupted attempt is spent: it counts
@@ -294,9 +294,15 @@
 // renewal it cancels the contexts of its running durable attempts, so that they end
 // before another kernel may rescue their tasks; their ends and retries go to the
 // store, which refuses them if the task was taken over. A function that ignores its
-// context runs on (a goroutine cannot be stopped): at least once, again. Give each
-// replica a stable Config.Owner, so that a restarted process takes its own tasks back
-// at once instead of a lease later.
+// context runs on (a goroutine cannot be stopped): at least once, again.
+//
+// A process restarted on its host takes its own tasks back at once: with Config.Owner
+// empty it takes the default owner name its dead predecessor held (a slot locked with
+// flock(2), free once that process ended, kill -9 included), and joining under it ends
+// the dead membership, whose tasks it rescues at [New]. Two live kernels of one host
+// never share a default name. A replica that restarts on another host (a pod moved to
+// another node) needs a stable Config.Owner to do the same; otherwise its tasks are
+// rescued by the live kernels once its lease ended.
 //
 // Work is shared through the store's pool. A durable task goes to the pool instead of
 // running where it was submitted when it asks ([DurableTask.Pool]), when

@@ -37,7 +37,7 @@ func TestIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer o.Close()
+	defer func() { _ = o.Close() }()
 	if got, err := o.Identity(ctx); got != id || err != nil {
 		t.Errorf("Identity() through %s = %q, %v; want %q", cfg.Addr, got, err, id)
 	}

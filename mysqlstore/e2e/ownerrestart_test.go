@@ -135,18 +135,9 @@ func TestOwnerRestartDefaultConfig(t *testing.T) {
 	if len(lost) > 0 {
 		t.Errorf("%d acknowledged tasks never ran to their end, e.g. %v", len(lost), lost[:min(len(lost), 10)])
 	}
-	rs, err := db.QueryContext(ctx, "SELECT COUNT(*), COALESCE(SUM(state = ?), 0) FROM `"+table+"`", codeSucceeded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
 	var rows, succeeded int
-	for rs.Next() {
-		if err := rs.Scan(&rows, &succeeded); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := rs.Err(); err != nil {
+	err = db.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(state = ?), 0) FROM `"+table+"`", codeSucceeded).Scan(&rows, &succeeded)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if rows != len(acked) || succeeded != rows {

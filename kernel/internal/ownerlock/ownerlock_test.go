@@ -134,7 +134,7 @@ func TestTakeUnlinked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	a.Release()
 	if ok, err := lock(f); !ok || err != nil {
 		t.Fatalf("lock() of the removed file = %v, %v; want it locked", ok, err)
@@ -185,7 +185,7 @@ func TestTakeAcrossProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stdin.Close()
+	defer func() { _ = stdin.Close() }()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
