@@ -156,7 +156,7 @@ func (o *ownership) claimer() {
 		switch {
 		case err != nil:
 			if !errors.Is(err, store.ErrLeaseLost) && o.log != nil {
-				o.log.warn("kernel: claim pool tasks", "owner", o.name, "err", err)
+				o.log.warn("kernel: claim pool tasks", "owner", o.owner().Name, "err", err)
 			}
 			backoff = min(max(2*backoff, claimPollMin), claimPollMax)
 		case len(claimed) > 0:
@@ -280,7 +280,7 @@ func (o *ownership) readStates() {
 	cancel()
 	if err != nil {
 		if o.log != nil {
-			o.log.warn("kernel: read the states of pool tasks", "owner", o.name, "err", err)
+			o.log.warn("kernel: read the states of pool tasks", "owner", o.owner().Name, "err", err)
 		}
 		return
 	}

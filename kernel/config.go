@@ -326,10 +326,26 @@ type Config struct {
 	// Owner names this kernel as an owner of a [store.SharedStore] (see there): its tasks'
 	// rows carry it, and a kernel that joins under the same name ends the earlier
 	// membership at once and takes its tasks back, so a restarted process need not
-	// wait for its old lease to end. Give each replica a name of its own that it keeps
-	// across restarts (a pod name, a host and slot); two live kernels under one name
-	// take each other's tasks in turn. At most OwnerNameMax bytes. If empty, a name
-	// is generated, and a crashed kernel's tasks are rescued once its lease ended.
+	// wait for its old lease to end. Two live kernels under one name take each other's
+	// tasks in turn: a name given here must be this replica's own, kept across
+	// restarts (a pod name, a host and slot). At most OwnerNameMax bytes.
+	//
+	// If empty, the kernel takes a default name: "ax-", the host name, 6 hex digits of
+	// the namespace (host, user and the store's identity, see [store.Identifier]; one
+	// namespace per host and user for a store without one) and the lowest slot of the
+	// namespace that no live kernel holds. A slot is held with a flock(2) lock on a file
+	// under os.UserCacheDir() (or os.TempDir()), which ends with the process however it
+	// ends: two live kernels of one host never share a name, in one process or many,
+	// and a process restarted after a crash (kill -9 included) takes the dead one's
+	// slot, joins under its name and takes its tasks back at once. Close, or a Shutdown
+	// that completes, gives the slot back. Should a live kernel that does not see the
+	// lock (another host of the same name and machine ID, a container with a home and
+	// /tmp of its own) join under the name, this kernel goes on under a generated name
+	// at its next commit, with a warning. Without flock(2) (Windows) or with all 64
+	// slots held, the name is generated ("ax-" and 12 hex digits), and a crashed
+	// kernel's tasks are rescued once its lease ended. A replica restarted on another
+	// host needs a stable Owner to take its tasks back at once.
+	//
 	// Unused with a Store that is not a SharedStore. Not changeable.
 	Owner string
 

@@ -310,7 +310,7 @@ func (j *journal) idle() bool {
 	_, err := own.commit(ctx, nil) // the lone heartbeat
 	cancel()
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) && j.log != nil {
-		j.log.warn("kernel: renew the lease on the store", "owner", own.name, "err", err)
+		j.log.warn("kernel: renew the lease on the store", "owner", own.owner().Name, "err", err)
 	}
 	return true
 }

@@ -202,7 +202,8 @@ func (k *Kernel) Stats() Stats {
 		}
 		d.mu.Unlock()
 		if o := d.own; o != nil {
-			s.Store.Owner, s.Store.Epoch = o.name, o.cur.Load().Epoch
+			m := o.owner()
+			s.Store.Owner, s.Store.Epoch = m.Name, m.Epoch
 			s.Store.Joins, s.Store.LeaseLost = uint64(o.joins.Load()), uint64(o.lost.Load())
 			s.Store.Rescued, s.Store.Claimed = uint64(o.rescued.Load()), uint64(o.claimed.Load())
 			s.Store.Following = o.follow.len()

@@ -2,8 +2,6 @@ package kernel
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/axsched/ax/kernel/internal/ownerlock"
 	"github.com/axsched/ax/store"
 )
 
@@ -22,7 +21,7 @@ import (
 type ownership struct {
 	k      *Kernel
 	store  store.SharedStore // immutable
-	name   string            // immutable
+	slot   *ownerlock.Slot   // immutable: holds the default name; nil for Config.Owner or a generated one
 	lease  time.Duration
 	margin time.Duration // starts stop this long before the lease may end
 	log    *kernelLog    // nil without Config.Logger
@@ -44,35 +43,35 @@ type ownership struct {
 // atomicCounter is a counter read by Stats and the metrics.
 type atomicCounter struct{ atomic.Int64 }
 
-// ownerName returns name, or a generated one when it is empty.
-func ownerName(name string) string {
-	if name != "" {
-		return name
-	}
-	var b [6]byte
-	_, _ = crand.Read(b[:])
-	return "ax-" + hex.EncodeToString(b[:])
-}
-
 // joinStore makes the kernel an owner of s and reads back the tasks it rescues from
 // ended owners (and from no owner): the recovery at New.
 func (k *Kernel) joinStore(s store.SharedStore, c *Config) (*ownership, []store.StoredTask, error) {
-	o := &ownership{
-		k: k, store: s, name: ownerName(c.Owner), lease: c.Lease, margin: c.Lease / 3,
-		log: k.log, rescueNow: make(chan struct{}, 1), claimNow: make(chan struct{}, 1), stopCh: make(chan struct{}),
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
 	defer cancel()
-	t0 := time.Now()
-	m, err := storeCall(o.k, "Join", func() (store.Owner, error) { return s.Join(ctx, o.name, o.lease) })
+	name, slot, err := k.ownerName(ctx, s, c.Owner)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kernel: join the store as owner %q: %w", o.name, err)
+		return nil, nil, err
+	}
+	o := &ownership{
+		k: k, store: s, slot: slot, lease: c.Lease, margin: c.Lease / 3,
+		log: k.log, rescueNow: make(chan struct{}, 1), claimNow: make(chan struct{}, 1), stopCh: make(chan struct{}),
+	}
+	t0 := time.Now()
+	m, err := storeCall(o.k, "Join", func() (store.Owner, error) { return s.Join(ctx, name, o.lease) })
+	if err != nil {
+		if slot != nil {
+			slot.Release()
+		}
+		return nil, nil, fmt.Errorf("kernel: join the store as owner %q: %w", name, err)
 	}
 	o.cur.Store(&m)
 	o.renewed(t0)
 	o.joins.Add(1)
 	tasks, err := o.rescueAll(ctx, &m)
 	if err != nil {
+		if slot != nil {
+			slot.Release()
+		}
 		return nil, nil, fmt.Errorf("kernel: rescue the tasks of ended owners: %w", err)
 	}
 	return o, tasks, nil
@@ -133,7 +132,7 @@ func (o *ownership) commit(ctx context.Context, changes []store.Change) ([]error
 		o.lost.Add(1)
 		o.okUntil.Store(0)
 		if o.log != nil {
-			o.log.warn("kernel: this kernel's lease on the store ended; it joins again as a new owner", "owner", o.name, "epoch", m.Epoch, "err", err)
+			o.log.warn("kernel: this kernel's lease on the store ended; it joins again as a new owner", "owner", m.Name, "epoch", m.Epoch, "err", err)
 		}
 		o.rejoin(m)
 	}
@@ -144,10 +143,11 @@ func (o *ownership) commit(ctx context.Context, changes []store.Change) ([]error
 // it can. It retries until it joined or the kernel stops. Journal goroutine only.
 func (o *ownership) rejoin(old *store.Owner) {
 	backoff := time.Duration(0)
+	name := o.rejoinName(old)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), o.k.dur.j.timeout)
 		t0 := time.Now()
-		m, err := storeCall(o.k, "Join", func() (store.Owner, error) { return o.store.Join(ctx, o.name, o.lease) })
+		m, err := storeCall(o.k, "Join", func() (store.Owner, error) { return o.store.Join(ctx, name, o.lease) })
 		if err == nil {
 			o.cur.Store(&m)
 			o.renewed(t0)
@@ -158,10 +158,10 @@ func (o *ownership) rejoin(old *store.Owner) {
 				o.k.recoverStored(ts)
 			}
 			if rerr != nil && o.log != nil {
-				o.log.warn("kernel: rescue after joining again", "owner", o.name, "err", rerr)
+				o.log.warn("kernel: rescue after joining again", "owner", name, "err", rerr)
 			}
 			if o.log != nil {
-				o.log.info("kernel: joined the store again", "owner", o.name, "epoch", m.Epoch, "ended", old.Epoch, "rescued", len(ts))
+				o.log.info("kernel: joined the store again", "owner", name, "epoch", m.Epoch, "ended", old.Epoch, "rescued", len(ts))
 			}
 			return
 		}
@@ -190,7 +190,7 @@ func (o *ownership) watchLease() {
 		if d <= 0 && until != told {
 			told = until
 			if o.log != nil {
-				o.log.warn("kernel: the lease on the store was not renewed in time; running durable attempts are cancelled", "owner", o.name)
+				o.log.warn("kernel: the lease on the store was not renewed in time; running durable attempts are cancelled", "owner", o.owner().Name)
 			}
 			o.k.control(ctrlMsg{kind: ctrlLeaseLapse})
 		}
@@ -229,12 +229,12 @@ func (o *ownership) startRescuer() {
 			cancel()
 			if len(ts) > 0 {
 				if o.log != nil {
-					o.log.info("kernel: rescued the tasks of ended owners", "owner", o.name, "tasks", len(ts))
+					o.log.info("kernel: rescued the tasks of ended owners", "owner", o.owner().Name, "tasks", len(ts))
 				}
 				o.k.recoverStored(ts)
 			}
 			if err != nil && !errors.Is(err, store.ErrLeaseLost) && o.log != nil {
-				o.log.warn("kernel: rescue of ended owners' tasks", "owner", o.name, "err", err)
+				o.log.warn("kernel: rescue of ended owners' tasks", "owner", o.owner().Name, "err", err)
 			}
 		}
 	})
@@ -252,7 +252,7 @@ func (o *ownership) leave(ctx context.Context) {
 	m := o.cur.Load()
 	_, err := storeCall(o.k, "Leave", func() (struct{}, error) { return struct{}{}, o.store.Leave(ctx, *m) })
 	if err != nil && o.log != nil {
-		o.log.warn("kernel: leave the store; its tasks are rescued once the lease ends", "owner", o.name, "err", err)
+		o.log.warn("kernel: leave the store; its tasks are rescued once the lease ends", "owner", o.owner().Name, "err", err)
 	}
 }
 

@@ -70,7 +70,7 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 		if !waitFor(ctx.Done(), k.dur.j.stop) {
 			return &ShutdownError{Err: ctx.Err(), Journal: int(k.dur.j.pending.Load())}
 		}
-		if own != nil && !waitFor(ctx.Done(), func() { own.leave(ctx) }) {
+		if own != nil && !waitFor(ctx.Done(), func() { own.leave(ctx); own.release() }) {
 			return &ShutdownError{Err: ctx.Err()}
 		}
 	}
@@ -145,6 +145,7 @@ func (k *Kernel) Close() error {
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
 				own.leave(ctx)
+				own.release() // once the journal stopped, however long its last call takes
 			})
 		}
 	}

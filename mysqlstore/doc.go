@@ -98,7 +98,14 @@
 // clock (UTC_TIMESTAMP(6)), never a process's, so the kernels' clocks need not agree.
 //
 // [Store.Join] takes an epoch above the epoch part of every live task's fence (one read
-// of the live rows' index range) and inserts the owner row. [Store.CommitAs] is
+// of the live rows' index range), ends the earlier epochs of the same name, whose tasks
+// become rescuable at once, and inserts the owner row. A kernel with no Config.Owner
+// joins under a default name held per host, user and store (see kernel.Config.Owner),
+// the store being told apart by [Store.Identity]: the server's @@hostname and @@port,
+// the database and the table, so that processes reaching one table through other
+// addresses or pools agree. A process restarted after a crash so takes its
+// predecessor's name, and its Join hands it the dead owner's tasks without waiting out
+// the lease. [Store.CommitAs] is
 // [Store.Commit] whose transaction first renews the owner's lease:
 //
 //	UPDATE <table>_owners SET expires_at = UTC_TIMESTAMP(6) + INTERVAL lease_us MICROSECOND,

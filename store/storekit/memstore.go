@@ -2,6 +2,8 @@ package storekit
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,22 +23,32 @@ type MemoryStore struct {
 	live   map[string]string            // guarded by mu; unique key → ID of the live task holding it
 	closed bool                         // guarded by mu
 	shared                              // guarded by mu: owners and named leases
+	id     string                       // immutable: see Identity
 }
 
 var (
 	_ store.Store       = (*MemoryStore)(nil)
 	_ store.SharedStore = (*MemoryStore)(nil)
+	_ store.Identifier  = (*MemoryStore)(nil)
 )
 
 // NewMemoryStore returns an empty [MemoryStore]. Its leases run on the real clock
 // (time.Now, which a testing/synctest bubble makes virtual); see [MemoryStore.SetClock].
 func NewMemoryStore() *MemoryStore {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
 	return &MemoryStore{
 		tasks:  make(map[string]*store.StoredTask),
 		live:   make(map[string]string),
 		shared: newShared(),
+		id:     "memory:" + hex.EncodeToString(b[:]),
 	}
 }
+
+// Identity implements [store.Identifier]: "memory:" and 16 random hex digits, drawn by
+// [NewMemoryStore], so that every MemoryStore (whose tasks die with it) is a store of its
+// own.
+func (s *MemoryStore) Identity(context.Context) (string, error) { return s.id, nil }
 
 // Commit implements [store.Store.Commit]. It never blocks on anything but the store's
 // mutex. Tasks it inserts have no owner.
