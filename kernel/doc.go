@@ -76,8 +76,9 @@
 //     their slot back, and [Kernel.Zombies] lists them.
 //   - A panic or runtime.Goexit in a task's function ends the task Failed with a
 //     [*PanicError]; it is not retried. Panics in callbacks are recovered and
-//     counted; OnEvent, OnTimeout and the Logger's handler run on goroutines of
-//     their own behind bounded queues, never on the scheduler's.
+//     counted; OnEvent, OnTimeout, Task.OnEnd and the Logger's handler run on
+//     goroutines of their own, never on the scheduler's (OnEnd calls are never
+//     dropped; the others wait behind bounded queues).
 //   - Without a store, tasks live in memory: a crash loses them, and an attempt
 //     runs at most once. A durable task that [Kernel.SubmitDurable] acknowledged
 //     runs at least once, whatever happens to the process.

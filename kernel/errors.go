@@ -72,7 +72,7 @@ var (
 
 	// ErrStopFromInside is returned by [Kernel.Shutdown] and [Kernel.Close] when
 	// called from the kernel's own goroutines — a task's function, an OnEvent,
-	// OnTimeout or Logger handler callback, a BackoffFunc, a Store method — which
+	// OnTimeout, OnEnd or Logger handler callback, a BackoffFunc, a Store method — which
 	// they would wait for: the stop begins and goes on in
 	// the background, and the call returns at once.
 	ErrStopFromInside = errors.New("kernel: Shutdown or Close called from a task or callback of this kernel: the stop goes on without waiting for its caller")
@@ -152,7 +152,7 @@ type ShutdownError struct {
 	// Shutdown gave up waiting for the store. The store keeps those tasks' earlier
 	// states: a task it still holds as live runs again on the next start.
 	Journal int
-	// Callbacks counts the OnEvent, OnTimeout and Config.Logger handler callbacks
+	// Callbacks counts the OnEvent, OnTimeout, OnEnd and Config.Logger handler callbacks
 	// still running when Shutdown gave up waiting for them.
 	Callbacks int
 }

@@ -25,12 +25,13 @@ import (
 // at the time it may go on; the group has one for its total rate and one to
 // forget idle keys. Everything here is loop-owned.
 
-// taskExt holds what few tasks need, off the task record: the OnTimeout callback
-// and the task's group.
+// taskExt holds what few tasks need, off the task record: the OnTimeout and OnEnd
+// callbacks and the task's group.
 type taskExt struct {
-	onTimeout func(int) // immutable
-	gd        *groupDef // immutable: the task's group as submitted; nil: none
-	key       string    // immutable
+	onTimeout func(int)          // immutable
+	onEnd     func(State, error) // immutable
+	gd        *groupDef          // immutable: the task's group as submitted; nil: none
+	key       string             // immutable
 
 	// Loop-owned once submitted.
 	ks      *keyState // the key while the task is in the gate or holds a permit

@@ -76,6 +76,7 @@ type Kernel struct {
 	workDone chan struct{}  // closed when the last executor goroutine (zombies too) exits
 
 	events   *callbackQueue[Event] // nil without Config.OnEvent
+	ends     endQueue              // Task.OnEnd calls (onend.go)
 	log      *kernelLog            // nil without Config.Logger
 	sidePool *sidePool             // OnTimeout callbacks and zombie stack dumps
 	// guarded holds the IDs of the goroutines running user code the kernel waits

@@ -93,9 +93,9 @@ type Stats struct {
 	// were waiting for Config.Logger's handler.
 	LogsDropped uint64
 	// CallbackPanics counts the panics, and calls of runtime.Goexit, recovered from
-	// OnEvent, OnTimeout, RetryPolicy.BackoffFunc and Config.Logger's handler.
+	// OnEvent, OnTimeout, OnEnd, RetryPolicy.BackoffFunc and Config.Logger's handler.
 	CallbackPanics uint64
-	// CallbacksAbandoned is the number of OnEvent, OnTimeout and Config.Logger
+	// CallbacksAbandoned is the number of OnEvent, OnTimeout, OnEnd and Config.Logger
 	// handler calls that were still running when Shutdown or Close stopped waiting
 	// for them.
 	CallbacksAbandoned int

@@ -185,6 +185,9 @@ func (k *Kernel) end(h *Handle, to State, err error) {
 	if k.events != nil {
 		k.emit(h, from, to, h.cur, err)
 	}
+	if x := h.ext; x != nil && x.onEnd != nil {
+		k.endCalls().push(endCall{fn: x.onEnd, state: to, err: err})
+	}
 	if !h.pooled {
 		h.finish(err)
 	}
@@ -203,13 +206,13 @@ func (k *Kernel) settlesItself(a *attempt) bool {
 }
 
 // loopEnds reports whether h's end must pass through the loop because of its ext:
-// the gate gives its permit back, an OverlapQueueOne schedule submits the
+// the gate gives its permit back, Task.OnEnd is queued, an OverlapQueueOne schedule submits the
 // occurrence waiting behind this one. Another schedule's occurrence ends on its
 // executor, which takes it off the schedule's live one (finishSelfSettled); the
 // loop drops those it finds ended (Scheduled.anyLive).
 func loopEnds(h *Handle) bool {
 	x := h.ext
-	return x != nil && (x.gd != nil || x.sched != nil && x.sched.o.Overlap == OverlapQueueOne)
+	return x != nil && (x.gd != nil || x.onEnd != nil || x.sched != nil && x.sched.o.Overlap == OverlapQueueOne)
 }
 
 // finishSelfSettled settles a succeeded attempt on its executor (see

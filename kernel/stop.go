@@ -12,7 +12,7 @@ import (
 // end; delayed tasks and retries not yet due end Abandoned with [ErrAbandoned], and
 // attempts that fail while draining are not retried. It blocks until every task is
 // terminal, every executor goroutine has exited — zombies of timed-out tasks
-// included — and the OnEvent, OnTimeout and Logger handler callbacks have
+// included — and the OnEvent, OnTimeout, OnEnd and Logger handler callbacks have
 // returned, and returns
 // nil. If ctx ends first it returns a [*ShutdownError] wrapping ctx.Err() that
 // counts what had not finished; the drain goes on, and [Kernel.Close] ends it. If
@@ -21,7 +21,7 @@ import (
 // idempotent and safe to call concurrently with Close.
 //
 // Called from the kernel's own goroutines — a task's function, an OnEvent,
-// OnTimeout or Logger handler callback — Shutdown would wait for its caller: it begins the drain and
+// OnTimeout, OnEnd or Logger handler callback — Shutdown would wait for its caller: it begins the drain and
 // returns [ErrStopFromInside] at once, and the drain completes once the caller
 // returns.
 func (k *Kernel) Shutdown(ctx context.Context) error {
@@ -89,7 +89,7 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 // retrying tasks Canceled with [ErrClosed], and cancels the contexts of running
 // tasks, which end Canceled with ErrClosed at once. It then waits up to
 // Config.ZombieGrace (on Config.Clock) for the running functions, zombies
-// included, and the OnEvent and OnTimeout callbacks to return, and logs those
+// included, and the OnEvent, OnTimeout and OnEnd callbacks to return, and logs those
 // that did not; then it waits up to ZombieGrace more for the Logger's handler to
 // take the kernel's records, and returns nil: Close always returns. A callback
 // still running then is abandoned (its goroutine ends when it returns;
@@ -99,7 +99,7 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 // is idempotent; after Shutdown it ends what the drain left.
 //
 // Called from the kernel's own goroutines (a task's function, an OnEvent,
-// OnTimeout or Logger handler callback), Close ends the tasks as above but does not wait for its
+// OnTimeout, OnEnd or Logger handler callback), Close ends the tasks as above but does not wait for its
 // caller: it returns [ErrStopFromInside] at once, and the rest of the stop
 // completes in the background.
 func (k *Kernel) Close() error {
@@ -151,7 +151,7 @@ func (k *Kernel) Close() error {
 	}
 	n := k.stopCallbacks(expired)
 	if n > 0 && k.log != nil {
-		k.log.warn("kernel: close abandoned callbacks still running (OnEvent or OnTimeout)", "callbacks", n)
+		k.log.warn("kernel: close abandoned callbacks still running (OnEvent, OnTimeout or OnEnd)", "callbacks", n)
 	}
 	if k.log != nil {
 		// The records above may have been queued after the grace ended: the
@@ -206,6 +206,9 @@ func (k *Kernel) onOwnGoroutine() bool {
 	if k.sidePool.has(gid) || (k.events != nil && k.events.gid.Load() == gid) || (k.log != nil && k.log.q.gid.Load() == gid) {
 		return true
 	}
+	if q := k.ends.q.Load(); q != nil && q.gid.Load() == gid {
+		return true
+	}
 	q := &k.rq
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -240,14 +243,19 @@ func (k *Kernel) beginStop(kind ctrlKind) {
 	k.control(ctrlMsg{kind: kind})
 }
 
-// stopCallbacks stops the OnTimeout pool and the event goroutine, waiting for them
-// until deadline, and returns how many of them were still running a callback then.
+// stopCallbacks stops the OnTimeout pool, the event goroutine and the OnEnd
+// goroutine, waiting for them until deadline, and returns how many of them were
+// still running a callback then. It is called only after the loop returned, so
+// that every OnEnd of a task the loop ended is delivered first.
 // Its caller then stops the logger's goroutine (kernelLog.stop), which takes what
 // was logged until then, and counts the abandoned goroutines in
 // Stats.CallbacksAbandoned. It may be called again.
 func (k *Kernel) stopCallbacks(deadline <-chan struct{}) int {
 	n := k.sidePool.stop(deadline)
 	if k.events != nil && !k.events.stop(deadline) {
+		n++
+	}
+	if q := k.ends.q.Load(); q != nil && !q.stop(deadline) {
 		n++
 	}
 	return n

@@ -162,13 +162,13 @@ const (
 //	path       conditions
 //	---------  ----------------------------------------------------------------
 //	light      fire-and-forget; no ID; due now (no Delay, no At); no Retry of
-//	           its own; no Values; no timeout (Task.Timeout, else the
-//	           priority's DefaultTimeout, is 0 or NoTimeout); no OnEvent
-//	fast lane  the parked loop opened the lane (fastOpen); no ID; due now;
-//	           Task.Timeout is NoTimeout, or 0 with no DefaultTimeout for its
-//	           priority; no OnEvent
-//	lazy       fire-and-forget; delayed (Delay or At); no ID, OnTimeout, Retry
-//	           of its own or Values; Task.Timeout at most lazyTimeoutMax or
+//	           its own; no Values; no OnEnd; no timeout (Task.Timeout, else
+//	           the priority's DefaultTimeout, is 0 or NoTimeout); no OnEvent
+//	fast lane  the parked loop opened the lane (fastOpen); no ID; due now; no
+//	           OnEnd; Task.Timeout is NoTimeout, or 0 with no DefaultTimeout for
+//	           its priority; no OnEvent
+//	lazy       fire-and-forget; delayed (Delay or At); no ID, OnTimeout, OnEnd,
+//	           Retry of its own or Values; Task.Timeout at most lazyTimeoutMax or
 //	           NoTimeout; no OnEvent
 //	record     every other task
 //
@@ -183,23 +183,24 @@ const (
 //	settled    conditions
 //	---------  ----------------------------------------------------------------
 //	executor   a light task that succeeded; or a record's attempt that
-//	           succeeded, has no timeout, is not durable, has no ID, no OnEvent
-//	           listens and the loop did not end it already (settlesItself)
+//	           succeeded, has no timeout, is not durable, has no ID, no OnEnd,
+//	           no group, no OnEvent listens and the loop did not end it already
+//	           (settlesItself)
 //	loop       every other attempt (failed, panicked, timed out, cancelled,
-//	           durable, named, or watched by OnEvent)
+//	           durable, named, with an OnEnd or a group, or watched by OnEvent)
 //
 // Batch members (Batch.Go, Map) and durable tasks do not pass here: they always
 // travel by record.
 func (k *Kernel) pathOf(t *Task, prio Priority, rc *resolved, pooled bool) taskPath {
 	switch {
-	case pooled && t.ID == "" && t.Delay == 0 && t.At.IsZero() && t.Retry == nil && t.Values == nil && k.events == nil &&
-		taskTimeout(t, prio, rc) == 0:
+	case pooled && t.ID == "" && t.Delay == 0 && t.At.IsZero() && t.Retry == nil && t.Values == nil && t.OnEnd == nil &&
+		k.events == nil && taskTimeout(t, prio, rc) == 0:
 		return pathLight
-	case k.fastOpen.Load() && t.ID == "" && t.Delay == 0 && t.At.IsZero() && k.events == nil &&
+	case k.fastOpen.Load() && t.ID == "" && t.Delay == 0 && t.At.IsZero() && t.OnEnd == nil && k.events == nil &&
 		(t.Timeout == NoTimeout || (t.Timeout == 0 && rc.cfg.DefaultTimeout.Get(prio) == 0)):
 		return pathFast
-	case pooled && (t.Delay > 0 || !t.At.IsZero()) && t.ID == "" && t.OnTimeout == nil && t.Retry == nil && t.Values == nil &&
-		k.events == nil && (t.Timeout <= lazyTimeoutMax || t.Timeout == NoTimeout):
+	case pooled && (t.Delay > 0 || !t.At.IsZero()) && t.ID == "" && t.OnTimeout == nil && t.OnEnd == nil && t.Retry == nil &&
+		t.Values == nil && k.events == nil && (t.Timeout <= lazyTimeoutMax || t.Timeout == NoTimeout):
 		return pathLazy
 	}
 	return pathRecord
@@ -244,8 +245,8 @@ func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *
 	h.bucket = levelOf(prio)
 	h.run = t.Run
 	h.ext = nil
-	if t.OnTimeout != nil {
-		h.ext = &taskExt{onTimeout: t.OnTimeout}
+	if t.OnTimeout != nil || t.OnEnd != nil {
+		h.ext = &taskExt{onTimeout: t.OnTimeout, onEnd: t.OnEnd}
 	}
 	h.timeout = taskTimeout(t, prio, rc)
 	h.retry = nil

@@ -69,6 +69,22 @@ type Task struct {
 	// scheduler's — so it may log or clean up. Calls that find the pool's queue full
 	// are dropped and counted (Stats.OnTimeoutDropped).
 	OnTimeout func(attempt int)
+
+	// OnEnd, if set, is called exactly once when the task reaches its terminal
+	// state (Succeeded, Failed, TimedOut, Canceled, Evicted or Abandoned), with
+	// that state and the error [Handle.Wait] returns for it (nil for Succeeded). It is called
+	// for every task a submit method accepted, whichever way the task ends —
+	// success, failure after its retries, Cancel, a timeout, eviction, Shutdown's
+	// abandon, Close — and never for one it refused. It runs on a goroutine of the
+	// kernel's own, never the scheduler's, one call at a time in the order the
+	// tasks ended, behind a queue that drops nothing; it may be called before or
+	// after [Handle.Wait] returns. A panic in it is recovered and counted
+	// (Stats.CallbackPanics). Shutdown and Close wait for the calls of the tasks
+	// they ended, within their bounds (see [Kernel.Shutdown]). A task with OnEnd
+	// travels on a record of its own (never light, lazy or by the fast lane) and
+	// ends through the scheduler. Batch members ([Batch.Go], [Map]) and durable
+	// tasks have no OnEnd. If nil, nothing is called.
+	OnEnd func(state State, err error)
 }
 
 // validate checks the task's fields, naming the bad ones.
