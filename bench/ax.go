@@ -22,7 +22,8 @@ import (
 // budget, zombies). ax is also the keyed executor of the groups scenario
 // ([Factory.Keyed]): a kernel whose groups hold the per-key limits, and the
 // recurring scheduler of the schedules scenario ([Factory.Schedules]): a
-// kernel at its defaults whose schedules are kernel.Every.
+// kernel at its defaults and a schedule.Scheduler whose schedules are
+// schedule.Every.
 func AxFactories() []Factory {
 	return []Factory{
 		{

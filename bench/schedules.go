@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/schedule"
 )
 
 // ScheduleExecutor runs recurring jobs at fixed intervals. Implementations are
@@ -18,10 +19,11 @@ type ScheduleExecutor interface {
 	Close()
 }
 
-// axSchedules adapts a kernel at its defaults: each job is a kernel.Every
-// schedule at the default misfire and overlap policies.
+// axSchedules adapts a kernel at its defaults and a scheduler bound to it: each
+// job is a schedule.Every schedule at the default misfire and overlap policies.
 type axSchedules struct {
-	k *kernel.Kernel // immutable
+	k *kernel.Kernel      // immutable
+	s *schedule.Scheduler // immutable
 }
 
 var _ ScheduleExecutor = (*axSchedules)(nil)
@@ -31,11 +33,16 @@ func newAxSchedules() (ScheduleExecutor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &axSchedules{k: k}, nil
+	s, err := schedule.New(k, schedule.Config{})
+	if err != nil {
+		_ = k.Close()
+		return nil, err
+	}
+	return &axSchedules{k: k, s: s}, nil
 }
 
 func (a *axSchedules) Every(d time.Duration, fire func()) (time.Time, error) {
-	sc, err := a.k.Schedule(kernel.Every(d), func(context.Context, kernel.Fire) error {
+	sc, err := a.s.Add(schedule.Every(d), func(context.Context, schedule.Fire) error {
 		fire()
 		return nil
 	}, nil)
@@ -48,6 +55,7 @@ func (a *axSchedules) Every(d time.Duration, fire func()) (time.Time, error) {
 func (a *axSchedules) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	a.s.Stop()
 	_ = a.k.Shutdown(ctx)
 	_ = a.k.Close()
 }

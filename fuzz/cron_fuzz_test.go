@@ -6,7 +6,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/schedule"
 )
 
 // cronSeeds are the table cases FuzzParseCron starts from.
@@ -31,7 +31,7 @@ var cronSeeds = []struct {
 // FuzzParseCron checks that ParseCron never panics and that an accepted spec's Next,
 // from any time, is strictly increasing and returns. In UTC, where there is no daylight
 // saving time, robfig/cron's own SpecSchedule.Next is the reference: they agree
-// wherever it finds a time (it looks 5 years ahead, kernel.CronHorizonYears further).
+// wherever it finds a time (it looks 5 years ahead, schedule.CronHorizonYears further).
 func FuzzParseCron(f *testing.F) {
 	for _, s := range cronSeeds {
 		f.Add(s.spec, s.at, false)
@@ -47,7 +47,7 @@ func FuzzParseCron(f *testing.F) {
 		if inNY {
 			loc = ny
 		}
-		s, err := kernel.ParseCron(spec, loc)
+		s, err := schedule.ParseCron(spec, loc)
 		if err != nil {
 			return
 		}

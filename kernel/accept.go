@@ -77,10 +77,6 @@ func (k *Kernel) onTimer(e timerEntry) {
 	a := e.a
 	if a == nil {
 		if isGateEntry(&e) {
-			if isSchedEntry(&e) {
-				k.onSchedTimer(e.t.meta)
-				return
-			}
 			k.onGateTimer(e.t.meta)
 			return
 		}

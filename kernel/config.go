@@ -151,9 +151,6 @@ type Event struct {
 	Note  Note   // what happened to a group or key; 0 for a task's state change
 	// Breaker is the state a key's breaker entered (Note NoteBreaker).
 	Breaker BreakerState
-	// Schedule names the schedule of a Note about one (NoteFired, NoteMisfired,
-	// NoteSkipped, NoteRefused); empty otherwise.
-	Schedule string
 }
 
 // Note says what an [Event] about a group or a key reports.
@@ -169,16 +166,6 @@ const (
 	NoteResumed
 	// NoteBreaker: the key's breaker changed state (Event.Breaker).
 	NoteBreaker
-	// NoteFired: a schedule (Event.Schedule) submitted an occurrence.
-	NoteFired
-	// NoteMisfired: targets of a schedule passed its grace and did not fire (its
-	// misfire policy).
-	NoteMisfired
-	// NoteSkipped: a schedule's overlap policy did not submit an occurrence.
-	NoteSkipped
-	// NoteRefused: the kernel had no room for a schedule's occurrence, or a durable
-	// schedule's store call failed (Event.Err says why).
-	NoteRefused
 )
 
 // Config configures a [Kernel]. The zero value is valid: every field has a default,

@@ -20,8 +20,6 @@ const (
 	ctrlPrestarted                      // a commit stored these tasks started, and frees its reservation (prestart)
 	ctrlLeaseLapse                      // the lease may end soon without a renewal: cancel the running durable attempts
 	ctrlPause                           // pause (pause) or resume the work of sel, answer on ack
-	ctrlSchedule                        // add, change or remove a schedule (sched), answer on ack
-	ctrlSchedStored                     // the firer's result of a durable schedule's request (schedReq)
 )
 
 // ctrlMsg is a message from the API to the loop.
@@ -41,8 +39,6 @@ type ctrlMsg struct {
 	// ctrlPrestarted: the tasks and the reservation of one commit.
 	prestart *prestartMsg
 	id       string
-	sched    *schedMsg  // ctrlSchedule
-	schedReq *schedReq  // ctrlSchedStored
 	sel      Selector   // ctrlPause
 	pause    bool       // ctrlPause: pause rather than resume
 	ack      chan error // size 1
@@ -92,10 +88,6 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 			k.publishGroups() // Stats after Pause or Resume returns shows it
 		}
 		m.ack <- err
-	case ctrlSchedule:
-		m.ack <- k.handleSched(m.sched)
-	case ctrlSchedStored:
-		k.schedStored(m.schedReq)
 	case ctrlShutdown:
 		k.beginDrain()
 	case ctrlClose:

@@ -3,10 +3,10 @@
 // quota, so that High work goes first and Low work is never starved; bounds every
 // attempt with a timeout and retries failures with backoff under a retry budget;
 // limits work per key (an upstream host, a tenant) with concurrency limits, rates
-// and circuit breakers; fires cron and interval schedules; refuses or waits when
-// full; and reports what it does through stats, events and Prometheus metrics.
+// and circuit breakers; refuses or waits when full; and reports what it does through stats, events and Prometheus metrics.
 // With a store (Config.Store; mysqlstore keeps tasks in MySQL or MariaDB), tasks
-// outlive the process and several processes share them.
+// outlive the process and several processes share them. Package schedule fires
+// cron and interval schedules into a kernel through this package's API.
 //
 //	k, err := kernel.New(kernel.Config{MaxConcurrency: 100}) // the zero Config is valid too
 //	if err != nil { ... }
@@ -99,7 +99,8 @@
 // docs/priorities.md (quotas, reserved slots, aging, admission and eviction),
 // docs/retries.md (timeouts, zombies, retry policies, the retry budget),
 // docs/groups.md (per-key limits, rates, circuit breakers, pause and resume),
-// docs/schedules.md (cron and intervals, misfires, overlap, durable schedules),
+// docs/schedules.md (cron and intervals with package schedule, misfires,
+// overlap, durable schedules),
 // docs/durable.md (durable tasks, several processes on one store, the shared pool)
 // and docs/operations.md (stats, events, metrics, Update, stopping, what a caller
 // must not do). docs/design.md describes how the kernel works inside.

@@ -49,19 +49,6 @@ var (
 	// holds GroupConfig.MaxWaiting tasks not yet started.
 	ErrGroupFull = errors.New("kernel: group key full")
 
-	// ErrScheduleRemoved is returned by [Scheduled.Pause], [Scheduled.Resume],
-	// [Scheduled.Trigger] and [Scheduled.Update] after [Scheduled.Remove].
-	ErrScheduleRemoved = errors.New("kernel: schedule removed")
-
-	// ErrScheduleStuck is the Err of the event (NoteMisfired) of a schedule that ended
-	// because its Schedule's Next returned a time not after the one it was given: it
-	// would have fired at every pass of the loop.
-	ErrScheduleStuck = errors.New("kernel: the schedule's Next did not move forward")
-
-	// ErrScheduleExists is returned (wrapped) by [Kernel.Schedule] when
-	// ScheduleOptions.Name names a live schedule of the kernel.
-	ErrScheduleExists = errors.New("kernel: schedule name in use")
-
 	// ErrCircuitOpen is the error of a task of a group whose key's breaker is open
 	// while BreakerConfig.FailFast is set: it ends Failed without running.
 	ErrCircuitOpen = errors.New("kernel: circuit open")

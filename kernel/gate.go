@@ -37,8 +37,6 @@ type taskExt struct {
 	ks      *keyState // the key while the task is in the gate or holds a permit
 	inGate  bool      // waiting in its key's queue
 	counted bool      // counted in its key's waiting tasks (MaxWaiting); set by the submitter
-
-	sched *Scheduled // immutable: the schedule whose occurrence the task is; nil: none
 }
 
 // groupExt returns h's group ext, or nil for a task without a group.

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -385,101 +384,6 @@ func Example_sharedStore() {
 	// Output:
 	// <nil> 1
 	// api-0
-}
-
-// A nightly job on the wall clock of New York, and a refresh every 10 ms that never
-// runs twice at once.
-func Example_schedules() {
-	k, err := kernel.New(kernel.Config{})
-	if err != nil {
-		panic(err)
-	}
-	defer func() { _ = k.Close() }()
-
-	ny, err := time.LoadLocation("America/New_York")
-	if err != nil {
-		panic(err)
-	}
-	nightly, err := kernel.ParseCron("30 2 * * *", ny)
-	if err != nil {
-		panic(err)
-	}
-	// 02:30 does not exist on 9 March 2025 (spring forward): it runs at 03:00.
-	fmt.Println(nightly.Next(time.Date(2025, 3, 8, 12, 0, 0, 0, ny)))
-	report, err := k.Schedule(nightly, func(ctx context.Context, f kernel.Fire) error {
-		return nil // f.Scheduled is the target; f.Missed the targets that did not fire
-	}, &kernel.ScheduleOptions{Name: "report", Misfire: kernel.MisfireOnce, Timeout: time.Hour})
-	if err != nil {
-		panic(err)
-	}
-	defer report.Remove()
-
-	fires := make(chan kernel.Fire, 8)
-	refresh, err := k.Schedule(kernel.Every(10*time.Millisecond), func(ctx context.Context, f kernel.Fire) error {
-		fires <- f
-		return nil
-	}, &kernel.ScheduleOptions{
-		Name:       "refresh",
-		RunOnStart: true,               // fire once at once
-		Overlap:    kernel.OverlapSkip, // never two at once
-		Jitter:     time.Millisecond,   // each fire up to 1 ms late, spread
-		Priority:   kernel.High,
-	})
-	if err != nil {
-		panic(err)
-	}
-	for range 3 {
-		<-fires
-	}
-	refresh.Remove() // fires no more; a running occurrence completes
-	fmt.Println(k.Stats().Schedules["report"].Fires, len(k.Stats().Schedules))
-	// Output:
-	// 2025-03-09 03:00:00 -0400 EDT
-	// 0 1
-}
-
-// A durable schedule: two kernels (replicas) on one store follow it, and each
-// occurrence fires once, in one of them.
-func Example_durableSchedules() {
-	store := storekit.NewMemoryStore() // in production: a mysqlstore.Store, one table for every replica
-	ran := make(chan time.Time, 8)
-	report := func(ctx context.Context, payload []byte) error {
-		_, target, _ := kernel.OccurrenceOf(ctx) // the occurrence's target
-		select {
-		case ran <- target:
-		default:
-		}
-		return nil
-	}
-	for _, owner := range []string{"replica-1", "replica-2"} {
-		k, err := kernel.New(kernel.Config{Store: store, Owner: owner})
-		if err != nil {
-			panic(err)
-		}
-		defer func() { _ = k.Close() }()
-		if err := k.Register("report", report); err != nil {
-			panic(err)
-		}
-		_, err = k.ScheduleDurable(kernel.Every(20*time.Millisecond), "report", []byte("weekly"), &kernel.ScheduleOptions{
-			Name:    "report", // required: the schedule's identity in the store
-			Misfire: kernel.MisfireOnce,
-			Grace:   time.Minute,
-		})
-		if err != nil {
-			panic(err)
-		}
-	}
-	targets := []time.Time{<-ran, <-ran, <-ran}
-	slices.SortFunc(targets, time.Time.Compare) // the replicas run them side by side
-	// Distinct targets of the schedule: none fired twice.
-	apart := true
-	for i := 1; i < len(targets); i++ {
-		gap := targets[i].Sub(targets[i-1])
-		apart = apart && gap > 0 && gap%(20*time.Millisecond) == 0
-	}
-	fmt.Println(apart)
-	// Output:
-	// true
 }
 
 // A circuit breaker per key: once enough attempts failed it opens, and with FailFast

@@ -86,8 +86,6 @@ type Kernel struct {
 	zmu  sync.Mutex
 	zset map[*zombie]struct{} // zombies now; guarded by zmu
 
-	schedRegistry // Kernel.Schedule's schedules (schedule.go)
-
 	gpubMu sync.Mutex
 	gpub   map[string]*groupPub // the published figures of each group; guarded by gpubMu
 	m      *kernelMetrics
@@ -201,7 +199,6 @@ func New(cfg Config) (*Kernel, error) {
 	if k.dur != nil && k.dur.own != nil {
 		k.dur.own.startRescuer()
 		k.dur.own.startClaimer()
-		k.dur.own.startFirer()
 	}
 	g.activate(c.Name, k)
 	return k, nil
@@ -216,6 +213,12 @@ func (k *Kernel) Metrics() *metrics.Set { return k.rc.Load().cfg.Metrics }
 // that keeps its own timers beside the kernel (a scheduler, a rate limiter) reads it
 // so that it follows the kernel's clock, a mock one in tests included.
 func (k *Kernel) Clock() clock.Clock { return k.clk }
+
+// Stopping returns a channel that is closed when Shutdown or Close begins: from then
+// on the kernel refuses submissions with [ErrClosed]. A client that submits on its
+// own goroutine (a scheduler) selects on it to stop with the kernel. It never
+// blocks and returns the same channel at every call.
+func (k *Kernel) Stopping() <-chan struct{} { return k.closedCh }
 
 // Poll tells the kernel that tasks were added to its store's pool by a path other than
 // its own submits (a durable schedule's fire, a transaction of the caller's that

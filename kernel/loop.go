@@ -120,9 +120,6 @@ func (k *Kernel) pass() {
 	clear(ctrl)
 	k.ls.spareCtrl = ctrl[:0]
 
-	if len(k.ls.sched.ready) > 0 {
-		k.schedRunQueued()
-	}
 	k.admitBacklog()
 	k.ls.wheel.Advance(k.ls.now, k.ls.fireFn)
 	k.dispatch()
@@ -133,9 +130,6 @@ func (k *Kernel) pass() {
 // due, if sooner) and blocks until a submitter, an executor or the timer wakes
 // the loop. It returns at once if work is pending.
 func (k *Kernel) park() {
-	if len(k.ls.sched.ready) > 0 {
-		return // a schedule's queued occurrence waits for the next pass
-	}
 	next, ok := k.ls.wheel.Next()
 	if len(k.ls.parked) > 0 {
 		if p := k.at(k.ls.parked[0].minDue); !ok || p.Before(next) {

@@ -71,8 +71,7 @@ type loopState struct {
 	// MaxConcurrency while none ends (see durableFull).
 	durRunning int
 
-	gate  gateState // groups and pauses (gate.go)
-	sched schedLoop // the schedules' wheel entries (schedule.go)
+	gate gateState // groups and pauses (gate.go)
 
 	spareTasks []qitem
 	spareLight []lightDone

@@ -23,11 +23,6 @@ type kernelMetrics struct {
 	submitted, started, succeeded, failed, timedOut, retried, rejected,
 	evicted, canceled, panics, abandoned [queue.NumLevels]*metrics.Counter
 	onTimeoutDropped, eventsDropped, logsDropped, callbackPanics *metrics.Counter
-	// The schedules' figures, all schedules together: a schedule is no label, so
-	// that a kernel with very many of them does not make as many series
-	// (Stats.Schedules has them one by one). Written by the loop.
-	schedFires, schedMisfires, schedSkipped, schedRefused *metrics.Counter
-	schedUsed                                             atomic.Bool // a schedule was added: the ax_schedule* families are written
 
 	wait, exec [queue.NumLevels]hist.Hist
 
@@ -55,8 +50,6 @@ func newKernelMetrics(g *promGroup, name string) *kernelMetrics {
 	m.eventsDropped = new(metrics.Counter)
 	m.logsDropped = new(metrics.Counter)
 	m.callbackPanics = new(metrics.Counter)
-	m.schedFires, m.schedMisfires = new(metrics.Counter), new(metrics.Counter)
-	m.schedSkipped, m.schedRefused = new(metrics.Counter), new(metrics.Counter)
 	return m
 }
 
@@ -106,11 +99,6 @@ type Stats struct {
 	// Groups holds the figures of each group of Config.Groups, by name (a group an
 	// Update removed stays, its figures frozen once its tasks ended); nil if none.
 	Groups map[string]GroupStats
-
-	// Schedules holds the figures of each schedule of [Kernel.Schedule], by name;
-	// nil if none. Building it costs O(schedules): with very many of them, read
-	// [Scheduled.Stats] of the ones of interest instead.
-	Schedules map[string]ScheduleStats
 }
 
 // StoreStats are the figures of the durable-task journal.
@@ -186,7 +174,6 @@ func (k *Kernel) Stats() Stats {
 		}
 	}
 	k.gpubMu.Unlock()
-	s.Schedules = k.scheduleStats()
 	if d := k.dur; d != nil {
 		j := d.j
 		s.Store = StoreStats{

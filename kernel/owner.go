@@ -32,7 +32,6 @@ type ownership struct {
 	rescueNow chan struct{} // size 1: rescue at once (after a rejoin)
 	claimNow  chan struct{} // size 1: claim at once (a task went to the pool)
 	follow    follow        // the pool tasks this kernel follows
-	fires     schedFirer    // the durable schedules' store calls
 	stopCh    chan struct{}
 	stopOnce  sync.Once
 	wg        sync.WaitGroup

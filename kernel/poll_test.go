@@ -79,3 +79,38 @@ func TestClockIsConfigClock(t *testing.T) {
 		t.Errorf("Clock() = %v, want the real clock", c)
 	}
 }
+
+// TestStopping: Stopping's channel is open while the kernel runs, closed once
+// Shutdown or Close began, and the same at every call.
+func TestStopping(t *testing.T) {
+	for _, stop := range []string{"Shutdown", "Close"} {
+		t.Run(stop, func(t *testing.T) {
+			k, err := kernel.New(kernel.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ch := k.Stopping()
+			select {
+			case <-ch:
+				t.Fatal("Stopping() closed before the stop")
+			default:
+			}
+			if stop == "Shutdown" {
+				err = k.Shutdown(context.Background())
+			} else {
+				err = k.Close()
+			}
+			if err != nil {
+				t.Fatalf("%s() = %v", stop, err)
+			}
+			select {
+			case <-ch:
+			default:
+				t.Fatalf("Stopping() open after %s", stop)
+			}
+			if k.Stopping() != ch {
+				t.Error("Stopping() returned another channel")
+			}
+		})
+	}
+}

@@ -53,11 +53,6 @@ const (
 	famStoreRescued
 	famStoreClaimed
 	famStoreFollowing
-	famSchedules
-	famScheduleFires
-	famScheduleMisfires
-	famScheduleSkipped
-	famScheduleRefused
 	famGroupWaiting
 	famGroupRunning
 	famGroupKeys
@@ -74,10 +69,6 @@ const (
 // groupFams is the number of ax_group_* families, written for kernels with
 // Config.Groups only.
 const groupFams = famCount - famGroupWaiting
-
-// schedFams is the number of ax_schedule* families, written for kernels that had a
-// schedule.
-const schedFams = famGroupWaiting - famSchedules
 
 // promFamily is one metric family: its name, Prometheus type and help text.
 type promFamily struct{ name, typ, help string }
@@ -119,12 +110,6 @@ var promFamilies = [famCount]promFamily{
 	famStoreRescued:       {"ax_store_rescued_total", "counter", "Tasks taken over from ended owners of a shared store."},
 	famStoreClaimed:       {"ax_store_claimed_total", "counter", "Tasks claimed from a shared store's pool."},
 	famStoreFollowing:     {"ax_store_pool_following", "gauge", "Tasks this kernel put in a shared store's pool and follows."},
-
-	famSchedules:        {"ax_schedules", "gauge", "Schedules of Kernel.Schedule not removed."},
-	famScheduleFires:    {"ax_schedule_fires_total", "counter", "Occurrences submitted by the kernel's schedules, all together."},
-	famScheduleMisfires: {"ax_schedule_misfires_total", "counter", "Targets of the kernel's schedules that did not fire because they were late, all together."},
-	famScheduleSkipped:  {"ax_schedule_skipped_total", "counter", "Occurrences of the kernel's schedules that their overlap policy did not submit, all together."},
-	famScheduleRefused:  {"ax_schedule_refused_total", "counter", "Occurrences of the kernel's schedules the kernel had no room for, all together."},
 
 	famGroupWaiting:            {"ax_group_waiting", "gauge", "Tasks of a group waiting for a permit of their key, by group."},
 	famGroupRunning:            {"ax_group_running", "gauge", "Attempts of a group holding a permit (in their bucket, running, or zombies), by group."},
@@ -268,16 +253,6 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 		one(famStoreRescued, rescued)
 		one(famStoreClaimed, claimed)
 		one(famStoreFollowing, nonNeg(following))
-	}
-	if m.schedUsed.Load() {
-		k.schedMu.Lock()
-		n := k.schedCount()
-		k.schedMu.Unlock()
-		one(famSchedules, uint64(n))
-		one(famScheduleFires, m.schedFires.Get())
-		one(famScheduleMisfires, m.schedMisfires.Get())
-		one(famScheduleSkipped, m.schedSkipped.Get())
-		one(famScheduleRefused, m.schedRefused.Get())
 	}
 	k.appendGroupSamples(fams, kl)
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -257,9 +256,6 @@ func TestWritePrometheusTwoKernels(t *testing.T) {
 	set := metrics.NewSet()
 	api := newTestKernel(t, Config{Name: "api", Metrics: set, Store: acceptStore{}, Groups: map[string]GroupConfig{"upstream": {}}})
 	batch := newTestKernel(t, Config{Name: "batch", Metrics: set})
-	if _, err := api.Schedule(Every(time.Hour), func(context.Context, Fire) error { return nil }, nil); err != nil {
-		t.Fatalf("Schedule() = %v", err)
-	}
 	if err := mustSubmit(t, api, Task{Run: noop}).Wait(context.Background()); err != nil {
 		t.Fatalf("Wait() = %v", err)
 	}
@@ -272,7 +268,7 @@ func TestWritePrometheusTwoKernels(t *testing.T) {
 	e := checkExposition(t, buf.String(), "api", "batch")
 	for _, f := range promFamilies {
 		want := map[string]bool{"api": true, "batch": true}
-		if strings.HasPrefix(f.name, "ax_store_") || strings.HasPrefix(f.name, "ax_group_") || strings.HasPrefix(f.name, "ax_schedule") {
+		if strings.HasPrefix(f.name, "ax_store_") || strings.HasPrefix(f.name, "ax_group_") {
 			want = map[string]bool{"api": true}
 		}
 		if got := e.types[f.name]; got != f.typ {
@@ -290,7 +286,6 @@ func TestWritePrometheusTwoKernels(t *testing.T) {
 		`ax_task_exec_seconds_count{kernel="api",priority="normal"}`: 1,
 		`ax_store_up{kernel="api"}`:                                  1,
 		`ax_group_waiting{group="upstream",kernel="api"}`:            0,
-		`ax_schedules{kernel="api"}`:                                 1,
 	} {
 		if got, ok := e.series[key]; !ok || got != want {
 			t.Errorf("scrape: %s = %g (present %v), want %g", key, got, ok, want)
@@ -300,8 +295,8 @@ func TestWritePrometheusTwoKernels(t *testing.T) {
 	// Each kernel's own WritePrometheus writes its series only, just as strictly.
 	var own bytes.Buffer
 	batch.WritePrometheus(&own)
-	if e := checkExposition(t, own.String(), "batch"); len(e.order) != famCount-12-groupFams-schedFams {
-		t.Errorf("batch.WritePrometheus() wrote %d families, want %d (all but ax_store_*, ax_group_* and ax_schedule*)", len(e.order), famCount-12-groupFams-schedFams)
+	if e := checkExposition(t, own.String(), "batch"); len(e.order) != famCount-12-groupFams {
+		t.Errorf("batch.WritePrometheus() wrote %d families, want %d (all but ax_store_* and ax_group_*)", len(e.order), famCount-12-groupFams)
 	}
 	g.open()
 	if err := h.Wait(context.Background()); err != nil {

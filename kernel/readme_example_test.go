@@ -83,32 +83,6 @@ func Example_readmeGroups() {
 	// Output: <nil>
 }
 
-// A nightly job on New York's wall clock.
-func Example_readmeSchedules() {
-	k, err := kernel.New(kernel.Config{})
-	if err != nil {
-		panic(err)
-	}
-	defer func() { _ = k.Close() }()
-	ny, err := time.LoadLocation("America/New_York")
-	if err != nil {
-		panic(err)
-	}
-	nightly, err := kernel.ParseCron("30 2 * * *", ny) // or kernel.Every(5*time.Minute)
-	if err != nil {
-		panic(err)
-	}
-	_, err = k.Schedule(nightly, func(ctx context.Context, f kernel.Fire) error {
-		return nil // f.Scheduled is the target, f.Missed the targets that did not fire
-	}, &kernel.ScheduleOptions{Name: "report", Misfire: kernel.MisfireOnce, Overlap: kernel.OverlapSkip})
-	fmt.Println(err)
-	// 02:30 does not exist on 9 March 2025 (spring forward): the job runs at 03:00.
-	fmt.Println(nightly.Next(time.Date(2025, 3, 8, 12, 0, 0, 0, ny)))
-	// Output:
-	// <nil>
-	// 2025-03-09 03:00:00 -0400 EDT
-}
-
 // Figures, metrics, a change of limits and a graceful stop.
 func Example_readmeOperations() {
 	k, err := kernel.New(kernel.Config{Name: "api"}) // Name labels the series: kernel="api"

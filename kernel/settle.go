@@ -176,9 +176,6 @@ func (k *Kernel) end(h *Handle, to State, err error) {
 		k.unindex(h)
 	}
 	gateUncount(h)
-	if x := h.ext; x != nil && x.sched != nil {
-		k.schedEnded(x.sched, h)
-	}
 	if h.dur != nil {
 		k.journalEnd(h, to, err)
 	}
@@ -206,13 +203,10 @@ func (k *Kernel) settlesItself(a *attempt) bool {
 }
 
 // loopEnds reports whether h's end must pass through the loop because of its ext:
-// the gate gives its permit back, Task.OnEnd is queued, an OverlapQueueOne schedule submits the
-// occurrence waiting behind this one. Another schedule's occurrence ends on its
-// executor, which takes it off the schedule's live one (finishSelfSettled); the
-// loop drops those it finds ended (Scheduled.anyLive).
+// the gate gives its permit back, or Task.OnEnd is queued.
 func loopEnds(h *Handle) bool {
 	x := h.ext
-	return x != nil && (x.gd != nil || x.onEnd != nil || x.sched != nil && x.sched.o.Overlap == OverlapQueueOne)
+	return x != nil && (x.gd != nil || x.onEnd != nil)
 }
 
 // finishSelfSettled settles a succeeded attempt on its executor (see
@@ -222,9 +216,6 @@ func loopEnds(h *Handle) bool {
 func (k *Kernel) finishSelfSettled(a *attempt) {
 	h := a.h
 	h.state.Store(uint32(Succeeded))
-	if x := h.ext; x != nil && x.sched != nil {
-		x.sched.ls.live1.CompareAndSwap(h, nil)
-	}
 	k.m.succeeded[h.bucket].Inc()
 	k.m.observe(a.exec.shard, h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
 	if h.batch != nil {

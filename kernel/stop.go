@@ -269,7 +269,6 @@ func (k *Kernel) beginDrain() {
 		return
 	}
 	k.ls.draining = true
-	k.schedStop()
 	k.dropBacklog()
 	k.endPool(Abandoned, ErrAbandoned)
 	k.endParked(Abandoned)
@@ -279,9 +278,6 @@ func (k *Kernel) beginDrain() {
 		a := e.a
 		if a == nil {
 			if isGateEntry(&e) {
-				if isSchedEntry(&e) {
-					return // schedules stop firing (schedStop)
-				}
 				keepGate = append(keepGate, e.t.meta)
 				return
 			}
@@ -313,7 +309,6 @@ func (k *Kernel) closeAll() {
 		return
 	}
 	k.ls.closing = true
-	k.schedStop()
 	k.ls.draining = false
 	k.dropBacklog()
 	k.endPool(Canceled, ErrClosed)
@@ -338,9 +333,6 @@ func (k *Kernel) closeAll() {
 		a := e.a
 		if a == nil {
 			if isGateEntry(&e) {
-				if isSchedEntry(&e) {
-					return // schedules stop firing (schedStop)
-				}
 				k.dropGateEntry(e.t.meta)
 				return
 			}

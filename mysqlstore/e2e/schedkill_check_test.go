@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/schedule"
 	"github.com/axsched/ax/store"
 )
 
@@ -183,7 +183,7 @@ func (sk *schedKillRun) covered(at time.Time, grace time.Duration) bool {
 
 // checkSchedule checks the occurrence rows occ of the schedule sp, whose misfire
 // policy is policy, against its grid of targets, the processes' lives and the policy.
-func (sk *schedKillRun) checkSchedule(t *testing.T, sp schedSpec, policy kernel.Misfire, occ []schedOcc) {
+func (sk *schedKillRun) checkSchedule(t *testing.T, sp schedSpec, policy schedule.Misfire, occ []schedOcc) {
 	t.Helper()
 	if len(occ) == 0 {
 		t.Errorf("%s: no occurrence stored", sp.name)
@@ -206,9 +206,9 @@ func (sk *schedKillRun) checkSchedule(t *testing.T, sp schedSpec, policy kernel.
 	// those within the grace.
 	bound := time.Duration(1<<63 - 1)
 	switch {
-	case policy == kernel.MisfireOnce && sp.grace < schedPeriod:
+	case policy == schedule.MisfireOnce && sp.grace < schedPeriod:
 		bound = schedPeriod - time.Millisecond
-	case policy == kernel.MisfireOnce, policy == kernel.MisfireSkip:
+	case policy == schedule.MisfireOnce, policy == schedule.MisfireSkip:
 		bound = sp.grace
 	}
 	stored := map[int64]schedOcc{}
@@ -250,7 +250,7 @@ func (sk *schedKillRun) checkSchedule(t *testing.T, sp schedSpec, policy kernel.
 			return !tt.Before(w.from.Add(-schedSlack)) && !tt.After(w.to)
 		})
 		switch {
-		case policy == kernel.MisfireAll, !sp.once && (w < 0 || sk.covered(tt, sp.grace)):
+		case policy == schedule.MisfireAll, !sp.once && (w < 0 || sk.covered(tt, sp.grace)):
 			lost = append(lost, what)
 			continue
 		case w < 0:
@@ -285,7 +285,7 @@ func (sk *schedKillRun) checkSchedule(t *testing.T, sp schedSpec, policy kernel.
 			t.Errorf("%s: %d %s, e.g. %v", sp.name, len(c.l), c.what, c.l[:min(len(c.l), 10)])
 		}
 	}
-	if policy == kernel.MisfireAll {
+	if policy == schedule.MisfireAll {
 		return
 	}
 	for i, n := range inWindow {

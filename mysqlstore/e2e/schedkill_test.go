@@ -16,6 +16,7 @@ import (
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/schedule"
 	"github.com/axsched/ax/store"
 )
 
@@ -119,7 +120,7 @@ func TestSchedKillChild(t *testing.T) {
 	err = k.Register(schedKind, func(ctx context.Context, _ []byte) error {
 		start := time.Now().UnixMicro()
 		info, ok := kernel.TaskInfo(ctx)
-		name, target, isOcc := kernel.OccurrenceOf(ctx)
+		name, target, isOcc := schedule.OccurrenceOf(ctx)
 		known := slices.ContainsFunc(schedSpecs, func(sp schedSpec) bool { return sp.name == name })
 		if !ok || !isOcc || !known || info.ID != store.OccurrenceID(name, target) {
 			return kernel.Permanent(fmt.Errorf("task %q: OccurrenceOf = %q, %v, %v", info.ID, name, target, isOcc))
@@ -146,14 +147,19 @@ func TestSchedKillChild(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	scs := make([]*kernel.Scheduled, len(schedSpecs))
+	sch, err := schedule.New(k, schedule.Config{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sch.Stop()
+	scs := make([]*schedule.Entry, len(schedSpecs))
 	for i, sp := range schedSpecs {
-		o := &kernel.ScheduleOptions{Name: sp.name, Grace: sp.grace, Misfire: policy, Overlap: kernel.OverlapAllow}
+		o := &schedule.Options{Name: sp.name, Grace: sp.grace, Misfire: policy, Overlap: schedule.OverlapAllow}
 		if sp.once {
-			o.Misfire = kernel.MisfireOnce
+			o.Misfire = schedule.MisfireOnce
 			alignCatchUp(t, s, sp)
 		}
-		if scs[i], err = k.ScheduleDurable(kernel.Every(schedPeriod), schedKind, nil, o); err != nil {
+		if scs[i], err = sch.AddDurable(schedule.Every(schedPeriod), schedKind, nil, o); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -221,15 +227,15 @@ func alignCatchUp(t *testing.T, s *mysqlstore.Store, sp schedSpec) {
 }
 
 // misfirePolicy parses a misfire policy's name; "" is MisfireOnce.
-func misfirePolicy(t testing.TB, v string) kernel.Misfire {
+func misfirePolicy(t testing.TB, v string) schedule.Misfire {
 	t.Helper()
 	switch v {
 	case "", "once":
-		return kernel.MisfireOnce
+		return schedule.MisfireOnce
 	case "skip":
-		return kernel.MisfireSkip
+		return schedule.MisfireSkip
 	case "all":
-		return kernel.MisfireAll
+		return schedule.MisfireAll
 	}
 	t.Fatalf("%s = %q: want once, skip or all", envSchedMisfire, v)
 	return 0
@@ -401,7 +407,7 @@ func TestSchedKill(t *testing.T) {
 	for _, sp := range schedSpecs {
 		pol := policy
 		if sp.once {
-			pol = kernel.MisfireOnce
+			pol = schedule.MisfireOnce
 		}
 		sk.checkSchedule(t, sp, pol, occ[sp.name])
 	}

@@ -1,4 +1,4 @@
-package kernel
+package schedule
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/store"
 )
 
@@ -58,21 +59,21 @@ func offsets(fs []Fire, t0 time.Time) (sched []time.Duration, missed []int) {
 	return sched, missed
 }
 
-func mustSchedule(t testing.TB, k *Kernel, s Schedule, run func(context.Context, Fire) error, o *ScheduleOptions) *Scheduled {
+func mustSchedule(t testing.TB, s *Scheduler, sp Spec, run func(context.Context, Fire) error, o *Options) *Entry {
 	t.Helper()
-	sc, err := k.Schedule(s, run, o)
+	sc, err := s.Add(sp, run, o)
 	if err != nil {
-		t.Fatalf("Schedule() = %v", err)
+		t.Fatalf("Add() = %v", err)
 	}
 	return sc
 }
 
 func TestScheduleEvery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newTestKernel(t, Config{})
+		_, sch := setup(t, kernel.Config{}, Config{})
 		var l fireLog
 		t0 := time.Now()
-		sc := mustSchedule(t, k, Every(time.Second), l.run, &ScheduleOptions{Name: "tick"})
+		sc := mustSchedule(t, sch, Every(time.Second), l.run, &Options{Name: "tick"})
 		if got, want := sc.Next(), t0.Add(time.Second); !got.Equal(want) {
 			t.Fatalf("Next() = %v, want %v", got, want)
 		}
@@ -84,7 +85,7 @@ func TestScheduleEvery(t *testing.T) {
 		if !slices.Equal(missed, []int{0, 0, 0}) {
 			t.Fatalf("Missed = %v, want zeros", missed)
 		}
-		st := k.Stats().Schedules["tick"]
+		st := sch.Stats()["tick"]
 		if st.Fires != 3 || !st.Last.Equal(t0.Add(3*time.Second)) || !st.Next.Equal(t0.Add(4*time.Second)) {
 			t.Fatalf("Stats().Schedules[tick] = %+v", st)
 		}
@@ -98,27 +99,27 @@ func TestScheduleMisfire(t *testing.T) {
 	s := time.Second
 	tests := []struct {
 		name       string
-		o          ScheduleOptions
+		o          Options
 		wantSched  []time.Duration // fires after the pause, as offsets
 		wantMissed []int
 		misfires   uint64
 	}{
 		// Paused after the fire at 1s, resumed at 11.5s: targets 2s..11s are late.
-		{"once", ScheduleOptions{Misfire: MisfireOnce}, []time.Duration{11 * s, 12 * s}, []int{9, 0}, 9},
-		{"default is once", ScheduleOptions{}, []time.Duration{11 * s, 12 * s}, []int{9, 0}, 9},
-		{"skip", ScheduleOptions{Misfire: MisfireSkip}, []time.Duration{12 * s}, []int{10}, 10},
-		{"all", ScheduleOptions{Misfire: MisfireAll, MaxCatchUp: 3, Overlap: OverlapAllow}, []time.Duration{9 * s, 10 * s, 11 * s, 12 * s}, []int{7, 0, 0, 0}, 7},
-		{"all default cap", ScheduleOptions{Misfire: MisfireAll, Overlap: OverlapAllow}, []time.Duration{2 * s, 3 * s, 4 * s, 5 * s, 6 * s, 7 * s, 8 * s, 9 * s, 10 * s, 11 * s, 12 * s}, []int{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0},
+		{"once", Options{Misfire: MisfireOnce}, []time.Duration{11 * s, 12 * s}, []int{9, 0}, 9},
+		{"default is once", Options{}, []time.Duration{11 * s, 12 * s}, []int{9, 0}, 9},
+		{"skip", Options{Misfire: MisfireSkip}, []time.Duration{12 * s}, []int{10}, 10},
+		{"all", Options{Misfire: MisfireAll, MaxCatchUp: 3, Overlap: OverlapAllow}, []time.Duration{9 * s, 10 * s, 11 * s, 12 * s}, []int{7, 0, 0, 0}, 7},
+		{"all default cap", Options{Misfire: MisfireAll, Overlap: OverlapAllow}, []time.Duration{2 * s, 3 * s, 4 * s, 5 * s, 6 * s, 7 * s, 8 * s, 9 * s, 10 * s, 11 * s, 12 * s}, []int{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				k := newTestKernel(t, Config{})
+				_, sch := setup(t, kernel.Config{}, Config{})
 				var l fireLog
 				t0 := time.Now()
 				o := tt.o
 				o.Grace = 100 * time.Millisecond
-				sc := mustSchedule(t, k, Every(s), l.run, &o)
+				sc := mustSchedule(t, sch, Every(s), l.run, &o)
 				advance(1500 * time.Millisecond)
 				if err := sc.Pause(); err != nil {
 					t.Fatalf("Pause() = %v", err)
@@ -169,12 +170,12 @@ func (b blocker) Next(after time.Time) time.Time {
 // the clock passes several targets of another schedule: the loop finds them late.
 func TestScheduleMisfireLoopBlocked(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newTestKernel(t, Config{})
+		_, sch := setup(t, kernel.Config{}, Config{})
 		var l fireLog
 		t0 := time.Now()
-		mustSchedule(t, k, Every(time.Second), l.run, &ScheduleOptions{Grace: 100 * time.Millisecond})
+		mustSchedule(t, sch, Every(time.Second), l.run, &Options{Grace: 100 * time.Millisecond})
 		release := make(chan struct{})
-		mustSchedule(t, k, blocker{t0: t0, at: 1500 * time.Millisecond, release: release}, func(context.Context, Fire) error { return nil }, nil)
+		mustSchedule(t, sch, blocker{t0: t0, at: 1500 * time.Millisecond, release: release}, func(context.Context, Fire) error { return nil }, nil)
 		<-time.After(11500 * time.Millisecond) // the loop is blocked from 1.5 s on
 		close(release)
 		synctest.Wait()
@@ -204,10 +205,10 @@ func TestScheduleOverlap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				k := newTestKernel(t, Config{})
+				_, sch := setup(t, kernel.Config{}, Config{})
 				l := fireLog{hold: 2500 * time.Millisecond}
 				t0 := time.Now()
-				sc := mustSchedule(t, k, Every(s), l.run, &ScheduleOptions{Overlap: tt.overlap})
+				sc := mustSchedule(t, sch, Every(s), l.run, &Options{Overlap: tt.overlap})
 				advance(5500 * time.Millisecond)
 				sched, missed := offsets(l.get(), t0)
 				if !slices.Equal(sched, tt.wantSched) || !slices.Equal(missed, tt.wantMissed) {
@@ -231,9 +232,9 @@ func TestScheduleJitter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const jitter = 300 * time.Millisecond
 		tick := tickDefault
-		k := newTestKernel(t, Config{})
+		_, sch := setup(t, kernel.Config{}, Config{})
 		var l fireLog
-		mustSchedule(t, k, Every(time.Second), l.run, &ScheduleOptions{Jitter: jitter})
+		mustSchedule(t, sch, Every(time.Second), l.run, &Options{Jitter: jitter})
 		advance(50 * time.Second)
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -260,10 +261,10 @@ func TestScheduleJitter(t *testing.T) {
 
 func TestScheduleRunOnStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newTestKernel(t, Config{})
+		_, sch := setup(t, kernel.Config{}, Config{})
 		var l fireLog
 		t0 := time.Now()
-		mustSchedule(t, k, Every(time.Minute), l.run, &ScheduleOptions{RunOnStart: true})
+		mustSchedule(t, sch, Every(time.Minute), l.run, &Options{RunOnStart: true})
 		synctest.Wait()
 		sched, _ := offsets(l.get(), t0)
 		if !slices.Equal(sched, []time.Duration{0}) {
@@ -278,10 +279,10 @@ func TestScheduleRunOnStart(t *testing.T) {
 
 func TestScheduleTriggerRemove(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newTestKernel(t, Config{})
+		k, sch := setup(t, kernel.Config{}, Config{})
 		var l fireLog
 		t0 := time.Now()
-		sc := mustSchedule(t, k, Every(time.Minute), l.run, &ScheduleOptions{Name: "job"})
+		sc := mustSchedule(t, sch, Every(time.Minute), l.run, &Options{Name: "job"})
 		if err := sc.Pause(); err != nil {
 			t.Fatalf("Pause() = %v", err)
 		}
@@ -309,13 +310,13 @@ func TestScheduleTriggerRemove(t *testing.T) {
 		if !sc.Next().IsZero() {
 			t.Fatalf("Next() after Remove = %v, want zero", sc.Next())
 		}
-		if err := sc.Trigger(); !errors.Is(err, ErrScheduleRemoved) {
-			t.Fatalf("Trigger() after Remove = %v, want ErrScheduleRemoved", err)
+		if err := sc.Trigger(); !errors.Is(err, ErrRemoved) {
+			t.Fatalf("Trigger() after Remove = %v, want ErrRemoved", err)
 		}
-		if err := sc.Pause(); !errors.Is(err, ErrScheduleRemoved) {
-			t.Fatalf("Pause() after Remove = %v, want ErrScheduleRemoved", err)
+		if err := sc.Pause(); !errors.Is(err, ErrRemoved) {
+			t.Fatalf("Pause() after Remove = %v, want ErrRemoved", err)
 		}
-		if _, ok := k.Stats().Schedules["job"]; ok {
+		if _, ok := sch.Stats()["job"]; ok {
 			t.Fatal("Stats().Schedules holds a removed schedule")
 		}
 		advance(5 * time.Minute)
@@ -329,17 +330,17 @@ func TestScheduleTriggerRemove(t *testing.T) {
 			t.Fatalf("Succeeded = %d, want 2: the occurrence running at Remove completes", st.Succeeded)
 		}
 		// The name is free again.
-		sc2 := mustSchedule(t, k, Every(time.Minute), l.run, &ScheduleOptions{Name: "job"})
+		sc2 := mustSchedule(t, sch, Every(time.Minute), l.run, &Options{Name: "job"})
 		sc2.Remove()
 	})
 }
 
 func TestScheduleUpdate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newTestKernel(t, Config{})
+		_, sch := setup(t, kernel.Config{}, Config{})
 		var l fireLog
 		t0 := time.Now()
-		sc := mustSchedule(t, k, Every(time.Second), l.run, nil)
+		sc := mustSchedule(t, sch, Every(time.Second), l.run, nil)
 		advance(2500 * time.Millisecond)
 		if err := sc.Update(Every(10 * time.Second)); err != nil {
 			t.Fatalf("Update() = %v", err)
@@ -353,9 +354,9 @@ func TestScheduleUpdate(t *testing.T) {
 		if !slices.Equal(sched, want) {
 			t.Fatalf("fires at %v, want %v", sched, want)
 		}
-		var ce *ConfigError
+		var ce *kernel.ConfigError
 		if err := sc.Update(nil); !errors.As(err, &ce) {
-			t.Fatalf("Update(nil) = %v, want a *ConfigError", err)
+			t.Fatalf("Update(nil) = %v, want a *kernel.ConfigError", err)
 		}
 	})
 }
@@ -377,9 +378,9 @@ func (s limited) Next(after time.Time) time.Time {
 
 func TestScheduleEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newTestKernel(t, Config{})
+		_, sch := setup(t, kernel.Config{}, Config{})
 		var l fireLog
-		sc := mustSchedule(t, k, limited{t0: time.Now(), n: 2}, l.run, nil)
+		sc := mustSchedule(t, sch, limited{t0: time.Now(), n: 2}, l.run, nil)
 		advance(time.Minute)
 		if n := len(l.get()); n != 2 {
 			t.Fatalf("%d fires, want 2", n)
@@ -398,24 +399,25 @@ func TestScheduleEnds(t *testing.T) {
 }
 
 func TestScheduleStop(t *testing.T) {
-	for _, stop := range []string{"Shutdown", "Close"} {
+	for _, stop := range []string{"Shutdown", "Close", "Stop"} {
 		t.Run(stop, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				k, err := New(Config{})
-				if err != nil {
-					t.Fatal(err)
-				}
+				k, sch := setup(t, kernel.Config{}, Config{})
 				l := fireLog{hold: 1500 * time.Millisecond}
-				var scs []*Scheduled
+				var scs []*Entry
 				for range 10 {
-					scs = append(scs, mustSchedule(t, k, Every(time.Second), l.run, &ScheduleOptions{Overlap: OverlapQueueOne}))
+					scs = append(scs, mustSchedule(t, sch, Every(time.Second), l.run, &Options{Overlap: OverlapQueueOne}))
 				}
 				advance(2500 * time.Millisecond)
 				before := len(l.get())
-				if stop == "Shutdown" {
+				var err error
+				switch stop {
+				case "Shutdown":
 					err = k.Shutdown(context.Background())
-				} else {
+				case "Close":
 					err = k.Close()
+				default:
+					sch.Stop()
 				}
 				if err != nil {
 					t.Fatalf("%s() = %v", stop, err)
@@ -428,13 +430,13 @@ func TestScheduleStop(t *testing.T) {
 					if !sc.Next().IsZero() {
 						t.Fatalf("Next() after %s = %v, want zero", stop, sc.Next())
 					}
-					if err := sc.Trigger(); !errors.Is(err, ErrClosed) {
-						t.Fatalf("Trigger() after %s = %v, want ErrClosed", stop, err)
+					if err := sc.Trigger(); !errors.Is(err, ErrStopped) {
+						t.Fatalf("Trigger() after %s = %v, want ErrStopped", stop, err)
 					}
 					sc.Remove()
 				}
-				if _, err := k.Schedule(Every(time.Second), l.run, nil); !errors.Is(err, ErrClosed) {
-					t.Fatalf("Schedule() after %s = %v, want ErrClosed", stop, err)
+				if _, err := sch.Add(Every(time.Second), l.run, nil); !errors.Is(err, ErrStopped) {
+					t.Fatalf("Add() after %s = %v, want ErrStopped", stop, err)
 				}
 				st := k.Stats()
 				if stop == "Shutdown" && st.ByPriority.Normal.Succeeded != uint64(before) {
@@ -449,19 +451,17 @@ func TestScheduleRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var notes []Note
-		k := newTestKernel(t, Config{MaxConcurrency: 1, Capacity: ByPriority[int]{High: 1, Normal: 1, Low: 1}, OnEvent: func(e Event) {
-			if e.Schedule != "" {
-				mu.Lock()
-				notes = append(notes, e.Note)
-				mu.Unlock()
-			}
+		k, sch := setup(t, kernel.Config{MaxConcurrency: 1, Capacity: kernel.ByPriority[int]{High: 1, Normal: 1, Low: 1}}, Config{OnEvent: func(e Event) {
+			mu.Lock()
+			notes = append(notes, e.Note)
+			mu.Unlock()
 		}})
 		g := make(gate)
-		mustSubmit(t, k, Task{Run: g.run}) // runs
+		mustSubmit(t, k, kernel.Task{Run: g.run}) // runs
 		synctest.Wait()
-		mustSubmit(t, k, Task{Run: g.run}) // fills Normal's capacity
+		mustSubmit(t, k, kernel.Task{Run: g.run}) // fills Normal's capacity
 		var l fireLog
-		sc := mustSchedule(t, k, Every(time.Second), l.run, &ScheduleOptions{Name: "r"})
+		sc := mustSchedule(t, sch, Every(time.Second), l.run, &Options{Name: "r"})
 		advance(2500 * time.Millisecond)
 		if st := sc.Stats(); st.Refused != 2 || st.Fires != 0 {
 			t.Fatalf("Stats() = %+v, want 2 refused", st)
@@ -482,9 +482,9 @@ func TestScheduleRefused(t *testing.T) {
 
 func TestScheduleGroup(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newTestKernel(t, Config{Groups: map[string]GroupConfig{"g": {PerKey: Limits{Concurrency: 1}}}})
+		k, sch := setup(t, kernel.Config{Groups: map[string]kernel.GroupConfig{"g": {PerKey: kernel.Limits{Concurrency: 1}}}}, Config{})
 		l := fireLog{hold: 1500 * time.Millisecond}
-		mustSchedule(t, k, Every(time.Second), l.run, &ScheduleOptions{Group: "g", Key: "a", Overlap: OverlapAllow})
+		mustSchedule(t, sch, Every(time.Second), l.run, &Options{Group: "g", Key: "a", Overlap: OverlapAllow})
 		advance(3500 * time.Millisecond)
 		// Three fires; the key's limit runs them one at a time.
 		if n := len(l.get()); n != 2 {
@@ -497,48 +497,46 @@ func TestScheduleGroup(t *testing.T) {
 }
 
 func TestScheduleValidate(t *testing.T) {
-	k := newTestKernel(t, Config{Groups: map[string]GroupConfig{"g": {}}})
+	_, sch := setup(t, kernel.Config{Groups: map[string]kernel.GroupConfig{"g": {}}}, Config{})
 	run := func(context.Context, Fire) error { return nil }
 	long := string(make([]byte, store.ScheduleNameMax+1))
 	tests := []struct {
 		name  string
-		s     Schedule
+		s     Spec
 		run   func(context.Context, Fire) error
-		o     ScheduleOptions
+		o     Options
 		field string
 	}{
-		{"nil schedule", nil, run, ScheduleOptions{}, "Schedule: s"},
-		{"nil run", Every(time.Second), nil, ScheduleOptions{}, "Schedule: run"},
-		{"name", Every(time.Second), run, ScheduleOptions{Name: long}, "ScheduleOptions.Name"},
-		{"misfire", Every(time.Second), run, ScheduleOptions{Misfire: 9}, "ScheduleOptions.Misfire"},
-		{"max catch-up", Every(time.Second), run, ScheduleOptions{MaxCatchUp: MaxCatchUpMax + 1}, "ScheduleOptions.MaxCatchUp"},
-		{"negative max catch-up", Every(time.Second), run, ScheduleOptions{MaxCatchUp: -1}, "ScheduleOptions.MaxCatchUp"},
-		{"grace", Every(time.Second), run, ScheduleOptions{Grace: -1}, "ScheduleOptions.Grace"},
-		{"overlap", Every(time.Second), run, ScheduleOptions{Overlap: 9}, "ScheduleOptions.Overlap"},
-		{"jitter", Every(time.Second), run, ScheduleOptions{Jitter: -1}, "ScheduleOptions.Jitter"},
-		{"priority", Every(time.Second), run, ScheduleOptions{Priority: 9}, "ScheduleOptions.Priority"},
-		{"timeout", Every(time.Second), run, ScheduleOptions{Timeout: -1}, "ScheduleOptions.Timeout"},
-		{"key without group", Every(time.Second), run, ScheduleOptions{Key: "a"}, "ScheduleOptions.Key"},
-		{"unknown group", Every(time.Second), run, ScheduleOptions{Group: "nope"}, "ScheduleOptions.Group"},
-		{"retry", Every(time.Second), run, ScheduleOptions{Retry: &RetryPolicy{MaxAttempts: -1}}, "ScheduleOptions.Retry.MaxAttempts"},
+		{"nil schedule", nil, run, Options{}, "schedule.Scheduler.Add: sp"},
+		{"nil run", Every(time.Second), nil, Options{}, "schedule.Scheduler.Add: run"},
+		{"name", Every(time.Second), run, Options{Name: long}, "schedule.Options.Name"},
+		{"misfire", Every(time.Second), run, Options{Misfire: 9}, "schedule.Options.Misfire"},
+		{"max catch-up", Every(time.Second), run, Options{MaxCatchUp: MaxCatchUpMax + 1}, "schedule.Options.MaxCatchUp"},
+		{"negative max catch-up", Every(time.Second), run, Options{MaxCatchUp: -1}, "schedule.Options.MaxCatchUp"},
+		{"grace", Every(time.Second), run, Options{Grace: -1}, "schedule.Options.Grace"},
+		{"overlap", Every(time.Second), run, Options{Overlap: 9}, "schedule.Options.Overlap"},
+		{"jitter", Every(time.Second), run, Options{Jitter: -1}, "schedule.Options.Jitter"},
+		{"priority", Every(time.Second), run, Options{Priority: 9}, "schedule.Options.Priority"},
+		{"timeout", Every(time.Second), run, Options{Timeout: -1}, "schedule.Options.Timeout"},
+		{"key without group", Every(time.Second), run, Options{Key: "a"}, "schedule.Options.Key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			o := tt.o
-			_, err := k.Schedule(tt.s, tt.run, &o)
-			var ce *ConfigError
+			_, err := sch.Add(tt.s, tt.run, &o)
+			var ce *kernel.ConfigError
 			if !errors.As(err, &ce) || ce.Field != tt.field {
-				t.Fatalf("Schedule() = %v, want a *ConfigError for %s", err, tt.field)
+				t.Fatalf("Add() = %v, want a *kernel.ConfigError for %s", err, tt.field)
 			}
 		})
 	}
-	sc, err := k.Schedule(Every(time.Hour), run, &ScheduleOptions{Name: "x"})
+	sc, err := sch.Add(Every(time.Hour), run, &Options{Name: "x"})
 	if err != nil {
 		t.Fatalf("Schedule() = %v", err)
 	}
 	defer sc.Remove()
-	if _, err := k.Schedule(Every(time.Hour), run, &ScheduleOptions{Name: "x"}); !errors.Is(err, ErrScheduleExists) {
-		t.Fatalf("Schedule() with a taken name = %v, want ErrScheduleExists", err)
+	if _, err := sch.Add(Every(time.Hour), run, &Options{Name: "x"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("Schedule() with a taken name = %v, want ErrExists", err)
 	}
 }
 
@@ -546,23 +544,25 @@ func TestScheduleValidate(t *testing.T) {
 // goroutine.
 func TestScheduleManyOneEntryEach(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newTestKernel(t, Config{})
+		_, sch := setup(t, kernel.Config{}, Config{})
 		synctest.Wait()
 		g0 := runtime.NumGoroutine()
 		run := func(context.Context, Fire) error { return nil }
 		const n = 10_000
 		for i := range n {
-			mustSchedule(t, k, Every(time.Duration(1+i%60)*time.Second), run, nil)
+			mustSchedule(t, sch, Every(time.Duration(1+i%60)*time.Second), run, nil)
 		}
 		synctest.Wait()
-		// The loop is parked: its last write happened before the last Schedule's answer.
-		if got := k.ls.wheel.Len(); got != n {
+		sch.mu.Lock()
+		got := sch.wheel.Len()
+		sch.mu.Unlock()
+		if got != n {
 			t.Fatalf("wheel.Len() = %d, want %d", got, n)
 		}
 		if g := runtime.NumGoroutine(); g > g0 {
 			t.Fatalf("NumGoroutine() = %d, want at most %d: no goroutine per schedule", g, g0)
 		}
-		if got := len(k.Stats().Schedules); got != n {
+		if got := len(sch.Stats()); got != n {
 			t.Fatalf("len(Stats().Schedules) = %d, want %d", got, n)
 		}
 	})
@@ -580,15 +580,15 @@ func (p panicky) Next(after time.Time) time.Time {
 
 func TestSchedulePanickyNext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newTestKernel(t, Config{})
+		k, sch := setup(t, kernel.Config{}, Config{})
 		var l fireLog
-		sc := mustSchedule(t, k, panicky{t0: time.Now()}, l.run, nil)
+		sc := mustSchedule(t, sch, panicky{t0: time.Now()}, l.run, nil)
 		advance(time.Minute)
 		if st := sc.Stats(); !st.Ended || st.Fires != 0 {
 			t.Fatalf("Stats() = %+v, want ended without a fire", st)
 		}
 		// The kernel goes on.
-		if err := mustSubmit(t, k, Task{Run: noop}).Wait(context.Background()); err != nil {
+		if err := mustSubmit(t, k, kernel.Task{Run: noop}).Wait(context.Background()); err != nil {
 			t.Fatalf("Wait() = %v", err)
 		}
 	})
@@ -598,12 +598,12 @@ func TestSchedulePanickyNext(t *testing.T) {
 // slot, taken by another task), which ends at once, and submits the new one.
 func TestScheduleReplaceQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := newTestKernel(t, Config{MaxConcurrency: 1})
+		k, sch := setup(t, kernel.Config{MaxConcurrency: 1}, Config{})
 		g := make(gate)
-		mustSubmit(t, k, Task{Run: g.run})
+		mustSubmit(t, k, kernel.Task{Run: g.run})
 		var l fireLog
 		t0 := time.Now()
-		sc := mustSchedule(t, k, Every(time.Second), l.run, &ScheduleOptions{Overlap: OverlapReplace})
+		sc := mustSchedule(t, sch, Every(time.Second), l.run, &Options{Overlap: OverlapReplace})
 		advance(2500 * time.Millisecond)
 		if st := k.Stats().ByPriority.Normal; st.Canceled != 1 || st.Queued != 1 {
 			t.Fatalf("Canceled = %d, Queued = %d, want 1 and 1", st.Canceled, st.Queued)

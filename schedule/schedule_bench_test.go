@@ -1,4 +1,4 @@
-package kernel
+package schedule
 
 import (
 	"context"
@@ -6,10 +6,12 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/axsched/ax/kernel"
 )
 
-// BenchmarkScheduleMemory adds 100,000 Every schedules of 1 to 60 s to a kernel and
-// reports the heap they hold and the allocations of the calls, per schedule.
+// BenchmarkScheduleMemory adds 100,000 Every schedules of 1 to 60 s to a scheduler
+// and reports the heap they hold and the allocations of the calls, per schedule.
 func BenchmarkScheduleMemory(b *testing.B) {
 	const n = 100_000
 	run := func(context.Context, Fire) error { return nil }
@@ -17,7 +19,11 @@ func BenchmarkScheduleMemory(b *testing.B) {
 	b.ReportAllocs()
 	var perSchedule, allocs float64
 	for b.Loop() {
-		k, err := New(Config{})
+		k, err := kernel.New(kernel.Config{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s, err := New(k, Config{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -25,7 +31,7 @@ func BenchmarkScheduleMemory(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		for range n {
-			if _, err := k.Schedule(Every(time.Duration(1+r.IntN(60))*time.Second), run, nil); err != nil {
+			if _, err := s.Add(Every(time.Duration(1+r.IntN(60))*time.Second), run, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -33,6 +39,7 @@ func BenchmarkScheduleMemory(b *testing.B) {
 		runtime.ReadMemStats(&after)
 		perSchedule = float64(after.HeapAlloc-before.HeapAlloc) / n
 		allocs = float64(after.Mallocs-before.Mallocs) / n
+		s.Stop()
 		if err := k.Close(); err != nil {
 			b.Fatal(err)
 		}

@@ -1,7 +1,6 @@
-package kernel
+package schedule
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +9,7 @@ import (
 )
 
 // The arithmetic of cron specs and intervals is tested in internal/recur; these tests
-// check what package kernel adds: its errors, its panics and its limits.
+// check what package schedule adds: its errors, its panics and its limits.
 
 func TestParseCronErrors(t *testing.T) {
 	for _, tt := range []struct {
@@ -43,12 +42,11 @@ func TestParseCronErrors(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := ParseCron(tt.spec, nil)
-			var ce *ConfigError
-			if !errors.As(err, &ce) || ce.Field != "ParseCron: spec" {
-				t.Fatalf("ParseCron(%q) = %v, %v; want a *ConfigError for ParseCron: spec", tt.spec, s, err)
+			if err == nil || s != nil {
+				t.Fatalf("ParseCron(%q) = %v, %v; want an error", tt.spec, s, err)
 			}
-			if !strings.Contains(err.Error(), tt.reason) || !strings.HasPrefix(err.Error(), "kernel: ParseCron: spec") {
-				t.Errorf("ParseCron(%q) error = %q, want it to start with kernel: ParseCron: spec and say %q", tt.spec, err, tt.reason)
+			if !strings.Contains(err.Error(), tt.reason) || !strings.HasPrefix(err.Error(), "schedule: ParseCron") {
+				t.Errorf("ParseCron(%q) error = %q, want it to start with schedule: ParseCron and say %q", tt.spec, err, tt.reason)
 			}
 		})
 	}
@@ -63,8 +61,8 @@ func TestEvery(t *testing.T) {
 	for _, d := range []time.Duration{0, -time.Second} {
 		func() {
 			defer func() {
-				if r := recover(); r == nil || !strings.HasPrefix(r.(string), "kernel: Every") {
-					t.Errorf("Every(%v) recovered %v, want a kernel: Every panic", d, r)
+				if r := recover(); r == nil || !strings.HasPrefix(r.(string), "schedule: Every") {
+					t.Errorf("Every(%v) recovered %v, want a schedule: Every panic", d, r)
 				}
 			}()
 			Every(d)
@@ -72,9 +70,45 @@ func TestEvery(t *testing.T) {
 	}
 }
 
-// TestCronLimits: the limits kernel documents are internal/recur's.
+// TestCronLimits: the limits schedule documents are internal/recur's.
 func TestCronLimits(t *testing.T) {
 	if CronSpecMax != recur.SpecMax || CronHorizonYears != recur.HorizonYears {
 		t.Errorf("CronSpecMax, CronHorizonYears = %d, %d; recur has %d, %d", CronSpecMax, CronHorizonYears, recur.SpecMax, recur.HorizonYears)
+	}
+}
+
+func TestMisfireString(t *testing.T) {
+	for _, tt := range []struct {
+		m    Misfire
+		want string
+	}{
+		{MisfireDefault, "once"}, {MisfireOnce, "once"}, {MisfireSkip, "skip"}, {MisfireAll, "all"}, {Misfire(9), "misfire(9)"},
+	} {
+		if got := tt.m.String(); got != tt.want {
+			t.Errorf("Misfire(%d).String() = %q, want %q", tt.m, got, tt.want)
+		}
+	}
+	if Misfire(4).Valid() || !MisfireAll.Valid() || !MisfireDefault.Valid() {
+		t.Error("Valid() accepts an unknown policy or refuses a defined one")
+	}
+}
+
+// TestMisfireIsPolicy: schedule's misfire policies and limits are internal/recur's, value
+// for value, as the scheduler converts one into the other.
+func TestMisfireIsPolicy(t *testing.T) {
+	for _, tt := range []struct {
+		m Misfire
+		p recur.Policy
+	}{{MisfireDefault, recur.Default}, {MisfireOnce, recur.Once}, {MisfireSkip, recur.Skip}, {MisfireAll, recur.All}} {
+		if recur.Policy(tt.m) != tt.p {
+			t.Errorf("recur.Policy(%v) = %d, want %d", tt.m, recur.Policy(tt.m), tt.p)
+		}
+	}
+	if maxCatchUpDefault != recur.CatchUpDefault {
+		t.Errorf("maxCatchUpDefault = %d, recur.CatchUpDefault = %d", maxCatchUpDefault, recur.CatchUpDefault)
+	}
+	// Fire and recur.Fire convert into each other.
+	if f := Fire(recur.Fire{Missed: 3}); f.Missed != 3 {
+		t.Errorf("Fire(recur.Fire{Missed: 3}).Missed = %d", f.Missed)
 	}
 }

@@ -1,7 +1,6 @@
-package kernel
+package schedule
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,33 +10,35 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/axsched/ax/kernel"
 )
 
 // TestScheduleGeneratedNames: a schedule without a Name gets "schedule-N"; a name
 // given is refused while a generated one holds it, and a generated name skips the
 // names given.
 func TestScheduleGeneratedNames(t *testing.T) {
-	k := newTestKernel(t, Config{})
+	_, sch := setup(t, kernel.Config{}, Config{})
 	run := func(context.Context, Fire) error { return nil }
-	a := mustSchedule(t, k, Every(time.Hour), run, nil)
-	b := mustSchedule(t, k, Every(time.Hour), run, &ScheduleOptions{Jitter: time.Second})
+	a := mustSchedule(t, sch, Every(time.Hour), run, nil)
+	b := mustSchedule(t, sch, Every(time.Hour), run, &Options{Jitter: time.Second})
 	if a.Name() != "schedule-1" || b.Name() != "schedule-2" {
 		t.Fatalf("Name() = %q, %q, want schedule-1, schedule-2", a.Name(), b.Name())
 	}
-	if _, err := k.Schedule(Every(time.Hour), run, &ScheduleOptions{Name: "schedule-2"}); !errors.Is(err, ErrScheduleExists) {
-		t.Fatalf("Schedule(Name: schedule-2) while it is generated = %v, want ErrScheduleExists", err)
+	if _, err := sch.Add(Every(time.Hour), run, &Options{Name: "schedule-2"}); !errors.Is(err, ErrExists) {
+		t.Fatalf("Add(Name: schedule-2) while it is generated = %v, want ErrExists", err)
 	}
 	// Not the form the kernel generates: free.
-	c := mustSchedule(t, k, Every(time.Hour), run, &ScheduleOptions{Name: "schedule-02"})
-	d := mustSchedule(t, k, Every(time.Hour), run, &ScheduleOptions{Name: "schedule-3"})
-	e := mustSchedule(t, k, Every(time.Hour), run, nil)
+	c := mustSchedule(t, sch, Every(time.Hour), run, &Options{Name: "schedule-02"})
+	d := mustSchedule(t, sch, Every(time.Hour), run, &Options{Name: "schedule-3"})
+	e := mustSchedule(t, sch, Every(time.Hour), run, nil)
 	if e.Name() != "schedule-4" {
 		t.Fatalf("Name() = %q, want schedule-4 (schedule-3 is taken)", e.Name())
 	}
 	b.Remove()
-	f := mustSchedule(t, k, Every(time.Hour), run, &ScheduleOptions{Name: "schedule-2"})
-	got := k.Stats().Schedules
-	want := map[string]*Scheduled{"schedule-1": a, "schedule-02": c, "schedule-3": d, "schedule-4": e, "schedule-2": f}
+	f := mustSchedule(t, sch, Every(time.Hour), run, &Options{Name: "schedule-2"})
+	got := sch.Stats()
+	want := map[string]*Entry{"schedule-1": a, "schedule-02": c, "schedule-3": d, "schedule-4": e, "schedule-2": f}
 	if len(got) != len(want) {
 		t.Fatalf("Stats().Schedules has %d schedules, want %d", len(got), len(want))
 	}
@@ -52,12 +53,12 @@ func TestScheduleGeneratedNames(t *testing.T) {
 // TestScheduleRegistryCompacts: removing most generated-name schedules keeps the
 // others' names, figures and uniqueness.
 func TestScheduleRegistryCompacts(t *testing.T) {
-	k := newTestKernel(t, Config{})
+	_, sch := setup(t, kernel.Config{}, Config{})
 	run := func(context.Context, Fire) error { return nil }
 	const n = 300
-	scs := make([]*Scheduled, n)
+	scs := make([]*Entry, n)
 	for i := range scs {
-		scs[i] = mustSchedule(t, k, Every(time.Duration(i+1)*time.Hour), run, nil)
+		scs[i] = mustSchedule(t, sch, Every(time.Duration(i+1)*time.Hour), run, nil)
 	}
 	for i, sc := range scs {
 		if i%10 != 3 {
@@ -65,7 +66,7 @@ func TestScheduleRegistryCompacts(t *testing.T) {
 			sc.Remove() // idempotent
 		}
 	}
-	got := k.Stats().Schedules
+	got := sch.Stats()
 	if len(got) != n/10 {
 		t.Fatalf("Stats().Schedules has %d schedules, want %d", len(got), n/10)
 	}
@@ -74,12 +75,12 @@ func TestScheduleRegistryCompacts(t *testing.T) {
 		if st, ok := got[name]; !ok || !st.Next.Equal(scs[i].Next()) {
 			t.Fatalf("Stats().Schedules[%q] = %+v, %v, want Next %v", name, st, ok, scs[i].Next())
 		}
-		if _, err := k.Schedule(Every(time.Hour), run, &ScheduleOptions{Name: name}); !errors.Is(err, ErrScheduleExists) {
-			t.Fatalf("Schedule(Name: %s) = %v, want ErrScheduleExists", name, err)
+		if _, err := sch.Add(Every(time.Hour), run, &Options{Name: name}); !errors.Is(err, ErrExists) {
+			t.Fatalf("Add(Name: %s) = %v, want ErrExists", name, err)
 		}
 	}
 	// A removed one's name is free.
-	mustSchedule(t, k, Every(time.Hour), run, &ScheduleOptions{Name: "schedule-1"})
+	mustSchedule(t, sch, Every(time.Hour), run, &Options{Name: "schedule-1"})
 }
 
 // offsetZone is a Schedule whose targets are in a zone of its own, every second.
@@ -102,16 +103,16 @@ func TestScheduleFireTimeKept(t *testing.T) {
 			t.Fatal(err)
 		}
 		own := time.FixedZone("own", 5400)
-		k := newTestKernel(t, Config{})
+		_, sch := setup(t, kernel.Config{}, Config{})
 		var lc, lo, le fireLog
-		mustSchedule(t, k, cron, lc.run, nil)
-		mustSchedule(t, k, offsetZone{own}, lo.run, nil)
-		mustSchedule(t, k, Every(time.Second), le.run, nil)
+		mustSchedule(t, sch, cron, lc.run, nil)
+		mustSchedule(t, sch, offsetZone{own}, lo.run, nil)
+		mustSchedule(t, sch, Every(time.Second), le.run, nil)
 		advance(3500 * time.Millisecond)
 		for _, c := range []struct {
 			name string
 			l    *fireLog
-			s    Schedule
+			s    Spec
 			loc  string
 		}{{"cron", &lc, cron, "America/New_York"}, {"own zone", &lo, offsetZone{own}, "own"}} {
 			fs := c.l.get()
@@ -145,15 +146,12 @@ func TestScheduleFireTimeKept(t *testing.T) {
 	})
 }
 
-// TestScheduleResumeAfterStop: a schedule resumed while the kernel drains reports no
-// next target and does not fire.
+// TestScheduleResumeAfterStop: a schedule resumed while the kernel drains is refused
+// (the scheduler stopped with the kernel), reports no next target and does not fire.
 func TestScheduleResumeAfterStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k, err := New(Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := mustSchedule(t, k, Every(time.Second), func(context.Context, Fire) error { return nil }, nil)
+		k, sch := setup(t, kernel.Config{}, Config{})
+		sc := mustSchedule(t, sch, Every(time.Second), func(context.Context, Fire) error { return nil }, nil)
 		if err := sc.Pause(); err != nil {
 			t.Fatalf("Pause() = %v", err)
 		}
@@ -161,16 +159,16 @@ func TestScheduleResumeAfterStop(t *testing.T) {
 			t.Fatalf("after Pause: Next() = %v, Stats() = %+v", sc.Next(), sc.Stats())
 		}
 		g := make(gate) // keeps the loop draining
-		mustSubmit(t, k, Task{Run: g.run})
+		mustSubmit(t, k, kernel.Task{Run: g.run})
 		done := make(chan error, 1)
 		go func() { done <- k.Shutdown(context.Background()) }()
 		synctest.Wait()
-		if err := sc.Resume(); err != nil {
-			t.Fatalf("Resume() while draining = %v", err)
+		if err := sc.Resume(); !errors.Is(err, ErrStopped) {
+			t.Fatalf("Resume() while draining = %v, want ErrStopped", err)
 		}
 		advance(5 * time.Second)
-		if st := sc.Stats(); !sc.Next().IsZero() || !st.Next.IsZero() || st.Paused || st.Fires != 0 {
-			t.Fatalf("after Shutdown and Resume: Next() = %v, Stats() = %+v, want no next, not paused, no fire", sc.Next(), st)
+		if st := sc.Stats(); !sc.Next().IsZero() || !st.Next.IsZero() || st.Fires != 0 {
+			t.Fatalf("after Shutdown and Resume: Next() = %v, Stats() = %+v, want no next, no fire", sc.Next(), st)
 		}
 		g.open()
 		if err := <-done; err != nil {
@@ -183,7 +181,7 @@ func TestScheduleEvents(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		notes := map[Note]int{}
-		k := newTestKernel(t, Config{OnEvent: func(e Event) {
+		_, sch := setup(t, kernel.Config{}, Config{OnEvent: func(e Event) {
 			if e.Schedule == "ev" {
 				mu.Lock()
 				notes[e.Note]++
@@ -191,7 +189,7 @@ func TestScheduleEvents(t *testing.T) {
 			}
 		}})
 		l := fireLog{hold: 1500 * time.Millisecond}
-		sc := mustSchedule(t, k, Every(time.Second), l.run, &ScheduleOptions{Name: "ev", Grace: 100 * time.Millisecond})
+		sc := mustSchedule(t, sch, Every(time.Second), l.run, &Options{Name: "ev", Grace: 100 * time.Millisecond})
 		advance(2500 * time.Millisecond) // fires at 1s, skips at 2s
 		_ = sc.Pause()
 		advance(5 * time.Second)
@@ -201,13 +199,6 @@ func TestScheduleEvents(t *testing.T) {
 		defer mu.Unlock()
 		if notes[NoteFired] != 2 || notes[NoteSkipped] != 1 || notes[NoteMisfired] != 1 {
 			t.Fatalf("notes %v, want 2 fired, 1 skipped, 1 misfired", notes)
-		}
-		var buf bytes.Buffer
-		k.WritePrometheus(&buf)
-		for _, want := range []string{"ax_schedule_fires_total 2", "ax_schedule_skipped_total 1", "ax_schedules 1"} {
-			if !strings.Contains(buf.String(), want+"\n") {
-				t.Fatalf("WritePrometheus() lacks %q", want)
-			}
 		}
 	})
 }
@@ -234,8 +225,8 @@ func TestScheduleStuckNextEnds(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var mu sync.Mutex
 				var stuck int
-				k := newTestKernel(t, Config{OnEvent: func(e Event) {
-					if e.Note == NoteMisfired && errors.Is(e.Err, ErrScheduleStuck) {
+				_, sch := setup(t, kernel.Config{}, Config{OnEvent: func(e Event) {
+					if e.Note == NoteMisfired && errors.Is(e.Err, ErrStuck) {
 						mu.Lock()
 						stuck++
 						mu.Unlock()
@@ -243,7 +234,7 @@ func TestScheduleStuckNextEnds(t *testing.T) {
 				}})
 				var runs atomic.Int64
 				s := stuckSchedule{first: time.Now().Add(10 * time.Millisecond), back: back}
-				sc := mustSchedule(t, k, s, func(context.Context, Fire) error { runs.Add(1); return nil }, &ScheduleOptions{Overlap: OverlapAllow})
+				sc := mustSchedule(t, sch, s, func(context.Context, Fire) error { runs.Add(1); return nil }, &Options{Overlap: OverlapAllow})
 				advance(time.Second)
 				if st := sc.Stats(); !st.Ended || st.Fires != 1 || runs.Load() != 1 {
 					t.Errorf("Stats() = %+v, %d runs; want ended after one fire", st, runs.Load())
@@ -251,9 +242,13 @@ func TestScheduleStuckNextEnds(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				if stuck != 1 {
-					t.Errorf("%d events with ErrScheduleStuck, want 1", stuck)
+					t.Errorf("%d events with ErrStuck, want 1", stuck)
 				}
 			})
 		})
 	}
 }
+
+// sameTime reports whether a and b are the same representation: instant, location
+// and monotonic reading.
+func sameTime(a, b time.Time) bool { return a == b } //nolint:staticcheck // comparing representations, not instants

@@ -1,0 +1,346 @@
+package schedule
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/timewheel"
+	"github.com/benbjohnson/clock"
+)
+
+// Config configures a [Scheduler]. The zero Config is valid.
+type Config struct {
+	// Store keeps durable schedules ([Scheduler.AddDurable]): usually the kernel's
+	// Config.Store, whose pool the occurrences' tasks go to. If nil, AddDurable
+	// returns an error.
+	Store store.ScheduleStore
+
+	// StoreTimeout bounds each call to Store. If zero, 15 s.
+	StoreTimeout time.Duration
+
+	// Tick is the resolution of the scheduler's timers: a fire is rounded up to a
+	// multiple of it. If zero, 1 ms.
+	Tick time.Duration
+
+	// OnEvent, if set, receives the schedules' events (fires, skips, misfires,
+	// refusals), one call at a time, in the order they happened, on the goroutine
+	// that made them (the scheduler's, the kernel's OnEnd goroutine, or the caller
+	// of an [Entry] method), after the scheduler's lock is released. It must not
+	// block (the schedules it was called for wait) nor call the methods of its
+	// scheduler or of its entries that fire (Add, AddDurable, Trigger, Update,
+	// Resume, Stop). A panic in it is recovered. If nil, no events are made.
+	OnEvent func(Event)
+}
+
+// Defaults of [Config].
+const (
+	storeTimeoutDefault = 15 * time.Second
+	tickDefault         = time.Millisecond
+)
+
+// Validate returns nil for a valid Config, and otherwise a *kernel.ConfigError
+// (joined) for each bad field.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.StoreTimeout < 0 {
+		errs = append(errs, &kernel.ConfigError{Field: "schedule.Config.StoreTimeout", Value: c.StoreTimeout, Reason: "must be >= 0"})
+	}
+	if c.Tick < 0 {
+		errs = append(errs, &kernel.ConfigError{Field: "schedule.Config.Tick", Value: c.Tick, Reason: "must be >= 0"})
+	}
+	return errors.Join(errs...)
+}
+
+// Scheduler fires schedules into a kernel: at each target of a schedule it submits
+// a task through the kernel's public API ([kernel.Kernel.TrySubmit]), and follows
+// the task's end with [kernel.Task.OnEnd] to apply the overlap policies. It keeps
+// every schedule's timer in one wheel served by one goroutine, and costs no
+// goroutine per schedule. A durable schedule's occurrences go to the store's pool
+// instead, where the kernel's claimer finds them ([kernel.Kernel.Poll]).
+//
+// A Scheduler is safe for concurrent use. It stops when [Scheduler.Stop] is called
+// or when the kernel's Shutdown or Close begins ([kernel.Kernel.Stopping]):
+// schedules fire no more, live occurrences go on in the kernel.
+type Scheduler struct {
+	k   *kernel.Kernel // immutable
+	clk clock.Clock    // immutable: the kernel's
+	cfg Config         // immutable, defaults applied
+
+	mu      sync.Mutex
+	wheel   *timewheel.Wheel[*Entry] // guarded by mu
+	named   map[string]*Entry        // guarded by mu: the schedules given an Options.Name
+	unnamed []*Entry                 // guarded by mu: the others, by seq ascending; removed ones are dropped when they are half
+	gone    int                      // guarded by mu: removed entries still in unnamed
+	seq     uint64                   // guarded by mu: the last generated name's number
+	deflt   *opts                    // guarded by mu: the options of the schedules whose options are all zero
+	due     []*Entry                 // guarded by mu: the pass's due entries
+	events  []Event                  // guarded by mu: made, not yet handed to OnEvent
+	stopped bool                     // guarded by mu
+
+	emitMu sync.Mutex // serializes OnEvent
+
+	wake   chan struct{} // size 1: an entry was armed from outside the goroutine
+	stopCh chan struct{} // closed by Stop
+	done   chan struct{} // closed when the goroutine returns
+	stop   sync.Once
+
+	fr *firer // nil without Config.Store
+}
+
+// New returns a scheduler bound to k, started. It returns the errors of
+// [Config.Validate], and an error for a nil k.
+func New(k *kernel.Kernel, cfg Config) (*Scheduler, error) {
+	if k == nil {
+		return nil, errors.New("schedule: New: nil kernel")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.StoreTimeout = cmp.Or(cfg.StoreTimeout, storeTimeoutDefault)
+	cfg.Tick = cmp.Or(cfg.Tick, tickDefault)
+	clk := k.Clock()
+	w, err := timewheel.New[*Entry](cfg.Tick, clk.Now())
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{
+		k: k, clk: clk, cfg: cfg, wheel: w,
+		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{}),
+	}
+	if cfg.Store != nil {
+		s.fr = newFirer(s)
+	}
+	go s.run()
+	return s, nil
+}
+
+// Stop stops the scheduler: its schedules fire no more (their Next is zero), an
+// occurrence waiting under OverlapQueueOne is dropped, and the live occurrences go
+// on in the kernel. It waits for the scheduler's goroutines (a durable schedule's
+// store call in progress included, StoreTimeout at most) and is idempotent. It
+// must not be called from Config.OnEvent.
+func (s *Scheduler) Stop() {
+	s.stop.Do(func() { close(s.stopCh) })
+	<-s.done
+	if s.fr != nil {
+		s.fr.wait()
+	}
+}
+
+// run is the scheduler's goroutine: it fires the due schedules and sleeps until
+// the next one, a change from outside, or the stop.
+func (s *Scheduler) run() {
+	defer close(s.done)
+	t := s.clk.Timer(time.Hour)
+	defer t.Stop()
+	for {
+		d, ok := s.pass()
+		if !ok {
+			return
+		}
+		t.Reset(d)
+		select {
+		case <-t.C:
+		case <-s.wake:
+		case <-s.stopCh:
+			s.halt()
+			return
+		case <-s.k.Stopping():
+			s.halt()
+			return
+		}
+	}
+}
+
+// pass fires the due schedules and returns how long to sleep; ok = false when the
+// scheduler stopped.
+func (s *Scheduler) pass() (d time.Duration, ok bool) {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return 0, false
+	}
+	now := s.clk.Now()
+	s.wheel.Advance(now, func(e *Entry) { s.due = append(s.due, e) })
+	for i, e := range s.due {
+		s.due[i] = nil
+		e.timer = timewheel.Handle[*Entry]{}
+		s.onDue(e, now)
+	}
+	s.due = s.due[:0]
+	next, armed := s.wheel.Next()
+	stopped := s.stopped
+	s.unlockEmit()
+	if stopped {
+		return 0, false
+	}
+	if !armed {
+		return time.Hour, true
+	}
+	// The clock is read again: a Spec's Next may have taken time.
+	return max(next.Sub(s.clk.Now()), 0), true
+}
+
+// halt stops every schedule.
+func (s *Scheduler) halt() {
+	s.mu.Lock()
+	s.stopLocked()
+	s.mu.Unlock()
+	if s.fr != nil {
+		s.fr.stop()
+	}
+}
+
+// stopLocked marks the scheduler stopped. mu held.
+func (s *Scheduler) stopLocked() {
+	if s.stopped {
+		return
+	}
+	s.stopped = true
+	s.wheel.Clear(func(e *Entry) { e.timer = timewheel.Handle[*Entry]{} })
+}
+
+// poke wakes the goroutine after an entry was armed from outside it.
+func (s *Scheduler) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// note records an event. mu held.
+func (s *Scheduler) note(e *Entry, n Note, taskID string, err error) {
+	if s.cfg.OnEvent == nil {
+		return
+	}
+	s.events = append(s.events, Event{Time: s.clk.Now(), Schedule: e.Name(), Note: n, TaskID: taskID, Err: err})
+}
+
+// unlockEmit releases mu and hands the events made meanwhile to OnEvent.
+func (s *Scheduler) unlockEmit() {
+	evs := s.events
+	s.events = nil
+	if len(evs) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	// emitMu is taken before mu is released, so that events reach OnEvent in the
+	// order they were made.
+	s.emitMu.Lock()
+	s.mu.Unlock()
+	defer s.emitMu.Unlock()
+	for _, ev := range evs {
+		func() {
+			defer func() { _ = recover() }()
+			s.cfg.OnEvent(ev)
+		}()
+	}
+}
+
+// Stats returns the figures of every live schedule, by name; nil if none. It
+// takes the scheduler's lock.
+func (s *Scheduler) Stats() map[string]Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.named) + len(s.unnamed) - s.gone
+	if n == 0 {
+		return nil
+	}
+	m := make(map[string]Stats, n)
+	for name, e := range s.named {
+		m[name] = e.statsLocked()
+	}
+	for _, e := range s.unnamed {
+		if e.flags&flagRemoved == 0 {
+			m[e.Name()] = e.statsLocked()
+		}
+	}
+	return m
+}
+
+// namePrefix starts the generated schedule names.
+const namePrefix = "schedule-"
+
+func generatedName(seq uint64) string { return namePrefix + strconv.FormatUint(seq, 10) }
+
+// register gives e its options (o, validated; dur for a durable schedule) and its
+// name, and adds it to the registry: an error wrapping ErrExists when o.Name is
+// taken. mu held.
+func (s *Scheduler) register(e *Entry, o *Options, dur *durable) error {
+	if o.Name != "" {
+		if s.taken(o.Name) {
+			return fmt.Errorf("%w: %q", ErrExists, o.Name)
+		}
+		e.o = &opts{s: s, dur: dur, Options: *o}
+		if s.named == nil {
+			s.named = make(map[string]*Entry)
+		}
+		s.named[o.Name] = e
+		return nil
+	}
+	if *o == (Options{}) {
+		if s.deflt == nil {
+			s.deflt = &opts{s: s}
+		}
+		e.o = s.deflt
+	} else {
+		e.o = &opts{s: s, Options: *o}
+	}
+	for {
+		s.seq++
+		if _, ok := s.named[generatedName(s.seq)]; !ok {
+			break
+		}
+	}
+	e.seq = s.seq
+	s.unnamed = append(s.unnamed, e)
+	return nil
+}
+
+// taken reports whether a live schedule is named name. mu held.
+func (s *Scheduler) taken(name string) bool {
+	if _, ok := s.named[name]; ok {
+		return true
+	}
+	digits, ok := strings.CutPrefix(name, namePrefix)
+	if !ok {
+		return false
+	}
+	seq, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil || strconv.FormatUint(seq, 10) != digits {
+		return false
+	}
+	i, ok := slices.BinarySearchFunc(s.unnamed, seq, func(e *Entry, seq uint64) int { return cmp.Compare(e.seq, seq) })
+	return ok && s.unnamed[i].flags&flagRemoved == 0
+}
+
+// unregister takes the removed e out of the registry. mu held.
+func (s *Scheduler) unregister(e *Entry) {
+	if e.seq == 0 {
+		if s.named[e.o.Name] == e {
+			delete(s.named, e.o.Name)
+		}
+		return
+	}
+	s.gone++
+	if s.gone*2 <= len(s.unnamed) {
+		return
+	}
+	live := s.unnamed[:0]
+	for _, e := range s.unnamed {
+		if e.flags&flagRemoved == 0 {
+			live = append(live, e)
+		}
+	}
+	clear(s.unnamed[len(live):])
+	s.unnamed = live
+	s.gone = 0
+}
