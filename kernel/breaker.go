@@ -24,9 +24,6 @@ const (
 	breakerOpenForMax          = 24 * time.Hour
 	breakerProbesDefault       = 1
 	breakerProbesMax           = 10_000
-
-	// breakerBuckets is the number of buckets a breaker's window is cut into.
-	breakerBuckets = breaker.Buckets
 )
 
 // BreakerConfig configures the circuit breaker each key of a group holds. The zero
