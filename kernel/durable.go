@@ -288,8 +288,8 @@ func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
 //
 // It refuses, with nothing stored: a bad field (a joined *ConfigError naming it), an
 // unregistered Kind, a payload over the store's cap ([store.ErrPayloadTooLarge]), a live
-// UniqueKey ([store.ErrDuplicateKey]), no room ([ErrQueueFull], [ErrDegraded] or ctx.Err();
-// never on a SharedStore), a closed kernel ([ErrClosed]) and a store that cannot be reached
+// UniqueKey ([store.ErrDuplicateKey]), no room before ctx ended (ctx.Err(); a nil ctx
+// waits without bound; never on a SharedStore), a closed kernel ([ErrClosed]) and a store that cannot be reached
 // ([store.ErrStoreUnavailable], at once while the store is known to be down). The wait for
 // the commit is bounded by Config.StoreTimeout, not by ctx: once the commit began its
 // outcome is waited for. If the kernel closes between the commit and the hand-over,
