@@ -30,6 +30,10 @@ type Config struct {
 	// multiple of it. If zero, 1 ms.
 	Tick time.Duration
 
+	// Name labels the series of [Scheduler.WritePrometheus] (kernel="<Name>"); give it
+	// the kernel's Config.Name to serve both on one page. At most 64 bytes of ASCII
+	// letters, digits, '_', '-' and '.'. If empty, the series have no label.
+	Name string
 	// OnEvent, if set, receives the schedules' events (fires, skips, misfires,
 	// refusals), one call at a time, in the order they happened, on the goroutine
 	// that made them (the scheduler's, the kernel's OnEnd goroutine, or the caller
@@ -55,6 +59,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Tick < 0 {
 		errs = append(errs, &kernel.ConfigError{Field: "schedule.Config.Tick", Value: c.Tick, Reason: "must be >= 0"})
+	}
+	if !validName(c.Name) {
+		errs = append(errs, &kernel.ConfigError{Field: "schedule.Config.Name", Value: c.Name, Reason: "must be at most 64 bytes of ASCII letters, digits, '_', '-' and '.'"})
 	}
 	return errors.Join(errs...)
 }
@@ -84,6 +91,7 @@ type Scheduler struct {
 	due     []*Entry                 // guarded by mu: the pass's due entries
 	events  []Event                  // guarded by mu: made, not yet handed to OnEvent
 	stopped bool                     // guarded by mu
+	removed totals                   // guarded by mu: the counters of removed schedules
 
 	emitMu sync.Mutex // serializes OnEvent
 
@@ -324,6 +332,7 @@ func (s *Scheduler) taken(name string) bool {
 
 // unregister takes the removed e out of the registry. mu held.
 func (s *Scheduler) unregister(e *Entry) {
+	s.removed.add(e.statsLocked())
 	if e.seq == 0 {
 		if s.named[e.o.Name] == e {
 			delete(s.named, e.o.Name)
@@ -343,4 +352,19 @@ func (s *Scheduler) unregister(e *Entry) {
 	clear(s.unnamed[len(live):])
 	s.unnamed = live
 	s.gone = 0
+}
+
+// validName reports whether name may label a metric series unescaped.
+func validName(name string) bool {
+	if len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
 }
