@@ -496,6 +496,12 @@ func validName(name string) bool {
 	return true
 }
 
+// Validate returns nil for a policy that [Config.Validate] and the submit calls
+// accept, and otherwise a *ConfigError for each bad field (joined), its Field
+// starting "RetryPolicy.". Clients that hold a policy for later tasks (a schedule's
+// occurrences) call it to refuse a bad one at once.
+func (p *RetryPolicy) Validate() error { return errors.Join(p.validate("RetryPolicy")...) }
+
 // validate checks a retry policy; prefix names it ("Config.Retry.Low", "Task.Retry").
 func (p *RetryPolicy) validate(prefix string) []error {
 	var errs []error

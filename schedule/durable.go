@@ -126,6 +126,9 @@ func (s *Scheduler) AddDurable(sp Spec, kind string, payload []byte, o *Options)
 	if err := op.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := s.checkGroup(op.Group); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -97,6 +97,9 @@ func (s *Scheduler) Add(sp Spec, run func(ctx context.Context, f Fire) error, o 
 	if err := op.validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := s.checkGroup(op.Group); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

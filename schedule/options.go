@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/axsched/ax/kernel"
@@ -139,9 +140,10 @@ type Options struct {
 	RunOnStart bool
 
 	// Priority, Timeout, Group, Key and Retry are those of the task each occurrence
-	// submits; see [kernel.Task]. Group must name a group of the kernel's
-	// Config.Groups: an occurrence the kernel refuses for its group is counted as
-	// refused ([Stats.Refused]).
+	// submits; see [kernel.Task]. Add refuses a Group that is not in the kernel's
+	// Config.Groups and a Retry that [kernel.RetryPolicy.Validate] refuses; an
+	// occurrence the kernel refuses later (its group removed by an Update) is counted
+	// as refused ([Stats.Refused]).
 	Priority kernel.Priority
 	Timeout  time.Duration
 	Group    string
@@ -185,6 +187,34 @@ func (o *Options) validate() error {
 	if o.Retry != nil {
 		r := *o.Retry
 		o.Retry = &r
+		for _, err := range unjoin(r.Validate()) {
+			if ce, ok := err.(*kernel.ConfigError); ok {
+				bad("Retry"+strings.TrimPrefix(ce.Field, "RetryPolicy"), ce.Value, ce.Reason)
+			}
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// unjoin returns the errors err joins (errors.Join), err alone, or none for nil.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+// checkGroup returns a *kernel.ConfigError when group is not empty and names no
+// group of the kernel's Config.Groups (read from [kernel.Kernel.Stats]).
+func (s *Scheduler) checkGroup(group string) error {
+	if group == "" {
+		return nil
+	}
+	if _, ok := s.k.Stats().Groups[group]; ok {
+		return nil
+	}
+	return &kernel.ConfigError{Field: "schedule.Options.Group", Value: group, Reason: "is not a group of the kernel's Config.Groups"}
 }

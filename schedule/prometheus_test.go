@@ -62,3 +62,24 @@ func TestConfigName(t *testing.T) {
 }
 
 func noopFire(context.Context, Fire) error { return nil }
+
+func TestAddRefusesBadRetryAndGroup(t *testing.T) {
+	_, sch := setup(t, kernel.Config{Groups: map[string]kernel.GroupConfig{"up": {}}}, Config{})
+	for _, tc := range []struct {
+		name  string
+		o     Options
+		field string
+	}{
+		{"retry", Options{Retry: &kernel.RetryPolicy{Multiplier: 0.5}}, "schedule.Options.Retry.Multiplier"},
+		{"group", Options{Group: "nope"}, "schedule.Options.Group"},
+	} {
+		_, err := sch.Add(Every(time.Second), noopFire, &tc.o)
+		var ce *kernel.ConfigError
+		if !errors.As(err, &ce) || ce.Field != tc.field {
+			t.Errorf("%s: Add() = %v, want a ConfigError for %s", tc.name, err, tc.field)
+		}
+	}
+	if _, err := sch.Add(Every(time.Second), noopFire, &Options{Group: "up", Retry: &kernel.RetryPolicy{MaxAttempts: 2}}); err != nil {
+		t.Errorf("Add(group up, a valid retry) = %v, want nil", err)
+	}
+}
