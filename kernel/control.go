@@ -1,5 +1,7 @@
 package kernel
 
+import "github.com/axsched/ax/store"
+
 // ctrlKind is the kind of a control message.
 type ctrlKind uint8
 
@@ -21,6 +23,12 @@ const (
 	ctrlLeaseLapse                      // the lease may end soon without a renewal: cancel the running durable attempts
 	ctrlPause                           // pause (pause) or resume the work of sel, answer on ack
 )
+
+// claimMsg carries the claimer's news to the loop.
+type claimMsg struct {
+	tasks    []store.StoredTask // claimed (ctrlClaimed) or ended elsewhere (ctrlPoolEnded)
+	reserved int                // slots the loop reserved for the claim
+}
 
 // ctrlMsg is a message from the API to the loop.
 type ctrlMsg struct {
@@ -95,7 +103,7 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 	case ctrlClaimBudget:
 		m.count <- k.claimBudget(m.hungry)
 	case ctrlClaimed:
-		k.claimed(m.claim)
+		k.claimed(m.claim.tasks, m.claim.reserved)
 	case ctrlStartBudget:
 		m.count <- k.startBudget(m.want)
 	case ctrlPrestarted:
@@ -103,7 +111,7 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 	case ctrlLeaseLapse:
 		k.leaseLapsed()
 	case ctrlPoolEnded:
-		k.poolEnded(m.claim)
+		k.poolEnded(m.claim.tasks)
 	case ctrlStarted:
 		k.ungate(m.as)
 		k.abortGated(m.refused, m.errs)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/axsched/ax/kernel/internal/durable"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/store"
 )
@@ -86,8 +87,8 @@ type DurableTask struct {
 // and Config.Retry, unless it is [Permanent]).
 type DurableFunc func(ctx context.Context, payload []byte) error
 
-// durable is what the record of a durable task carries besides the in-memory task.
-type durable struct {
+// durTask is what the record of a durable task carries besides the in-memory task.
+type durTask struct {
 	kind        string
 	payload     []byte
 	unique      string
@@ -95,7 +96,7 @@ type durable struct {
 	timeout     time.Duration // as submitted (0: kernel default), for the store
 	fence       uint64        // loop-owned: the fence the store holds for the task
 	keepLive    bool          // loop-owned: the process stops; leave the row live
-	inPool      bool          // waits in the store's pool (see claim.go); loop-owned once handed over
+	inPool      bool          // waits in the store's pool (see pool.go); loop-owned once handed over
 }
 
 // durables is the kernel's durable side: the registry of kinds, the unique keys of
@@ -112,7 +113,7 @@ type durables struct {
 	prefix     string // immutable: the ID prefix of this kernel instance
 	maxBytes   int    // immutable: the store's payload cap, 0 if unknown
 	j          *journal
-	own        *ownership // nil unless the store is a SharedStore
+	own        *durable.Owner // nil unless the store is a SharedStore
 }
 
 // payloadCapper is implemented by stores that cap payload sizes; the kernel then
@@ -221,7 +222,7 @@ func (k *Kernel) newDurableHandle(t *Task, rc *resolved, fn DurableFunc, kind st
 	p := *base
 	p.MaxAttempts = maxAttempts
 	h.retry = &p
-	h.dur = &durable{kind: kind, payload: payload, unique: unique, maxAttempts: maxAttempts, timeout: timeout, fence: 1}
+	h.dur = &durTask{kind: kind, payload: payload, unique: unique, maxAttempts: maxAttempts, timeout: timeout, fence: 1}
 	if gd != nil {
 		// Not counted in the key's waiting tasks yet: the gate counts it, never
 		// refusing it (MaxWaiting refuses no durable task).
@@ -578,4 +579,22 @@ func ceilMilli(t time.Time) time.Time {
 		return r.Add(time.Millisecond)
 	}
 	return t
+}
+
+// toPool reports whether a durable submit of t goes to the pool whatever the room
+// here (a task for which this kernel has no room goes there too: see submitDurable).
+func (k *Kernel) toPool(t *DurableTask, rc *resolved) bool {
+	return k.dur.own != nil && (t.Pool || rc.cfg.SharedPool)
+}
+
+// tryRoom takes n tickets of level l if there is room now, without waiting.
+func (k *Kernel) tryRoom(l queue.Level, n int64, rc *resolved) bool {
+	for {
+		if k.tryAcquire(l, n, rc) == nil {
+			return true
+		}
+		if !k.flushLazyTickets() {
+			return false
+		}
+	}
 }

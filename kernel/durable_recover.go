@@ -128,7 +128,7 @@ func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
 	}
 	ts, err := storeCall(k, "Requeue", func() ([]store.StoredTask, error) {
 		if d.own != nil {
-			return d.own.store.RequeueAs(ctx, d.own.owner(), k.clk.Now(), ids...)
+			return d.own.Store().RequeueAs(ctx, d.own.Current(), k.clk.Now(), ids...)
 		}
 		return d.j.store.Requeue(ctx, k.clk.Now(), ids...)
 	})
@@ -137,4 +137,30 @@ func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
 	}
 	k.recoverStored(ts)
 	return len(ts), nil
+}
+
+// recoverStored schedules tasks read back from the store (rescued ones): those of a
+// registered kind now, the others once their kind is registered.
+func (k *Kernel) recoverStored(ts []store.StoredTask) {
+	d := k.dur
+	byKind := make(map[string][]store.StoredTask)
+	d.mu.Lock()
+	for _, t := range ts {
+		if t.UniqueKey != "" {
+			d.keys[t.UniqueKey] = struct{}{}
+		}
+		if _, ok := d.kinds[t.Kind]; ok {
+			byKind[t.Kind] = append(byKind[t.Kind], t)
+		} else {
+			d.held[t.Kind] = append(d.held[t.Kind], t)
+		}
+	}
+	fns := make(map[string]DurableFunc, len(byKind))
+	for kind := range byKind {
+		fns[kind] = d.kinds[kind]
+	}
+	d.mu.Unlock()
+	for kind, group := range byKind {
+		k.recover(group, fns[kind])
+	}
 }

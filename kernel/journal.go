@@ -277,7 +277,7 @@ func (j *journal) run() {
 		}
 		backoff = nextBackoff(backoff)
 		if own := j.k.dur.own; own != nil {
-			backoff = min(backoff, own.heartbeatEvery()) // a retry renews the lease
+			backoff = min(backoff, own.HeartbeatEvery()) // a retry renews the lease
 		}
 		if !j.sleep(backoff) {
 			return
@@ -297,7 +297,7 @@ func (j *journal) idle() bool {
 			return false
 		}
 	}
-	t := time.NewTimer(own.heartbeatEvery())
+	t := time.NewTimer(own.HeartbeatEvery())
 	defer t.Stop()
 	select {
 	case <-j.wake:
@@ -307,10 +307,10 @@ func (j *journal) idle() bool {
 	case <-t.C:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
-	_, err := own.commit(ctx, nil) // the lone heartbeat
+	_, err := own.Commit(ctx, nil, j.stopCh) // the lone heartbeat
 	cancel()
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) && j.log != nil {
-		j.log.warn("kernel: renew the lease on the store", "owner", own.owner().Name, "err", err)
+		j.log.warn("kernel: renew the lease on the store", "owner", own.Current().Name, "err", err)
 	}
 	return true
 }
@@ -429,7 +429,7 @@ func (j *journal) commit(batch []jentry, changes []store.Change) bool {
 		err     error
 	)
 	if own := j.k.dur.own; own != nil {
-		results, err = own.commit(ctx, changes)
+		results, err = own.Commit(ctx, changes, j.stopCh)
 	} else {
 		results, err = storeCall(j.k, "Commit", func() ([]error, error) { return j.store.Commit(ctx, changes) })
 	}
@@ -438,7 +438,7 @@ func (j *journal) commit(batch []jentry, changes []store.Change) bool {
 		err = fmt.Errorf("kernel: Store.Commit returned %d results for %d changes", len(results), len(changes))
 	}
 	if errors.Is(err, store.ErrLeaseLost) {
-		// Nothing of the batch applied, and the owner joined again (ownership.commit):
+		// Nothing of the batch applied, and the owner joined again (durable.Owner.Commit):
 		// refuse its acknowledged inserts, and commit the rest at once as the new owner.
 		keep := make([]jentry, 0, len(batch))
 		for _, e := range batch {

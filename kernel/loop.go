@@ -223,10 +223,7 @@ func (k *Kernel) publish() {
 	k.rq.mu.Unlock()
 	if claimRoom {
 		k.ls.claimHungry = false
-		select {
-		case k.dur.own.claimNow <- struct{}{}:
-		default:
-		}
+		k.dur.own.ClaimNow()
 	}
 	if wake != nil {
 		wake.wake <- struct{}{}

@@ -189,11 +189,11 @@ func (k *Kernel) Stats() Stats {
 		}
 		d.mu.Unlock()
 		if o := d.own; o != nil {
-			m := o.owner()
+			m, c := o.Current(), o.Counts()
 			s.Store.Owner, s.Store.Epoch = m.Name, m.Epoch
-			s.Store.Joins, s.Store.LeaseLost = uint64(o.joins.Load()), uint64(o.lost.Load())
-			s.Store.Rescued, s.Store.Claimed = uint64(o.rescued.Load()), uint64(o.claimed.Load())
-			s.Store.Following = o.follow.len()
+			s.Store.Joins, s.Store.LeaseLost = c.Joins, c.LeaseLost
+			s.Store.Rescued, s.Store.Claimed = c.Rescued, c.Claimed
+			s.Store.Following = c.Following
 		}
 	}
 	return s

@@ -57,7 +57,7 @@ func (k *Kernel) askStartBudget(want int) int {
 func (k *Kernel) startBudget(want int) int {
 	// Nor while a priority or a durable kind is paused: the journal cannot tell
 	// which of its inserts that holds back.
-	if k.ls.closing || k.ls.draining || k.dur.own != nil && k.dur.own.doubt() ||
+	if k.ls.closing || k.ls.draining || k.dur.own != nil && k.dur.own.Doubt() ||
 		k.ls.gate.pausedLevels != 0 || len(k.ls.gate.pausedKinds) > 0 {
 		return 0
 	}

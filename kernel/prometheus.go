@@ -244,9 +244,9 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 		var joins, lost, rescued, claimed uint64
 		var following int64
 		if o := d.own; o != nil {
-			joins, lost = uint64(o.joins.Load()), uint64(o.lost.Load())
-			rescued, claimed = uint64(o.rescued.Load()), uint64(o.claimed.Load())
-			following = int64(o.follow.len())
+			c := o.Counts()
+			joins, lost, rescued, claimed = c.Joins, c.LeaseLost, c.Rescued, c.Claimed
+			following = int64(c.Following)
 		}
 		one(famStoreJoins, joins)
 		one(famStoreLeaseLost, lost)

@@ -61,7 +61,7 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 	if k.dur != nil {
 		// A Store method that ignores its ctx must not hold the stop beyond ctx.
 		own := k.dur.own
-		if own != nil && !waitFor(ctx.Done(), own.stopRescuer) {
+		if own != nil && !waitFor(ctx.Done(), own.Stop) {
 			return &ShutdownError{Err: ctx.Err(), Journal: int(k.dur.j.pending.Load())}
 		}
 		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
@@ -70,7 +70,7 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 		if !waitFor(ctx.Done(), k.dur.j.stop) {
 			return &ShutdownError{Err: ctx.Err(), Journal: int(k.dur.j.pending.Load())}
 		}
-		if own != nil && !waitFor(ctx.Done(), func() { own.leave(ctx); own.release() }) {
+		if own != nil && !waitFor(ctx.Done(), func() { own.Leave(ctx); k.releaseOwner() }) {
 			return &ShutdownError{Err: ctx.Err()}
 		}
 	}
@@ -129,7 +129,7 @@ func (k *Kernel) Close() error {
 			return waitFor(ctx.Done(), f)
 		}
 		own := k.dur.own
-		if own != nil && !within(own.stopRescuer) && k.log != nil {
+		if own != nil && !within(own.Stop) && k.log != nil {
 			k.log.warn("kernel: close stopped waiting for a store call of the owner's goroutines", "timeout", timeout)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -144,8 +144,8 @@ func (k *Kernel) Close() error {
 			within(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
-				own.leave(ctx)
-				own.release() // once the journal stopped, however long its last call takes
+				own.Leave(ctx)
+				k.releaseOwner() // once the journal stopped, however long its last call takes
 			})
 		}
 	}
