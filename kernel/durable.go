@@ -430,7 +430,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 	if failed == len(ts) {
 		return nil, &batchErrors{errs: errs}
 	}
-	if err := d.j.availableErr(); err != nil {
+	if err := d.j.AvailableErr(); err != nil {
 		dropKeys(taken)
 		return nil, err
 	}
@@ -513,17 +513,17 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 			}
 		}
 		h.dur.inPool = pool[i]
-		entries = append(entries, jentry{c: store.Change{Op: store.OpInsert, Task: st, Pool: pool[i]}, h: h, idx: i})
+		entries = append(entries, jentry{C: store.Change{Op: store.OpInsert, Task: st, Pool: pool[i]}, H: h, Idx: i, Due: h.due})
 	}
-	if d.j.every > 0 {
+	if d.j.Every() > 0 {
 		// Periodic snapshot: journal the inserts (before the loop can journal a start),
 		// then hand the tasks over at once — unless the journal is that far behind.
-		if err := d.j.waitRoom(ctx); err != nil {
+		if err := d.j.WaitRoom(ctx); err != nil {
 			releaseAll()
 			dropKeys(taken)
 			return nil, err
 		}
-		d.j.add(entries)
+		d.j.Add(entries)
 		live := hs[:0:0]
 		for _, h := range hs {
 			if h != nil {
@@ -542,15 +542,15 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		}
 		return hs, nil
 	}
-	g := &ackGroup{errs: errs, done: make(chan struct{}), left: len(entries)}
+	g := durable.NewAck(errs, len(entries))
 	for i := range entries {
-		entries[i].ack = g
+		entries[i].Ack = g
 	}
-	d.j.add(entries)
-	<-g.done
+	d.j.Add(entries)
+	<-g.Done()
 	// The journal released the tickets of refused tasks and handed the others over.
-	if g.all != nil {
-		return nil, g.all
+	if g.All != nil {
+		return nil, g.All
 	}
 	anyFailed := false
 	for i := range ts {

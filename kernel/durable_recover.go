@@ -27,7 +27,7 @@ func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
 		}
 		if t.State == Running && t.Attempt >= maxAttempts {
 			msg := "kernel: attempt " + strconv.Itoa(t.Attempt) + " of " + strconv.Itoa(maxAttempts) + " was interrupted (the process stopped) and it was the last"
-			dead = append(dead, jentry{c: store.Change{Op: store.OpFail, Fence: t.Fence, Task: store.StoredTask{ID: t.ID, State: Failed, LastError: msg, UpdatedAt: now}}})
+			dead = append(dead, jentry{C: store.Change{Op: store.OpFail, Fence: t.Fence, Task: store.StoredTask{ID: t.ID, State: Failed, LastError: msg, UpdatedAt: now}}})
 			k.dur.dropKey(t.UniqueKey)
 			continue
 		}
@@ -47,7 +47,7 @@ func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
 		hs = append(hs, h)
 	}
 	if len(dead) > 0 {
-		k.dur.j.add(dead)
+		k.dur.j.Add(dead)
 	}
 	if len(hs) > 0 {
 		k.control(ctrlMsg{kind: ctrlRecover, hs: hs})
@@ -130,7 +130,7 @@ func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
 		if d.own != nil {
 			return d.own.Store().RequeueAs(ctx, d.own.Current(), k.clk.Now(), ids...)
 		}
-		return d.j.store.Requeue(ctx, k.clk.Now(), ids...)
+		return d.j.Store().Requeue(ctx, k.clk.Now(), ids...)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("kernel: requeue: %w", err)

@@ -246,7 +246,7 @@ func (k *Kernel) publish() {
 	}
 	k.flushEvents()
 	if len(k.ls.jbuf) > 0 {
-		k.dur.j.add(k.ls.jbuf)
+		k.dur.j.Add(k.ls.jbuf)
 		clear(k.ls.jbuf)
 		k.ls.jbuf = k.ls.jbuf[:0]
 	}

@@ -175,10 +175,10 @@ func (k *Kernel) Stats() Stats {
 	}
 	k.gpubMu.Unlock()
 	if d := k.dur; d != nil {
-		j := d.j
+		j := d.j.Counts()
 		s.Store = StoreStats{
-			Commits: j.commits.Get(), Changes: j.changes.Get(), Errors: j.commitErrors.Get(),
-			Refused: j.refused.Get(), Prestarted: j.prestarted.Get(), Pending: int(j.pending.Load()), Down: j.down.Load() != nil,
+			Commits: j.Commits, Changes: j.Changes, Errors: j.CommitErrors,
+			Refused: j.Refused, Prestarted: j.Prestarted, Pending: int(j.Pending), Down: j.Down,
 		}
 		d.mu.Lock()
 		for _, ts := range d.held {

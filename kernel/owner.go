@@ -22,8 +22,9 @@ func (k *Kernel) joinStore(s store.SharedStore, c *Config) (*durable.Owner, []st
 	return durable.Join(dc)
 }
 
-// durableLoop is the loop as the durable goroutines see it ([durable.Loop]): each
-// method hands a batch to the loop as a control message, or to recoverStored.
+// durableLoop is the loop as the durable goroutines see it ([durable.JournalLoop],
+// which holds [durable.Loop]): each method hands a batch to the loop as a control
+// message, or takes it in as a submitter would (recoverStored, enqueueMany).
 type durableLoop struct{ k *Kernel }
 
 func (l durableLoop) ClaimBudget(hungry bool) durable.Budget {
@@ -54,6 +55,37 @@ func (l durableLoop) Rescued(tasks []store.StoredTask) { l.k.recoverStored(tasks
 
 func (l durableLoop) LeaseLapse() { l.k.control(ctrlMsg{kind: ctrlLeaseLapse}) }
 
+func (l durableLoop) StartBudget(want int) int { return l.k.askStartBudget(want) }
+
+func (l durableLoop) Prestarted(hs []*Handle, reserved int) {
+	l.k.handPrestarted(&prestartMsg{hs: hs, reserved: reserved})
+}
+
+func (l durableLoop) Stored(hs []*Handle) {
+	k := l.k
+	if !k.enqueueMany(hs) {
+		for _, h := range hs {
+			if !h.dur.inPool {
+				k.release(h.ticket(), 1)
+			}
+			k.abortDurable(h)
+		}
+	}
+}
+
+func (l durableLoop) Started(started, refused []*attempt, errs []error) {
+	l.k.control(ctrlMsg{kind: ctrlStarted, as: started, refused: refused, errs: errs})
+}
+
+// Refuse gives back the ticket and the unique key of an acknowledged insert whose
+// submit fails.
+func (l durableLoop) Refuse(h *Handle) {
+	if !h.dur.inPool { // a pool task holds no ticket
+		l.k.release(h.ticket(), 1)
+	}
+	l.k.dur.dropKey(h.dur.unique)
+}
+
 // askClaimBudget asks the loop how many pool tasks this kernel may claim now; the
 // loop reserves that many durable slots until the claim's answer (ctrlClaimed).
 // When hungry (due pool work is known) and there is no room, the loop wakes the
@@ -72,7 +104,7 @@ func (k *Kernel) askClaimBudget(hungry bool) int {
 // releaseOwner gives back the slot of the kernel's default owner name, if it has
 // one, once the journal (which may join again under the name) has stopped.
 func (k *Kernel) releaseOwner() {
-	k.dur.own.Release(k.dur.j.stop)
+	k.dur.own.Release(k.dur.j.Stop)
 }
 
 // leaseLapsed cancels the contexts of the durable attempts handed to the run queue

@@ -256,5 +256,5 @@ func (k *Kernel) endPool(to State, err error) {
 // store then says (readStates). Loop only.
 func (k *Kernel) cancelPooled(h *Handle) {
 	d := h.dur
-	k.ls.jbuf = append(k.ls.jbuf, jentry{c: store.Change{Op: store.OpCancel, Fence: d.fence, Task: store.StoredTask{ID: h.id, LastError: ErrCanceled.Error(), UpdatedAt: k.ls.now}}})
+	k.ls.jbuf = append(k.ls.jbuf, jentry{C: store.Change{Op: store.OpCancel, Fence: d.fence, Task: store.StoredTask{ID: h.id, LastError: ErrCanceled.Error(), UpdatedAt: k.ls.now}}})
 }

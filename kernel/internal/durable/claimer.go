@@ -201,7 +201,7 @@ func (o *Owner) claim(b Budget) ([]store.StoredTask, time.Time, error) {
 
 func (o *Owner) claimCall(ctx context.Context, req store.ClaimRequest) ([]store.StoredTask, time.Time, error) {
 	var next time.Time
-	got, err := call(o, "Claim", func() ([]store.StoredTask, error) {
+	got, err := call(o.guard, "Claim", func() ([]store.StoredTask, error) {
 		ts, nx, err := o.store.Claim(ctx, o.Current(), req)
 		next = nx
 		return ts, err
@@ -252,7 +252,7 @@ func (o *Owner) readStates() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
-	ts, err := call(o, "States", func() ([]store.StoredTask, error) { return o.store.States(ctx, ids) })
+	ts, err := call(o.guard, "States", func() ([]store.StoredTask, error) { return o.store.States(ctx, ids) })
 	cancel()
 	if err != nil {
 		if o.log != nil {

@@ -81,7 +81,7 @@ func Join(c Config) (*Owner, []store.StoredTask, error) {
 	}
 	o.slot = slot
 	t0 := time.Now()
-	m, err := call(o, "Join", func() (store.Owner, error) { return o.store.Join(ctx, name, o.lease) })
+	m, err := call(o.guard, "Join", func() (store.Owner, error) { return o.store.Join(ctx, name, o.lease) })
 	if err != nil {
 		if slot != nil {
 			slot.Release()
@@ -104,8 +104,8 @@ func Join(c Config) (*Owner, []store.StoredTask, error) {
 // call runs a call to the store through the guard and waits for it, turning a panic
 // or a runtime.Goexit into an error: a Store is the user's code, and the kernel's
 // goroutines must not die with it.
-func call[T any](o *Owner, op string, f func() (T, error)) (v T, err error) {
-	r, ok := o.guard(func() { v, err = f() })
+func call[T any](guard func(func()) (any, bool), op string, f func() (T, error)) (v T, err error) {
+	r, ok := guard(func() { v, err = f() })
 	switch {
 	case ok:
 		return v, err
@@ -123,7 +123,7 @@ const rescueBatch = 4096
 func (o *Owner) rescueAll(ctx context.Context, m *store.Owner) ([]store.StoredTask, error) {
 	var all []store.StoredTask
 	for {
-		ts, err := call(o, "Rescue", func() ([]store.StoredTask, error) { return o.store.Rescue(ctx, *m, rescueBatch) })
+		ts, err := call(o.guard, "Rescue", func() ([]store.StoredTask, error) { return o.store.Rescue(ctx, *m, rescueBatch) })
 		if err != nil {
 			return all, err
 		}
@@ -175,7 +175,7 @@ func (o *Owner) Counts() Counts {
 func (o *Owner) Commit(ctx context.Context, changes []store.Change, stop <-chan struct{}) ([]error, error) {
 	m := o.cur.Load()
 	t0 := time.Now()
-	res, err := call(o, "CommitAs", func() ([]error, error) { return o.store.CommitAs(ctx, *m, changes) })
+	res, err := call(o.guard, "CommitAs", func() ([]error, error) { return o.store.CommitAs(ctx, *m, changes) })
 	if err == nil {
 		o.renewed(t0)
 		return res, nil
@@ -191,12 +191,6 @@ func (o *Owner) Commit(ctx context.Context, changes []store.Change, stop <-chan 
 	return nil, err
 }
 
-// Join backoff bounds of a rejoin.
-const (
-	rejoinBackoffMin = 20 * time.Millisecond
-	rejoinBackoffMax = time.Second
-)
-
 // rejoin joins the store again after the membership old ended, and takes back what
 // it can. It retries until it joined or stop is closed. Journal goroutine only.
 func (o *Owner) rejoin(old *store.Owner, stop <-chan struct{}) {
@@ -205,7 +199,7 @@ func (o *Owner) rejoin(old *store.Owner, stop <-chan struct{}) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 		t0 := time.Now()
-		m, err := call(o, "Join", func() (store.Owner, error) { return o.store.Join(ctx, name, o.lease) })
+		m, err := call(o.guard, "Join", func() (store.Owner, error) { return o.store.Join(ctx, name, o.lease) })
 		if err == nil {
 			o.cur.Store(&m)
 			o.renewed(t0)
@@ -224,11 +218,7 @@ func (o *Owner) rejoin(old *store.Owner, stop <-chan struct{}) {
 			return
 		}
 		cancel()
-		if backoff == 0 {
-			backoff = rejoinBackoffMin
-		} else {
-			backoff = min(2*backoff, rejoinBackoffMax)
-		}
+		backoff = nextBackoff(backoff)
 		if !sleep(backoff, stop) {
 			return
 		}
@@ -327,7 +317,7 @@ func (o *Owner) Stop() {
 // ones, a Close's cancelled ones) are rescued at once by the other kernels.
 func (o *Owner) Leave(ctx context.Context) {
 	m := o.cur.Load()
-	_, err := call(o, "Leave", func() (struct{}, error) { return struct{}{}, o.store.Leave(ctx, *m) })
+	_, err := call(o.guard, "Leave", func() (struct{}, error) { return struct{}{}, o.store.Leave(ctx, *m) })
 	if err != nil && o.log != nil {
 		o.log.Log(slog.LevelWarn, "kernel: leave the store; its tasks are rescued once the lease ends", "owner", o.Current().Name, "err", err)
 	}

@@ -26,7 +26,7 @@ func (o *Owner) ownerName(ctx context.Context, name string) (string, *ownerlock.
 	}
 	var id string
 	if idf, ok := o.store.(store.Identifier); ok {
-		v, err := call(o, "Identity", func() (string, error) { return idf.Identity(ctx) })
+		v, err := call(o.guard, "Identity", func() (string, error) { return idf.Identity(ctx) })
 		if err != nil {
 			return "", nil, fmt.Errorf("kernel: read the store's identity for a default owner name: %w", err)
 		}
@@ -63,7 +63,7 @@ func (o *Owner) rejoinName(old *store.Owner) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	owners, err := call(o, "Owners", func() ([]store.OwnerInfo, error) { return o.store.Owners(ctx) })
+	owners, err := call(o.guard, "Owners", func() ([]store.OwnerInfo, error) { return o.store.Owners(ctx) })
 	if err != nil {
 		return old.Name
 	}
