@@ -50,7 +50,7 @@ func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
 		k.dur.j.Add(dead)
 	}
 	if len(hs) > 0 {
-		k.control(ctrlMsg{kind: ctrlRecover, hs: hs})
+		k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durRecover, hs: hs}})
 	}
 }
 

@@ -22,6 +22,66 @@ func (k *Kernel) joinStore(s store.SharedStore, c *Config) (*durable.Owner, []st
 	return durable.Join(dc)
 }
 
+// durKind is the kind of a message of the durable seam to the loop.
+type durKind uint8
+
+const (
+	durRecover     durKind = iota + 1 // schedule durable tasks read back from the store (hs)
+	durStarted                        // the journal stored the starts of gated attempts (as), refused others (refused, errs)
+	durClaimBudget                    // how many pool tasks may be claimed now (hungry; answer on count)
+	durClaimed                        // a claim's tasks, and the slots reserved for it (tasks, reserved)
+	durPoolEnded                      // pool tasks this kernel follows ended elsewhere (tasks)
+	durStartBudget                    // how many inserts of the next commit may start in it (want; answer on count)
+	durPrestarted                     // a commit stored these tasks started (hs), and frees its reservation (reserved)
+	durLeaseLapse                     // the lease may end soon without a renewal: cancel the running durable attempts
+)
+
+// durMsg is a message of the durable seam to the loop: one batch, in a control
+// message of kind ctrlDurable.
+type durMsg struct {
+	kind        durKind
+	hs          []*Handle
+	as, refused []*attempt
+	errs        []error // durStarted: why each of refused was
+	tasks       []store.StoredTask
+	reserved    int      // the slots the loop reserved for the claim or the commit
+	want        int      // durStartBudget: the inserts that could start
+	hungry      bool     // durClaimBudget: due pool work is known
+	count       chan int // size 1
+}
+
+// handleDurable applies one message of the durable seam. Loop only.
+func (k *Kernel) handleDurable(m *durMsg) {
+	switch m.kind {
+	case durClaimBudget:
+		m.count <- k.claimBudget(m.hungry)
+	case durClaimed:
+		k.claimed(m.tasks, m.reserved)
+	case durStartBudget:
+		m.count <- k.startBudget(m.want)
+	case durPrestarted:
+		k.prestarted(m)
+	case durLeaseLapse:
+		k.leaseLapsed()
+	case durPoolEnded:
+		k.poolEnded(m.tasks)
+	case durStarted:
+		k.ungate(m.as)
+		k.abortGated(m.refused, m.errs)
+	case durRecover:
+		if k.ls.draining || k.ls.closing {
+			for _, h := range m.hs {
+				k.abortDurable(h)
+			}
+			return
+		}
+		for _, h := range m.hs {
+			k.index(h)
+			k.ls.backlog[h.bucket] = append(k.ls.backlog[h.bucket], h)
+		}
+	}
+}
+
 // durableLoop is the loop as the durable goroutines see it ([durable.JournalLoop],
 // which holds [durable.Loop]): each method hands a batch to the loop as a control
 // message, or takes it in as a submitter would (recoverStored, enqueueMany).
@@ -44,21 +104,23 @@ func (l durableLoop) ClaimBudget(hungry bool) durable.Budget {
 }
 
 func (l durableLoop) Claimed(tasks []store.StoredTask, reserved int) {
-	l.k.control(ctrlMsg{kind: ctrlClaimed, claim: &claimMsg{tasks: tasks, reserved: reserved}})
+	l.k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durClaimed, tasks: tasks, reserved: reserved}})
 }
 
 func (l durableLoop) PoolEnded(tasks []store.StoredTask) {
-	l.k.control(ctrlMsg{kind: ctrlPoolEnded, claim: &claimMsg{tasks: tasks}})
+	l.k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durPoolEnded, tasks: tasks}})
 }
 
 func (l durableLoop) Rescued(tasks []store.StoredTask) { l.k.recoverStored(tasks) }
 
-func (l durableLoop) LeaseLapse() { l.k.control(ctrlMsg{kind: ctrlLeaseLapse}) }
+func (l durableLoop) LeaseLapse() {
+	l.k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durLeaseLapse}})
+}
 
 func (l durableLoop) StartBudget(want int) int { return l.k.askStartBudget(want) }
 
 func (l durableLoop) Prestarted(hs []*Handle, reserved int) {
-	l.k.handPrestarted(&prestartMsg{hs: hs, reserved: reserved})
+	l.k.handPrestarted(&durMsg{kind: durPrestarted, hs: hs, reserved: reserved})
 }
 
 func (l durableLoop) Stored(hs []*Handle) {
@@ -74,7 +136,7 @@ func (l durableLoop) Stored(hs []*Handle) {
 }
 
 func (l durableLoop) Started(started, refused []*attempt, errs []error) {
-	l.k.control(ctrlMsg{kind: ctrlStarted, as: started, refused: refused, errs: errs})
+	l.k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durStarted, as: started, refused: refused, errs: errs}})
 }
 
 // Refuse gives back the ticket and the unique key of an acknowledged insert whose
@@ -87,12 +149,12 @@ func (l durableLoop) Refuse(h *Handle) {
 }
 
 // askClaimBudget asks the loop how many pool tasks this kernel may claim now; the
-// loop reserves that many durable slots until the claim's answer (ctrlClaimed).
+// loop reserves that many durable slots until the claim's answer (durClaimed).
 // When hungry (due pool work is known) and there is no room, the loop wakes the
 // claimer once a slot frees.
 func (k *Kernel) askClaimBudget(hungry bool) int {
 	ch := make(chan int, 1)
-	k.control(ctrlMsg{kind: ctrlClaimBudget, count: ch, hungry: hungry})
+	k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durClaimBudget, count: ch, hungry: hungry}})
 	select {
 	case n := <-ch:
 		return n
