@@ -79,7 +79,7 @@ func (k *Kernel) cancelHeld(id string) int {
 	}
 	d.dropKey(found.UniqueKey)
 	now := k.clk.Now()
-	d.j.add([]jentry{{c: store.Change{Op: store.OpCancel, Fence: found.Fence, Task: store.StoredTask{ID: id, LastError: ErrCanceled.Error(), UpdatedAt: now}}}})
+	d.j.Add([]jentry{{C: store.Change{Op: store.OpCancel, Fence: found.Fence, Task: store.StoredTask{ID: id, LastError: ErrCanceled.Error(), UpdatedAt: now}}}})
 	return 1
 }
 

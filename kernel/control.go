@@ -10,39 +10,23 @@ const (
 	ctrlUpdate                          // apply a new resolved config (rc), answer on ack
 	ctrlShutdown                        // drain and stop
 	ctrlClose                           // stop now
-	ctrlRecover                         // schedule durable tasks read back from the store (hs)
-	ctrlStarted                         // the journal stored the starts of gated attempts (as)
-	ctrlClaimBudget                     // how many pool tasks may be claimed now (count)
-	ctrlClaimed                         // a claim's tasks, and the slots reserved for it (claim)
-	ctrlPoolEnded                       // pool tasks this kernel follows ended elsewhere (claim)
+	ctrlDurable                         // a message of the durable seam (dur; see owner.go)
 	ctrlEvict                           // evict the newest queued Low task for a High submitter, answer on ack
-	ctrlStartBudget                     // how many inserts of the next commit may start in it (want; answer on count)
-	ctrlPrestarted                      // a commit stored these tasks started, and frees its reservation (prestart)
-	ctrlLeaseLapse                      // the lease may end soon without a renewal: cancel the running durable attempts
 	ctrlPause                           // pause (pause) or resume the work of sel, answer on ack
 )
 
 // ctrlMsg is a message from the API to the loop.
 type ctrlMsg struct {
-	kind ctrlKind
-	h    *Handle
-	b    *Batch
-	rc   *resolved
-	hs   []*Handle
-	as   []*attempt
-	// ctrlStarted: attempts whose start the store refused, and why.
-	refused []*attempt
-	errs    []error
-	claim   *claimMsg
-	hungry  bool // ctrlClaimBudget: due pool work is known
-	want    int  // ctrlStartBudget: the inserts that could start
-	// ctrlPrestarted: the tasks and the reservation of one commit.
-	prestart *prestartMsg
-	id       string
-	sel      Selector   // ctrlPause
-	pause    bool       // ctrlPause: pause rather than resume
-	ack      chan error // size 1
-	count    chan int   // size 1
+	kind  ctrlKind
+	h     *Handle
+	b     *Batch
+	rc    *resolved
+	dur   *durMsg
+	id    string
+	sel   Selector   // ctrlPause
+	pause bool       // ctrlPause: pause rather than resume
+	ack   chan error // size 1
+	count chan int   // size 1
 }
 
 // poke wakes the loop if it is parked. It never blocks.
@@ -92,37 +76,13 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		k.beginDrain()
 	case ctrlClose:
 		k.closeAll()
-	case ctrlClaimBudget:
-		m.count <- k.claimBudget(m.hungry)
-	case ctrlClaimed:
-		k.claimed(m.claim)
-	case ctrlStartBudget:
-		m.count <- k.startBudget(m.want)
-	case ctrlPrestarted:
-		k.prestarted(m.prestart)
-	case ctrlLeaseLapse:
-		k.leaseLapsed()
-	case ctrlPoolEnded:
-		k.poolEnded(m.claim)
-	case ctrlStarted:
-		k.ungate(m.as)
-		k.abortGated(m.refused, m.errs)
+	case ctrlDurable:
+		k.handleDurable(m.dur)
 	case ctrlEvict:
 		if k.evictNewestLow() {
 			m.ack <- nil
 		} else {
 			m.ack <- ErrQueueFull
-		}
-	case ctrlRecover:
-		if k.ls.draining || k.ls.closing {
-			for _, h := range m.hs {
-				k.abortDurable(h)
-			}
-			return
-		}
-		for _, h := range m.hs {
-			k.index(h)
-			k.ls.backlog[h.bucket] = append(k.ls.backlog[h.bucket], h)
 		}
 	case ctrlCancelID:
 		m.count <- k.cancelID(m.id)

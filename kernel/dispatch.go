@@ -249,7 +249,7 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 	// In periodic snapshot mode a start waits for the store only while this kernel's
 	// lease on a SharedStore is in doubt: it must not start an attempt the lease may
 	// not cover.
-	if h.dur != nil && (k.dur.j.every == 0 || k.dur.own != nil && k.dur.own.doubt()) {
+	if h.dur != nil && (k.dur.j.Every() == 0 || k.dur.own != nil && k.dur.own.Doubt()) {
 		k.gate(a)
 		return false
 	}
@@ -269,7 +269,7 @@ func (k *Kernel) gate(a *attempt) {
 		k.ls.gated = make(map[*attempt]struct{})
 	}
 	k.ls.gated[a] = struct{}{}
-	k.ls.jbuf[len(k.ls.jbuf)-1].start = a // the OpStart journalStart just added
+	k.ls.jbuf[len(k.ls.jbuf)-1].Start = a // the OpStart journalStart just added
 }
 
 // abortGated ends the gated attempts whose start the store refused: another owner

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/axsched/ax/kernel/internal/durable"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/store"
 )
@@ -86,8 +87,8 @@ type DurableTask struct {
 // and Config.Retry, unless it is [Permanent]).
 type DurableFunc func(ctx context.Context, payload []byte) error
 
-// durable is what the record of a durable task carries besides the in-memory task.
-type durable struct {
+// durTask is what the record of a durable task carries besides the in-memory task.
+type durTask struct {
 	kind        string
 	payload     []byte
 	unique      string
@@ -95,7 +96,7 @@ type durable struct {
 	timeout     time.Duration // as submitted (0: kernel default), for the store
 	fence       uint64        // loop-owned: the fence the store holds for the task
 	keepLive    bool          // loop-owned: the process stops; leave the row live
-	inPool      bool          // waits in the store's pool (see claim.go); loop-owned once handed over
+	inPool      bool          // waits in the store's pool (see pool.go); loop-owned once handed over
 }
 
 // durables is the kernel's durable side: the registry of kinds, the unique keys of
@@ -112,7 +113,7 @@ type durables struct {
 	prefix     string // immutable: the ID prefix of this kernel instance
 	maxBytes   int    // immutable: the store's payload cap, 0 if unknown
 	j          *journal
-	own        *ownership // nil unless the store is a SharedStore
+	own        *durable.Owner // nil unless the store is a SharedStore
 }
 
 // payloadCapper is implemented by stores that cap payload sizes; the kernel then
@@ -221,7 +222,7 @@ func (k *Kernel) newDurableHandle(t *Task, rc *resolved, fn DurableFunc, kind st
 	p := *base
 	p.MaxAttempts = maxAttempts
 	h.retry = &p
-	h.dur = &durable{kind: kind, payload: payload, unique: unique, maxAttempts: maxAttempts, timeout: timeout, fence: 1}
+	h.dur = &durTask{kind: kind, payload: payload, unique: unique, maxAttempts: maxAttempts, timeout: timeout, fence: 1}
 	if gd != nil {
 		// Not counted in the key's waiting tasks yet: the gate counts it, never
 		// refusing it (MaxWaiting refuses no durable task).
@@ -429,7 +430,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 	if failed == len(ts) {
 		return nil, &batchErrors{errs: errs}
 	}
-	if err := d.j.availableErr(); err != nil {
+	if err := d.j.AvailableErr(); err != nil {
 		dropKeys(taken)
 		return nil, err
 	}
@@ -512,17 +513,17 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 			}
 		}
 		h.dur.inPool = pool[i]
-		entries = append(entries, jentry{c: store.Change{Op: store.OpInsert, Task: st, Pool: pool[i]}, h: h, idx: i})
+		entries = append(entries, jentry{C: store.Change{Op: store.OpInsert, Task: st, Pool: pool[i]}, H: h, Idx: i, Due: h.due})
 	}
-	if d.j.every > 0 {
+	if d.j.Every() > 0 {
 		// Periodic snapshot: journal the inserts (before the loop can journal a start),
 		// then hand the tasks over at once — unless the journal is that far behind.
-		if err := d.j.waitRoom(ctx); err != nil {
+		if err := d.j.WaitRoom(ctx); err != nil {
 			releaseAll()
 			dropKeys(taken)
 			return nil, err
 		}
-		d.j.add(entries)
+		d.j.Add(entries)
 		live := hs[:0:0]
 		for _, h := range hs {
 			if h != nil {
@@ -541,15 +542,15 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		}
 		return hs, nil
 	}
-	g := &ackGroup{errs: errs, done: make(chan struct{}), left: len(entries)}
+	g := durable.NewAck(errs, len(entries))
 	for i := range entries {
-		entries[i].ack = g
+		entries[i].Ack = g
 	}
-	d.j.add(entries)
-	<-g.done
+	d.j.Add(entries)
+	<-g.Done()
 	// The journal released the tickets of refused tasks and handed the others over.
-	if g.all != nil {
-		return nil, g.all
+	if g.All != nil {
+		return nil, g.All
 	}
 	anyFailed := false
 	for i := range ts {
@@ -578,4 +579,22 @@ func ceilMilli(t time.Time) time.Time {
 		return r.Add(time.Millisecond)
 	}
 	return t
+}
+
+// toPool reports whether a durable submit of t goes to the pool whatever the room
+// here (a task for which this kernel has no room goes there too: see submitDurable).
+func (k *Kernel) toPool(t *DurableTask, rc *resolved) bool {
+	return k.dur.own != nil && (t.Pool || rc.cfg.SharedPool)
+}
+
+// tryRoom takes n tickets of level l if there is room now, without waiting.
+func (k *Kernel) tryRoom(l queue.Level, n int64, rc *resolved) bool {
+	for {
+		if k.tryAcquire(l, n, rc) == nil {
+			return true
+		}
+		if !k.flushLazyTickets() {
+			return false
+		}
+	}
 }

@@ -27,7 +27,7 @@ func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
 		}
 		if t.State == Running && t.Attempt >= maxAttempts {
 			msg := "kernel: attempt " + strconv.Itoa(t.Attempt) + " of " + strconv.Itoa(maxAttempts) + " was interrupted (the process stopped) and it was the last"
-			dead = append(dead, jentry{c: store.Change{Op: store.OpFail, Fence: t.Fence, Task: store.StoredTask{ID: t.ID, State: Failed, LastError: msg, UpdatedAt: now}}})
+			dead = append(dead, jentry{C: store.Change{Op: store.OpFail, Fence: t.Fence, Task: store.StoredTask{ID: t.ID, State: Failed, LastError: msg, UpdatedAt: now}}})
 			k.dur.dropKey(t.UniqueKey)
 			continue
 		}
@@ -47,10 +47,10 @@ func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
 		hs = append(hs, h)
 	}
 	if len(dead) > 0 {
-		k.dur.j.add(dead)
+		k.dur.j.Add(dead)
 	}
 	if len(hs) > 0 {
-		k.control(ctrlMsg{kind: ctrlRecover, hs: hs})
+		k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durRecover, hs: hs}})
 	}
 }
 
@@ -128,13 +128,39 @@ func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
 	}
 	ts, err := storeCall(k, "Requeue", func() ([]store.StoredTask, error) {
 		if d.own != nil {
-			return d.own.store.RequeueAs(ctx, d.own.owner(), k.clk.Now(), ids...)
+			return d.own.Store().RequeueAs(ctx, d.own.Current(), k.clk.Now(), ids...)
 		}
-		return d.j.store.Requeue(ctx, k.clk.Now(), ids...)
+		return d.j.Store().Requeue(ctx, k.clk.Now(), ids...)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("kernel: requeue: %w", err)
 	}
 	k.recoverStored(ts)
 	return len(ts), nil
+}
+
+// recoverStored schedules tasks read back from the store (rescued ones): those of a
+// registered kind now, the others once their kind is registered.
+func (k *Kernel) recoverStored(ts []store.StoredTask) {
+	d := k.dur
+	byKind := make(map[string][]store.StoredTask)
+	d.mu.Lock()
+	for _, t := range ts {
+		if t.UniqueKey != "" {
+			d.keys[t.UniqueKey] = struct{}{}
+		}
+		if _, ok := d.kinds[t.Kind]; ok {
+			byKind[t.Kind] = append(byKind[t.Kind], t)
+		} else {
+			d.held[t.Kind] = append(d.held[t.Kind], t)
+		}
+	}
+	fns := make(map[string]DurableFunc, len(byKind))
+	for kind := range byKind {
+		fns[kind] = d.kinds[kind]
+	}
+	d.mu.Unlock()
+	for kind, group := range byKind {
+		k.recover(group, fns[kind])
+	}
 }

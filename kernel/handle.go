@@ -29,7 +29,7 @@ type Handle struct {
 	attempts atomic.Int32  // attempts started; written by the loop only
 	cur      *attempt      // loop-owned: the current (or next, while Retrying) attempt
 	batch    *Batch        // immutable
-	dur      *durable      // immutable: a durable task: what the store needs
+	dur      *durTask      // immutable: a durable task: what the store needs
 	timeout  time.Duration // immutable; 0: none
 	queuedAt int64         // loop-owned; mono: when it entered its bucket (aging)
 	dueAt    int64         // immutable; mono; meaningful when due

@@ -197,8 +197,7 @@ func New(cfg Config) (*Kernel, error) {
 	// the loop's thread back.
 	<-k.ready
 	if k.dur != nil && k.dur.own != nil {
-		k.dur.own.startRescuer()
-		k.dur.own.startClaimer()
+		k.dur.own.Start()
 	}
 	g.activate(c.Name, k)
 	return k, nil
@@ -229,10 +228,7 @@ func (k *Kernel) Stopping() <-chan struct{} { return k.closedCh }
 // Poll after Close is never acted on.
 func (k *Kernel) Poll() {
 	if d := k.dur; d != nil && d.own != nil {
-		select {
-		case d.own.claimNow <- struct{}{}:
-		default:
-		}
+		d.own.ClaimNow()
 	}
 }
 

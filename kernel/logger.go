@@ -45,7 +45,7 @@ func (l *kernelLog) handle(r slog.Record) {
 	}
 }
 
-// log queues a record; the caller of warn or info is its source.
+// log queues a record; the caller of warn, info or Log is its source.
 func (l *kernelLog) log(level slog.Level, msg string, args ...any) {
 	var pcs [1]uintptr
 	runtime.Callers(3, pcs[:]) // skip Callers, log and warn or info
@@ -67,6 +67,9 @@ func (l *kernelLog) info(msg string, args ...any) {
 		l.log(slog.LevelInfo, msg, args...)
 	}
 }
+
+// Log is log for the durable goroutines ([durable.Logger]).
+func (l *kernelLog) Log(level slog.Level, msg string, args ...any) { l.log(level, msg, args...) }
 
 // stop waits for the records queued before it to be handled, until deadline (nil:
 // no bound), and reports whether the handler returned. A nil l reports true.

@@ -223,10 +223,7 @@ func (k *Kernel) publish() {
 	k.rq.mu.Unlock()
 	if claimRoom {
 		k.ls.claimHungry = false
-		select {
-		case k.dur.own.claimNow <- struct{}{}:
-		default:
-		}
+		k.dur.own.ClaimNow()
 	}
 	if wake != nil {
 		wake.wake <- struct{}{}
@@ -249,7 +246,7 @@ func (k *Kernel) publish() {
 	}
 	k.flushEvents()
 	if len(k.ls.jbuf) > 0 {
-		k.dur.j.add(k.ls.jbuf)
+		k.dur.j.Add(k.ls.jbuf)
 		clear(k.ls.jbuf)
 		k.ls.jbuf = k.ls.jbuf[:0]
 	}

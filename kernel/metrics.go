@@ -175,10 +175,10 @@ func (k *Kernel) Stats() Stats {
 	}
 	k.gpubMu.Unlock()
 	if d := k.dur; d != nil {
-		j := d.j
+		j := d.j.Counts()
 		s.Store = StoreStats{
-			Commits: j.commits.Get(), Changes: j.changes.Get(), Errors: j.commitErrors.Get(),
-			Refused: j.refused.Get(), Prestarted: j.prestarted.Get(), Pending: int(j.pending.Load()), Down: j.down.Load() != nil,
+			Commits: j.Commits, Changes: j.Changes, Errors: j.CommitErrors,
+			Refused: j.Refused, Prestarted: j.Prestarted, Pending: int(j.Pending), Down: j.Down,
 		}
 		d.mu.Lock()
 		for _, ts := range d.held {
@@ -189,11 +189,11 @@ func (k *Kernel) Stats() Stats {
 		}
 		d.mu.Unlock()
 		if o := d.own; o != nil {
-			m := o.owner()
+			m, c := o.Current(), o.Counts()
 			s.Store.Owner, s.Store.Epoch = m.Name, m.Epoch
-			s.Store.Joins, s.Store.LeaseLost = uint64(o.joins.Load()), uint64(o.lost.Load())
-			s.Store.Rescued, s.Store.Claimed = uint64(o.rescued.Load()), uint64(o.claimed.Load())
-			s.Store.Following = o.follow.len()
+			s.Store.Joins, s.Store.LeaseLost = c.Joins, c.LeaseLost
+			s.Store.Rescued, s.Store.Claimed = c.Rescued, c.Claimed
+			s.Store.Following = c.Following
 		}
 	}
 	return s

@@ -2,283 +2,171 @@ package kernel
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"math/rand/v2"
-	"sync"
-	"sync/atomic"
-	"time"
 
-	"github.com/axsched/ax/kernel/internal/ownerlock"
+	"github.com/axsched/ax/kernel/internal/durable"
 	"github.com/axsched/ax/store"
 )
 
-// ownership is a kernel's membership in a [store.SharedStore]: the owner it is now, how long
-// its last renewal covers, and the rescuer goroutine that takes over the tasks of ended
-// owners. The journal renews the lease with every commit (and alone when idle) and
-// joins again when the store says the lease ended. Lease times run on the real clock:
-// they are about the database, not about task times.
-type ownership struct {
-	k      *Kernel
-	store  store.SharedStore // immutable
-	slot   *ownerlock.Slot   // immutable: holds the default name; nil for Config.Owner or a generated one
-	lease  time.Duration
-	margin time.Duration // starts stop this long before the lease may end
-	log    *kernelLog    // nil without Config.Logger
-
-	cur     atomic.Pointer[store.Owner] // the membership now; replaced by the journal on a rejoin
-	okUntil atomic.Int64                // unix ns: durable attempts may start without a commit until then
-
-	rescueNow chan struct{} // size 1: rescue at once (after a rejoin)
-	claimNow  chan struct{} // size 1: claim at once (a task went to the pool)
-	follow    follow        // the pool tasks this kernel follows
-	stopCh    chan struct{}
-	stopOnce  sync.Once
-	wg        sync.WaitGroup
-
-	joins, rescued, lost, claimed atomicCounter
+// joinStore makes the kernel an owner of s (package durable: membership, lease,
+// rescuer, claimer) and reads back the tasks it rescues from ended owners (and from
+// no owner): the recovery at New.
+func (k *Kernel) joinStore(s store.SharedStore, c *Config) (*durable.Owner, []store.StoredTask, error) {
+	dc := durable.Config{
+		Store: s, Name: c.Owner, Lease: c.Lease, Timeout: c.StoreTimeout, Clock: k.clk,
+		GuardFunc: func(f func()) (any, bool) { return callGuarded(k, f) },
+		Loop:      durableLoop{k},
+	}
+	if k.log != nil {
+		dc.Log = k.log
+	}
+	return durable.Join(dc)
 }
 
-// atomicCounter is a counter read by Stats and the metrics.
-type atomicCounter struct{ atomic.Int64 }
+// durKind is the kind of a message of the durable seam to the loop.
+type durKind uint8
 
-// joinStore makes the kernel an owner of s and reads back the tasks it rescues from
-// ended owners (and from no owner): the recovery at New.
-func (k *Kernel) joinStore(s store.SharedStore, c *Config) (*ownership, []store.StoredTask, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
-	defer cancel()
-	name, slot, err := k.ownerName(ctx, s, c.Owner)
-	if err != nil {
-		return nil, nil, err
-	}
-	o := &ownership{
-		k: k, store: s, slot: slot, lease: c.Lease, margin: c.Lease / 3,
-		log: k.log, rescueNow: make(chan struct{}, 1), claimNow: make(chan struct{}, 1), stopCh: make(chan struct{}),
-	}
-	t0 := time.Now()
-	m, err := storeCall(o.k, "Join", func() (store.Owner, error) { return s.Join(ctx, name, o.lease) })
-	if err != nil {
-		if slot != nil {
-			slot.Release()
-		}
-		return nil, nil, fmt.Errorf("kernel: join the store as owner %q: %w", name, err)
-	}
-	o.cur.Store(&m)
-	o.renewed(t0)
-	o.joins.Add(1)
-	tasks, err := o.rescueAll(ctx, &m)
-	if err != nil {
-		if slot != nil {
-			slot.Release()
-		}
-		return nil, nil, fmt.Errorf("kernel: rescue the tasks of ended owners: %w", err)
-	}
-	return o, tasks, nil
+const (
+	durRecover     durKind = iota + 1 // schedule durable tasks read back from the store (hs)
+	durStarted                        // the journal stored the starts of gated attempts (as), refused others (refused, errs)
+	durClaimBudget                    // how many pool tasks may be claimed now (hungry; answer on count)
+	durClaimed                        // a claim's tasks, and the slots reserved for it (tasks, reserved)
+	durPoolEnded                      // pool tasks this kernel follows ended elsewhere (tasks)
+	durStartBudget                    // how many inserts of the next commit may start in it (want; answer on count)
+	durPrestarted                     // a commit stored these tasks started (hs), and frees its reservation (reserved)
+	durLeaseLapse                     // the lease may end soon without a renewal: cancel the running durable attempts
+)
+
+// durMsg is a message of the durable seam to the loop: one batch, in a control
+// message of kind ctrlDurable.
+type durMsg struct {
+	kind        durKind
+	hs          []*Handle
+	as, refused []*attempt
+	errs        []error // durStarted: why each of refused was
+	tasks       []store.StoredTask
+	reserved    int      // the slots the loop reserved for the claim or the commit
+	want        int      // durStartBudget: the inserts that could start
+	hungry      bool     // durClaimBudget: due pool work is known
+	count       chan int // size 1
 }
 
-// rescueBatch is the most tasks one Rescue call takes over.
-const rescueBatch = 4096
-
-// rescueAll rescues for m until the store has nothing left to rescue.
-func (o *ownership) rescueAll(ctx context.Context, m *store.Owner) ([]store.StoredTask, error) {
-	var all []store.StoredTask
-	for {
-		ts, err := storeCall(o.k, "Rescue", func() ([]store.StoredTask, error) { return o.store.Rescue(ctx, *m, rescueBatch) })
-		if err != nil {
-			return all, err
-		}
-		all = append(all, ts...)
-		if len(ts) < rescueBatch {
-			o.rescued.Add(int64(len(all)))
-			return all, nil
-		}
-	}
-}
-
-// renewed records a renewal of the lease sent at t0: the store's clock read its "now"
-// after t0, so the lease lasts at least until t0 + lease.
-func (o *ownership) renewed(t0 time.Time) {
-	until := t0.Add(o.lease - o.margin).UnixNano()
-	for {
-		cur := o.okUntil.Load()
-		if until <= cur || o.okUntil.CompareAndSwap(cur, until) {
-			return
-		}
-	}
-}
-
-// doubt reports whether the lease may end before an attempt started now got going:
-// the kernel then starts a durable attempt only once a commit renewed the lease.
-func (o *ownership) doubt() bool { return time.Now().UnixNano() >= o.okUntil.Load() }
-
-// owner returns the membership now.
-func (o *ownership) owner() store.Owner { return *o.cur.Load() }
-
-// commit is the journal's Store.Commit: CommitAs by the owner now. On ErrLeaseLost
-// it joins again and rescues what the ended membership left (its own tasks among
-// them: their rows get new fences, so the kernel's earlier writes for them are
-// refused) before it returns, so that no later commit lands on a row of the ended
-// membership. It returns the commit's error.
-func (o *ownership) commit(ctx context.Context, changes []store.Change) ([]error, error) {
-	m := o.cur.Load()
-	t0 := time.Now()
-	res, err := storeCall(o.k, "CommitAs", func() ([]error, error) { return o.store.CommitAs(ctx, *m, changes) })
-	if err == nil {
-		o.renewed(t0)
-		return res, nil
-	}
-	if errors.Is(err, store.ErrLeaseLost) {
-		o.lost.Add(1)
-		o.okUntil.Store(0)
-		if o.log != nil {
-			o.log.warn("kernel: this kernel's lease on the store ended; it joins again as a new owner", "owner", m.Name, "epoch", m.Epoch, "err", err)
-		}
-		o.rejoin(m)
-	}
-	return nil, err
-}
-
-// rejoin joins the store again after the membership old ended, and takes back what
-// it can. It retries until it joined or the kernel stops. Journal goroutine only.
-func (o *ownership) rejoin(old *store.Owner) {
-	backoff := time.Duration(0)
-	name := o.rejoinName(old)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), o.k.dur.j.timeout)
-		t0 := time.Now()
-		m, err := storeCall(o.k, "Join", func() (store.Owner, error) { return o.store.Join(ctx, name, o.lease) })
-		if err == nil {
-			o.cur.Store(&m)
-			o.renewed(t0)
-			o.joins.Add(1)
-			ts, rerr := o.rescueAll(ctx, &m)
-			cancel()
-			if len(ts) > 0 {
-				o.k.recoverStored(ts)
-			}
-			if rerr != nil && o.log != nil {
-				o.log.warn("kernel: rescue after joining again", "owner", name, "err", rerr)
-			}
-			if o.log != nil {
-				o.log.info("kernel: joined the store again", "owner", name, "epoch", m.Epoch, "ended", old.Epoch, "rescued", len(ts))
+// handleDurable applies one message of the durable seam. Loop only.
+func (k *Kernel) handleDurable(m *durMsg) {
+	switch m.kind {
+	case durClaimBudget:
+		m.count <- k.claimBudget(m.hungry)
+	case durClaimed:
+		k.claimed(m.tasks, m.reserved)
+	case durStartBudget:
+		m.count <- k.startBudget(m.want)
+	case durPrestarted:
+		k.prestarted(m)
+	case durLeaseLapse:
+		k.leaseLapsed()
+	case durPoolEnded:
+		k.poolEnded(m.tasks)
+	case durStarted:
+		k.ungate(m.as)
+		k.abortGated(m.refused, m.errs)
+	case durRecover:
+		if k.ls.draining || k.ls.closing {
+			for _, h := range m.hs {
+				k.abortDurable(h)
 			}
 			return
 		}
-		cancel()
-		backoff = nextBackoff(backoff)
-		if !o.k.dur.j.sleep(backoff) {
-			return
+		for _, h := range m.hs {
+			k.index(h)
+			k.ls.backlog[h.bucket] = append(k.ls.backlog[h.bucket], h)
 		}
 	}
 }
 
-// heartbeatEvery is how often an idle kernel renews its lease.
-func (o *ownership) heartbeatEvery() time.Duration { return o.lease / 5 }
+// durableLoop is the loop as the durable goroutines see it ([durable.JournalLoop],
+// which holds [durable.Loop]): each method hands a batch to the loop as a control
+// message, or takes it in as a submitter would (recoverStored, enqueueMany).
+type durableLoop struct{ k *Kernel }
 
-// watchLease tells the loop when the lease may be over in half a margin without a
-// renewal (ctrlLeaseLapse), once per renewal missed: the loop then cancels the
-// running durable attempts, so that they end before another kernel can rescue
-// their tasks. A renewal that lands afterwards makes it watch the new end.
-func (o *ownership) watchLease() {
-	t := time.NewTimer(time.Hour)
-	defer t.Stop()
-	var told int64 // the okUntil the loop was told about
-	for {
-		until := o.okUntil.Load()
-		d := time.Until(time.Unix(0, until).Add(o.margin / 2))
-		if d <= 0 && until != told {
-			told = until
-			if o.log != nil {
-				o.log.warn("kernel: the lease on the store was not renewed in time; running durable attempts are cancelled", "owner", o.owner().Name)
+func (l durableLoop) ClaimBudget(hungry bool) durable.Budget {
+	k := l.k
+	n := k.askClaimBudget(hungry)
+	if n == 0 {
+		return durable.Budget{}
+	}
+	k.dur.mu.Lock()
+	kinds := make([]string, 0, len(k.dur.kinds))
+	for kind := range k.dur.kinds {
+		kinds = append(kinds, kind)
+	}
+	k.dur.mu.Unlock()
+	q := k.rc.Load().cfg.Quotas
+	return durable.Budget{Slots: n, Kinds: kinds, Quotas: [3]int{q.High, q.Normal, q.LowGuaranteed}}
+}
+
+func (l durableLoop) Claimed(tasks []store.StoredTask, reserved int) {
+	l.k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durClaimed, tasks: tasks, reserved: reserved}})
+}
+
+func (l durableLoop) PoolEnded(tasks []store.StoredTask) {
+	l.k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durPoolEnded, tasks: tasks}})
+}
+
+func (l durableLoop) Rescued(tasks []store.StoredTask) { l.k.recoverStored(tasks) }
+
+func (l durableLoop) LeaseLapse() {
+	l.k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durLeaseLapse}})
+}
+
+func (l durableLoop) StartBudget(want int) int { return l.k.askStartBudget(want) }
+
+func (l durableLoop) Prestarted(hs []*Handle, reserved int) {
+	l.k.handPrestarted(&durMsg{kind: durPrestarted, hs: hs, reserved: reserved})
+}
+
+func (l durableLoop) Stored(hs []*Handle) {
+	k := l.k
+	if !k.enqueueMany(hs) {
+		for _, h := range hs {
+			if !h.dur.inPool {
+				k.release(h.ticket(), 1)
 			}
-			o.k.control(ctrlMsg{kind: ctrlLeaseLapse})
-		}
-		if d <= 0 {
-			d = max(o.lease/20, time.Millisecond) // wait for a renewal
-		}
-		t.Reset(d)
-		select {
-		case <-o.stopCh:
-			return
-		case <-t.C:
+			k.abortDurable(h)
 		}
 	}
 }
 
-// startRescuer starts the goroutine that rescues the tasks of ended owners every
-// quarter lease (with jitter), so that they run again within about lease + margin.
-func (o *ownership) startRescuer() {
-	o.wg.Go(o.watchLease)
-	o.wg.Go(func() {
-		for {
-			d := o.lease / 4
-			d += time.Duration(rand.Int64N(int64(d/5)+1)) - d/10
-			t := time.NewTimer(d)
-			select {
-			case <-o.stopCh:
-				t.Stop()
-				return
-			case <-o.rescueNow:
-				t.Stop()
-			case <-t.C:
-			}
-			m := o.cur.Load()
-			ctx, cancel := context.WithTimeout(context.Background(), o.k.dur.j.timeout)
-			ts, err := o.rescueAll(ctx, m)
-			cancel()
-			if len(ts) > 0 {
-				if o.log != nil {
-					o.log.info("kernel: rescued the tasks of ended owners", "owner", o.owner().Name, "tasks", len(ts))
-				}
-				o.k.recoverStored(ts)
-			}
-			if err != nil && !errors.Is(err, store.ErrLeaseLost) && o.log != nil {
-				o.log.warn("kernel: rescue of ended owners' tasks", "owner", o.owner().Name, "err", err)
-			}
-		}
-	})
+func (l durableLoop) Started(started, refused []*attempt, errs []error) {
+	l.k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durStarted, as: started, refused: refused, errs: errs}})
 }
 
-// stopRescuer stops the rescuer and claimer goroutines and waits for them.
-func (o *ownership) stopRescuer() {
-	o.stopOnce.Do(func() { close(o.stopCh) })
-	o.wg.Wait()
+// Refuse gives back the ticket and the unique key of an acknowledged insert whose
+// submit fails.
+func (l durableLoop) Refuse(h *Handle) {
+	if !h.dur.inPool { // a pool task holds no ticket
+		l.k.release(h.ticket(), 1)
+	}
+	l.k.dur.dropKey(h.dur.unique)
 }
 
-// leave ends the membership, so that the tasks left live (a Shutdown's abandoned
-// ones, a Close's cancelled ones) are rescued at once by the other kernels.
-func (o *ownership) leave(ctx context.Context) {
-	m := o.cur.Load()
-	_, err := storeCall(o.k, "Leave", func() (struct{}, error) { return struct{}{}, o.store.Leave(ctx, *m) })
-	if err != nil && o.log != nil {
-		o.log.warn("kernel: leave the store; its tasks are rescued once the lease ends", "owner", o.owner().Name, "err", err)
+// askClaimBudget asks the loop how many pool tasks this kernel may claim now; the
+// loop reserves that many durable slots until the claim's answer (durClaimed).
+// When hungry (due pool work is known) and there is no room, the loop wakes the
+// claimer once a slot frees.
+func (k *Kernel) askClaimBudget(hungry bool) int {
+	ch := make(chan int, 1)
+	k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durClaimBudget, count: ch, hungry: hungry}})
+	select {
+	case n := <-ch:
+		return n
+	case <-k.loopDone:
+		return 0
 	}
 }
 
-// recoverStored schedules tasks read back from the store (rescued ones): those of a
-// registered kind now, the others once their kind is registered.
-func (k *Kernel) recoverStored(ts []store.StoredTask) {
-	d := k.dur
-	byKind := make(map[string][]store.StoredTask)
-	d.mu.Lock()
-	for _, t := range ts {
-		if t.UniqueKey != "" {
-			d.keys[t.UniqueKey] = struct{}{}
-		}
-		if _, ok := d.kinds[t.Kind]; ok {
-			byKind[t.Kind] = append(byKind[t.Kind], t)
-		} else {
-			d.held[t.Kind] = append(d.held[t.Kind], t)
-		}
-	}
-	fns := make(map[string]DurableFunc, len(byKind))
-	for kind := range byKind {
-		fns[kind] = d.kinds[kind]
-	}
-	d.mu.Unlock()
-	for kind, group := range byKind {
-		k.recover(group, fns[kind])
-	}
+// releaseOwner gives back the slot of the kernel's default owner name, if it has
+// one, once the journal (which may join again under the name) has stopped.
+func (k *Kernel) releaseOwner() {
+	k.dur.own.Release(k.dur.j.Stop)
 }
 
 // leaseLapsed cancels the contexts of the durable attempts handed to the run queue

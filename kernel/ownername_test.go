@@ -123,7 +123,7 @@ func TestOwnerDefaultNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.dur.own.slot == nil {
+	if !a.dur.own.HoldsSlot() {
 		_ = a.Close()
 		t.Skip("no default owner names without flock(2)")
 	}
@@ -180,13 +180,13 @@ func TestOwnerRestartTakesTasksAtOnce(t *testing.T) {
 		}
 		synctest.Wait()
 		name := ownerOf(a)
-		if a.dur.own.slot == nil {
+		if !a.dur.own.HoldsSlot() {
 			close(g)
 			_ = a.Close()
 			t.Skip("no default owner names without flock(2)")
 		}
 		ds.dead.Store(true)
-		a.dur.own.slot.Release() // the end of its process would let go of the lock
+		a.dur.own.Release(nil) // the end of its process would let go of the lock
 		t0 := time.Now()
 
 		b := newTestKernel(t, Config{Store: mem, Lease: lease})
@@ -219,7 +219,7 @@ func TestOwnerNameTakenElsewhere(t *testing.T) {
 		const lease = time.Second
 		a := newTestKernel(t, Config{Store: s, Lease: lease})
 		name := ownerOf(a)
-		if a.dur.own.slot == nil {
+		if !a.dur.own.HoldsSlot() {
 			t.Skip("no default owner names without flock(2)")
 		}
 		b := newTestKernel(t, Config{Store: s, Lease: lease, Owner: name})

@@ -19,14 +19,8 @@ package kernel
 // None while a priority or a durable kind is paused ([Kernel.Pause]); a task of a
 // group (durable tasks with a Group) always goes through its group's gate.
 
-// prestartMsg carries a commit's prestarted tasks to the loop.
-type prestartMsg struct {
-	hs       []*Handle // the tasks whose insert and start the commit stored
-	reserved int       // the slots the loop reserved for the commit
-}
-
 // askStartBudget asks the loop for up to want free slots for starts in the next
-// commit; the loop reserves them until the commit's answer (ctrlPrestarted). It
+// commit; the loop reserves them until the commit's answer (durPrestarted). It
 // returns 0 when the loop is gone.
 func (k *Kernel) askStartBudget(want int) int {
 	ch := make(chan int, 1)
@@ -35,7 +29,7 @@ func (k *Kernel) askStartBudget(want int) int {
 		k.in.mu.Unlock()
 		return 0
 	}
-	k.in.ctrl = append(k.in.ctrl, ctrlMsg{kind: ctrlStartBudget, count: ch, want: want})
+	k.in.ctrl = append(k.in.ctrl, ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durStartBudget, count: ch, want: want}})
 	wake := k.in.loopWaiting
 	k.in.loopWaiting = false
 	k.in.mu.Unlock()
@@ -57,7 +51,7 @@ func (k *Kernel) askStartBudget(want int) int {
 func (k *Kernel) startBudget(want int) int {
 	// Nor while a priority or a durable kind is paused: the journal cannot tell
 	// which of its inserts that holds back.
-	if k.ls.closing || k.ls.draining || k.dur.own != nil && k.dur.own.doubt() ||
+	if k.ls.closing || k.ls.draining || k.dur.own != nil && k.dur.own.Doubt() ||
 		k.ls.gate.pausedLevels != 0 || len(k.ls.gate.pausedKinds) > 0 {
 		return 0
 	}
@@ -79,10 +73,10 @@ func (k *Kernel) startBudget(want int) int {
 // reservation. Once the loop is gone (Close), it ends the tasks here: their rows
 // stay Running, for a rescue or the next kernel's recovery, as for any attempt a
 // Close interrupts.
-func (k *Kernel) handPrestarted(m *prestartMsg) {
+func (k *Kernel) handPrestarted(m *durMsg) {
 	k.in.mu.Lock()
 	if !k.in.loopGone {
-		k.in.ctrl = append(k.in.ctrl, ctrlMsg{kind: ctrlPrestarted, prestart: m})
+		k.in.ctrl = append(k.in.ctrl, ctrlMsg{kind: ctrlDurable, dur: m})
 		wake := k.in.loopWaiting
 		k.in.loopWaiting = false
 		k.in.mu.Unlock()
@@ -100,7 +94,7 @@ func (k *Kernel) handPrestarted(m *prestartMsg) {
 
 // prestarted takes in tasks whose insert and start one commit stored: they go to
 // the run queue started, holding no ticket and journaling no start. Loop only.
-func (k *Kernel) prestarted(m *prestartMsg) {
+func (k *Kernel) prestarted(m *durMsg) {
 	k.ls.durRunning -= m.reserved
 	k.ls.startReserved -= m.reserved
 	if len(m.hs) == 0 {
@@ -149,14 +143,17 @@ func (k *Kernel) drainPrestarts() {
 	k.in.ctrl = nil
 	k.in.mu.Unlock()
 	for _, m := range ctrl {
-		switch m.kind {
-		case ctrlPrestarted:
-			for _, h := range m.prestart.hs {
+		if m.kind != ctrlDurable {
+			continue
+		}
+		switch m.dur.kind {
+		case durPrestarted:
+			for _, h := range m.dur.hs {
 				k.release(h.ticket(), 1)
 				k.abortDurable(h)
 			}
-		case ctrlStartBudget, ctrlClaimBudget:
-			m.count <- 0
+		case durStartBudget, durClaimBudget:
+			m.dur.count <- 0
 		}
 	}
 }

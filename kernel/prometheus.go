@@ -229,24 +229,24 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 		fams[famExec] = appendHist(fams[famExec], &m.exec[l], promFamilies[famExec].name, prio[l])
 	}
 	if d := k.dur; d != nil {
-		j := d.j
-		one(famStoreCommits, j.commits.Get())
-		one(famStoreChanges, j.changes.Get())
-		one(famStoreCommitErrors, j.commitErrors.Get())
-		one(famStoreRefused, j.refused.Get())
-		one(famStorePrestarted, j.prestarted.Get())
-		one(famStorePending, nonNeg(j.pending.Load()))
+		j := d.j.Counts()
+		one(famStoreCommits, j.Commits)
+		one(famStoreChanges, j.Changes)
+		one(famStoreCommitErrors, j.CommitErrors)
+		one(famStoreRefused, j.Refused)
+		one(famStorePrestarted, j.Prestarted)
+		one(famStorePending, nonNeg(j.Pending))
 		up := uint64(1)
-		if j.down.Load() != nil {
+		if j.Down {
 			up = 0
 		}
 		one(famStoreUp, up)
 		var joins, lost, rescued, claimed uint64
 		var following int64
 		if o := d.own; o != nil {
-			joins, lost = uint64(o.joins.Load()), uint64(o.lost.Load())
-			rescued, claimed = uint64(o.rescued.Load()), uint64(o.claimed.Load())
-			following = int64(o.follow.len())
+			c := o.Counts()
+			joins, lost, rescued, claimed = c.Joins, c.LeaseLost, c.Rescued, c.Claimed
+			following = int64(c.Following)
 		}
 		one(famStoreJoins, joins)
 		one(famStoreLeaseLost, lost)

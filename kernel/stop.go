@@ -61,16 +61,16 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 	if k.dur != nil {
 		// A Store method that ignores its ctx must not hold the stop beyond ctx.
 		own := k.dur.own
-		if own != nil && !waitFor(ctx.Done(), own.stopRescuer) {
-			return &ShutdownError{Err: ctx.Err(), Journal: int(k.dur.j.pending.Load())}
+		if own != nil && !waitFor(ctx.Done(), own.Stop) {
+			return &ShutdownError{Err: ctx.Err(), Journal: int(k.dur.j.Pending())}
 		}
-		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
-			return &ShutdownError{Err: err, Journal: int(k.dur.j.pending.Load())}
+		if err := k.dur.j.Flush(ctx); err != nil && !errors.Is(err, ErrClosed) {
+			return &ShutdownError{Err: err, Journal: int(k.dur.j.Pending())}
 		}
-		if !waitFor(ctx.Done(), k.dur.j.stop) {
-			return &ShutdownError{Err: ctx.Err(), Journal: int(k.dur.j.pending.Load())}
+		if !waitFor(ctx.Done(), k.dur.j.Stop) {
+			return &ShutdownError{Err: ctx.Err(), Journal: int(k.dur.j.Pending())}
 		}
-		if own != nil && !waitFor(ctx.Done(), func() { own.leave(ctx); own.release() }) {
+		if own != nil && !waitFor(ctx.Done(), func() { own.Leave(ctx); k.releaseOwner() }) {
 			return &ShutdownError{Err: ctx.Err()}
 		}
 	}
@@ -129,23 +129,23 @@ func (k *Kernel) Close() error {
 			return waitFor(ctx.Done(), f)
 		}
 		own := k.dur.own
-		if own != nil && !within(own.stopRescuer) && k.log != nil {
+		if own != nil && !within(own.Stop) && k.log != nil {
 			k.log.warn("kernel: close stopped waiting for a store call of the owner's goroutines", "timeout", timeout)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		if err := k.dur.j.flush(ctx); err != nil && !errors.Is(err, ErrClosed) && k.log != nil {
-			k.log.warn("kernel: close gave up writing the journal; the store keeps the tasks' earlier states", "changes", k.dur.j.pending.Load(), "err", err)
+		if err := k.dur.j.Flush(ctx); err != nil && !errors.Is(err, ErrClosed) && k.log != nil {
+			k.log.warn("kernel: close gave up writing the journal; the store keeps the tasks' earlier states", "changes", k.dur.j.Pending(), "err", err)
 		}
 		cancel()
-		if !within(k.dur.j.stop) && k.log != nil {
+		if !within(k.dur.j.Stop) && k.log != nil {
 			k.log.warn("kernel: close stopped waiting for the journal's store call", "timeout", timeout)
 		}
 		if own != nil {
 			within(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
 				defer cancel()
-				own.leave(ctx)
-				own.release() // once the journal stopped, however long its last call takes
+				own.Leave(ctx)
+				k.releaseOwner() // once the journal stopped, however long its last call takes
 			})
 		}
 	}

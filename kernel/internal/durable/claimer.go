@@ -1,0 +1,272 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/axsched/ax/store"
+)
+
+// The claimer goroutine claims due pool tasks while the kernel has free slots: the
+// loop reserves the slots ([Loop.ClaimBudget]), the store claims and starts the
+// tasks in one write (SharedStore.Claim), and the loop hands them to the run queue
+// ([Loop.Claimed]). With nothing to claim it polls with backoff, from claimPollMin to
+// claimPollMax, or until the next pool task is due. It also reads the states of the
+// pool tasks the kernel follows (SharedStore.States), so that their handles end as
+// the store says ([Loop.PoolEnded]).
+
+// Poll delays of the claimer.
+const (
+	claimPollMin = 50 * time.Millisecond
+	claimPollMax = 2 * time.Second
+)
+
+// follow is the set of pool tasks whose handles this kernel holds; guarded by its mu.
+type follow struct {
+	mu   sync.Mutex
+	ids  map[string]struct{}
+	next []string // a round of IDs to read, refilled from ids when empty
+}
+
+func (f *follow) add(ids ...string) {
+	f.mu.Lock()
+	if f.ids == nil {
+		f.ids = make(map[string]struct{})
+	}
+	for _, id := range ids {
+		f.ids[id] = struct{}{}
+	}
+	f.mu.Unlock()
+}
+
+func (f *follow) len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.ids)
+}
+
+func (f *follow) remove(id string) {
+	f.mu.Lock()
+	delete(f.ids, id)
+	f.mu.Unlock()
+}
+
+// batch returns up to StatesMax followed IDs, a different slice of them each call.
+func (f *follow) batch() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.next) == 0 {
+		for id := range f.ids {
+			f.next = append(f.next, id)
+		}
+	}
+	n := min(len(f.next), store.StatesMax)
+	out := slices.Clone(f.next[:n])
+	f.next = f.next[n:]
+	return out
+}
+
+// Follow adds a task the kernel put in the pool to the followed ones, whose states
+// the claimer reads.
+func (o *Owner) Follow(id string) { o.follow.add(id) }
+
+// Unfollow removes a task from the followed ones.
+func (o *Owner) Unfollow(id string) { o.follow.remove(id) }
+
+// ClaimNow makes the claimer claim at once rather than at its next poll. It never
+// blocks; calls made while one is pending merge into it.
+func (o *Owner) ClaimNow() {
+	select {
+	case o.claimNow <- struct{}{}:
+	default:
+	}
+}
+
+func (o *Owner) claimer() {
+	backoff := time.Duration(0)
+	hungry := true // the pool may hold due work (it may, at start)
+	var lastStates time.Time
+	for {
+		if backoff > 0 {
+			t := time.NewTimer(backoff)
+			select {
+			case <-o.stopCh:
+				t.Stop()
+				return
+			case <-o.claimNow:
+				t.Stop()
+				backoff = 0
+			case <-t.C:
+			}
+		} else {
+			select {
+			case <-o.stopCh:
+				return
+			default:
+			}
+		}
+		if time.Since(lastStates) >= claimPollMin {
+			o.readStates()
+			lastStates = time.Now()
+		}
+		// With work left in the pool and no free slot, the loop wakes the claimer as
+		// soon as a slot frees (ClaimNow); otherwise it polls.
+		b := o.loop.ClaimBudget(hungry)
+		if b.Slots <= 0 {
+			if hungry {
+				backoff = claimPollMax
+			} else {
+				backoff = min(max(2*backoff, claimPollMin), claimPollMax)
+			}
+			continue
+		}
+		claimed, next, err := o.claim(b)
+		o.claimed.Add(int64(len(claimed)))
+		o.loop.Claimed(claimed, b.Slots)
+		hungry = err == nil && (len(claimed) > 0 || !next.IsZero() && !next.After(o.clk.Now()))
+		switch {
+		case err != nil:
+			if !errors.Is(err, store.ErrLeaseLost) && o.log != nil {
+				o.log.Log(slog.LevelWarn, "kernel: claim pool tasks", "owner", o.Current().Name, "err", err)
+			}
+			backoff = min(max(2*backoff, claimPollMin), claimPollMax)
+		case len(claimed) > 0:
+			backoff = 0
+		default:
+			backoff = min(max(2*backoff, claimPollMin), claimPollMax)
+			if !next.IsZero() {
+				// The next pool task is due: not later than then, and not in a loop.
+				backoff = max(claimPollMin/5, min(backoff, next.Sub(o.clk.Now())))
+			}
+		}
+	}
+}
+
+// claim claims up to b.Slots pool tasks of b.Kinds, shared among the priorities by
+// b.Quotas; the shares a priority could not use go, in a second claim, to the
+// others, High first.
+func (o *Owner) claim(b Budget) ([]store.StoredTask, time.Time, error) {
+	if len(b.Kinds) == 0 {
+		return nil, time.Time{}, nil
+	}
+	n := b.Slots
+	want := shareOut(n, b.Quotas)
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+	req := store.ClaimRequest{Now: o.clk.Now(), Want: want, Kinds: b.Kinds}
+	got, next, err := o.claimCall(ctx, req)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	left := n - len(got)
+	if left == 0 || next.IsZero() || next.After(req.Now) {
+		return got, next, nil
+	}
+	// Due tasks were left while slots are: the shares of the priorities that had
+	// fewer tasks than their share go to those that filled theirs (and may have
+	// more), High first.
+	var per store.ByPriority[int]
+	for _, t := range got {
+		switch t.Priority {
+		case store.High:
+			per.High++
+		case store.Low:
+			per.Low++
+		default:
+			per.Normal++
+		}
+	}
+	var more store.ByPriority[int]
+	if per.High == want.High {
+		more.High = left
+	}
+	if per.Normal == want.Normal {
+		more.Normal = left
+	}
+	if per.Low == want.Low {
+		more.Low = left
+	}
+	req.Want = capTotal(more, left)
+	req.Now = o.clk.Now()
+	got2, next2, err := o.claimCall(ctx, req)
+	if err != nil {
+		return got, next, nil // the first claim stands
+	}
+	return append(got, got2...), next2, nil
+}
+
+func (o *Owner) claimCall(ctx context.Context, req store.ClaimRequest) ([]store.StoredTask, time.Time, error) {
+	var next time.Time
+	got, err := call(o.guard, "Claim", func() ([]store.StoredTask, error) {
+		ts, nx, err := o.store.Claim(ctx, o.Current(), req)
+		next = nx
+		return ts, err
+	})
+	return got, next, err
+}
+
+// shareOut splits n slots among the priorities by quotas (High, Normal, Low): each
+// gets its share, rounded down, and at least one while n allows; High takes the rest.
+func shareOut(n int, q [3]int) store.ByPriority[int] {
+	total := q[0] + q[1] + q[2]
+	if total <= 0 {
+		return store.ByPriority[int]{High: n}
+	}
+	normal := n * q[1] / total
+	low := n * q[2] / total
+	if q[1] > 0 && normal == 0 && n >= 3 {
+		normal = 1
+	}
+	if q[2] > 0 && low == 0 && n >= 3 {
+		low = 1
+	}
+	high := n - normal - low
+	if n < 3 { // too few to share: High first, one each below while n allows
+		high, normal, low = n, 0, 0
+		if n == 2 {
+			high, normal = 1, 1
+		}
+	}
+	return store.ByPriority[int]{High: high, Normal: normal, Low: low}
+}
+
+// capTotal keeps the wants of w within total, High first.
+func capTotal(w store.ByPriority[int], total int) store.ByPriority[int] {
+	w.High = min(w.High, total)
+	total -= w.High
+	w.Normal = min(w.Normal, total)
+	total -= w.Normal
+	w.Low = min(w.Low, total)
+	return w
+}
+
+// readStates reads the states of followed pool tasks and hands those that ended
+// elsewhere to the loop.
+func (o *Owner) readStates() {
+	ids := o.follow.batch()
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	ts, err := call(o.guard, "States", func() ([]store.StoredTask, error) { return o.store.States(ctx, ids) })
+	cancel()
+	if err != nil {
+		if o.log != nil {
+			o.log.Log(slog.LevelWarn, "kernel: read the states of pool tasks", "owner", o.Current().Name, "err", err)
+		}
+		return
+	}
+	var ended []store.StoredTask
+	for _, t := range ts {
+		if t.State.Terminal() {
+			ended = append(ended, t)
+		}
+	}
+	if len(ended) > 0 {
+		o.loop.PoolEnded(ended)
+	}
+}

@@ -1,0 +1,632 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/VictoriaMetrics/metrics"
+	"github.com/axsched/ax/store"
+	"github.com/benbjohnson/clock"
+)
+
+// The journal's retry and probe delays while the store is down.
+const (
+	journalBackoffMin = 20 * time.Millisecond
+	journalBackoffMax = time.Second
+)
+
+// Entry is one change waiting for a group commit. H is the kernel's task record
+// and A its attempt record; the journal never looks into them, it hands them back
+// to the loop ([JournalLoop]).
+type Entry[H, A comparable] struct {
+	C   store.Change
+	H   H    // an insert: the task, handed to the loop once stored (acknowledged mode)
+	Ack *Ack // an acknowledged insert: the submit waiting for it
+	Idx int  // the task's index in that submit
+	// Start: an OpStart whose attempt waits for it to be stored (acknowledged mode);
+	// the journal hands it back to the loop once committed.
+	Start A
+	// Due marks an insert of a task with a due time: it never starts in the commit
+	// that stores it.
+	Due  bool
+	comp bool // a cancel that undoes an insert whose submit was told it failed
+	// pre: the OpStart the journal added behind the insert before it (H's), in the
+	// same commit.
+	pre bool
+}
+
+// Ack is one acknowledged durable submit waiting for its commit. The journal
+// writes Errs and All, then closes the channel Done returns.
+type Ack struct {
+	Errs []error // per task of the submit
+	All  error   // an error for the whole submit: the commit failed
+	left int     // entries not settled yet; journal-owned
+	done chan struct{}
+}
+
+// NewAck returns the Ack of a submit of n entries whose per-task errors go to errs.
+func NewAck(errs []error, n int) *Ack {
+	return &Ack{Errs: errs, left: n, done: make(chan struct{})}
+}
+
+// Done returns a channel closed once every entry of the submit is settled.
+func (g *Ack) Done() <-chan struct{} { return g.done }
+
+// JournalLoop is the loop as the journal sees it: [Loop] (the owner's goroutines)
+// and the journal's batches. Its methods are called from the journal's goroutine,
+// or from a submitter's once the journal stopped, one call per commit (Refuse per
+// refused insert).
+type JournalLoop[H, A comparable] interface {
+	Loop
+	// StartBudget asks the loop for up to want free slots for starts in the next
+	// commit; the loop reserves them until Prestarted. It returns 0 when the loop
+	// is gone.
+	StartBudget(want int) int
+	// Prestarted hands the loop the tasks whose insert and start one commit
+	// stored, and frees the reservation of StartBudget.
+	Prestarted(hs []H, reserved int)
+	// Stored hands the loop the tasks whose inserts were stored (acknowledged mode).
+	Stored(hs []H)
+	// Started hands the loop the attempts whose starts were stored, and those whose
+	// starts the store refused, with why.
+	Started(started, refused []A, errs []error)
+	// Refuse gives back what an acknowledged insert whose submit fails holds.
+	Refuse(h H)
+}
+
+// JournalConfig is what [NewJournal] needs. Every field but Owner and Log must be
+// set.
+type JournalConfig[H, A comparable] struct {
+	Store     store.Store
+	Owner     *Owner        // nil unless Store is a SharedStore: commits go through Owner.Commit
+	Every     time.Duration // periodic snapshot mode: commit this often; 0: acknowledged mode
+	MaxBatch  int           // the most changes one commit carries (the inserts of one submit are never split)
+	Timeout   time.Duration // the bound of each store call
+	Clock     clock.Clock   // the kernel's clock, for the changes' times
+	Log       Logger
+	GuardFunc func(f func()) (recovered any, normal bool)
+	Loop      JournalLoop[H, A]
+	// ErrClosed is the error of submits the journal will not commit (it stopped).
+	ErrClosed error
+}
+
+// Journal is the goroutine that writes the durable tasks' lifecycle to the store in
+// group commits, one commit at a time and in order: whatever queued up while a commit
+// was in flight goes in the next one. In periodic snapshot mode it commits every
+// Every instead. Its delays run on the real clock: they are about the database, not
+// about task times. Its methods are safe for concurrent use.
+type Journal[H, A comparable] struct {
+	loop      JournalLoop[H, A] // immutable
+	store     store.Store       // immutable
+	own       *Owner            // immutable
+	every     time.Duration
+	maxBatch  int
+	timeout   time.Duration
+	clk       clock.Clock
+	log       Logger // nil without a logger
+	guard     func(func()) (any, bool)
+	errClosed error
+
+	mu       sync.Mutex
+	queue    []Entry[H, A]   // guarded by mu
+	flushing []chan struct{} // guarded by mu: closed once the queue is empty and committed
+	flushNow bool            // guarded by mu: commit without waiting for the snapshot tick
+	stopped  bool            // guarded by mu: the journal goroutine returned
+	room     chan struct{}   // guarded by mu: closed (and replaced) when the queue shrinks below limit
+	limit    int             // periodic snapshot mode: submits wait while this many changes wait
+	wake     chan struct{}   // size 1
+	stopCh   chan struct{}
+	doneCh   chan struct{}
+	stopOnce sync.Once
+
+	down    atomic.Pointer[error] // the last error while the store is known to be down
+	pending atomic.Int64
+	// reserved: the slots the loop reserved for the prestarts of the commit being
+	// made; journal goroutine only.
+	reserved int
+
+	commits, changes, commitErrors, refused, prestarted *metrics.Counter
+}
+
+// JournalCounts are a Journal's counters, read by the kernel's Stats and metrics.
+type JournalCounts struct {
+	Commits, Changes, CommitErrors, Refused, Prestarted uint64
+	Pending                                             int64 // changes waiting
+	Down                                                bool  // the store is known to be down
+}
+
+// NewJournal starts a journal. Stop it with [Journal.Stop].
+func NewJournal[H, A comparable](c JournalConfig[H, A]) *Journal[H, A] {
+	j := &Journal[H, A]{
+		loop: c.Loop, store: c.Store, own: c.Owner, every: c.Every, maxBatch: c.MaxBatch, timeout: c.Timeout,
+		clk: c.Clock, log: c.Log, guard: c.GuardFunc, errClosed: c.ErrClosed,
+		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), doneCh: make(chan struct{}),
+		room: make(chan struct{}), limit: 4 * c.MaxBatch,
+	}
+	j.commits = new(metrics.Counter)
+	j.changes = new(metrics.Counter)
+	j.commitErrors = new(metrics.Counter)
+	j.refused = new(metrics.Counter)
+	j.prestarted = new(metrics.Counter)
+	go j.run()
+	return j
+}
+
+// Every returns the snapshot period: 0 in acknowledged mode.
+func (j *Journal[H, A]) Every() time.Duration { return j.every }
+
+// Store returns the journal's store.
+func (j *Journal[H, A]) Store() store.Store { return j.store }
+
+// Pending returns the number of changes waiting for a commit.
+func (j *Journal[H, A]) Pending() int64 { return j.pending.Load() }
+
+// Counts returns the journal's counters.
+func (j *Journal[H, A]) Counts() JournalCounts {
+	return JournalCounts{
+		Commits: j.commits.Get(), Changes: j.changes.Get(), CommitErrors: j.commitErrors.Get(),
+		Refused: j.refused.Get(), Prestarted: j.prestarted.Get(), Pending: j.pending.Load(), Down: j.down.Load() != nil,
+	}
+}
+
+// Add queues changes, in order, after everything queued before. Once the journal
+// stopped, it refuses the acknowledged inserts among them and drops the rest.
+func (j *Journal[H, A]) Add(es []Entry[H, A]) {
+	j.mu.Lock()
+	if j.stopped {
+		j.mu.Unlock()
+		j.abandon(es)
+		return
+	}
+	j.queue = append(j.queue, es...)
+	j.pending.Store(int64(len(j.queue)))
+	j.mu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+}
+
+// AvailableErr returns an error wrapping ErrStoreUnavailable while the store is
+// known to be down, so that durable submits fail fast.
+func (j *Journal[H, A]) AvailableErr() error {
+	if p := j.down.Load(); p != nil {
+		return fmt.Errorf("kernel: durable submit refused while the store is down: %w (last error: %w)", store.ErrStoreUnavailable, *p)
+	}
+	return nil
+}
+
+// WaitRoom blocks a periodic-snapshot submit while the journal's queue holds limit
+// changes or more, so that a store slower than the submitters bounds their pace
+// instead of the kernel's memory. It returns ctx.Err() or ErrClosed if those come
+// first.
+func (j *Journal[H, A]) WaitRoom(ctx context.Context) error {
+	for {
+		j.mu.Lock()
+		if len(j.queue) < j.limit || j.stopped {
+			j.mu.Unlock()
+			return nil
+		}
+		ch := j.room
+		j.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-j.doneCh:
+			return j.errClosed
+		}
+	}
+}
+
+// roomLocked wakes the submits waiting for room once the queue is below limit.
+// Called with mu held.
+func (j *Journal[H, A]) roomLocked() {
+	if len(j.queue) < j.limit {
+		close(j.room)
+		j.room = make(chan struct{})
+	}
+}
+
+// Flush waits until everything queued so far is committed, or ctx ends. It returns
+// ErrClosed once the journal stopped.
+func (j *Journal[H, A]) Flush(ctx context.Context) error {
+	ch := make(chan struct{})
+	j.mu.Lock()
+	j.flushing = append(j.flushing, ch)
+	j.flushNow = true
+	j.mu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-j.doneCh:
+		return j.errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Stop ends the journal goroutine and waits for it; what was not committed stays
+// uncommitted. Idempotent.
+func (j *Journal[H, A]) Stop() {
+	j.stopOnce.Do(func() { close(j.stopCh) })
+	<-j.doneCh
+}
+
+// abandon settles the acknowledged inserts of entries that will never be committed:
+// their submits fail with ErrClosed. The other changes are lost to the store, which
+// keeps those tasks' earlier states.
+func (j *Journal[H, A]) abandon(es []Entry[H, A]) {
+	for _, e := range es {
+		if e.Ack != nil {
+			e.Ack.All = fmt.Errorf("kernel: durable submit: the kernel closed before the task was stored: %w", j.errClosed)
+			j.loop.Refuse(e.H)
+		}
+	}
+	settleGroups(es)
+}
+
+func (j *Journal[H, A]) run() {
+	defer close(j.doneCh)
+	defer func() {
+		j.mu.Lock()
+		j.stopped = true
+		left := j.queue
+		j.queue = nil
+		j.pending.Store(0)
+		j.mu.Unlock()
+		j.abandon(left)
+	}()
+	backoff := time.Duration(0)
+	var buf []store.Change
+	lastCommit := time.Now()
+	for {
+		j.mu.Lock()
+		n := len(j.queue)
+		flushNow := j.flushNow
+		if n == 0 {
+			j.flushNow = false
+			for _, ch := range j.flushing {
+				close(ch)
+			}
+			j.flushing = nil
+		}
+		j.mu.Unlock()
+
+		if n == 0 {
+			if j.down.Load() != nil {
+				// Nothing to retry: probe the store so that submits may come back.
+				if !j.sleep(backoff) {
+					return
+				}
+				backoff = j.probe(backoff)
+				continue
+			}
+			if !j.idle() {
+				return
+			}
+			continue
+		}
+		if j.every > 0 && !flushNow && j.down.Load() == nil {
+			if wait := j.every - time.Since(lastCommit); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-j.wake: // maybe a flush
+					t.Stop()
+					continue
+				case <-j.stopCh:
+					t.Stop()
+					return
+				}
+			}
+		}
+		if j.every == 0 {
+			if n := j.startable(); n > 0 {
+				j.reserved = j.loop.StartBudget(n)
+			}
+		}
+		batch := j.take()
+		if j.reserved > 0 {
+			batch = j.prestart(batch, j.reserved)
+		}
+		lastCommit = time.Now()
+		buf = buf[:0]
+		for i := range batch {
+			buf = append(buf, batch[i].C)
+		}
+		if j.commit(batch, buf) {
+			backoff = 0
+			continue
+		}
+		backoff = nextBackoff(backoff)
+		if j.own != nil {
+			backoff = min(backoff, j.own.HeartbeatEvery()) // a retry renews the lease
+		}
+		if !j.sleep(backoff) {
+			return
+		}
+	}
+}
+
+// idle waits for changes to commit, renewing an owner's lease meanwhile. It returns
+// false when the journal stops.
+func (j *Journal[H, A]) idle() bool {
+	own := j.own
+	if own == nil {
+		select {
+		case <-j.wake:
+			return true
+		case <-j.stopCh:
+			return false
+		}
+	}
+	t := time.NewTimer(own.HeartbeatEvery())
+	defer t.Stop()
+	select {
+	case <-j.wake:
+		return true
+	case <-j.stopCh:
+		return false
+	case <-t.C:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+	_, err := own.Commit(ctx, nil, j.stopCh) // the lone heartbeat
+	cancel()
+	if err != nil && !errors.Is(err, store.ErrLeaseLost) && j.log != nil {
+		j.log.Log(slog.LevelWarn, "kernel: renew the lease on the store", "owner", own.Current().Name, "err", err)
+	}
+	return true
+}
+
+func nextBackoff(d time.Duration) time.Duration {
+	if d == 0 {
+		return journalBackoffMin
+	}
+	return min(2*d, journalBackoffMax)
+}
+
+// probe checks whether a down store answers again and returns the next backoff.
+func (j *Journal[H, A]) probe(backoff time.Duration) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+	_, err := call(j.guard, "Get", func() (store.StoredTask, error) { return j.store.Get(ctx, "ax-probe") })
+	cancel()
+	if err == nil || errors.Is(err, store.ErrUnknownTask) {
+		j.down.Store(nil)
+		if j.log != nil {
+			j.log.Log(slog.LevelInfo, "kernel: the store answers again; durable submits resume")
+		}
+		return 0
+	}
+	return nextBackoff(backoff)
+}
+
+// take removes the next batch from the queue: up to maxBatch changes, never
+// splitting the inserts of one submit.
+func (j *Journal[H, A]) take() []Entry[H, A] {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	n := min(len(j.queue), j.maxBatch)
+	for n < len(j.queue) && j.queue[n].Ack != nil && j.queue[n].Ack == j.queue[n-1].Ack {
+		n++
+	}
+	batch := make([]Entry[H, A], n)
+	copy(batch, j.queue)
+	rest := copy(j.queue, j.queue[n:])
+	clear(j.queue[rest:])
+	j.queue = j.queue[:rest]
+	j.pending.Store(int64(rest))
+	j.roomLocked()
+	return batch
+}
+
+// startable counts the inserts of the next batch that could start in its commit:
+// acknowledged inserts of tasks due now that run here (not in the pool).
+func (j *Journal[H, A]) startable() int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	n := 0
+	for i := range min(len(j.queue), j.maxBatch) {
+		if startable(&j.queue[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+func startable[H, A comparable](e *Entry[H, A]) bool {
+	return e.Ack != nil && e.C.Op == store.OpInsert && !e.C.Pool && e.C.Task.State == store.Queued && e.C.Task.Group == "" && !e.Due
+}
+
+// prestart returns batch with an OpStart behind each of its first n startable
+// inserts (prestart.go).
+func (j *Journal[H, A]) prestart(batch []Entry[H, A], n int) []Entry[H, A] {
+	out := make([]Entry[H, A], 0, len(batch)+n)
+	now := j.clk.Now()
+	for i := range batch {
+		e := &batch[i]
+		out = append(out, *e)
+		if n > 0 && startable(e) {
+			n--
+			out = append(out, Entry[H, A]{H: e.H, pre: true, C: store.Change{Op: store.OpStart, Fence: e.C.Task.Fence, Task: store.StoredTask{
+				ID: e.C.Task.ID, Attempt: 1, Fence: e.C.Task.Fence + 1, UpdatedAt: now,
+			}}})
+		}
+	}
+	return out
+}
+
+// unreserve gives the loop back the slots reserved for the commit, with the
+// tasks it started.
+func (j *Journal[H, A]) unreserve(started []H) {
+	if j.reserved == 0 {
+		return
+	}
+	j.prestarted.Add(len(started))
+	j.loop.Prestarted(started, j.reserved)
+	j.reserved = 0
+}
+
+// commit writes one batch and settles what waits for it. It reports false when the
+// store could not be reached: the batch's acknowledged inserts are then refused
+// (their submits fail, and a cancel that undoes each, should it have landed, goes
+// first in the next commit); its other changes go back to the front of the queue.
+func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+	var (
+		results []error
+		err     error
+	)
+	if j.own != nil {
+		results, err = j.own.Commit(ctx, changes, j.stopCh)
+	} else {
+		results, err = call(j.guard, "Commit", func() ([]error, error) { return j.store.Commit(ctx, changes) })
+	}
+	cancel()
+	if err == nil && len(results) != len(changes) {
+		err = fmt.Errorf("kernel: Store.Commit returned %d results for %d changes", len(results), len(changes))
+	}
+	if errors.Is(err, store.ErrLeaseLost) {
+		// Nothing of the batch applied, and the owner joined again (Owner.Commit):
+		// refuse its acknowledged inserts, and commit the rest at once as the new owner.
+		keep := make([]Entry[H, A], 0, len(batch))
+		for _, e := range batch {
+			if e.pre {
+				continue // its insert is refused
+			}
+			if e.Ack == nil {
+				keep = append(keep, e)
+				continue
+			}
+			e.Ack.All = fmt.Errorf("kernel: durable submit: %w", err)
+			j.refuse(e)
+		}
+		j.unreserve(nil)
+		j.mu.Lock()
+		j.queue = append(keep, j.queue...)
+		j.pending.Store(int64(len(j.queue)))
+		j.mu.Unlock()
+		settleGroups(batch)
+		return true
+	}
+	if err != nil {
+		j.commitErrors.Inc()
+		if !errors.Is(err, store.ErrStoreUnavailable) {
+			err = fmt.Errorf("%w: %w", store.ErrStoreUnavailable, err)
+		}
+		if j.down.Swap(&err) == nil && j.log != nil {
+			j.log.Log(slog.LevelWarn, "kernel: the store is down; durable submits fail until it answers", "err", err)
+		}
+		now := j.clk.Now()
+		keep := make([]Entry[H, A], 0, len(batch))
+		for i, e := range batch {
+			if e.pre {
+				continue // its insert is refused, and undone
+			}
+			if e.Ack == nil {
+				keep = append(keep, e)
+				continue
+			}
+			fence := e.C.Task.Fence
+			if i+1 < len(batch) && batch[i+1].pre {
+				fence = batch[i+1].C.Task.Fence // the insert landed with its start, if at all
+			}
+			keep = append(keep, Entry[H, A]{comp: true, C: store.Change{Op: store.OpCancel, Fence: fence, Task: store.StoredTask{
+				ID: e.C.Task.ID, UpdatedAt: now, LastError: "kernel: its submit was refused: the store did not answer",
+			}}})
+			e.Ack.All = fmt.Errorf("kernel: durable submit: %w", err)
+			j.refuse(e)
+		}
+		j.mu.Lock()
+		j.queue = append(keep, j.queue...)
+		j.pending.Store(int64(len(j.queue)))
+		j.mu.Unlock()
+		j.unreserve(nil)
+		settleGroups(batch)
+		return false
+	}
+	j.commits.Inc()
+	j.changes.Add(len(changes))
+	if j.down.Swap(nil) != nil && j.log != nil {
+		j.log.Log(slog.LevelInfo, "kernel: the store answers again; durable submits resume")
+	}
+	var handed, prestarted []H
+	var started, refused []A
+	var noA A
+	var refusals []error
+	for i := range batch {
+		e := &batch[i]
+		r := results[i]
+		switch {
+		case e.Ack != nil:
+			switch {
+			case r != nil:
+				e.Ack.Errs[e.Idx] = r
+				j.refuse(*e)
+			case i+1 < len(batch) && batch[i+1].pre && results[i+1] == nil:
+				prestarted = append(prestarted, e.H)
+			default:
+				handed = append(handed, e.H)
+			}
+		case e.pre:
+			// Settled with its insert, above; a refused start leaves the task
+			// stored Queued, handed over as such.
+		case e.comp:
+			// Undoing an insert that may not have landed: unknown is the expected answer.
+		case e.Start != noA:
+			// A refused start means another owner holds the task now: the attempt
+			// never runs here.
+			if r != nil {
+				refused = append(refused, e.Start)
+				refusals = append(refusals, r)
+				j.refused.Inc()
+				if j.log != nil {
+					j.log.Log(slog.LevelWarn, "kernel: the store refused a start; the attempt does not run", "task", e.C.Task.ID, "err", r)
+				}
+			} else {
+				started = append(started, e.Start)
+			}
+		case r != nil:
+			j.refused.Inc()
+			if j.log != nil {
+				j.log.Log(slog.LevelWarn, "kernel: the store refused a change", "op", e.C.Op.String(), "task", e.C.Task.ID, "err", r)
+			}
+		}
+	}
+	j.unreserve(prestarted)
+	if len(handed) > 0 {
+		j.loop.Stored(handed)
+	}
+	if len(started) > 0 || len(refused) > 0 {
+		j.loop.Started(started, refused, refusals)
+	}
+	settleGroups(batch)
+	return true
+}
+
+// settleGroups wakes the submits whose inserts were all in batch.
+func settleGroups[H, A comparable](batch []Entry[H, A]) {
+	for i := range batch {
+		if g := batch[i].Ack; g != nil {
+			g.left--
+			if g.left == 0 {
+				close(g.done)
+			}
+		}
+	}
+}
+
+// refuse gives back what an acknowledged insert whose submit fails holds.
+func (j *Journal[H, A]) refuse(e Entry[H, A]) { j.loop.Refuse(e.H) }
+
+// sleep waits d, or returns false when the journal stops first.
+func (j *Journal[H, A]) sleep(d time.Duration) bool { return sleep(d, j.stopCh) }
