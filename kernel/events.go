@@ -37,7 +37,7 @@ func (k *Kernel) flushEvents() {
 	if k.events == nil || len(k.ls.evBuf) == 0 {
 		return
 	}
-	if d := k.events.push(k.ls.evBuf...); d > 0 {
+	if d := k.events.Push(k.ls.evBuf...); d > 0 {
 		k.m.eventsDropped.Add(d)
 		k.log.warn("kernel: events dropped: OnEvent is slower than the kernel", "dropped", d)
 	}

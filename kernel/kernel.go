@@ -12,6 +12,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/benbjohnson/clock"
 
+	"github.com/axsched/ax/kernel/internal/callback"
 	"github.com/axsched/ax/queue"
 )
 
@@ -75,10 +76,10 @@ type Kernel struct {
 	ready    chan struct{}  // closed when the loop first parks (see New)
 	workDone chan struct{}  // closed when the last executor goroutine (zombies too) exits
 
-	events   *callbackQueue[Event] // nil without Config.OnEvent
-	ends     endQueue              // Task.OnEnd calls (onend.go)
-	log      *kernelLog            // nil without Config.Logger
-	sidePool *sidePool             // OnTimeout callbacks and zombie stack dumps
+	events   *callback.Queue[Event] // nil without Config.OnEvent
+	ends     endQueue               // Task.OnEnd calls (onend.go)
+	log      *kernelLog             // nil without Config.Logger
+	sidePool *callback.Pool         // OnTimeout callbacks and zombie stack dumps
 	// guarded holds the IDs of the goroutines running user code the kernel waits
 	// for (callGuarded): a BackoffFunc, a Store method. Safe for concurrent use.
 	guarded sync.Map
@@ -171,7 +172,7 @@ func New(cfg Config) (*Kernel, error) {
 	k.lightCtx, k.lightCancel = context.WithCancel(context.Background())
 	k.rc.Store(rc)
 	if err := k.initLoop(rc); err != nil {
-		g.leave(c.Name)
+		g.Leave(c.Name)
 		return nil, err
 	}
 	k.m = newKernelMetrics(g, c.Name)
@@ -179,13 +180,13 @@ func New(cfg Config) (*Kernel, error) {
 	if c.Store != nil {
 		if err := k.initDurable(c); err != nil {
 			k.log.stop(nil)
-			g.leave(c.Name)
+			g.Leave(c.Name)
 			return nil, err
 		}
 	}
-	k.sidePool = newSidePool(c.OnTimeoutWorkers, 1024, k.m.callbackPanics)
+	k.sidePool = callback.NewPool(c.OnTimeoutWorkers, 1024, k.m.callbackPanics)
 	if c.OnEvent != nil {
-		k.events = newCallbackQueue(c.OnEvent, c.EventBuffer, k.m.callbackPanics)
+		k.events = callback.NewQueue(c.OnEvent, c.EventBuffer, k.m.callbackPanics)
 	}
 	for name := range rc.groups {
 		k.groupPub(name)
@@ -199,7 +200,7 @@ func New(cfg Config) (*Kernel, error) {
 	if k.dur != nil && k.dur.own != nil {
 		k.dur.own.Start()
 	}
-	g.activate(c.Name, k)
+	g.Activate(c.Name, k)
 	return k, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"runtime"
 
 	"github.com/VictoriaMetrics/metrics"
+	"github.com/axsched/ax/kernel/internal/callback"
 	"github.com/benbjohnson/clock"
 )
 
@@ -15,14 +16,14 @@ const logQueueLen = 256
 
 // kernelLog writes the kernel's records to Config.Logger. No goroutine of the
 // kernel calls the user's handler: each builds its record (level, message,
-// attributes, source) and hands it to a callbackQueue, whose goroutine calls the
+// attributes, source) and hands it to a callback.Queue, whose goroutine calls the
 // handler's Enabled and Handle. A handler that blocks, panics or calls
 // runtime.Goexit so holds up or ends no goroutine whose progress the kernel
 // promises, and Shutdown and Close wait for it within their bounds, like OnEvent.
 // A nil *kernelLog (no Logger) logs nothing. Immutable.
 type kernelLog struct {
 	h       slog.Handler
-	q       *callbackQueue[slog.Record]
+	q       *callback.Queue[slog.Record]
 	clk     clock.Clock
 	dropped *metrics.Counter
 }
@@ -33,7 +34,7 @@ func newKernelLog(l *slog.Logger, clk clock.Clock, panics, dropped *metrics.Coun
 		return nil
 	}
 	kl := &kernelLog{h: l.Handler(), clk: clk, dropped: dropped}
-	kl.q = newCallbackQueue(kl.handle, logQueueLen, panics)
+	kl.q = callback.NewQueue(kl.handle, logQueueLen, panics)
 	return kl
 }
 
@@ -51,7 +52,7 @@ func (l *kernelLog) log(level slog.Level, msg string, args ...any) {
 	runtime.Callers(3, pcs[:]) // skip Callers, log and warn or info
 	r := slog.NewRecord(l.clk.Now(), level, msg, pcs[0])
 	r.Add(args...)
-	if l.q.push(r) > 0 {
+	if l.q.Push(r) > 0 {
 		l.dropped.Inc()
 	}
 }
@@ -74,5 +75,5 @@ func (l *kernelLog) Log(level slog.Level, msg string, args ...any) { l.log(level
 // stop waits for the records queued before it to be handled, until deadline (nil:
 // no bound), and reports whether the handler returned. A nil l reports true.
 func (l *kernelLog) stop(deadline <-chan struct{}) bool {
-	return l == nil || l.q.stop(deadline)
+	return l == nil || l.q.Stop(deadline)
 }

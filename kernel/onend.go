@@ -3,6 +3,8 @@ package kernel
 import (
 	"math"
 	"sync/atomic"
+
+	"github.com/axsched/ax/kernel/internal/callback"
 )
 
 // endCall is one Task.OnEnd call waiting for its goroutine.
@@ -18,15 +20,15 @@ type endCall struct {
 // read the queue (Kernel.onOwnGoroutine), and Shutdown and Close stop it after the
 // loop returned, so that no end is pushed after the stop.
 type endQueue struct {
-	q atomic.Pointer[callbackQueue[endCall]] // nil until the first OnEnd
+	q atomic.Pointer[callback.Queue[endCall]] // nil until the first OnEnd
 }
 
 // endCalls returns the OnEnd queue, starting it if needed. Called on the loop.
-func (k *Kernel) endCalls() *callbackQueue[endCall] {
+func (k *Kernel) endCalls() *callback.Queue[endCall] {
 	if q := k.ends.q.Load(); q != nil {
 		return q
 	}
-	q := newCallbackQueue(func(c endCall) { c.fn(c.state, c.err) }, math.MaxInt, k.m.callbackPanics)
+	q := callback.NewQueue(func(c endCall) { c.fn(c.state, c.err) }, math.MaxInt, k.m.callbackPanics)
 	k.ends.q.Store(q)
 	return q
 }

@@ -182,7 +182,7 @@ func TestOnEndEveryEnd(t *testing.T) {
 				if c.state != tt.state || !errors.Is(c.err, tt.wantErr) || (tt.wantErr == nil) != (c.err == nil) {
 					t.Fatalf("OnEnd(%v, %v), want (%v, %v)", c.state, c.err, tt.state, tt.wantErr)
 				}
-				if q := k.ends.q.Load(); q == nil || c.gid != q.gid.Load() {
+				if q := k.ends.q.Load(); q == nil || c.gid != q.GID() {
 					t.Fatalf("OnEnd ran on goroutine %d, want the OnEnd goroutine", c.gid)
 				}
 				if err := k.Close(); err != nil {

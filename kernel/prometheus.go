@@ -1,17 +1,13 @@
 package kernel
 
 import (
-	"cmp"
+	"errors"
 	"io"
-	"runtime"
 	"slices"
-	"strconv"
-	"sync"
-	"weak"
 
 	"github.com/VictoriaMetrics/metrics"
 
-	"github.com/axsched/ax/internal/hist"
+	"github.com/axsched/ax/internal/promtext"
 	"github.com/axsched/ax/queue"
 )
 
@@ -180,7 +176,7 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 	}
 	var prio [queue.NumLevels]string
 	for l := range queue.NumLevels {
-		prio[l] = joinLabels(kl, `priority="`+levelNames[l]+`"`)
+		prio[l] = promtext.JoinLabels(kl, `priority="`+levelNames[l]+`"`)
 	}
 	for _, c := range []struct {
 		fam int
@@ -198,35 +194,35 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 		{famAbandoned, &m.abandoned},
 	} {
 		for l := range queue.NumLevels {
-			fams[c.fam] = appendSample(fams[c.fam], promFamilies[c.fam].name, prio[l], c.c[l].Get())
+			fams[c.fam] = promtext.AppendSample(fams[c.fam], promFamilies[c.fam].name, prio[l], c.c[l].Get())
 		}
 	}
 	submitted, lazies := k.intakeCounts()
 	for l := range queue.NumLevels {
-		fams[famSubmitted] = appendSample(fams[famSubmitted], promFamilies[famSubmitted].name, prio[l], submitted[l])
+		fams[famSubmitted] = promtext.AppendSample(fams[famSubmitted], promFamilies[famSubmitted].name, prio[l], submitted[l])
 	}
 	one := func(fam int, v uint64) {
-		fams[fam] = appendSample(fams[fam], promFamilies[fam].name, kl, v)
+		fams[fam] = promtext.AppendSample(fams[fam], promFamilies[fam].name, kl, v)
 	}
 	one(famOnTimeoutDropped, m.onTimeoutDropped.Get())
 	one(famEventsDropped, m.eventsDropped.Get())
 	one(famLogsDropped, m.logsDropped.Get())
 	one(famCallbackPanics, m.callbackPanics.Get())
 	for l := range queue.NumLevels {
-		fams[famQueueDepth] = appendSample(fams[famQueueDepth], promFamilies[famQueueDepth].name, prio[l], nonNeg(m.depth[l].Load()))
+		fams[famQueueDepth] = promtext.AppendSample(fams[famQueueDepth], promFamilies[famQueueDepth].name, prio[l], promtext.NonNeg(m.depth[l].Load()))
 	}
-	one(famDelayed, nonNeg(m.delayed.Load()+int64(lazies)))
+	one(famDelayed, promtext.NonNeg(m.delayed.Load()+int64(lazies)))
 	// Read live under the run queue's lock, as Stats reads them: executors change
 	// them without a loop pass, and a figure the loop published would go stale.
 	lv := k.rq.live()
-	one(famRunning, nonNeg(int64(lv.running)))
-	one(famDispatched, nonNeg(int64(lv.dispatched)))
-	one(famZombies, nonNeg(int64(lv.zombies)))
-	one(famExecutors, nonNeg(int64(lv.workers)))
-	one(famCallbacksAbandoned, nonNeg(m.callbacksAbandoned.Load()))
+	one(famRunning, promtext.NonNeg(int64(lv.running)))
+	one(famDispatched, promtext.NonNeg(int64(lv.dispatched)))
+	one(famZombies, promtext.NonNeg(int64(lv.zombies)))
+	one(famExecutors, promtext.NonNeg(int64(lv.workers)))
+	one(famCallbacksAbandoned, promtext.NonNeg(m.callbacksAbandoned.Load()))
 	for l := range queue.NumLevels {
-		fams[famWait] = appendHist(fams[famWait], &m.wait[l], promFamilies[famWait].name, prio[l])
-		fams[famExec] = appendHist(fams[famExec], &m.exec[l], promFamilies[famExec].name, prio[l])
+		fams[famWait] = promtext.AppendHist(fams[famWait], &m.wait[l], promFamilies[famWait].name, prio[l])
+		fams[famExec] = promtext.AppendHist(fams[famExec], &m.exec[l], promFamilies[famExec].name, prio[l])
 	}
 	if d := k.dur; d != nil {
 		j := d.j.Counts()
@@ -235,7 +231,7 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 		one(famStoreCommitErrors, j.CommitErrors)
 		one(famStoreRefused, j.Refused)
 		one(famStorePrestarted, j.Prestarted)
-		one(famStorePending, nonNeg(j.Pending))
+		one(famStorePending, promtext.NonNeg(j.Pending))
 		up := uint64(1)
 		if j.Down {
 			up = 0
@@ -252,7 +248,7 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 		one(famStoreLeaseLost, lost)
 		one(famStoreRescued, rescued)
 		one(famStoreClaimed, claimed)
-		one(famStoreFollowing, nonNeg(following))
+		one(famStoreFollowing, promtext.NonNeg(following))
 	}
 	k.appendGroupSamples(fams, kl)
 }
@@ -272,208 +268,45 @@ func (k *Kernel) appendGroupSamples(fams *[famCount][]byte, kl string) {
 	k.gpubMu.Unlock()
 	for i, name := range names {
 		p := pubs[i]
-		gl := joinLabels(kl, `group="`+name+`"`) // validateGroups admits nothing that needs escaping
+		gl := promtext.JoinLabels(kl, `group="`+name+`"`) // validateGroups admits nothing that needs escaping
 		add := func(fam int, labels string, v uint64) {
-			fams[fam] = appendSample(fams[fam], promFamilies[fam].name, labels, v)
+			fams[fam] = promtext.AppendSample(fams[fam], promFamilies[fam].name, labels, v)
 		}
-		add(famGroupWaiting, gl, nonNeg(p.waiting.Load()))
-		add(famGroupRunning, gl, nonNeg(p.running.Load()))
-		add(famGroupKeys, gl, nonNeg(p.keys.Load()))
-		add(famGroupThrottledKeys, gl, nonNeg(p.throttled.Load()))
+		add(famGroupWaiting, gl, promtext.NonNeg(p.waiting.Load()))
+		add(famGroupRunning, gl, promtext.NonNeg(p.running.Load()))
+		add(famGroupKeys, gl, promtext.NonNeg(p.keys.Load()))
+		add(famGroupThrottledKeys, gl, promtext.NonNeg(p.throttled.Load()))
 		paused := uint64(0)
 		if p.paused.Load() {
 			paused = 1
 		}
 		add(famGroupPaused, gl, paused)
-		add(famGroupBreakersOpen, gl, nonNeg(p.openBreakers.Load()))
+		add(famGroupBreakersOpen, gl, promtext.NonNeg(p.openBreakers.Load()))
 		add(famGroupThrottles, gl, p.throttles.Load())
 		add(famGroupRateLimited, gl, p.rateLimited.Load())
-		add(famGroupBreakerTransitions, joinLabels(gl, `to="open"`), p.breakerOpened.Load())
-		add(famGroupBreakerTransitions, joinLabels(gl, `to="half_open"`), p.breakerHalfOpened.Load())
-		add(famGroupBreakerTransitions, joinLabels(gl, `to="closed"`), p.breakerClosed.Load())
+		add(famGroupBreakerTransitions, promtext.JoinLabels(gl, `to="open"`), p.breakerOpened.Load())
+		add(famGroupBreakerTransitions, promtext.JoinLabels(gl, `to="half_open"`), p.breakerHalfOpened.Load())
+		add(famGroupBreakerTransitions, promtext.JoinLabels(gl, `to="closed"`), p.breakerClosed.Load())
 		add(famGroupCircuitOpen, gl, p.circuitOpenFailed.Load())
 	}
 }
 
-// joinLabels joins two label lists, either of which may be empty.
-func joinLabels(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + "," + b
-}
-
-// appendSample appends the line `name{labels} v`.
-func appendSample(b []byte, name, labels string, v uint64) []byte {
-	b = appendSeries(b, name, labels)
-	b = strconv.AppendUint(b, v, 10)
-	return append(b, '\n')
-}
-
-// appendSeries appends `name{labels} ` (without braces for no labels).
-func appendSeries(b []byte, name, labels string) []byte {
-	b = append(b, name...)
-	if labels != "" {
-		b = append(b, '{')
-		b = append(b, labels...)
-		b = append(b, '}')
-	}
-	return append(b, ' ')
-}
-
-func nonNeg(v int64) uint64 { return uint64(max(v, 0)) }
-
-// promGroup is the kernels whose series one metrics set writes: its writer,
-// registered once on the set, writes their families together, so that kernels
-// sharing a set make one valid page.
-type promGroup struct {
-	shared bool // the set came from Config.Metrics: members leave when they stop
-
-	mu      sync.Mutex
-	members []promMember // guarded by mu; sorted by name
-}
-
-// promMember is a name taken on a set: k is nil while New is still setting the
-// kernel up.
-type promMember struct {
-	name string
-	k    *Kernel
-}
-
-// sharedSets maps each set given as Config.Metrics to its group. The keys are
-// weak, and a group holds only kernels that have not stopped, so neither keeps a
-// set alive: a set the program dropped leaves the map (see joinMetrics).
-var sharedSets struct {
-	mu sync.Mutex
-	m  map[weak.Pointer[metrics.Set]]*promGroup
-}
+// promGroup is the kernels whose series one metrics set writes.
+type promGroup = promtext.Group[*Kernel]
 
 // joinMetrics takes name on set s for a kernel that New is setting up: on a set of
 // the kernel's own (shared false) a group of one; on a set given as Config.Metrics
-// the set's group, made and registered on first use. It returns a *ConfigError for
-// Config.Name when the name cannot be had there.
+// the set's group. It returns a *ConfigError for Config.Name when the name cannot be
+// had there.
 func joinMetrics(s *metrics.Set, shared bool, name string) (*promGroup, error) {
-	if !shared {
-		g := &promGroup{members: []promMember{{name: name}}}
-		s.RegisterMetricsWriter(g.write)
-		return g, nil
+	g, err := promtext.Join(s, shared, name, writeKernels)
+	switch {
+	case errors.Is(err, promtext.ErrNameRequired):
+		return g, &ConfigError{Field: "Config.Name", Reason: "must be set: Config.Metrics holds another kernel, and kernels sharing a set must all be named"}
+	case errors.Is(err, promtext.ErrUnnamedMember):
+		return g, &ConfigError{Field: "Config.Name", Value: name, Reason: "Config.Metrics holds an unnamed kernel, and kernels sharing a set must all be named"}
+	case errors.Is(err, promtext.ErrNameTaken):
+		return g, &ConfigError{Field: "Config.Name", Value: name, Reason: "another kernel on Config.Metrics has this name"}
 	}
-	key := weak.Make(s)
-	sharedSets.mu.Lock()
-	defer sharedSets.mu.Unlock()
-	g := sharedSets.m[key]
-	if g == nil {
-		g = &promGroup{shared: true}
-		if sharedSets.m == nil {
-			sharedSets.m = make(map[weak.Pointer[metrics.Set]]*promGroup)
-		}
-		sharedSets.m[key] = g
-		s.RegisterMetricsWriter(g.write)
-		runtime.AddCleanup(s, func(key weak.Pointer[metrics.Set]) {
-			sharedSets.mu.Lock()
-			delete(sharedSets.m, key)
-			sharedSets.mu.Unlock()
-		}, key)
-	}
-	return g, g.take(name)
-}
-
-// take adds name to g, unless a member has it or the set would mix named and
-// unnamed kernels.
-func (g *promGroup) take(name string) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for _, m := range g.members {
-		switch {
-		case name == "":
-			return &ConfigError{Field: "Config.Name", Reason: "must be set: Config.Metrics holds another kernel, and kernels sharing a set must all be named"}
-		case m.name == "":
-			return &ConfigError{Field: "Config.Name", Value: name, Reason: "Config.Metrics holds an unnamed kernel, and kernels sharing a set must all be named"}
-		case m.name == name:
-			return &ConfigError{Field: "Config.Name", Value: name, Reason: "another kernel on Config.Metrics has this name"}
-		}
-	}
-	i, _ := slices.BinarySearchFunc(g.members, name, func(m promMember, n string) int { return cmp.Compare(m.name, n) })
-	g.members = slices.Insert(g.members, i, promMember{name: name})
-	return nil
-}
-
-// activate makes the member named name write k's series.
-func (g *promGroup) activate(name string, k *Kernel) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for i := range g.members {
-		if g.members[i].name == name {
-			g.members[i].k = k
-		}
-	}
-}
-
-// leave gives name up. On a set of the kernel's own it does nothing: the set
-// keeps writing the kernel.
-func (g *promGroup) leave(name string) {
-	if !g.shared {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.members = slices.DeleteFunc(g.members, func(m promMember) bool { return m.name == name })
-}
-
-// write is the set's metrics writer.
-func (g *promGroup) write(w io.Writer) {
-	g.mu.Lock()
-	ks := make([]*Kernel, 0, len(g.members))
-	for _, m := range g.members {
-		if m.k != nil {
-			ks = append(ks, m.k)
-		}
-	}
-	g.mu.Unlock()
-	if len(ks) > 0 {
-		writeKernels(w, ks)
-	}
-}
-
-// The Prometheus buckets' bounds are the powers of two from 2^histLeMin to
-// 2^histLeMax ns (about 1 µs to 68 s); histLe holds their le labels in seconds.
-const (
-	histLeMin = 10
-	histLeMax = 36
-)
-
-var histLe = func() (le [histLeMax - histLeMin + 1]string) {
-	for e := histLeMin; e <= histLeMax; e++ {
-		le[e-histLeMin] = `le="` + strconv.FormatFloat(float64(uint64(1)<<e)/1e9, 'g', -1, 64) + `"`
-	}
-	return le
-}()
-
-// appendHist appends h as the samples of a Prometheus histogram in seconds,
-// with the buckets of histLe and +Inf, _sum and _count; labels (possibly empty) go
-// on every sample, before le.
-func appendHist(b []byte, h *hist.Hist, name, labels string) []byte {
-	var cum uint64
-	i := 0
-	bucket := name + "_bucket"
-	for e := histLeMin; e <= histLeMax; e++ {
-		bound := uint64(1) << e
-		for i < hist.Buckets && hist.Lower(i+1) <= bound {
-			cum += h.Count(i)
-			i++
-		}
-		b = appendSample(b, bucket, joinLabels(labels, histLe[e-histLeMin]), cum)
-	}
-	for ; i < hist.Buckets; i++ {
-		cum += h.Count(i)
-	}
-	sum, _ := h.SumMax()
-	b = appendSample(b, bucket, joinLabels(labels, `le="+Inf"`), cum)
-	b = appendSeries(b, name+"_sum", labels)
-	b = strconv.AppendFloat(b, float64(sum)/1e9, 'g', -1, 64)
-	b = append(b, '\n')
-	return appendSample(b, name+"_count", labels, cum)
+	return g, err
 }

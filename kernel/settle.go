@@ -136,7 +136,7 @@ func (k *Kernel) onTimeout(a *attempt) {
 	k.m.observe(0, h.bucket, time.Duration(startAt-h.submitAt), time.Duration(k.ls.nowMono-startAt))
 	if x := h.ext; x != nil && x.onTimeout != nil {
 		f, n := x.onTimeout, int(a.n)
-		if !k.sidePool.submit(func() { f(n) }) {
+		if !k.sidePool.Submit(func() { f(n) }) {
 			k.m.onTimeoutDropped.Inc()
 		}
 	}
@@ -183,7 +183,7 @@ func (k *Kernel) end(h *Handle, to State, err error) {
 		k.emit(h, from, to, h.cur, err)
 	}
 	if x := h.ext; x != nil && x.onEnd != nil {
-		k.endCalls().push(endCall{fn: x.onEnd, state: to, err: err})
+		k.endCalls().Push(endCall{fn: x.onEnd, state: to, err: err})
 	}
 	if !h.pooled {
 		h.finish(err)

@@ -203,10 +203,10 @@ func (k *Kernel) onOwnGoroutine() bool {
 	if _, ok := k.guarded.Load(gid); ok {
 		return true
 	}
-	if k.sidePool.has(gid) || (k.events != nil && k.events.gid.Load() == gid) || (k.log != nil && k.log.q.gid.Load() == gid) {
+	if k.sidePool.Has(gid) || (k.events != nil && k.events.GID() == gid) || (k.log != nil && k.log.q.GID() == gid) {
 		return true
 	}
-	if q := k.ends.q.Load(); q != nil && q.gid.Load() == gid {
+	if q := k.ends.q.Load(); q != nil && q.GID() == gid {
 		return true
 	}
 	q := &k.rq
@@ -251,11 +251,11 @@ func (k *Kernel) beginStop(kind ctrlKind) {
 // was logged until then, and counts the abandoned goroutines in
 // Stats.CallbacksAbandoned. It may be called again.
 func (k *Kernel) stopCallbacks(deadline <-chan struct{}) int {
-	n := k.sidePool.stop(deadline)
-	if k.events != nil && !k.events.stop(deadline) {
+	n := k.sidePool.Stop(deadline)
+	if k.events != nil && !k.events.Stop(deadline) {
 		n++
 	}
-	if q := k.ends.q.Load(); q != nil && !q.stop(deadline) {
+	if q := k.ends.q.Load(); q != nil && !q.Stop(deadline) {
 		n++
 	}
 	return n

@@ -84,7 +84,7 @@ func (k *Kernel) onGrace(a *attempt) {
 		return
 	}
 	z.pastGrace = true
-	k.sidePool.submit(func() {
+	k.sidePool.Submit(func() {
 		st := goid.Stack(z.gid)
 		z.mu.Lock()
 		z.stack = st

@@ -2,7 +2,8 @@ package schedule
 
 import (
 	"io"
-	"strconv"
+
+	"github.com/axsched/ax/internal/promtext"
 )
 
 // totals are the counters of a scheduler's removed schedules, kept so that the
@@ -44,13 +45,12 @@ func (s *Scheduler) WritePrometheus(w io.Writer) error {
 	s.mu.Unlock()
 	label := ""
 	if s.cfg.Name != "" {
-		label = `{kernel="` + s.cfg.Name + `"}` // Validate admits nothing that needs escaping
+		label = `kernel="` + s.cfg.Name + `"` // Validate admits nothing that needs escaping
 	}
 	var b []byte
 	fam := func(name, typ, help string, v uint64) {
-		b = append(b, "# HELP "+name+" "+help+"\n# TYPE "+name+" "+typ+"\n"+name+label+" "...)
-		b = strconv.AppendUint(b, v, 10)
-		b = append(b, '\n')
+		b = append(b, "# HELP "+name+" "+help+"\n# TYPE "+name+" "+typ+"\n"...)
+		b = promtext.AppendSample(b, name, label, v)
 	}
 	fam("ax_schedules", "gauge", "Schedules of the scheduler not removed.", uint64(n))
 	fam("ax_schedule_fires_total", "counter", "Occurrences the scheduler submitted, all schedules together.", t.fires)
