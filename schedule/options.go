@@ -188,7 +188,8 @@ func (o *Options) validate() error {
 		r := *o.Retry
 		o.Retry = &r
 		for _, err := range unjoin(r.Validate()) {
-			if ce, ok := err.(*kernel.ConfigError); ok {
+			var ce *kernel.ConfigError
+			if errors.As(err, &ce) {
 				bad("Retry"+strings.TrimPrefix(ce.Field, "RetryPolicy"), ce.Value, ce.Reason)
 			}
 		}

@@ -32,11 +32,13 @@ func (l *fakeJournalLoop) Stored(hs []*task) {
 	l.stored = append(l.stored, hs...)
 	l.mu.Unlock()
 }
+
 func (l *fakeJournalLoop) Started(started, refused []*attempt, errs []error) {
 	l.mu.Lock()
 	l.started = append(l.started, started...)
 	l.mu.Unlock()
 }
+
 func (l *fakeJournalLoop) Refuse(h *task) {
 	l.mu.Lock()
 	l.refused = append(l.refused, h)
