@@ -1,6 +1,6 @@
 package kernel
 
-// ring is a growable FIFO with a cheap front insertion.
+// ring is a growable FIFO with a cheap front insertion: the groups' key queues.
 type ring[T any] struct {
 	s    []T
 	head int
