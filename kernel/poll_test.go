@@ -33,7 +33,7 @@ func TestPollClaimsAtOnce(t *testing.T) {
 				t.Fatalf("Commit() = %v, %v", res, err)
 			}
 		}
-		time.Sleep(time.Minute) // the claimer found the pool empty: it polls at its slowest
+		<-time.After(time.Minute) // the bubble's clock: the claimer found the pool empty and polls at its slowest
 		synctest.Wait()
 
 		insert("unpolled")
@@ -41,7 +41,7 @@ func TestPollClaimsAtOnce(t *testing.T) {
 		if got := <-ran; got != "unpolled" || time.Since(start) < 50*time.Millisecond {
 			t.Fatalf("ran %q after %v without Poll; want unpolled, claimed at the next poll", got, time.Since(start))
 		}
-		time.Sleep(time.Minute)
+		<-time.After(time.Minute)
 		synctest.Wait()
 
 		insert("polled")

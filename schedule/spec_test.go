@@ -15,29 +15,15 @@ func TestParseCronErrors(t *testing.T) {
 	for _, tt := range []struct {
 		name, spec, reason string
 	}{
+		// One spec per reason: the whole table of specs is internal/recur's
+		// TestParseCronErrors; this one checks the wrapping of each reason.
 		{"empty", "", "must not be empty"},
-		{"blank", "   ", "must not be empty"},
 		{"too long", "0 0 * * *" + strings.Repeat(" ", CronSpecMax), "CronSpecMax"},
 		{"TZ prefix", "TZ=UTC 0 0 * * *", "TZ="},
-		{"CRON_TZ prefix", "CRON_TZ=Europe/Paris 0 0 * * *", "TZ="},
-		{"lower tz prefix", "tz=UTC 0 0 * * *", "TZ="},
-		// Inputs that panic robfig/cron v3.0.1's parser (robfig/cron#554, #470).
 		{"robfig 554", "TZ=0", "TZ="},
-		{"robfig 470", "TZ=TZ=TZ=", "TZ="},
-		{"TZ only", "TZ=", "TZ="},
-		{"CRON_TZ no fields", "CRON_TZ=UTC", "TZ="},
 		{"30 February", "0 0 30 2 *", "never matches"},
-		{"31 April", "0 0 31 4 *", "never matches"},
-		{"31 of 30-day months", "0 0 31 4,6,9,11 *", "never matches"},
 		{"too few fields", "0 0 *", "does not parse"},
-		{"too many fields", "0 0 0 * * * *", "does not parse"},
-		{"minute out of range", "60 * * * *", "does not parse"},
-		{"day 0", "0 0 0 * *", "does not parse"},
-		{"weekday 7", "0 0 * * 7", "does not parse"},
-		{"bad step", "*/0 * * * *", "does not parse"},
-		{"unknown descriptor", "@fortnightly", "does not parse"},
 		{"every zero", "@every 0s", "must be > 0"},
-		{"every negative", "@every -1m", "must be > 0"},
 		{"every garbage", "@every soon", "@every"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,9 @@ func slotOf(name string) string { return name[strings.LastIndexByte(name, '-')+1
 func skipUnsupported(t *testing.T) {
 	t.Helper()
 	if !supported {
+		if runtime.GOOS == "linux" || runtime.GOOS == "darwin" {
+			t.Fatalf("ownerlock is built without flock(2) on %s, which has it", runtime.GOOS)
+		}
 		t.Skip("no flock(2) on this system")
 	}
 }
