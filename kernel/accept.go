@@ -11,7 +11,7 @@ import (
 func (k *Kernel) accept(h *Handle) {
 	k.ls.live++
 	k.ls.pendSubmitted[h.bucket]++
-	if h.batch != nil && h.batch.canceled() {
+	if h.has(featBatch) && h.batch.canceled() {
 		k.flushCounts() // counted submitted before it is counted ended
 		k.release(h.ticket(), 1)
 		k.m.canceled[h.bucket].Inc()
@@ -27,13 +27,11 @@ func (k *Kernel) accept(h *Handle) {
 
 // toBucket queues a task in its bucket. from is its previous state (0 when new).
 func (k *Kernel) toBucket(h *Handle, from State) {
-	if groupExt(h) != nil {
+	if h.has(featGroup) {
 		k.gateIn(h, from)
 		return
 	}
-	h.queuedAt = k.ls.nowMono
-	k.growBucket(h.bucket)
-	_ = k.ls.buckets.Push(h.bucket, qitem{h: h}) // growBucket made room: no error
+	k.pushBucket(h)
 	k.setState(h, Queued)
 	if from != 0 || k.events != nil {
 		k.emit(h, from, Queued, h.cur, nil)
@@ -54,22 +52,6 @@ func (k *Kernel) schedule(a *attempt, kind timerKind, at time.Time) {
 	a.tkind = kind
 	a.timerAt = at
 	a.timer = k.ls.wheel.Schedule(at, timerEntry{a: a})
-}
-
-// growBucket makes room for one more task in bucket l's ring, doubling it when it
-// is full: up to ringMax as tasks queue, and past it if need be. Every task that
-// reaches a bucket holds a ticket, and an accepted task always finds room: retries
-// re-enter their bucket without a ticket check (they may not be refused), and a
-// High task that evicted a Low one holds the Low task's ticket, so a bucket may
-// briefly hold more than its Capacity (see Config.Capacity).
-func (k *Kernel) growBucket(l queue.Level) {
-	if r := k.ls.buckets.Bucket(l); r.Len() == r.Cap() {
-		n := 2 * r.Cap()
-		if r.Cap() < k.ls.ringMax[l] {
-			n = min(n, k.ls.ringMax[l])
-		}
-		_ = r.Resize(n) // growing: no error
-	}
 }
 
 // onTimer handles a wheel entry that came due.

@@ -220,3 +220,27 @@ func (k *Kernel) releaseLazyTickets() bool {
 	}
 	return freed
 }
+
+// pushBucket queues a task that may go to its bucket (ungrouped, or holding its
+// permit) without changing its state.
+func (k *Kernel) pushBucket(h *Handle) {
+	h.queuedAt = k.ls.nowMono
+	k.growBucket(h.bucket)
+	_ = k.ls.buckets.Push(h.bucket, qitem{h: h}) // growBucket made room: no error
+}
+
+// growBucket makes room for one more task in bucket l's ring, doubling it when it
+// is full: up to ringMax as tasks queue, and past it if need be. Every task that
+// reaches a bucket holds a ticket, and an accepted task always finds room: retries
+// re-enter their bucket without a ticket check (they may not be refused), and a
+// High task that evicted a Low one holds the Low task's ticket, so a bucket may
+// briefly hold more than its Capacity (see Config.Capacity).
+func (k *Kernel) growBucket(l queue.Level) {
+	if r := k.ls.buckets.Bucket(l); r.Len() == r.Cap() {
+		n := 2 * r.Cap()
+		if r.Cap() < k.ls.ringMax[l] {
+			n = min(n, k.ls.ringMax[l])
+		}
+		_ = r.Resize(n) // growing: no error
+	}
+}

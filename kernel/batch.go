@@ -238,7 +238,7 @@ func (b *Batch) submit(n int, init func(h *Handle, i int), slab []Handle) error 
 			}
 			k.initHandle(h, &t, prio, rc, b)
 			if gd != nil {
-				h.ext = &taskExt{gd: gd, key: t.Key, counted: gd.counts != nil}
+				h.joinGroup(gd, t.Key, gd.counts != nil)
 			}
 			h.retry = retry
 			h.run = nil

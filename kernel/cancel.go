@@ -154,7 +154,7 @@ func (k *Kernel) cancelBacklog(h *Handle) bool {
 
 // cancel ends or cancels one task, whatever its state.
 func (k *Kernel) cancel(h *Handle, err error) {
-	if h.dur != nil && h.dur.inPool {
+	if h.has(featDurable) && h.dur.inPool {
 		k.cancelPooled(h)
 		return
 	}

@@ -108,7 +108,7 @@ func TaskInfo(ctx context.Context) (Info, bool) {
 	}
 	h := c.a.h
 	info := Info{ID: h.ID(), Priority: h.prio, Attempt: int(c.a.n)}
-	if h.dur != nil {
+	if h.has(featDurable) {
 		info.Kind = h.dur.kind
 	}
 	return info, true

@@ -67,7 +67,7 @@ func (k *Kernel) dispatch() {
 		if !ok {
 			break
 		}
-		if it.h != nil && it.h.dur != nil && k.ls.gate.pausedKinds != nil && k.holdKind(it.h) {
+		if it.h != nil && it.h.has(featDurable) && k.ls.gate.pausedKinds != nil && k.holdKind(it.h) {
 			continue // its kind is paused (Kernel.Pause): it waits, still Queued, off its bucket
 		}
 		if it.h == nil {
@@ -227,7 +227,7 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 	// cache line the loop does not touch otherwise (a recovered durable task's first
 	// attempt may be a later one).
 	n := int32(1)
-	if a != &h.first || h.dur != nil {
+	if a != &h.first || h.has(featDurable) {
 		n = a.n
 	}
 	h.attempts.Store(n)
@@ -235,7 +235,7 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 		k.ls.budget.first(k.ls.now)
 	}
 	k.ls.pendStarted[h.bucket]++
-	if h.dur != nil {
+	if h.has(featDurable) {
 		k.journalStart(h, a)
 		a.durRunning = true
 		k.ls.durRunning++
@@ -249,7 +249,7 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 	// In periodic snapshot mode a start waits for the store only while this kernel's
 	// lease on a SharedStore is in doubt: it must not start an attempt the lease may
 	// not cover.
-	if h.dur != nil && (k.dur.j.Every() == 0 || k.dur.own != nil && k.dur.own.Doubt()) {
+	if h.has(featDurable) && (k.dur.j.Every() == 0 || k.dur.own != nil && k.dur.own.Doubt()) {
 		k.gate(a)
 		return false
 	}
@@ -329,7 +329,7 @@ func (k *Kernel) durableFull() bool {
 func (k *Kernel) durableHeads() queue.Mask {
 	var m queue.Mask
 	for l := range queue.NumLevels {
-		if it, ok := k.ls.buckets.Bucket(queue.Level(l)).Peek(); ok && it.h != nil && it.h.dur != nil {
+		if it, ok := k.ls.buckets.Bucket(queue.Level(l)).Peek(); ok && it.h != nil && it.h.has(featDurable) {
 			m |= 1 << l
 		}
 	}

@@ -87,18 +87,6 @@ type DurableTask struct {
 // and Config.Retry, unless it is [Permanent]).
 type DurableFunc func(ctx context.Context, payload []byte) error
 
-// durTask is what the record of a durable task carries besides the in-memory task.
-type durTask struct {
-	kind        string
-	payload     []byte
-	unique      string
-	maxAttempts int
-	timeout     time.Duration // as submitted (0: kernel default), for the store
-	fence       uint64        // loop-owned: the fence the store holds for the task
-	keepLive    bool          // loop-owned: the process stops; leave the row live
-	inPool      bool          // waits in the store's pool (see pool.go); loop-owned once handed over
-}
-
 // durables is the kernel's durable side: the registry of kinds, the unique keys of
 // live durable tasks, the tasks recovered for kinds not registered yet, and the
 // journal.
@@ -223,13 +211,11 @@ func (k *Kernel) newDurableHandle(t *Task, rc *resolved, fn DurableFunc, kind st
 	p.MaxAttempts = maxAttempts
 	h.retry = &p
 	h.dur = &durTask{kind: kind, payload: payload, unique: unique, maxAttempts: maxAttempts, timeout: timeout, fence: 1}
+	h.feat |= featDurable
 	if gd != nil {
 		// Not counted in the key's waiting tasks yet: the gate counts it, never
 		// refusing it (MaxWaiting refuses no durable task).
-		if h.ext == nil {
-			h.ext = &taskExt{}
-		}
-		h.ext.gd, h.ext.key = gd, key
+		h.joinGroup(gd, key, false)
 	}
 	return h
 }

@@ -273,7 +273,7 @@ func (k *Kernel) execute(a *attempt) {
 	} else {
 		a.err = h.batch.runI(&a.ctx, h.idx)
 	}
-	if a.err != nil && a.h.ext != nil {
+	if a.err != nil && a.h.has(featGroup) {
 		k.classify(a)
 	}
 }

@@ -25,28 +25,6 @@ import (
 // at the time it may go on; the group has one for its total rate and one to
 // forget idle keys. Everything here is loop-owned.
 
-// taskExt holds what few tasks need, off the task record: the OnTimeout and OnEnd
-// callbacks and the task's group.
-type taskExt struct {
-	onTimeout func(int)          // immutable
-	onEnd     func(State, error) // immutable
-	gd        *groupDef          // immutable: the task's group as submitted; nil: none
-	key       string             // immutable
-
-	// Loop-owned once submitted.
-	ks      *keyState // the key while the task is in the gate or holds a permit
-	inGate  bool      // waiting in its key's queue
-	counted bool      // counted in its key's waiting tasks (MaxWaiting); set by the submitter
-}
-
-// groupExt returns h's group ext, or nil for a task without a group.
-func groupExt(h *Handle) *taskExt {
-	if x := h.ext; x != nil && x.gd != nil {
-		return x
-	}
-	return nil
-}
-
 // gateState is the loop's gate: every group's state, the wheel entries of keys and
 // groups, and what Pause holds.
 type gateState struct {
@@ -218,7 +196,7 @@ func (k *Kernel) gateEnd(h *Handle, to State, err error) {
 
 // gateUncount takes h off its key's waiting tasks (MaxWaiting). Loop only.
 func gateUncount(h *Handle) {
-	if x := h.ext; x != nil && x.counted {
+	if x := h.ext; h.has(featGroup) && x.counted {
 		x.counted = false
 		x.gd.counts.sub(x.key, 1)
 	}
@@ -549,14 +527,6 @@ func (k *Kernel) keyForgettable(ks *keyState) bool {
 	return ks.n == 0 && ks.running == 0 && !ks.paused && ks.timer.slot == 0 &&
 		ks.rate.Full(now) && ks.holdUntil <= now && ks.brUntil <= now && !ks.brProbe &&
 		(ks.br == nil || ks.br.Idle(k.ls.now))
-}
-
-// pushBucket queues a task that may go to its bucket (ungrouped, or holding its
-// permit) without changing its state.
-func (k *Kernel) pushBucket(h *Handle) {
-	h.queuedAt = k.ls.nowMono
-	k.growBucket(h.bucket)
-	_ = k.ls.buckets.Push(h.bucket, qitem{h: h}) // growBucket made room: no error
 }
 
 // holdKey pauses ks for d after an attempt returned a RateLimitedError. Loop only.

@@ -126,8 +126,11 @@ func (k *Kernel) outcomeOf(a *attempt) breaker.Outcome {
 // classify calls the group's IsFailure on a's error, on the executor, recovering a
 // panic (the default rule applies then).
 func (k *Kernel) classify(a *attempt) {
+	if a.err == nil || !a.h.has(featGroup) {
+		return
+	}
 	x := a.h.ext
-	if a.err == nil || x == nil || x.gd == nil || x.gd.breaker == nil || x.gd.breaker.IsFailure == nil {
+	if x.gd.breaker == nil || x.gd.breaker.IsFailure == nil {
 		return
 	}
 	defer func() {

@@ -58,7 +58,7 @@ func (k *Kernel) pause(sel Selector, on bool) error {
 		gs.heldN -= len(held)
 		var regate []*Handle
 		for _, h := range held {
-			if groupExt(h) != nil {
+			if h.has(featGroup) {
 				regate = append(regate, h) // its permit returned when it was held
 				continue
 			}
@@ -140,7 +140,7 @@ func (k *Kernel) pullBack(match func(h *Handle, x *taskExt) bool) {
 // and holds it. Loop only.
 func (k *Kernel) holdKind(h *Handle) bool {
 	gs := &k.ls.gate
-	if h.dur == nil || !gs.pausedKinds[h.dur.kind] {
+	if !h.has(featDurable) || !gs.pausedKinds[h.dur.kind] {
 		return false
 	}
 	if gs.held == nil {
@@ -161,7 +161,7 @@ func (k *Kernel) holdKind(h *Handle) bool {
 // was there. Loop only.
 func (k *Kernel) unholdCanceled(h *Handle) bool {
 	gs := &k.ls.gate
-	if h.dur == nil {
+	if !h.has(featDurable) {
 		return false
 	}
 	hs := gs.held[h.dur.kind]

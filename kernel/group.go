@@ -416,11 +416,11 @@ func countSome(d *groupDef, key string, n int64) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := int64(s.m[key])
-	room := int64(d.cfg.MaxWaiting) - v
-	if room <= 0 {
+	left := int64(d.cfg.MaxWaiting) - v
+	if left <= 0 {
 		return 0, fmt.Errorf("%w: group %q, key %q holds %d waiting tasks (MaxWaiting)", ErrGroupFull, d.name, key, d.cfg.MaxWaiting)
 	}
-	took := min(n, room)
+	took := min(n, left)
 	s.m[key] = int32(v + took)
 	return took, nil
 }

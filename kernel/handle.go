@@ -24,7 +24,7 @@ type Handle struct {
 	evicts   bool          // a High task holding the ticket of the Low task it evicted, until a retry; loop-owned once submitted
 	placed   bool          // loop-owned: the loop took it in (first state set)
 	ended    bool          // guarded by mu: finish ran
-	named    bool          // immutable: has a user's or a stored ID, and the loop indexes it for Kernel.Cancel
+	feat     feature       // immutable: what the task carries beyond a plain task (see feature)
 	state    atomic.Uint32 // State; written by the loop, and by an executor that settles a success
 	attempts atomic.Int32  // attempts started; written by the loop only
 	cur      *attempt      // loop-owned: the current (or next, while Retrying) attempt
@@ -205,4 +205,235 @@ type attempt struct {
 	brAdmitted bool    // its key's breaker admitted it (brGen)
 	brReported bool    // its outcome went to the breaker
 	zombie     *zombie // set while it is a zombie
+}
+
+// feature is something a task carries beyond a plain in-memory task. The record
+// says once, when it is built (initHandle, joinGroup, newDurableHandle), which it
+// carries; later stages ask it (Handle.has) rather than re-reading the fields the
+// features use, which they read only once has said they are there.
+type feature uint8
+
+const (
+	featNamed     feature = 1 << iota // a user's or a stored ID: indexed for Kernel.Cancel
+	featGroup                         // of a group: the gate holds it before its bucket (ext.gd, ext.key, ext.ks)
+	featDurable                       // journaled to the store (dur)
+	featOnEnd                         // Task.OnEnd (ext.onEnd)
+	featOnTimeout                     // Task.OnTimeout (ext.onTimeout)
+	featBatch                         // a member of a Batch or a Map (batch)
+
+	// featLoopEnd holds the features whose task must end on the loop: the index,
+	// the gate's permit, the journal and the OnEnd queue are loop-owned. A task
+	// with none of them may settle a success on its executor (settlesItself).
+	featLoopEnd = featNamed | featGroup | featDurable | featOnEnd
+)
+
+// has reports whether h carries any of the features f.
+func (h *Handle) has(f feature) bool { return h.feat&f != 0 }
+
+// joinGroup makes h a task of group gd, key key: the gate holds it before its
+// bucket. counted says its submitter counted it in the key's waiting tasks
+// (MaxWaiting).
+func (h *Handle) joinGroup(gd *groupDef, key string, counted bool) {
+	if h.ext == nil {
+		h.ext = &taskExt{}
+	}
+	h.ext.gd, h.ext.key, h.ext.counted = gd, key, counted
+	h.feat |= featGroup
+}
+
+// isDone reports whether ch is closed.
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// taskExt holds what few tasks need, off the task record: the OnTimeout and OnEnd
+// callbacks and the task's group.
+type taskExt struct {
+	onTimeout func(int)          // immutable
+	onEnd     func(State, error) // immutable
+	gd        *groupDef          // immutable: the task's group as submitted; nil: none
+	key       string             // immutable
+
+	// Loop-owned once submitted.
+	ks      *keyState // the key while the task is in the gate or holds a permit
+	inGate  bool      // waiting in its key's queue
+	counted bool      // counted in its key's waiting tasks (MaxWaiting); set by the submitter
+}
+
+// groupExt returns h's group ext, or nil for a task without a group.
+func groupExt(h *Handle) *taskExt {
+	if h.has(featGroup) {
+		return h.ext
+	}
+	return nil
+}
+
+// durTask is what the record of a durable task carries besides the in-memory task.
+type durTask struct {
+	kind        string
+	payload     []byte
+	unique      string
+	maxAttempts int
+	timeout     time.Duration // as submitted (0: kernel default), for the store
+	fence       uint64        // loop-owned: the fence the store holds for the task
+	keepLive    bool          // loop-owned: the process stops; leave the row live
+	inPool      bool          // waits in the store's pool (see pool.go); loop-owned once handed over
+}
+
+// lazyTask is the compact record of a delayed fire-and-forget task. Immutable.
+type lazyTask struct {
+	run      func(context.Context) error
+	meta     uint64 // priority << lazyPrioShift | timeout in ns (0: none)
+	submitAt int64  // mono
+}
+
+// timerEntry is the value of a wheel entry: the timer of an attempt (a delayed
+// task with a full record, a retry backoff, a timeout, a zombie's grace), or a
+// lazy task waiting to come due.
+type timerEntry struct {
+	a *attempt // nil for a lazy task
+	t lazyTask
+}
+
+// qitem is what a bucket holds: a task record, or a light task (h nil).
+type qitem struct {
+	h *Handle
+	l light
+}
+
+// queuedAt returns when the task entered its bucket (a light task: when it was
+// submitted, which the loop takes in at once).
+func (it *qitem) queuedAt() int64 {
+	if it.h != nil {
+		return it.h.queuedAt
+	}
+	return it.l.at
+}
+
+// setState moves h to state to and returns the state it left, 0 for a new task
+// (Event.From). A change missing from the transition table is a kernel bug: it
+// panics rather than let a task end twice or skip a state. A new task (accepted
+// as Queued, not yet in a bucket) may enter any first state.
+func (k *Kernel) setState(h *Handle, to State) State {
+	from := State(h.state.Load())
+	if !h.placed {
+		h.placed = true
+		from = 0
+	} else if !canTransition(from, to) {
+		panic("kernel: task " + h.ID() + ": illegal state change " + from.String() + " -> " + to.String())
+	}
+	h.state.Store(uint32(to))
+	return from
+}
+
+// end moves a task to a terminal state, once.
+func (k *Kernel) end(h *Handle, to State, err error) {
+	from := k.setState(h, to)
+	k.ls.live--
+	if h.has(featNamed) {
+		k.unindex(h)
+	}
+	gateUncount(h)
+	if h.has(featDurable) {
+		k.journalEnd(h, to, err)
+	}
+	if k.events != nil {
+		k.emit(h, from, to, h.cur, err)
+	}
+	if h.has(featOnEnd) {
+		k.endCalls().Push(endCall{fn: h.ext.onEnd, state: to, err: err})
+	}
+	if !h.pooled {
+		h.finish(err)
+	}
+	if h.has(featBatch) {
+		k.batchMemberDone(h, err)
+	}
+}
+
+// initHandle fills a task record from t. It reads the clock once.
+func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *Batch) {
+	h.k = k
+	h.id = t.ID
+	h.feat = 0
+	if t.ID != "" {
+		h.feat |= featNamed
+	}
+	h.seq = k.seq.Add(1)
+	h.prio = prio
+	h.bucket = levelOf(prio)
+	h.run = t.Run
+	h.ext = nil
+	if t.OnTimeout != nil || t.OnEnd != nil {
+		h.ext = &taskExt{onTimeout: t.OnTimeout, onEnd: t.OnEnd}
+		if t.OnTimeout != nil {
+			h.feat |= featOnTimeout
+		}
+		if t.OnEnd != nil {
+			h.feat |= featOnEnd
+		}
+	}
+	h.timeout = taskTimeout(t, prio, rc)
+	h.retry = nil
+	if t.Retry != nil {
+		p := t.Retry.withDefaults()
+		h.retry = &p
+	}
+	now := k.mono()
+	h.submitAt = now
+	h.dueAt, h.due = k.dueOf(t, now)
+	h.batch = b
+	if b != nil {
+		h.feat |= featBatch
+	}
+	parent := context.Background()
+	switch {
+	case b != nil:
+		parent = b.ctx
+	case t.Values != nil:
+		parent = context.WithoutCancel(t.Values)
+	}
+	h.initFirst(parent)
+}
+
+// initFirst makes h a new task, about to be taken in by the loop, whose first
+// attempt runs under a context derived from parent.
+func (h *Handle) initFirst(parent context.Context) {
+	h.state.Store(uint32(Queued))
+	a := &h.first
+	a.h = h
+	a.n = 1
+	a.ctx.a = a
+	a.ctx.parent = parent
+	h.cur = a
+}
+
+// taskTimeout resolves the timeout of t's attempts: Task.Timeout, else the
+// priority's Config.DefaultTimeout of rc; 0 means none.
+func taskTimeout(t *Task, prio Priority, rc *resolved) time.Duration {
+	d := t.Timeout
+	if d == 0 {
+		d = rc.cfg.DefaultTimeout.Get(prio)
+	}
+	if d == NoTimeout {
+		return 0
+	}
+	return d
+}
+
+// dueOf returns when t is due, as a mono time, and whether it set Delay or At.
+// now is the mono time of its submission.
+func (k *Kernel) dueOf(t *Task, now int64) (int64, bool) {
+	switch {
+	case t.Delay > 0:
+		return addMono(now, t.Delay), true
+	case !t.At.IsZero():
+		return int64(t.At.Sub(k.epoch)), true
+	}
+	return 0, false
 }

@@ -28,13 +28,6 @@ import (
 // it claimed the eviction of a Low task, or the kernel has an OnEvent (whose
 // events name the task from its submission on). Kernel.pathOf decides.
 
-// lazyTask is the compact record of a delayed fire-and-forget task. Immutable.
-type lazyTask struct {
-	run      func(context.Context) error
-	meta     uint64 // priority << lazyPrioShift | timeout in ns (0: none)
-	submitAt int64  // mono
-}
-
 const (
 	lazyPrioShift  = 62
 	lazyTimeoutMax = 1<<lazyPrioShift - 1
@@ -131,14 +124,6 @@ func (q *lazyQueue) recycle(c *lazyChunk) {
 		q.nfree++
 		c = next
 	}
-}
-
-// timerEntry is the value of a wheel entry: the timer of an attempt (a delayed
-// task with a full record, a retry backoff, a timeout, a zombie's grace), or a
-// lazy task waiting to come due.
-type timerEntry struct {
-	a *attempt // nil for a lazy task
-	t lazyTask
 }
 
 func (t *lazyTask) prio() Priority         { return Priority(t.meta >> lazyPrioShift) }

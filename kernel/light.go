@@ -22,21 +22,6 @@ type light struct {
 	lvl queue.Level // its bucket
 }
 
-// qitem is what a bucket holds: a task record, or a light task (h nil).
-type qitem struct {
-	h *Handle
-	l light
-}
-
-// queuedAt returns when the task entered its bucket (a light task: when it was
-// submitted, which the loop takes in at once).
-func (it *qitem) queuedAt() int64 {
-	if it.h != nil {
-		return it.h.queuedAt
-	}
-	return it.l.at
-}
-
 // ritem is what the run queue holds: an attempt of a task record, or a light task
 // (a nil).
 type ritem struct {

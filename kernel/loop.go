@@ -72,10 +72,10 @@ func (k *Kernel) pass() {
 	k.ls.lazyDone = nil
 	for i := range tasks {
 		if it := &tasks[i]; it.h != nil {
-			if it.h.named {
+			if it.h.has(featNamed) {
 				k.index(it.h)
 			}
-			if it.h.dur != nil && it.h.dur.inPool {
+			if it.h.has(featDurable) && it.h.dur.inPool {
 				k.acceptPooled(it.h)
 				continue
 			}
@@ -273,4 +273,44 @@ func (k *Kernel) checkStall() (wake *executor, spawn bool) {
 	}
 	k.ls.stallAt = k.ls.seenAt + overdue
 	return wake, spawn
+}
+
+// handleCtrl applies one control message.
+func (k *Kernel) handleCtrl(m ctrlMsg) {
+	switch m.kind {
+	case ctrlCancel:
+		k.cancel(m.h, ErrCanceled)
+	case ctrlCancelBatch:
+		m.b.mu.Lock()
+		members := m.b.members // submitters append; the ones taken in so far suffice
+		m.b.mu.Unlock()
+		for _, h := range members {
+			k.cancel(h, m.b.cause())
+		}
+	case ctrlUpdate:
+		k.apply(m.rc)
+		k.rc.Store(m.rc)
+		k.applyGroups(m.rc)
+		m.ack <- nil
+	case ctrlPause:
+		err := k.pause(m.sel, m.pause)
+		if k.ls.gate.groups != nil {
+			k.publishGroups() // Stats after Pause or Resume returns shows it
+		}
+		m.ack <- err
+	case ctrlShutdown:
+		k.beginDrain()
+	case ctrlClose:
+		k.closeAll()
+	case ctrlDurable:
+		k.handleDurable(m.dur)
+	case ctrlEvict:
+		if k.evictNewestLow() {
+			m.ack <- nil
+		} else {
+			m.ack <- ErrQueueFull
+		}
+	case ctrlCancelID:
+		m.count <- k.cancelID(m.id)
+	}
 }

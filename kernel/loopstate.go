@@ -14,7 +14,7 @@ import (
 // the running list, the per-task loop fields. Nothing here is read elsewhere; what
 // others need (depths, counts) is published through atomics in kernelMetrics.
 type loopState struct {
-	byID map[string]*Handle // live named tasks (Handle.named) by ID; Kernel.Cancel
+	byID map[string]*Handle // live named tasks (featNamed) by ID; Kernel.Cancel
 	pool map[string]*Handle // tasks this kernel put in a SharedStore's pool, until claimed here or ended (pool.go)
 	// claimedEarly holds the pool tasks this kernel submitted and claimed before their
 	// handles reached the loop (acceptPooled starts them), each with its slot reserved

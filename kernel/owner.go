@@ -181,14 +181,14 @@ func (k *Kernel) leaseLapsed() {
 	q.mu.Lock()
 	for _, r := range q.rings {
 		r.Range(func(it ritem) bool {
-			if it.a != nil && it.a.h.dur != nil && !it.a.settled {
+			if it.a != nil && it.a.h.has(featDurable) && !it.a.settled {
 				as = append(as, it.a)
 			}
 			return true
 		})
 	}
 	for _, e := range q.execs {
-		if a := e.cur; a != nil && a.h.dur != nil && !a.finished && !a.settled {
+		if a := e.cur; a != nil && a.h.has(featDurable) && !a.finished && !a.settled {
 			as = append(as, a)
 		}
 	}

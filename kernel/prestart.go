@@ -102,7 +102,7 @@ func (k *Kernel) prestarted(m *durMsg) {
 	}
 	picked := k.ls.picked[:0]
 	for _, h := range m.hs {
-		if h.named {
+		if h.has(featNamed) {
 			k.index(h)
 		}
 		k.ls.live++

@@ -19,7 +19,7 @@ func (k *Kernel) settleAttempt(a *attempt) {
 	if a.brAdmitted && !a.brReported {
 		k.breakerDone(a, k.outcomeOf(a))
 	}
-	if a.err != nil && !a.settled && h.cancelErr == nil && !k.ls.closing && groupExt(h) != nil {
+	if a.err != nil && !a.settled && h.cancelErr == nil && !k.ls.closing && h.has(featGroup) {
 		// The key pauses before its permit returns, so that no other task of the
 		// key takes it meanwhile.
 		var d time.Duration
@@ -71,7 +71,7 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	}
 	more := !IsPermanent(err) && int(a.n) < p.MaxAttempts
 	if more && !k.ls.draining && !k.ls.closing &&
-		(h.batch == nil || !h.batch.canceled()) && (k.breakerHolds(h) || k.ls.budget.allow(k.ls.now)) {
+		(!h.has(featBatch) || !h.batch.canceled()) && (k.breakerHolds(h) || k.ls.budget.allow(k.ls.now)) {
 		na := &attempt{h: h, n: a.n + 1}
 		na.ctx.a = na
 		na.ctx.parent = a.ctx.parent
@@ -80,13 +80,13 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 		h.evicts = false           // ...and holds a ticket of its own level
 		k.m.retried[h.bucket].Inc()
 		at := k.ls.now.Add(k.backoff(p, int(a.n), err))
-		if h.dur != nil {
+		if h.has(featDurable) {
 			k.journalRetry(h, at, err)
 		}
 		k.toWheel(h, na, Retrying, at, err)
 		return
 	}
-	if more && h.dur != nil && (k.ls.draining || k.ls.closing) {
+	if more && h.has(featDurable) && (k.ls.draining || k.ls.closing) {
 		// The process stops, not the task: the store keeps it for a retry by the next
 		// kernel, after its backoff.
 		k.journalRetry(h, k.ls.now.Add(k.backoff(p, int(a.n), err)), err)
@@ -134,8 +134,8 @@ func (k *Kernel) onTimeout(a *attempt) {
 	q.mu.Unlock()
 	a.ctx.cancel(context.DeadlineExceeded)
 	k.m.observe(0, h.bucket, time.Duration(startAt-h.submitAt), time.Duration(k.ls.nowMono-startAt))
-	if x := h.ext; x != nil && x.onTimeout != nil {
-		f, n := x.onTimeout, int(a.n)
+	if h.has(featOnTimeout) {
+		f, n := h.ext.onTimeout, int(a.n)
 		if !k.sidePool.Submit(func() { f(n) }) {
 			k.m.onTimeoutDropped.Inc()
 		}
@@ -152,61 +152,13 @@ func (k *Kernel) onTimeout(a *attempt) {
 	k.retryOrEnd(h, a, ErrTimeout, TimedOut)
 }
 
-// setState moves h to state to and returns the state it left, 0 for a new task
-// (Event.From). A change missing from the transition table is a kernel bug: it
-// panics rather than let a task end twice or skip a state. A new task (accepted
-// as Queued, not yet in a bucket) may enter any first state.
-func (k *Kernel) setState(h *Handle, to State) State {
-	from := State(h.state.Load())
-	if !h.placed {
-		h.placed = true
-		from = 0
-	} else if !canTransition(from, to) {
-		panic("kernel: task " + h.ID() + ": illegal state change " + from.String() + " -> " + to.String())
-	}
-	h.state.Store(uint32(to))
-	return from
-}
-
-// end moves a task to a terminal state, once.
-func (k *Kernel) end(h *Handle, to State, err error) {
-	from := k.setState(h, to)
-	k.ls.live--
-	if h.named {
-		k.unindex(h)
-	}
-	gateUncount(h)
-	if h.dur != nil {
-		k.journalEnd(h, to, err)
-	}
-	if k.events != nil {
-		k.emit(h, from, to, h.cur, err)
-	}
-	if x := h.ext; x != nil && x.onEnd != nil {
-		k.endCalls().Push(endCall{fn: x.onEnd, state: to, err: err})
-	}
-	if !h.pooled {
-		h.finish(err)
-	}
-	if h.batch != nil {
-		k.batchMemberDone(h, err)
-	}
-}
-
 // settlesItself reports whether an executor may settle a finished attempt without
 // the loop: it succeeded, the loop did not end it already (timeout, Close), it has
 // no timeout entry in the wheel to cancel, nobody listens for events, and it is not
 // durable (the loop journals its success). Called
 // with runq.mu held.
 func (k *Kernel) settlesItself(a *attempt) bool {
-	return a.err == nil && !a.settled && a.h.timeout == 0 && k.events == nil && a.h.dur == nil && !a.h.named && !loopEnds(a.h)
-}
-
-// loopEnds reports whether h's end must pass through the loop because of its ext:
-// the gate gives its permit back, or Task.OnEnd is queued.
-func loopEnds(h *Handle) bool {
-	x := h.ext
-	return x != nil && (x.gd != nil || x.onEnd != nil)
+	return a.err == nil && !a.settled && a.h.timeout == 0 && k.events == nil && !a.h.has(featLoopEnd)
 }
 
 // finishSelfSettled settles a succeeded attempt on its executor (see
@@ -218,7 +170,7 @@ func (k *Kernel) finishSelfSettled(a *attempt) {
 	h.state.Store(uint32(Succeeded))
 	k.m.succeeded[h.bucket].Inc()
 	k.m.observe(a.exec.shard, h.bucket, time.Duration(a.startAt-h.submitAt), time.Duration(a.endAt-a.startAt))
-	if h.batch != nil {
+	if h.has(featBatch) {
 		h.batch.memberDone()
 	}
 	if h.pooled {

@@ -184,16 +184,6 @@ func waitFor(limit <-chan struct{}, f func()) bool {
 	}
 }
 
-// isDone reports whether ch is closed.
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // onOwnGoroutine reports whether the caller runs on one of the kernel's own
 // goroutines: an executor (a task's function, a zombie's included), the OnEvent
 // goroutine, the logger's goroutine or an OnTimeout worker. Shutdown and Close ask, since they wait for

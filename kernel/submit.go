@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"context"
-	"time"
 )
 
 // TrySubmit validates t and queues it without blocking. It returns [ErrQueueFull]
@@ -134,10 +133,7 @@ func (k *Kernel) submitGrouped(ctx context.Context, t *Task, prio Priority, rc *
 		return nil, err
 	}
 	h := k.newRecord(t, prio, rc, pooled)
-	if h.ext == nil {
-		h.ext = &taskExt{}
-	}
-	h.ext.gd, h.ext.key, h.ext.counted = gd, t.Key, gd.counts != nil
+	h.joinGroup(gd, t.Key, gd.counts != nil)
 	h2, err := k.enqueueRecord(h, evicts, pooled)
 	if err != nil {
 		uncount()
@@ -233,74 +229,4 @@ func (k *Kernel) enqueueRecord(h *Handle, evicts, pooled bool) (*Handle, error) 
 		return nil, nil
 	}
 	return h, nil
-}
-
-// initHandle fills a task record from t. It reads the clock once.
-func (k *Kernel) initHandle(h *Handle, t *Task, prio Priority, rc *resolved, b *Batch) {
-	h.k = k
-	h.id = t.ID
-	h.named = t.ID != ""
-	h.seq = k.seq.Add(1)
-	h.prio = prio
-	h.bucket = levelOf(prio)
-	h.run = t.Run
-	h.ext = nil
-	if t.OnTimeout != nil || t.OnEnd != nil {
-		h.ext = &taskExt{onTimeout: t.OnTimeout, onEnd: t.OnEnd}
-	}
-	h.timeout = taskTimeout(t, prio, rc)
-	h.retry = nil
-	if t.Retry != nil {
-		p := t.Retry.withDefaults()
-		h.retry = &p
-	}
-	now := k.mono()
-	h.submitAt = now
-	h.dueAt, h.due = k.dueOf(t, now)
-	h.batch = b
-	parent := context.Background()
-	switch {
-	case b != nil:
-		parent = b.ctx
-	case t.Values != nil:
-		parent = context.WithoutCancel(t.Values)
-	}
-	h.initFirst(parent)
-}
-
-// taskTimeout resolves the timeout of t's attempts: Task.Timeout, else the
-// priority's Config.DefaultTimeout of rc; 0 means none.
-func taskTimeout(t *Task, prio Priority, rc *resolved) time.Duration {
-	d := t.Timeout
-	if d == 0 {
-		d = rc.cfg.DefaultTimeout.Get(prio)
-	}
-	if d == NoTimeout {
-		return 0
-	}
-	return d
-}
-
-// dueOf returns when t is due, as a mono time, and whether it set Delay or At.
-// now is the mono time of its submission.
-func (k *Kernel) dueOf(t *Task, now int64) (int64, bool) {
-	switch {
-	case t.Delay > 0:
-		return addMono(now, t.Delay), true
-	case !t.At.IsZero():
-		return int64(t.At.Sub(k.epoch)), true
-	}
-	return 0, false
-}
-
-// initFirst makes h a new task, about to be taken in by the loop, whose first
-// attempt runs under a context derived from parent.
-func (h *Handle) initFirst(parent context.Context) {
-	h.state.Store(uint32(Queued))
-	a := &h.first
-	a.h = h
-	a.n = 1
-	a.ctx.a = a
-	a.ctx.parent = parent
-	h.cur = a
 }
