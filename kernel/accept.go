@@ -47,13 +47,6 @@ func (k *Kernel) toWheel(h *Handle, a *attempt, to State, at time.Time, err erro
 	k.ls.delayed++
 }
 
-// schedule puts an attempt's one wheel entry at at.
-func (k *Kernel) schedule(a *attempt, kind timerKind, at time.Time) {
-	a.tkind = kind
-	a.timerAt = at
-	a.timer = k.ls.wheel.Schedule(at, timerEntry{a: a})
-}
-
 // onTimer handles a wheel entry that came due.
 func (k *Kernel) onTimer(e timerEntry) {
 	a := e.a

@@ -437,3 +437,10 @@ func (k *Kernel) dueOf(t *Task, now int64) (int64, bool) {
 	}
 	return 0, false
 }
+
+// schedule puts an attempt's one wheel entry at at.
+func (k *Kernel) schedule(a *attempt, kind timerKind, at time.Time) {
+	a.tkind = kind
+	a.timerAt = at
+	a.timer = k.ls.wheel.Schedule(at, timerEntry{a: a})
+}
