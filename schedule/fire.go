@@ -199,7 +199,9 @@ func (s *Scheduler) submit(e *Entry, f Fire) {
 	e.addLive(oc)
 	e.fires++
 	e.last = f.Scheduled.UnixNano()
-	s.note(e, NoteFired, h.ID(), nil)
+	if s.cfg.OnEvent != nil {
+		s.note(e, NoteFired, h.ID(), nil) // the ID is made only when an event needs it
+	}
 }
 
 // ended is the occurrence's Task.OnEnd: it takes the occurrence off the live ones
