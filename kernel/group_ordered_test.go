@@ -189,3 +189,56 @@ func TestGroupOrderedValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupOrderedKeyIdle: a key held by a task waiting for its retry is not
+// forgotten, however long the backoff lasts past KeyIdle.
+func TestGroupOrderedKeyIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, Config{Groups: map[string]GroupConfig{"g": {Ordered: true, KeyIdle: 10 * time.Millisecond}}})
+		tr := newTracker()
+		var n atomic.Int32
+		failOnce := func(ctx context.Context) error {
+			_ = tr.run("k", "a", 0, nil)(ctx)
+			if n.Add(1) == 1 {
+				return errors.New("boom")
+			}
+			return nil
+		}
+		a := mustSubmit(t, k, Task{Group: "g", Key: "k", Retry: &RetryPolicy{Base: time.Second, Jitter: JitterNone}, Run: failOnce})
+		advance(500 * time.Millisecond)
+		b := mustSubmit(t, k, Task{Group: "g", Key: "k", Run: tr.run("k", "b", 0, nil)})
+		synctest.Wait()
+		if got := b.State(); got != Queued {
+			t.Fatalf("b.State() = %v while a waits for its retry, want Queued", got)
+		}
+		if got := waitAll(t, []*Handle{a, b}); got[Succeeded] != 2 {
+			t.Fatalf("outcomes = %v", got)
+		}
+		if got, want := strings.Join(tr.order, " "), "a a b"; got != want {
+			t.Errorf("order = %s, want %s", got, want)
+		}
+	})
+}
+
+// TestGroupOrderedShutdown: Shutdown abandons a retry not yet due, which frees
+// its key: the key's next tasks run, and Shutdown returns.
+func TestGroupOrderedShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, Config{Groups: map[string]GroupConfig{"g": {Ordered: true, PerKey: Limits{Rate: Rate{N: 1, Per: 100 * time.Millisecond}}}}})
+		fail := func(context.Context) error { return errors.New("boom") }
+		a := mustSubmit(t, k, Task{Group: "g", Key: "k", Retry: &RetryPolicy{Base: time.Hour, Jitter: JitterNone}, Run: fail})
+		b := mustSubmit(t, k, Task{Group: "g", Key: "k", Run: noop})
+		advance(10 * time.Millisecond)
+		if got := b.State(); got != Queued {
+			t.Fatalf("b.State() = %v while a waits for its retry, want Queued", got)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := k.Shutdown(ctx); err != nil {
+			t.Fatalf("Shutdown() = %v", err)
+		}
+		if a.State() != Abandoned || b.State() != Succeeded {
+			t.Errorf("states = %v, %v, want abandoned, succeeded", a.State(), b.State())
+		}
+	})
+}
