@@ -36,6 +36,7 @@ type gateState struct {
 	pausedKinds  map[string]bool
 	held         map[string][]*Handle // durable tasks of paused kinds, in order
 	heldN        int
+	seq          uint64 // the order of the last task that came to a key's queue (taskExt.order)
 }
 
 // gateSlot is the target of a gate wheel entry.
@@ -88,6 +89,7 @@ type keyState struct {
 	inIdle    bool
 	lastUsed  int64 // mono
 	timer     timer
+	owner     *Handle // Ordered: the task that holds the key until it ends (gate_order.go)
 }
 
 // timer is a gate wheel entry.
@@ -157,7 +159,13 @@ func (k *Kernel) gateIn(h *Handle, from State) {
 		return
 	}
 	x.inGate = true
-	ks.q[h.bucket].push(h)
+	if ks.owner == h {
+		ks.q[h.bucket].pushFront(h) // its retry: the key waited for it (Ordered)
+	} else {
+		k.ls.gate.seq++
+		x.order = k.ls.gate.seq
+		ks.q[h.bucket].push(h)
+	}
 	ks.n++
 	g.waiting++
 	k.touchKey(ks)
@@ -219,8 +227,11 @@ func (k *Kernel) gateRemove(h *Handle) bool {
 }
 
 // headLevel returns the level of ks's next task: its highest level with tasks
-// that is not paused.
+// that is not paused (an Ordered key's: orderedHead).
 func (k *Kernel) headLevel(ks *keyState) (queue.Level, bool) {
+	if ks.g.def.cfg.Ordered {
+		return k.orderedHead(ks)
+	}
 	for l := range queue.NumLevels {
 		if ks.q[l].len() > 0 && k.ls.gate.pausedLevels&(1<<l) == 0 {
 			return queue.Level(l), true
@@ -325,6 +336,9 @@ func (k *Kernel) grant(ks *keyState) bool {
 		gen, admitted = gn, true
 	}
 	h := ks.q[lvl].pop()
+	if g.def.cfg.Ordered {
+		ks.owner = h
+	}
 	ks.n--
 	g.waiting--
 	x := h.ext
@@ -526,7 +540,7 @@ func (k *Kernel) keyForgettable(ks *keyState) bool {
 	now := k.ls.nowMono
 	return ks.n == 0 && ks.running == 0 && !ks.paused && ks.timer.slot == 0 &&
 		ks.rate.Full(now) && ks.holdUntil <= now && ks.brUntil <= now && !ks.brProbe &&
-		(ks.br == nil || ks.br.Idle(k.ls.now))
+		(ks.br == nil || ks.br.Idle(k.ls.now)) && ks.owner == nil
 }
 
 // holdKey pauses ks for d after an attempt returned a RateLimitedError. Loop only.
@@ -593,6 +607,11 @@ func (k *Kernel) applyGroups(rc *resolved) {
 					k.newKeyBreaker(ks, d)
 				}
 				g.openBreakers = 0
+			}
+			if g.def.cfg.Ordered != d.cfg.Ordered {
+				for _, ks := range g.keys {
+					ks.owner = nil // see GroupConfig.Ordered
+				}
 			}
 			g.def = d
 		}

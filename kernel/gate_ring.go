@@ -21,6 +21,8 @@ func (r *ring[T]) pushFront(v T) {
 	r.s[0] = v
 }
 
+func (r *ring[T]) peek() T { return r.s[r.head] }
+
 func (r *ring[T]) pop() T {
 	var zero T
 	v := r.s[r.head]

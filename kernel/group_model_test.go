@@ -13,7 +13,8 @@ import (
 // TestGroupModel runs random work over random groups and limits and checks, for
 // every key and group, that concurrency never exceeded its limit and that the
 // starts stayed within the token bucket's bound over every window: at most
-// Burst + (w+late)/interval starts in any window of length w (rate.Bucket.Take). Every task ends once.
+// Burst + (w+late)/interval starts in any window of length w (rate.Bucket.Take);
+// an Ordered group's keys ran one attempt at a time. Every task ends once.
 func TestGroupModel(t *testing.T) {
 	for seed := range uint64(8) {
 		t.Run("seed"+itoa(int(seed)), func(t *testing.T) {
@@ -32,11 +33,16 @@ func runGroupModel(t *testing.T, seed uint64) {
 	}
 	groups := map[string]GroupConfig{}
 	names := []string{"a", "b", "c"}[:1+rng.IntN(3)]
+	ord := rand.New(rand.NewPCG(seed, 31)) // its own source: the other draws stay the seed's
 	for _, name := range names {
-		groups[name] = GroupConfig{
+		gc := GroupConfig{
 			PerKey: Limits{Concurrency: rng.IntN(4), Rate: randRate()},
 			Total:  Limits{Concurrency: rng.IntN(8), Rate: randRate()},
 		}
+		if ord.IntN(3) == 0 {
+			gc.Ordered, gc.PerKey.Concurrency = true, ord.IntN(2) // one at a time (TestGroupOrderedModel checks the order)
+		}
+		groups[name] = gc
 	}
 	k := newTestKernel(t, Config{MaxConcurrency: 4 + rng.IntN(30), Groups: groups})
 	type rec struct {
@@ -136,7 +142,11 @@ func runGroupModel(t *testing.T, seed uint64) {
 		}
 		for _, name := range names {
 			if len(id) > len(name) && id[:len(name)+1] == name+"/" {
-				check(id, groups[name].PerKey, r)
+				lim := groups[name].PerKey
+				if groups[name].Ordered {
+					lim.Concurrency = 1
+				}
+				check(id, lim, r)
 			}
 		}
 	}

@@ -65,6 +65,54 @@ func Example_groups() {
 	// 12 1
 }
 
+// Ordered keys: an account's entries apply one at a time, in the order they were
+// submitted, whatever their priorities; an entry that fails holds its account until
+// its retry succeeded.
+func Example_ordered() {
+	k, err := kernel.New(kernel.Config{Groups: map[string]kernel.GroupConfig{
+		"ledger": {Ordered: true}, // per account: one task at a time, in order
+	}})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Close() }()
+
+	var mu sync.Mutex
+	var applied []string
+	failed := false
+	apply := func(entry string) func(context.Context) error {
+		return func(context.Context) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if entry == "deposit" && !failed {
+				failed = true
+				return errors.New("ledger: timeout") // retried after its backoff
+			}
+			applied = append(applied, entry)
+			return nil
+		}
+	}
+	retry := &kernel.RetryPolicy{Base: 10 * time.Millisecond}
+	var hs []*kernel.Handle
+	for _, entry := range []string{"open", "deposit", "withdraw", "close"} {
+		prio := kernel.Normal
+		if entry == "close" {
+			prio = kernel.High // does not overtake the entries before it
+		}
+		h, err := k.TrySubmit(kernel.Task{Group: "ledger", Key: "acct-42", Priority: prio, Retry: retry, Run: apply(entry)})
+		if err != nil {
+			panic(err)
+		}
+		hs = append(hs, h)
+	}
+	for _, h := range hs {
+		_ = h.Wait(context.Background())
+	}
+	fmt.Println(strings.Join(applied, " "))
+	// Output:
+	// open deposit withdraw close
+}
+
 // High work overtakes queued Low work; under saturation the quotas share the slots.
 func Example_quotas() {
 	k, err := kernel.New(kernel.Config{

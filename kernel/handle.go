@@ -263,6 +263,7 @@ type taskExt struct {
 	ks      *keyState // the key while the task is in the gate or holds a permit
 	inGate  bool      // waiting in its key's queue
 	counted bool      // counted in its key's waiting tasks (MaxWaiting); set by the submitter
+	order   uint64    // when it came to its key's queue (gateState.seq)
 }
 
 // groupExt returns h's group ext, or nil for a task without a group.
@@ -353,6 +354,9 @@ func (k *Kernel) end(h *Handle, to State, err error) {
 	}
 	if h.has(featBatch) {
 		k.batchMemberDone(h, err)
+	}
+	if h.has(featGroup) {
+		k.gateFreeKey(h)
 	}
 }
 

@@ -263,6 +263,7 @@ func (k *Kernel) beginDrain() {
 	k.endPool(Abandoned, ErrAbandoned)
 	k.endParked(Abandoned)
 	var keep []*attempt
+	var ended []*Handle
 	var keepGate []uint64
 	k.ls.wheel.Clear(func(e timerEntry) {
 		a := e.a
@@ -280,7 +281,7 @@ func (k *Kernel) beginDrain() {
 			k.ls.delayed--
 			k.release(h.ticket(), 1)
 			k.m.abandoned[h.bucket].Inc()
-			k.end(h, Abandoned, ErrAbandoned)
+			ended = append(ended, h)
 			return
 		}
 		keep = append(keep, a)
@@ -290,6 +291,9 @@ func (k *Kernel) beginDrain() {
 	}
 	for _, slot := range keepGate {
 		k.keepGateEntry(slot)
+	}
+	for _, h := range ended { // once the gate's entries are back: an end may free an Ordered key
+		k.end(h, Abandoned, ErrAbandoned)
 	}
 }
 
