@@ -14,10 +14,18 @@ import (
 // from the monotonic clock since the wheel started, and places a wall target W on
 // the wheel at W - skew. At each pass it compares the wall-clock and the monotonic
 // time elapsed since the previous pass (both read at once by the clock): their
-// difference, the step, is added to skew. The scheduler sleeps at most
-// stepMin between passes, so it sees a step (an NTP step, a suspend and
-// resume, a manual change) that soon; a step of at least stepMin re-arms every
+// difference, the step, is added to skew. The scheduler sleeps at most stepMin
+// between passes, so it sees a step (an NTP step, a suspend and resume, a manual
+// change) that soon; a step of at least stepMin re-arms every
 // wall-clock schedule (clockStepped).
+//
+// No target is fired twice, or lost outside the misfire policy, because of a step: a
+// forward step leaves the targets it skipped to the misfire policy, as any late
+// target, and a backward step leaves each schedule's next target, the first not
+// fired, in place. Where a step
+// goes unseen (below stepMin), targets armed before it fire off by less than
+// stepMin, never not at all. Where a duplicate and a miss were the only choices,
+// the design would take the duplicate; a step forces neither.
 
 // testWallHook, if set before New, gives the wall-clock reading of the clock's time
 // t in place of t itself: tests step the wall clock with it apart from the
@@ -35,6 +43,14 @@ func wallFlag(sp Spec) uint32 {
 		return 0
 	}
 	return flagWall
+}
+
+// wallTarget reports whether e's next target is a wall-clock time: e's Spec gives
+// wall-clock times and the target carries no monotonic reading (a custom Spec may
+// add to its argument, which keeps the clock's monotonic reading: such a target is
+// on the monotonic clock already). mu held.
+func (e *Entry) wallTarget() bool {
+	return e.flags&flagWall != 0 && e.next == e.next.Round(0) //nolint:staticcheck // comparing representations, not instants
 }
 
 // stepMin is the smallest wall-clock step the scheduler reacts to, and the longest
@@ -76,7 +92,7 @@ func (s *Scheduler) clockStepped(now time.Time) {
 		return
 	}
 	replan := func(e *Entry) {
-		if e.flags&(flagWall|flagRemoved) != flagWall || e.timer == (timewheel.Handle[*Entry]{}) {
+		if e.flags&flagRemoved != 0 || e.timer == (timewheel.Handle[*Entry]{}) || !e.wallTarget() {
 			return
 		}
 		s.arm(e)

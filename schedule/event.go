@@ -20,7 +20,8 @@ const (
 	NoteRefused
 	// NoteClockStep: the wall clock stepped by at least max(1 s, 2 Config.Tick)
 	// against the monotonic clock (Step says how far: forward > 0), and the
-	// scheduler placed the schedule's next target again on the stepped wall clock.
+	// scheduler placed the schedule's next target again on the stepped wall clock:
+	// one event per such schedule and step.
 	// Only schedules whose targets are wall-clock times get it: a cron or custom
 	// [Spec], or a durable schedule; not an [Every].
 	NoteClockStep

@@ -31,7 +31,7 @@ func (s *Scheduler) arm(e *Entry) {
 	if at.IsZero() {
 		return // ended
 	}
-	if e.flags&flagWall != 0 {
+	if e.wallTarget() {
 		at = at.Add(-s.skew) // a wall time, on the wheel's clock
 	}
 	if d := e.o.dur; d != nil {

@@ -73,6 +73,14 @@ func (c *Config) Validate() error {
 // goroutine per schedule. A durable schedule's occurrences go to the store's pool
 // instead, where the kernel's claimer finds them ([kernel.Kernel.Poll]).
 //
+// A cron schedule's targets are wall-clock times and the timers run on the
+// monotonic clock: the scheduler measures, at each pass and at least every max(1 s,
+// 2 Config.Tick), how far the wall clock stepped against the monotonic one, and
+// places the wall targets accordingly. A step of at least that much (an NTP step, a
+// suspend and resume) re-places each wall-clock schedule's next target, noted as
+// NoteClockStep: the targets a forward step skipped follow the misfire policy, and
+// after a backward step no target fires twice. Every schedules ignore steps.
+//
 // A Scheduler is safe for concurrent use. It stops when [Scheduler.Stop] is called
 // or when the kernel's Shutdown or Close begins ([kernel.Kernel.Stopping]):
 // schedules fire no more, live occurrences go on in the kernel.
