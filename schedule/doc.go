@@ -30,7 +30,9 @@
 // A [Spec] gives a schedule's targets: [ParseCron] reads cron specs on a time
 // zone's wall clock, with one rule for the hours daylight saving time skips or
 // repeats, and [Every] fixed intervals. Each target follows the previous target,
-// never the end of a run. A target that could not fire within Options.Grace
+// never the end of a run. The scheduler follows steps of the wall clock (an NTP
+// step, a suspend and resume) for the schedules whose targets are wall-clock
+// times ([NoteClockStep]). A target that could not fire within Options.Grace
 // follows Options.Misfire ([MisfireOnce], [MisfireSkip], [MisfireAll]); an
 // occurrence due while an earlier one is live follows Options.Overlap
 // ([OverlapSkip], [OverlapQueueOne], [OverlapAllow], [OverlapReplace]). The

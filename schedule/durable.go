@@ -134,7 +134,7 @@ func (s *Scheduler) AddDurable(sp Spec, kind string, payload []byte, o *Options)
 	}
 	spec := specOf(sp)
 	d := &durable{kind: kind, payload: append([]byte(nil), payload...), spec: spec}
-	e := &Entry{spec: sp}
+	e := &Entry{spec: sp, flags: flagWall} // stored targets are wall-clock times
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -146,7 +146,7 @@ func (s *Scheduler) AddDurable(sp Spec, kind string, payload []byte, o *Options)
 		return nil, err
 	}
 
-	first, err := guardedNext(sp, s.clk.Now())
+	first, err := guardedNext(sp, s.wall(s.clk.Now()))
 	var stored store.StoredSchedule
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StoreTimeout)
@@ -167,7 +167,7 @@ func (s *Scheduler) AddDurable(sp Spec, kind string, payload []byte, o *Options)
 	if stored.Spec != spec {
 		// Another spec was stored under this name: the schedule starts afresh.
 		var next time.Time
-		if s.guard(e, func() { next = sp.Next(s.clk.Now()) }) {
+		if s.guard(e, func() { next = sp.Next(s.wall(s.clk.Now())) }) {
 			s.fr.send(e, reqMove, next, spec)
 		}
 	}
@@ -264,10 +264,10 @@ func (s *Scheduler) adopt(e *Entry, st store.StoredSchedule) {
 	}
 }
 
-// armAt returns when e's timer is due: its next target, or later while a retry or
-// a paused poll waits, or sooner to read the stored schedule back. mu held.
-func (d *durable) armAt(e *Entry, now time.Time) time.Time {
-	at := e.next
+// armAt returns when a durable schedule's timer is due, given at, its next target on
+// the wheel's clock: at, or later while a retry or a paused poll waits, or sooner to
+// read the stored schedule back. mu held.
+func (d *durable) armAt(at, now time.Time) time.Time {
 	if d.notBefore.After(at) {
 		at = d.notBefore
 	}

@@ -51,6 +51,7 @@ const (
 	flagRemoved                 // Remove
 	flagQueued                  // OverlapQueueOne: an occurrence waits behind the live ones (cold.queuedF)
 	flagStorePaused             // a durable schedule paused in its store (by any scheduler)
+	flagWall                    // the targets are wall-clock times (not an Every): the scheduler follows the clock's steps (clockstep.go)
 )
 
 // Stats are the figures of one schedule.
@@ -103,7 +104,7 @@ func (s *Scheduler) Add(sp Spec, run func(ctx context.Context, f Fire) error, o 
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	e := &Entry{run: run, spec: sp}
+	e := &Entry{run: run, spec: sp, flags: wallFlag(sp)}
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -113,7 +114,7 @@ func (s *Scheduler) Add(sp Spec, run func(ctx context.Context, f Fire) error, o 
 		s.mu.Unlock()
 		return nil, err
 	}
-	now := s.clk.Now()
+	now := s.frame(e, s.clk.Now())
 	if op.RunOnStart {
 		s.fire(e, Fire{Scheduled: now})
 	}
@@ -259,11 +260,15 @@ func (e *Entry) Update(sp Spec) error {
 	}
 	s.disarm(e)
 	e.spec = sp
+	e.flags = e.flags&^flagWall | wallFlag(sp)
+	if e.o.dur != nil {
+		e.flags |= flagWall
+	}
 	if e.cold != nil {
 		e.cold.carried = 0
 	}
 	var next time.Time
-	if s.guard(e, func() { next = sp.Next(s.clk.Now()) }) {
+	if s.guard(e, func() { next = sp.Next(s.frame(e, s.clk.Now())) }) {
 		if e.o.dur != nil {
 			s.fr.send(e, reqMove, next, specOf(sp))
 		} else {

@@ -18,6 +18,13 @@ const (
 	// NoteRefused: the kernel had no room for an occurrence (Err says why), or a
 	// durable schedule's store call failed.
 	NoteRefused
+	// NoteClockStep: the wall clock stepped by at least max(1 s, 2 Config.Tick)
+	// against the monotonic clock (Step says how far: forward > 0), and the
+	// scheduler placed the schedule's next target again on the stepped wall clock:
+	// one event per such schedule and step.
+	// Only schedules whose targets are wall-clock times get it: a cron or custom
+	// [Spec], or a durable schedule; not an [Every].
+	NoteClockStep
 )
 
 // String returns the note's name.
@@ -31,6 +38,8 @@ func (n Note) String() string {
 		return "misfired"
 	case NoteRefused:
 		return "refused"
+	case NoteClockStep:
+		return "clock-step"
 	default:
 		return "note(?)"
 	}
@@ -43,4 +52,5 @@ type Event struct {
 	Note     Note
 	TaskID   string // NoteFired: the occurrence's task
 	Err      error
+	Step     time.Duration // NoteClockStep: the wall clock's step, wall-clock minus monotonic time elapsed
 }

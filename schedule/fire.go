@@ -31,11 +31,14 @@ func (s *Scheduler) arm(e *Entry) {
 	if at.IsZero() {
 		return // ended
 	}
+	if e.wallTarget() {
+		at = at.Add(-s.skew) // a wall time, on the wheel's clock
+	}
 	if d := e.o.dur; d != nil {
 		if d.inflight > 0 {
 			return // armed again with the store's answer
 		}
-		at = d.armAt(e, s.clk.Now())
+		at = d.armAt(at, s.clk.Now())
 	}
 	if j := e.o.Jitter; j > 0 {
 		c := coldOf(e)

@@ -73,6 +73,14 @@ func (c *Config) Validate() error {
 // goroutine per schedule. A durable schedule's occurrences go to the store's pool
 // instead, where the kernel's claimer finds them ([kernel.Kernel.Poll]).
 //
+// A cron schedule's targets are wall-clock times and the timers run on the
+// monotonic clock: the scheduler measures, at each pass and at least every max(1 s,
+// 2 Config.Tick), how far the wall clock stepped against the monotonic one, and
+// places the wall targets accordingly. A step of at least that much (an NTP step, a
+// suspend and resume) re-places each wall-clock schedule's next target, noted as
+// NoteClockStep: the targets a forward step skipped follow the misfire policy, and
+// after a backward step no target fires twice. Every schedules ignore steps.
+//
 // A Scheduler is safe for concurrent use. It stops when [Scheduler.Stop] is called
 // or when the kernel's Shutdown or Close begins ([kernel.Kernel.Stopping]):
 // schedules fire no more, live occurrences go on in the kernel.
@@ -81,17 +89,22 @@ type Scheduler struct {
 	clk clock.Clock    // immutable: the kernel's
 	cfg Config         // immutable, defaults applied
 
-	mu      sync.Mutex
-	wheel   *timewheel.Wheel[*Entry] // guarded by mu
-	named   map[string]*Entry        // guarded by mu: the schedules given an Options.Name
-	unnamed []*Entry                 // guarded by mu: the others, by seq ascending; removed ones are dropped when they are half
-	gone    int                      // guarded by mu: removed entries still in unnamed
-	seq     uint64                   // guarded by mu: the last generated name's number
-	deflt   *opts                    // guarded by mu: the options of the schedules whose options are all zero
-	due     []*Entry                 // guarded by mu: the pass's due entries
-	events  []Event                  // guarded by mu: made, not yet handed to OnEvent
-	stopped bool                     // guarded by mu
-	removed totals                   // guarded by mu: the counters of removed schedules
+	mu       sync.Mutex
+	wheel    *timewheel.Wheel[*Entry] // guarded by mu
+	named    map[string]*Entry        // guarded by mu: the schedules given an Options.Name
+	unnamed  []*Entry                 // guarded by mu: the others, by seq ascending; removed ones are dropped when they are half
+	gone     int                      // guarded by mu: removed entries still in unnamed
+	seq      uint64                   // guarded by mu: the last generated name's number
+	deflt    *opts                    // guarded by mu: the options of the schedules whose options are all zero
+	due      []*Entry                 // guarded by mu: the pass's due entries
+	events   []Event                  // guarded by mu: made, not yet handed to OnEvent
+	stopped  bool                     // guarded by mu
+	removed  totals                   // guarded by mu: the counters of removed schedules
+	skew     time.Duration            // guarded by mu: how far the wall clock moved from the monotonic one since the wheel's start (clockstep.go)
+	seen     time.Time                // guarded by mu: the clock's time at the last pass
+	seenWall time.Time                // guarded by mu: its wall-clock reading, without a monotonic one
+
+	wallHook func(time.Time) time.Time // immutable: testWallHook
 
 	emitMu sync.Mutex // serializes OnEvent
 
@@ -115,14 +128,16 @@ func New(k *kernel.Kernel, cfg Config) (*Scheduler, error) {
 	cfg.StoreTimeout = cmp.Or(cfg.StoreTimeout, storeTimeoutDefault)
 	cfg.Tick = cmp.Or(cfg.Tick, tickDefault)
 	clk := k.Clock()
-	w, err := timewheel.New[*Entry](cfg.Tick, clk.Now())
+	now := clk.Now()
+	w, err := timewheel.New[*Entry](cfg.Tick, now)
 	if err != nil {
 		return nil, err
 	}
 	s := &Scheduler{
-		k: k, clk: clk, cfg: cfg, wheel: w,
+		k: k, clk: clk, cfg: cfg, wheel: w, seen: now, wallHook: testWallHook,
 		wake: make(chan struct{}, 1), stopCh: make(chan struct{}), done: make(chan struct{}),
 	}
+	s.seenWall = s.wall(now).Round(0)
 	if cfg.Store != nil {
 		s.fr = newFirer(s)
 	}
@@ -177,11 +192,12 @@ func (s *Scheduler) pass() (d time.Duration, ok bool) {
 		return 0, false
 	}
 	now := s.clk.Now()
+	s.clockStepped(now)
 	s.wheel.Advance(now, func(e *Entry) { s.due = append(s.due, e) })
 	for i, e := range s.due {
 		s.due[i] = nil
 		e.timer = timewheel.Handle[*Entry]{}
-		s.onDue(e, now)
+		s.onDue(e, s.frame(e, now))
 	}
 	s.due = s.due[:0]
 	next, armed := s.wheel.Next()
@@ -193,8 +209,9 @@ func (s *Scheduler) pass() (d time.Duration, ok bool) {
 	if !armed {
 		return time.Hour, true
 	}
-	// The clock is read again: a Spec's Next may have taken time.
-	return max(next.Sub(s.clk.Now()), 0), true
+	// The clock is read again: a Spec's Next may have taken time. The sleep is at
+	// most stepMin, to see a wall-clock step that soon (clockstep.go).
+	return min(max(next.Sub(s.clk.Now()), 0), s.stepMin()), true
 }
 
 // halt stops every schedule.

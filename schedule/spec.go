@@ -23,9 +23,10 @@ const (
 	CronSpecMax = recur.SpecMax
 	// CronHorizonYears bounds how far ahead the Next of a parsed cron spec looks: it
 	// returns the zero Time when no target lies within that many years after its
-	// argument. Every spec that ParseCron accepts matches at least once in any eight
-	// consecutive years (a 29 February comes back at least every eight years), so
-	// this happens only near the end of the years time.Time represents.
+	// argument. Every spec that ParseCron accepts matches at least once in any 40
+	// consecutive years (the rarest, such as "0 0 29 2 */7", a 29 February that is a
+	// Sunday, come back at least every 40 years), so this happens only near the end
+	// of the years time.Time represents.
 	CronHorizonYears = recur.HorizonYears
 )
 
@@ -40,9 +41,11 @@ const (
 //   - @every <duration> (time.ParseDuration syntax, > 0), which is [Every] of it: a
 //     fixed interval in absolute time, not on the wall clock.
 //
-// A day matches the day-of-month and day-of-week fields as in robfig/cron and Vixie
-// cron: when both are restricted (neither starts with * or ?), a day matching either
-// one matches; otherwise a day must match both.
+// A day matches the day-of-month and day-of-week fields by Vixie cron's rule: a field
+// whose text starts with * or ? is unrestricted, a step such as */5 included. When
+// both are restricted, a day matching either one matches; otherwise a day must match
+// both. So "0 0 1,15 * Sun" runs on the 1st, the 15th and every Sunday, and
+// "0 0 */10 * Sun" only on a Sunday that is the 1st, 11th, 21st or 31st.
 //
 // # Daylight saving time
 //
@@ -52,14 +55,28 @@ const (
 //   - A wall time that falls in a spring-forward gap fires at the transition
 //     instant, once: on 2025-03-09 in America/New_York, a daily 02:30 job runs at
 //     03:00 EDT, and a job due at 02:00, 02:30 and 03:00 runs once, at 03:00 EDT.
-//   - A wall time that a fall-back transition repeats fires once, at its first
-//     occurrence: on 2025-11-02 in America/New_York, a daily 01:30 job runs at
-//     01:30 EDT and not at 01:30 EST. So does every wall time of the repeated hour:
-//     an hourly job runs at 01:00 EDT and next at 02:00 EST, two hours later, and a
-//     job every 15 minutes runs 01:00 through 01:45 EDT, then 02:00 EST.
+//   - A job whose hour field allows every hour (*, ?, 0-23 or @hourly) runs at every
+//     instant whose wall time it matches, so in both passes of an hour that a
+//     fall-back transition repeats: on 2012-11-04 in America/New_York, an hourly job
+//     runs at 01:00 EDT, 01:00 EST (one hour later) and 02:00 EST, and a job every
+//     15 minutes runs 01:00 through 01:45 EDT, then 01:00 through 01:45 EST.
+//   - Any other job runs a wall time that a fall-back transition repeats once, at
+//     its first occurrence: on 2025-11-02 in America/New_York, a daily 01:30 job
+//     runs at 01:30 EDT and not at 01:30 EST, and a job due at 01:00 and 02:00
+//     runs at 01:00 EDT and 02:00 EST.
 //
-// So a schedule fires at most once per wall-clock time, never twice for one wall
-// time.
+// # Differences from robfig/cron
+//
+// ParseCron uses robfig/cron's parser, and its Next agrees with robfig/cron's
+// SpecSchedule.Next but for these deliberate differences (the test of robfig's own
+// TestNext and TestActivation tables lists each case):
+//
+//   - A day field starting with * (such as */5) is unrestricted, as in Vixie cron;
+//     robfig treats it as restricted and ORs the day fields. With "0 0 0 */5 Aug Mon",
+//     robfig runs on 1 August 2012, a Wednesday; ParseCron on 6 August, a Monday.
+//   - A wall time in a spring-forward gap fires at the transition; robfig skips it.
+//   - A fixed-time job runs once in a repeated hour; robfig runs it in both passes.
+//   - A TZ= or CRON_TZ= prefix is refused: the location is the loc argument.
 //
 // ParseCron returns an error starting "schedule: ParseCron" when the spec is empty,
 // longer than [CronSpecMax] bytes, has a TZ= or CRON_TZ= prefix (the location is the

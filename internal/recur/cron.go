@@ -16,10 +16,11 @@ const (
 	SpecMax = 256
 	// HorizonYears bounds how far ahead the Next of a [Cron] looks: it returns the
 	// zero Time when no fire time lies within that many years after its argument.
-	// Every spec that ParseCron accepts matches at least once in any eight consecutive
-	// years (a 29 February comes back at least every eight years), so this happens only
-	// near the end of the years time.Time represents.
-	HorizonYears = 9
+	// Every spec that ParseCron accepts matches at least once in any 40 consecutive
+	// years (the rarest, such as "0 0 29 2 */7", a 29 February that is a Sunday, come
+	// back at least every 40 years), so this happens only near the end of the years
+	// time.Time represents.
+	HorizonYears = 41
 )
 
 // cronParser is robfig/cron's parser configured for 5 fields, or 6 with leading
@@ -37,9 +38,11 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 //   - @every <duration> (time.ParseDuration syntax, > 0): a fixed interval in absolute
 //     time, not on the wall clock.
 //
-// A day matches the day-of-month and day-of-week fields as in robfig/cron and Vixie
-// cron: when both are restricted (neither starts with * or ?), a day matching either
-// one matches; otherwise a day must match both.
+// A day matches the day-of-month and day-of-week fields by Vixie cron's rule: a field
+// whose text starts with * or ? is unrestricted, a step such as */5 included. When
+// both are restricted, a day matching either one matches; otherwise a day must match
+// both. So "0 0 1,15 * Sun" runs on the 1st, the 15th and every Sunday, and
+// "0 0 */10 * Sun" only on a Sunday that is the 1st, 11th, 21st or 31st.
 //
 // # Daylight saving time
 //
@@ -49,13 +52,28 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 //   - A wall time that falls in a spring-forward gap fires at the transition instant,
 //     once: on 2025-03-09 in America/New_York, a daily 02:30 job runs at 03:00 EDT, and
 //     a job due at 02:00, 02:30 and 03:00 runs once, at 03:00 EDT.
-//   - A wall time that a fall-back transition repeats fires once, at its first
-//     occurrence: on 2025-11-02 in America/New_York, a daily 01:30 job runs at 01:30 EDT
-//     and not at 01:30 EST. So does every wall time of the repeated hour: an hourly job
-//     runs at 01:00 EDT and next at 02:00 EST, two hours later, and a job every 15
-//     minutes runs 01:00 through 01:45 EDT, then 02:00 EST.
+//   - A job whose hour field allows every hour (*, ?, 0-23 or @hourly) runs at every
+//     instant whose wall time it matches, so in both passes of an hour that a
+//     fall-back transition repeats: on 2012-11-04 in America/New_York, an hourly job
+//     runs at 01:00 EDT, 01:00 EST (one hour later) and 02:00 EST, and a job every
+//     15 minutes runs 01:00 through 01:45 EDT, then 01:00 through 01:45 EST.
+//   - Any other job runs a wall time that a fall-back transition repeats once, at
+//     its first occurrence: on 2025-11-02 in America/New_York, a daily 01:30 job
+//     runs at 01:30 EDT and not at 01:30 EST, and a job due at 01:00 and 02:00
+//     runs at 01:00 EDT and 02:00 EST.
 //
-// So a schedule fires at most once per wall-clock time, never twice for one wall time.
+// # Differences from robfig/cron
+//
+// ParseCron uses robfig/cron's parser, and its Next agrees with robfig/cron's
+// SpecSchedule.Next but for these deliberate differences (the test of robfig's own
+// TestNext and TestActivation tables lists each case):
+//
+//   - A day field starting with * (such as */5) is unrestricted, as in Vixie cron;
+//     robfig treats it as restricted and ORs the day fields. With "0 0 0 */5 Aug Mon",
+//     robfig runs on 1 August 2012, a Wednesday; ParseCron on 6 August, a Monday.
+//   - A wall time in a spring-forward gap fires at the transition; robfig skips it.
+//   - A fixed-time job runs once in a repeated hour; robfig runs it in both passes.
+//   - A TZ= or CRON_TZ= prefix is refused: the location is the loc argument.
 //
 // ParseCron returns an error whose text is the reason, for the caller to wrap, when the
 // spec is empty, longer than [SpecMax] bytes, has a TZ= or CRON_TZ= prefix (the location
@@ -93,13 +111,21 @@ func ParseCron(spec string, loc *time.Location) (Schedule, error) {
 	if !ok {
 		return nil, bad(fmt.Sprintf("unexpected schedule type %T", parsed))
 	}
+	domStar, dowStar := spec6.Dom&cronStar != 0, spec6.Dow&cronStar != 0
+	if f := strings.Fields(s); len(f) >= 5 {
+		// Vixie cron's rule: a day field counts as unrestricted when its text starts
+		// with * or ?, a step (*/5) included. robfig/cron's parser marks only * and ?
+		// (and */1), so the marks are set from the text.
+		f = f[len(f)-5:]
+		domStar, dowStar = starts(f[2]), starts(f[4])
+	}
 	c := &Cron{
 		second: spec6.Second,
 		minute: spec6.Minute,
 		hour:   spec6.Hour,
-		dom:    spec6.Dom,
+		dom:    withStar(spec6.Dom, domStar),
 		month:  spec6.Month,
-		dow:    spec6.Dow,
+		dow:    withStar(spec6.Dow, dowStar),
 		loc:    loc,
 		spec:   s,
 	}
@@ -107,6 +133,17 @@ func ParseCron(spec string, loc *time.Location) (Schedule, error) {
 		return nil, bad("never matches: no month in the spec has the day of month it names")
 	}
 	return c, nil
+}
+
+// starts reports whether a field's text starts with * or ?.
+func starts(field string) bool { return field[0] == '*' || field[0] == '?' }
+
+// withStar returns field with its star bit set when star holds, and clear otherwise.
+func withStar(field uint64, star bool) uint64 {
+	if star {
+		return field | cronStar
+	}
+	return field &^ cronStar
 }
 
 // parseCronSafe runs robfig/cron's parser and turns a panic of it into an error.
@@ -123,7 +160,8 @@ func parseCronSafe(spec string) (s cron.Schedule, err error) {
 	return s, nil
 }
 
-// cronStar is the bit robfig/cron sets in a field written * or ?.
+// cronStar is the bit robfig/cron sets in a field written * or ?. In the day fields
+// of a [Cron], it marks a field whose text starts with * or ?.
 const cronStar = 1 << 63
 
 // Cron is a parsed cron spec: one bit per allowed value of each field, as robfig/cron's
@@ -183,6 +221,9 @@ func (c *Cron) Next(after time.Time) time.Time {
 		}
 		return w // UTC has no transitions: the wall time is the instant
 	}
+	if c.hour&^cronStar == allHours {
+		return c.nextEveryHour(after, start)
+	}
 	if w, ok := secondOccurrenceEnd(after); ok && w.After(start) {
 		// after lies in the second pass of a repeated hour: every wall time of that
 		// hour fired in its first pass, before after.
@@ -193,6 +234,66 @@ func (c *Cron) Next(after time.Time) time.Time {
 		return time.Time{}
 	}
 	return resolveWall(w, c.loc)
+}
+
+// allHours is the hour field that allows every hour.
+const allHours = 1<<24 - 1
+
+// nextEveryHour is Next for a spec that allows every hour: it fires at every instant
+// whose wall time matches, so in both passes of a repeated hour, and once at the
+// transition of a spring-forward gap holding a wall time that matches. start is the
+// first wall time (in UTC) to consider: the second after after's wall time.
+//
+// It walks the zone periods from after's: within one, wall time and instant differ by
+// one offset, so the first match from the period's first wall time on is the answer
+// when its instant lies in the period.
+func (c *Cron) nextEveryHour(after, start time.Time) time.Time {
+	limit := start.Year() + HorizonYears
+	period := after.Unix() // an instant; its offset holds until the next transition
+	for {
+		w, ok := c.nextWall(start, limit)
+		if !ok {
+			return time.Time{}
+		}
+		off := offsetAt(period, c.loc)
+		at := time.Unix(w.Unix()-int64(off), int64(w.Nanosecond()))
+		tr, ok := nextTransition(period, at.Unix(), off, c.loc)
+		if !ok {
+			return at.In(c.loc)
+		}
+		end := time.Unix(tr, 0).In(c.loc)
+		endWall := wallOf(end)
+		if offsetAt(tr, c.loc) > off && w.Before(endWall) {
+			return end // w lies in the gap the transition skips
+		}
+		period, start = tr, endWall
+	}
+}
+
+// transitionProbe is how far apart nextTransition probes loc's offset: less than any
+// zone keeps an offset.
+const transitionProbe = 7 * 86400
+
+// nextTransition returns the first Unix second in (lo, hi] at which loc's offset is not
+// off (its offset at lo), and false when there is none.
+func nextTransition(lo, hi int64, off int, loc *time.Location) (int64, bool) {
+	for lo < hi {
+		p := min(lo+transitionProbe, hi)
+		if offsetAt(p, loc) == off {
+			lo = p
+			continue
+		}
+		for p-lo > 1 { // off at lo, not at p
+			mid := lo + (p-lo)/2
+			if offsetAt(mid, loc) == off {
+				lo = mid
+			} else {
+				p = mid
+			}
+		}
+		return p, true
+	}
+	return 0, false
 }
 
 // nextWall returns the first wall time at or after w (a wall time held in UTC) that

@@ -94,8 +94,12 @@ func TestParseCronFields(t *testing.T) {
 		{"dom and star dow", "0 0 13 * *", []string{"2024-03-13T00:00:00Z", "2024-04-13T00:00:00Z"}},
 		// Day of month is ?: every Friday.
 		{"question dom", "0 0 ? * 5", []string{"2024-03-01T00:00:00Z", "2024-03-08T00:00:00Z"}},
-		// A step clears the star: */2 in day of month is restricted, so OR with Sunday.
-		{"stepped dom or dow", "0 0 */10 3 sun", []string{"2024-03-01T00:00:00Z", "2024-03-03T00:00:00Z", "2024-03-10T00:00:00Z", "2024-03-11T00:00:00Z"}},
+		// Day of month starts with *, so both must match: a March 1, 11, 21 or 31
+		// that is a Sunday (Vixie cron's rule; robfig/cron ORs them).
+		{"stepped dom and dow", "0 0 */10 3 sun", []string{"2024-03-31T00:00:00Z", "2026-03-01T00:00:00Z", "2027-03-21T00:00:00Z", "2029-03-11T00:00:00Z"}},
+		// Day of week starts with *: a 13th that is a Sunday, Tuesday, Thursday or
+		// Saturday.
+		{"dom and stepped dow", "0 0 13 * */2", []string{"2024-04-13T00:00:00Z", "2024-06-13T00:00:00Z"}},
 		{"leap day", "0 0 29 2 *", []string{"2024-02-29T00:00:00Z", "2028-02-29T00:00:00Z", "2032-02-29T00:00:00Z"}},
 		{"last day of some months", "0 0 31 * *", []string{"2024-03-31T00:00:00Z", "2024-05-31T00:00:00Z", "2024-07-31T00:00:00Z", "2024-08-31T00:00:00Z"}},
 		{"30th skips February", "0 12 30 * *", []string{"2024-03-30T12:00:00Z", "2024-04-30T12:00:00Z"}},
@@ -221,9 +225,13 @@ func TestCronFallBack(t *testing.T) {
 		{"01:30 once, first occurrence", "30 1 * * *", 3, []string{"2025-11-02T01:30:00-04:00", "2025-11-03T01:30:00-05:00", "2025-11-04T01:30:00-05:00"}},
 		{"00:30 unaffected", "30 0 * * *", 2, []string{"2025-11-02T00:30:00-04:00", "2025-11-03T00:30:00-05:00"}},
 		{"02:30 unaffected", "30 2 * * *", 2, []string{"2025-11-02T02:30:00-05:00", "2025-11-03T02:30:00-05:00"}},
-		// The repeated hour's wall times fire in their first pass only: 01:00 EDT,
-		// then 02:00 EST, two hours later.
-		{"hourly", "0 * 2 11 *", 4, []string{"2025-11-02T00:00:00-04:00", "2025-11-02T01:00:00-04:00", "2025-11-02T02:00:00-05:00", "2025-11-02T03:00:00-05:00"}},
+		// The hour field allows every hour: the repeated hour runs in both passes,
+		// 01:00 EDT, then 01:00 EST one hour later.
+		{"hourly", "0 * 2 11 *", 4, []string{"2025-11-02T00:00:00-04:00", "2025-11-02T01:00:00-04:00", "2025-11-02T01:00:00-05:00", "2025-11-02T02:00:00-05:00"}},
+		{"every 15 minutes", "*/15 * 2 11 *", 10, []string{"2025-11-02T00:00:00-04:00", "2025-11-02T00:15:00-04:00", "2025-11-02T00:30:00-04:00", "2025-11-02T00:45:00-04:00", "2025-11-02T01:00:00-04:00", "2025-11-02T01:15:00-04:00", "2025-11-02T01:30:00-04:00", "2025-11-02T01:45:00-04:00", "2025-11-02T01:00:00-05:00", "2025-11-02T01:15:00-05:00"}},
+		// Hours 1 and 2 only: a wall time of the repeated hour fires in its first
+		// pass only.
+		{"hours 1-2", "0 1-2 2 11 *", 2, []string{"2025-11-02T01:00:00-04:00", "2025-11-02T02:00:00-05:00"}},
 		{"every 20 minutes", "*/20 1-2 2 11 *", 5, []string{"2025-11-02T01:00:00-04:00", "2025-11-02T01:20:00-04:00", "2025-11-02T01:40:00-04:00", "2025-11-02T02:00:00-05:00", "2025-11-02T02:20:00-05:00"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -233,8 +241,9 @@ func TestCronFallBack(t *testing.T) {
 }
 
 // TestCronFallBackFromSecondPass checks Next from instants in the repeated hour's
-// second pass: the wall times there fired in the first pass, so the next fire is
-// after the repetition.
+// second pass: for a spec that allows every hour, the next wall time of that pass;
+// for others, the wall times there fired in the first pass, so the next fire is after
+// the repetition.
 func TestCronFallBackFromSecondPass(t *testing.T) {
 	ny := mustLoad(t, "America/New_York")
 	firstPass := time.Date(2025, 11, 2, 5, 10, 0, 0, time.UTC)  // 01:10 EDT
@@ -246,9 +255,13 @@ func TestCronFallBackFromSecondPass(t *testing.T) {
 		want       string
 	}{
 		{"minutely from first pass", "* * * * *", firstPass, "2025-11-02T01:11:00-04:00"},
-		{"minutely from second pass", "* * * * *", secondPass, "2025-11-02T02:00:00-05:00"},
-		{"minutely at the transition", "* * * * *", transition, "2025-11-02T02:00:00-05:00"},
-		{"just before the transition", "* * * * *", transition.Add(-time.Second), "2025-11-02T02:00:00-05:00"},
+		{"minutely from second pass", "* * * * *", secondPass, "2025-11-02T01:11:00-05:00"},
+		{"minutely at the transition", "* * * * *", transition, "2025-11-02T01:01:00-05:00"},
+		{"minutely just before the transition", "* * * * *", transition.Add(-time.Second), "2025-11-02T01:00:00-05:00"},
+		{"hour 1 from first pass", "* 1 * * *", firstPass, "2025-11-02T01:11:00-04:00"},
+		{"hour 1 from second pass", "* 1 * * *", secondPass, "2025-11-03T01:00:00-05:00"},
+		{"hour 1 at the transition", "* 1 * * *", transition, "2025-11-03T01:00:00-05:00"},
+		{"hour 1 just before the transition", "* 1 * * *", transition.Add(-time.Second), "2025-11-03T01:00:00-05:00"},
 		{"01:30 from second pass", "30 1 * * *", secondPass, "2025-11-03T01:30:00-05:00"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -278,7 +291,13 @@ func TestCronAgreesWithRobfigInUTC(t *testing.T) {
 		if err != nil {
 			t.Fatalf("robfig cannot parse %q, which ParseCron accepted: %v", spec, err)
 		}
-		theirs.(*cron.SpecSchedule).Location = time.UTC
+		sp := theirs.(*cron.SpecSchedule)
+		sp.Location = time.UTC
+		// robfig marks a day field unrestricted only when written * or ? (or */1);
+		// ParseCron, as Vixie cron, when it starts with * or ?.
+		f := strings.Fields(spec)
+		sp.Dom = withStar(sp.Dom, starts(f[3]))
+		sp.Dow = withStar(sp.Dow, starts(f[5]))
 		at := time.Unix(r.Int64N(4_000_000_000), r.Int64N(2)*r.Int64N(1e9)).UTC()
 		for j := 0; j < 5; j++ {
 			got, want := ours.Next(at), theirs.Next(at)
@@ -390,6 +409,33 @@ func BenchmarkCronNext(b *testing.B) {
 			at := time.Date(2025, 1, 1, 0, 0, 0, 0, ny)
 			for b.Loop() {
 				at = s.Next(at)
+			}
+		})
+	}
+}
+
+// TestCronDayFieldStartingWithStar checks Vixie cron's rule: a day-of-month or
+// day-of-week field whose text starts with * or ? (a step such as */5 included) is
+// unrestricted, so a day must match both fields.
+func TestCronDayFieldStartingWithStar(t *testing.T) {
+	for _, tt := range []struct {
+		name, spec string
+		after      time.Time
+		want       string
+	}{
+		// Aug 1 is in */5 but no Monday; Aug 6 is both.
+		{"stepped dom and Monday", "0 0 0 */5 Apr,Aug,Oct Mon", time.Date(2012, 7, 9, 23, 35, 0, 0, time.UTC), "2012-08-06T00:00:00Z"},
+		// Sunday 15 July is not in */10 (1, 11, 21, 31): the first Sunday that is,
+		// is 21 October.
+		{"stepped dom and Sunday", "0 * * */10 * Sun", time.Date(2012, 7, 14, 23, 59, 0, 0, time.UTC), "2012-10-21T00:00:00Z"},
+		{"question dom and Sunday", "0 0 ? * Sun", time.Date(2012, 7, 14, 0, 0, 0, 0, time.UTC), "2012-07-15T00:00:00Z"},
+		// Neither starts with *: either matches.
+		{"listed dom or Sunday", "0 0 1,15 * Sun", time.Date(2012, 7, 9, 0, 0, 0, 0, time.UTC), "2012-07-15T00:00:00Z"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := mustParseCron(t, tt.spec, nil).Next(tt.after)
+			if got.Format(time.RFC3339) != tt.want {
+				t.Errorf("Next(%v) = %v, want %s", tt.after, got.Format(time.RFC3339), tt.want)
 			}
 		})
 	}
