@@ -1,6 +1,7 @@
 package fuzz
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +58,13 @@ func FuzzParseCron(f *testing.F) {
 			if m, err := parser.Parse(spec); err == nil {
 				if ss, ok := m.(*cron.SpecSchedule); ok {
 					ss.Location = time.UTC
+					// robfig marks a day field unrestricted only when written * or ?
+					// (or */1); ParseCron, as Vixie cron, when it starts with * or ?.
+					if f := strings.Fields(spec); len(f) >= 5 && !strings.HasPrefix(spec, "@") {
+						dom, dow := f[len(f)-3], f[len(f)-1]
+						ss.Dom = withStar(ss.Dom, dom[0] == '*' || dom[0] == '?')
+						ss.Dow = withStar(ss.Dow, dow[0] == '*' || dow[0] == '?')
+					}
 					model = ss
 				}
 			}
@@ -78,4 +86,15 @@ func FuzzParseCron(f *testing.F) {
 			from = next
 		}
 	})
+}
+
+// cronStar is robfig/cron's mark of an unrestricted field (its starBit).
+const cronStar = 1 << 63
+
+// withStar returns field with its star bit set when star holds, and clear otherwise.
+func withStar(field uint64, star bool) uint64 {
+	if star {
+		return field | cronStar
+	}
+	return field &^ cronStar
 }
