@@ -35,7 +35,8 @@ func (s *Scheduler) arm(e *Entry) {
 		if d.inflight > 0 {
 			return // armed again with the store's answer
 		}
-		at = d.armAt(e, s.clk.Now())
+		off := s.k.StoreOffset()
+		at = d.armAt(e, s.clk.Now().Add(off)).Add(-off) // on the kernel's clock
 	}
 	if j := e.o.Jitter; j > 0 {
 		c := coldOf(e)
@@ -78,6 +79,9 @@ func (s *Scheduler) onDue(e *Entry, now time.Time) {
 	}
 	next := e.next
 	carried := 0
+	if e.o.dur != nil {
+		now = now.Add(s.k.StoreOffset()) // a durable schedule's targets are on the store's clock
+	}
 	if c := e.cold; c != nil {
 		// The jitter is the scheduler's own delay: it does not make a target late.
 		now, carried = now.Add(-c.jitter), c.carried
