@@ -27,8 +27,10 @@ type Skew struct {
 	n       int // samples taken
 }
 
+// skewSample is one measure: the offset lies in [lo, hi], since the store read its
+// clock between the kernel's t0 and t1 (hi - lo is the round trip).
 type skewSample struct {
-	off, rtt time.Duration
+	lo, hi time.Duration
 }
 
 // Offset returns the store's clock less the kernel's; zero for a nil Skew.
@@ -58,10 +60,14 @@ func (s *Skew) FromStore(t time.Time) time.Time {
 }
 
 // Measure reads the clock of st, when it is a store.Clock, through guard (see
-// Config.GuardFunc), and updates the offset: the sample of the shortest round trip
-// among the last skewSamples (the latest of those), each sample taking the store's
-// time as read halfway through its round trip. It returns the store's error; the
-// offset then stays as it was. A store that is no store.Clock leaves it zero.
+// Config.GuardFunc), and updates the offset from the sample of the shortest round
+// trip among the last skewSamples (the latest of those). The store read its clock
+// at some moment of the round trip, so the sample bounds the offset between the
+// store's time less the kernel's at the answer and at the call; of those bounds,
+// the offset is the value nearest zero: clocks that agree within a round trip get
+// no offset at all, so a due time never moves by a measure's noise. It returns the
+// store's error; the offset then stays as it was. A store that is no store.Clock
+// leaves it zero.
 func (s *Skew) Measure(ctx context.Context, st store.Store, clk clock.Clock, guard func(func()) (any, bool)) error {
 	sc, ok := st.(store.Clock)
 	if !ok || s == nil {
@@ -75,17 +81,20 @@ func (s *Skew) Measure(ctx context.Context, st store.Store, clk clock.Clock, gua
 	if err != nil {
 		return err
 	}
-	rtt := max(t1.Sub(t0), 0)
-	s.samples[s.n%skewSamples] = skewSample{off: now.Sub(t0.Add(rtt / 2)), rtt: rtt}
+	if t1.Before(t0) {
+		t1 = t0
+	}
+	s.samples[s.n%skewSamples] = skewSample{lo: now.Sub(t1), hi: now.Sub(t0)}
 	s.n++
 	best := -1
 	for i := range min(s.n, skewSamples) {
 		// Newest first: of equal round trips, the latest sample wins.
 		j := (s.n - 1 - i) % skewSamples
-		if best < 0 || s.samples[j].rtt < s.samples[best].rtt {
+		if b := &s.samples[j]; best < 0 || b.hi-b.lo < s.samples[best].hi-s.samples[best].lo {
 			best = j
 		}
 	}
-	s.off.Store(int64(s.samples[best].off))
+	b := s.samples[best]
+	s.off.Store(int64(min(max(0, b.lo), b.hi)))
 	return nil
 }
