@@ -19,6 +19,10 @@ import (
 // clock (UTC_TIMESTAMP), as leases do. The test process runs on the database's
 // machine, so time.Now is the database's clock.
 
+// slack is how late a task may run in these tests, on a loaded machine: far below
+// the 30 s of the skews.
+const slack = 2 * time.Second
+
 // skewClock is the real clock shifted by off.
 type skewClock struct {
 	clock.Clock
@@ -133,7 +137,7 @@ func TestSkewPoolTaskDueOnDatabaseClock(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := axtest.WaitOrTimeout(t, sb, "the pool task to run in b")
-			if d := got.at.Sub(t0); d < 2*time.Second-5*time.Millisecond || d > 2*time.Second+600*time.Millisecond {
+			if d := got.at.Sub(t0); d < 2*time.Second-5*time.Millisecond || d > 2*time.Second+slack {
 				t.Errorf("the pool task ran in b %v after the submit, want 2 s after", d)
 			}
 		})
@@ -174,10 +178,10 @@ func TestSkewOrphanRescuedOnTime(t *testing.T) {
 				at[got.payload] = got.at
 			}
 			// b's rescuer comes within a quarter lease (and a tenth of it of jitter).
-			if d := at["running"].Sub(expired); d < 0 || d > time.Second/4+time.Second/10+300*time.Millisecond {
+			if d := at["running"].Sub(expired); d < 0 || d > time.Second/4+time.Second/10+slack {
 				t.Errorf("the running orphan ran in b %v after a's lease expired, want within b's next rescue", d)
 			}
-			if d := at["delayed"].Sub(t0); d < delay-5*time.Millisecond || d > delay+300*time.Millisecond {
+			if d := at["delayed"].Sub(t0); d < delay-5*time.Millisecond || d > delay+slack {
 				t.Errorf("the delayed orphan ran in b %v after the submit, want %v after", d, delay)
 			}
 		})
@@ -222,8 +226,8 @@ func TestSkewDurableScheduleOnDatabaseClock(t *testing.T) {
 			}
 			for range 3 {
 				o := axtest.WaitOrTimeout(t, ch, "an occurrence")
-				if d := o.at.Sub(o.target); d < -5*time.Millisecond || d > 500*time.Millisecond {
-					t.Errorf("the occurrence of %v ran %v after its target on the database's clock, want within 500 ms, never before", o.target.Format("15:04:05.000"), d)
+				if d := o.at.Sub(o.target); d < -5*time.Millisecond || d > slack {
+					t.Errorf("the occurrence of %v ran %v after its target on the database's clock, want within %v, never before", o.target.Format("15:04:05.000"), d, slack)
 				}
 			}
 		})
