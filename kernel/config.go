@@ -250,7 +250,8 @@ type Config struct {
 	// the kernel. If zero, 65,536. Not changeable.
 	EventBuffer int
 
-	// Clock is the time source. If nil, the real clock. Not changeable.
+	// Clock is the time source. If nil, the real clock. Not changeable. Durable due
+	// times are stored on the store's clock when it tells its time ([Kernel.StoreOffset]).
 	Clock clock.Clock
 
 	// Name adds the label kernel="<Name>" to every series of the kernel's metrics,

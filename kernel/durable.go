@@ -102,6 +102,7 @@ type durables struct {
 	maxBytes   int    // immutable: the store's payload cap, 0 if unknown
 	j          *journal
 	own        *durable.Owner // nil unless the store is a SharedStore
+	skew       durable.Skew   // the store's clock less Config.Clock: due times follow the store's
 }
 
 // payloadCapper is implemented by stores that cap payload sizes; the kernel then
@@ -122,8 +123,11 @@ func (k *Kernel) initDurable(c *Config) error {
 		d.maxBytes = pc.MaxPayload()
 	}
 	var tasks []store.StoredTask
+	ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
+	_ = d.skew.Measure(ctx, c.Store, k.clk, func(f func()) (any, bool) { return callGuarded(k, f) }) // a store down fails the recovery below
+	cancel()
 	if ss, ok := c.Store.(store.SharedStore); ok {
-		own, ts, err := k.joinStore(ss, c)
+		own, ts, err := k.joinStore(ss, c, &d.skew)
 		if err != nil {
 			return err
 		}
@@ -486,15 +490,15 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		h := k.newDurableHandle(&task, rc, fns[i], t.Kind, payload, t.UniqueKey, maxAttempts, t.Timeout, gds[i], t.Key)
 		hs[i] = h
 		st := store.StoredTask{
-			ID: id, Kind: t.Kind, Payload: payload, Priority: prio, RunAt: now,
+			ID: id, Kind: t.Kind, Payload: payload, Priority: prio, RunAt: d.skew.ToStore(now),
 			Timeout: t.Timeout, MaxAttempts: maxAttempts, Fence: 1, UniqueKey: t.UniqueKey,
 			Group: t.Group, Key: t.Key, State: Queued, CreatedAt: now, UpdatedAt: now,
 		}
 		if h.due {
-			// Stored at millisecond precision, rounded up: a recovered task never
-			// runs before the due time it was given.
-			st.RunAt = ceilMilli(k.at(h.dueAt))
-			if st.RunAt.After(now) {
+			// Stored at millisecond precision, rounded up, on the store's clock: a
+			// recovered task never runs before the due time it was given.
+			st.RunAt = ceilMilli(d.skew.ToStore(k.at(h.dueAt)))
+			if st.RunAt.After(d.skew.ToStore(now)) {
 				st.State = Delayed
 			}
 		}

@@ -54,9 +54,10 @@ func (k *Kernel) journalStart(h *Handle, a *attempt) {
 	d.fence = next
 }
 
-// journalRetry records a failed attempt that will be tried again at at. Loop only.
+// journalRetry records a failed attempt that will be tried again at at (stored on
+// the store's clock). Loop only.
 func (k *Kernel) journalRetry(h *Handle, at time.Time, err error) {
-	k.ls.jbuf = append(k.ls.jbuf, jentry{C: store.Change{Op: store.OpRetry, Fence: h.dur.fence, Task: store.StoredTask{ID: h.id, RunAt: at, LastError: errText(err), UpdatedAt: k.ls.now}}})
+	k.ls.jbuf = append(k.ls.jbuf, jentry{C: store.Change{Op: store.OpRetry, Fence: h.dur.fence, Task: store.StoredTask{ID: h.id, RunAt: k.dur.skew.ToStore(at), LastError: errText(err), UpdatedAt: k.ls.now}}})
 }
 
 // journalEnd records the end of a durable task, unless the end belongs to this

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"time"
 
 	"github.com/axsched/ax/kernel/internal/durable"
 	"github.com/axsched/ax/store"
@@ -10,9 +11,9 @@ import (
 // joinStore makes the kernel an owner of s (package durable: membership, lease,
 // rescuer, claimer) and reads back the tasks it rescues from ended owners (and from
 // no owner): the recovery at New.
-func (k *Kernel) joinStore(s store.SharedStore, c *Config) (*durable.Owner, []store.StoredTask, error) {
+func (k *Kernel) joinStore(s store.SharedStore, c *Config, skew *durable.Skew) (*durable.Owner, []store.StoredTask, error) {
 	dc := durable.Config{
-		Store: s, Name: c.Owner, Lease: c.Lease, Timeout: c.StoreTimeout, Clock: k.clk,
+		Store: s, Name: c.Owner, Lease: c.Lease, Timeout: c.StoreTimeout, Clock: k.clk, Skew: skew,
 		GuardFunc: func(f func()) (any, bool) { return callGuarded(k, f) },
 		Loop:      durableLoop{k},
 	}
@@ -196,4 +197,17 @@ func (k *Kernel) leaseLapsed() {
 	for _, a := range as {
 		a.ctx.cancel(context.Canceled)
 	}
+}
+
+// StoreOffset returns how far the clock of Config.Store runs ahead of Config.Clock
+// (negative: behind), as last measured (see [store.Clock]): the kernel stores due
+// times, and claims pool tasks, on the store's clock, its own time plus the offset.
+// It is zero without a store and with a store that is no store.Clock. A client that
+// keeps times in the store (package schedule's durable schedules) converts with it.
+// Safe for concurrent use.
+func (k *Kernel) StoreOffset() time.Duration {
+	if k.dur == nil {
+		return 0
+	}
+	return k.dur.skew.Offset()
 }

@@ -95,7 +95,9 @@
 //
 // The store implements [store.SharedStore]: several kernels, in one process or many,
 // share the tables, each as an owner with a lease. Every lease runs on the database's
-// clock (UTC_TIMESTAMP(6)), never a process's, so the kernels' clocks need not agree.
+// clock (UTC_TIMESTAMP(6)), never a process's, and so do due times: the store is a
+// [store.Clock] ([Store.Now]), and the kernels store and claim tasks' RunAt on the
+// database's clock. So the kernels' clocks need not agree.
 //
 // [Store.Join] takes an epoch above the epoch part of every live task's fence (one read
 // of the live rows' index range), ends the earlier epochs of the same name, whose tasks

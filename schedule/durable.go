@@ -16,6 +16,12 @@ import (
 
 // A durable schedule (Scheduler.AddDurable) lives in Config.Store:
 //
+//   - Its times (targets, the occurrences' RunAt, a retry's or a paused poll's
+//     notBefore) are on the store's clock: the kernel's clock plus
+//     kernel.Kernel.StoreOffset (storeNow), so that a scheduler whose clock is off
+//     fires neither early nor late. Its timer is armed on the kernel's clock, at
+//     the store's time less the offset.
+//
 //   - The store keeps its next target. Every scheduler that adds the schedule under
 //     the same name follows that stored time with one timer, as a schedule in
 //     memory does; when it comes due, the scheduler computes the occurrences by the
@@ -92,6 +98,10 @@ type durable struct {
 // reported as an event with NoteRefused. Remove stops this scheduler following it,
 // and [Entry.Delete] deletes it from the store as well.
 //
+// Its targets are on the store's clock when the store tells its time
+// ([store.Clock]): a scheduler whose clock is off fires each occurrence when the
+// store's clock reaches the target, as the kernels' claims run it.
+//
 // AddDurable blocks until the store answered (Config.StoreTimeout at most). It
 // returns a *kernel.ConfigError (joined) naming each bad field or argument, an error
 // wrapping [ErrExists] when this scheduler follows a schedule of that name, the
@@ -146,7 +156,7 @@ func (s *Scheduler) AddDurable(sp Spec, kind string, payload []byte, o *Options)
 		return nil, err
 	}
 
-	first, err := guardedNext(sp, s.wall(s.clk.Now()))
+	first, err := guardedNext(sp, s.storeNow())
 	var stored store.StoredSchedule
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StoreTimeout)
@@ -167,7 +177,7 @@ func (s *Scheduler) AddDurable(sp Spec, kind string, payload []byte, o *Options)
 	if stored.Spec != spec {
 		// Another spec was stored under this name: the schedule starts afresh.
 		var next time.Time
-		if s.guard(e, func() { next = sp.Next(s.wall(s.clk.Now())) }) {
+		if s.guard(e, func() { next = sp.Next(s.storeNow()) }) {
 			s.fr.send(e, reqMove, next, spec)
 		}
 	}
@@ -257,17 +267,18 @@ func (s *Scheduler) adopt(e *Entry, st store.StoredSchedule) {
 	d.paused = st.Paused
 	e.next = st.Next
 	if d.paused {
-		d.notBefore = s.clk.Now().Add(pausedPoll)
+		d.notBefore = s.storeNow().Add(pausedPoll)
 		e.flags |= flagStorePaused
 	} else {
 		e.flags &^= flagStorePaused
 	}
 }
 
-// armAt returns when a durable schedule's timer is due, given at, its next target on
-// the wheel's clock: at, or later while a retry or a paused poll waits, or sooner to
-// read the stored schedule back. mu held.
-func (d *durable) armAt(at, now time.Time) time.Time {
+// armAt returns when e's timer is due, on the store's clock (now is the store's
+// time): its next target, or later while a retry or a paused poll waits, or sooner
+// to read the stored schedule back. mu held.
+func (d *durable) armAt(e *Entry, now time.Time) time.Time {
+	at := e.next
 	if d.notBefore.After(at) {
 		at = d.notBefore
 	}
@@ -346,7 +357,7 @@ func (f *firer) push(e *Entry, kind reqKind, sf store.ScheduleFire, res recur.Re
 		return
 	}
 	d := e.o.dur
-	now := s.clk.Now()
+	now := s.storeNow()
 	sf.Name = e.o.Name
 	sf.Expect = e.next
 	switch kind {
@@ -477,7 +488,7 @@ func (f *firer) stored(r *request) {
 			return
 		}
 		d.backoff = min(max(2*d.backoff, retryMin), retryMax)
-		d.notBefore = s.clk.Now().Add(d.backoff)
+		d.notBefore = s.storeNow().Add(d.backoff)
 		s.note(e, NoteRefused, "", r.err)
 		if d.inflight == 0 {
 			s.arm(e)
@@ -526,3 +537,7 @@ func (s *Scheduler) fired(e *Entry, r *request) {
 		s.note(e, NoteFired, c.Task.ID, nil)
 	}
 }
+
+// storeNow returns the time on the store's clock, as the kernel tells it: a durable
+// schedule's times are on it.
+func (s *Scheduler) storeNow() time.Time { return s.clk.Now().Add(s.k.StoreOffset()) }

@@ -268,7 +268,11 @@ func (e *Entry) Update(sp Spec) error {
 		e.cold.carried = 0
 	}
 	var next time.Time
-	if s.guard(e, func() { next = sp.Next(s.frame(e, s.clk.Now())) }) {
+	now := s.frame(e, s.clk.Now())
+	if e.o.dur != nil {
+		now = s.storeNow()
+	}
+	if s.guard(e, func() { next = sp.Next(now) }) {
 		if e.o.dur != nil {
 			s.fr.send(e, reqMove, next, specOf(sp))
 		} else {

@@ -31,14 +31,15 @@ func (s *Scheduler) arm(e *Entry) {
 	if at.IsZero() {
 		return // ended
 	}
-	if e.wallTarget() {
-		at = at.Add(-s.skew) // a wall time, on the wheel's clock
-	}
 	if d := e.o.dur; d != nil {
 		if d.inflight > 0 {
 			return // armed again with the store's answer
 		}
-		at = d.armAt(at, s.clk.Now())
+		off := s.k.StoreOffset()
+		at = d.armAt(e, s.clk.Now().Add(off)).Add(-off) // from the store's clock to the kernel's
+	}
+	if e.flags&flagWall != 0 && at == at.Round(0) { //nolint:staticcheck // comparing representations, not instants
+		at = at.Add(-s.skew) // a wall time (no monotonic reading), on the wheel's clock
 	}
 	if j := e.o.Jitter; j > 0 {
 		c := coldOf(e)
@@ -81,6 +82,9 @@ func (s *Scheduler) onDue(e *Entry, now time.Time) {
 	}
 	next := e.next
 	carried := 0
+	if e.o.dur != nil {
+		now = now.Add(s.k.StoreOffset()) // a durable schedule's targets are on the store's clock
+	}
 	if c := e.cold; c != nil {
 		// The jitter is the scheduler's own delay: it does not make a target late.
 		now, carried = now.Add(-c.jitter), c.carried

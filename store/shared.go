@@ -125,7 +125,8 @@ type SharedStore interface {
 
 // ClaimRequest is what [SharedStore.Claim] takes.
 type ClaimRequest struct {
-	// Now is the caller's time: tasks due at or before it are claimed, and their
+	// Now is the caller's time, on the store's clock for a store that is a [Clock]
+	// (the RunAt it compares are): tasks due at or before it are claimed, and their
 	// UpdatedAt is set to it.
 	Now time.Time
 	// Want bounds the claimed tasks of each priority.

@@ -54,8 +54,9 @@ import (
 //
 // Times are kept with millisecond precision: a store truncates them to the millisecond
 // and may return them in another location (compare them with [time.Time.Equal]). A store
-// never reads a clock for task fields: the caller supplies every time it records, so a
-// kernel on a mock clock sees its own times.
+// never reads a clock for task fields: the caller supplies every time it records. A
+// kernel writes RunAt on the store's clock when the store is a [Clock] (see there), and
+// on its own otherwise; CreatedAt and UpdatedAt are always the writer's.
 //
 // Implementations must be safe for concurrent use. store/storetest holds the conformance
 // suite every implementation must pass; store/storekit holds the in-memory reference,

@@ -45,8 +45,8 @@ func newShared() shared {
 	}
 }
 
-// SetClock makes the store read leases' time from c instead of time.Now (a
-// clock.Mock in tests). Call it before the store is used.
+// SetClock makes the store read its time (leases, [MemoryStore.Now]) from c instead of
+// time.Now (a clock.Mock in tests). Call it before the store is used.
 func (s *MemoryStore) SetClock(c clock.Clock) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -418,4 +418,18 @@ func (s *MemoryStore) ReleaseLease(ctx context.Context, name string, fence uint6
 			delete(s.leases, name)
 		}
 	})
+}
+
+// Now implements [store.Clock]: the time of the store's clock (see
+// [MemoryStore.SetClock]), the one its leases run on.
+func (s *MemoryStore) Now(ctx context.Context) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, fmt.Errorf("storekit: memory store: now: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return time.Time{}, fmt.Errorf("storekit: memory store: now: %w", store.ErrStoreClosed)
+	}
+	return s.nowLocked(), nil
 }

@@ -30,6 +30,7 @@ var (
 	_ store.Store       = (*MemoryStore)(nil)
 	_ store.SharedStore = (*MemoryStore)(nil)
 	_ store.Identifier  = (*MemoryStore)(nil)
+	_ store.Clock       = (*MemoryStore)(nil)
 )
 
 // NewMemoryStore returns an empty [MemoryStore]. Its leases run on the real clock

@@ -127,7 +127,7 @@ func (o *Owner) claimer() {
 		claimed, next, err := o.claim(b)
 		o.claimed.Add(int64(len(claimed)))
 		o.loop.Claimed(claimed, b.Slots)
-		hungry = err == nil && (len(claimed) > 0 || !next.IsZero() && !next.After(o.clk.Now()))
+		hungry = err == nil && (len(claimed) > 0 || !next.IsZero() && !next.After(o.storeNow()))
 		switch {
 		case err != nil:
 			if !errors.Is(err, store.ErrLeaseLost) && o.log != nil {
@@ -140,7 +140,7 @@ func (o *Owner) claimer() {
 			backoff = min(max(2*backoff, claimPollMin), claimPollMax)
 			if !next.IsZero() {
 				// The next pool task is due: not later than then, and not in a loop.
-				backoff = max(claimPollMin/5, min(backoff, next.Sub(o.clk.Now())))
+				backoff = max(claimPollMin/5, min(backoff, next.Sub(o.storeNow())))
 			}
 		}
 	}
@@ -157,7 +157,7 @@ func (o *Owner) claim(b Budget) ([]store.StoredTask, time.Time, error) {
 	want := shareOut(n, b.Quotas)
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	req := store.ClaimRequest{Now: o.clk.Now(), Want: want, Kinds: b.Kinds}
+	req := store.ClaimRequest{Now: o.storeNow(), Want: want, Kinds: b.Kinds}
 	got, next, err := o.claimCall(ctx, req)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -191,13 +191,17 @@ func (o *Owner) claim(b Budget) ([]store.StoredTask, time.Time, error) {
 		more.Low = left
 	}
 	req.Want = capTotal(more, left)
-	req.Now = o.clk.Now()
+	req.Now = o.storeNow()
 	got2, next2, err := o.claimCall(ctx, req)
 	if err != nil {
 		return got, next, nil // the first claim stands
 	}
 	return append(got, got2...), next2, nil
 }
+
+// storeNow returns the time on the store's clock, as the kernel's clock and the
+// Skew tell it: claims compare the tasks' RunAt with it.
+func (o *Owner) storeNow() time.Time { return o.skew.ToStore(o.clk.Now()) }
 
 func (o *Owner) claimCall(ctx context.Context, req store.ClaimRequest) ([]store.StoredTask, time.Time, error) {
 	var next time.Time

@@ -22,6 +22,7 @@ type Config struct {
 	Lease   time.Duration // the lease each renewal grants
 	Timeout time.Duration // the bound of each store call
 	Clock   clock.Clock   // the kernel's clock, for claim requests
+	Skew    *Skew         // the store's clock less Clock's; measured again by the rescuer
 	Log     Logger        // nil: no logging
 	// GuardFunc runs f, a call to the store (the user's code), on a goroutine of its
 	// own and waits for it; it returns f's recovered panic value and whether f
@@ -39,6 +40,7 @@ type Owner struct {
 	store   store.SharedStore // immutable
 	loop    Loop              // immutable
 	clk     clock.Clock       // immutable
+	skew    *Skew             // immutable
 	slot    *ownerlock.Slot   // immutable: holds the default name; nil for Config.Name or a generated one
 	lease   time.Duration
 	margin  time.Duration // starts stop this long before the lease may end
@@ -70,7 +72,7 @@ type Counts struct {
 // [Owner.Start].
 func Join(c Config) (*Owner, []store.StoredTask, error) {
 	o := &Owner{
-		store: c.Store, loop: c.Loop, clk: c.Clock, lease: c.Lease, margin: c.Lease / 3, timeout: c.Timeout,
+		store: c.Store, loop: c.Loop, clk: c.Clock, skew: c.Skew, lease: c.Lease, margin: c.Lease / 3, timeout: c.Timeout,
 		log: c.Log, guard: c.GuardFunc, claimNow: make(chan struct{}, 1), stopCh: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
@@ -279,7 +281,8 @@ func (o *Owner) Start() {
 }
 
 // rescuer rescues the tasks of ended owners every quarter lease (with jitter), so
-// that they run again within about lease + margin.
+// that they run again within about lease + margin, and measures the store's clock
+// (Skew) before each rescue.
 func (o *Owner) rescuer() {
 	for {
 		d := o.lease / 4
@@ -293,6 +296,9 @@ func (o *Owner) rescuer() {
 		}
 		m := o.cur.Load()
 		ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+		if err := o.skew.Measure(ctx, o.store, o.clk, o.guard); err != nil && o.log != nil {
+			o.log.Log(slog.LevelWarn, "kernel: read the store's clock", "owner", o.Current().Name, "err", err)
+		}
 		ts, err := o.rescueAll(ctx, m)
 		cancel()
 		if len(ts) > 0 {
