@@ -92,7 +92,7 @@ func (o *Owner) claimer() {
 	var lastStates time.Time
 	for {
 		if backoff > 0 {
-			t := time.NewTimer(backoff)
+			t := o.clk.Timer(backoff)
 			select {
 			case <-o.stopCh:
 				t.Stop()
@@ -109,9 +109,9 @@ func (o *Owner) claimer() {
 			default:
 			}
 		}
-		if time.Since(lastStates) >= claimPollMin {
+		if o.clk.Since(lastStates) >= claimPollMin {
 			o.readStates()
-			lastStates = time.Now()
+			lastStates = o.clk.Now()
 		}
 		// With work left in the pool and no free slot, the loop wakes the claimer as
 		// soon as a slot frees (ClaimNow); otherwise it polls.

@@ -288,7 +288,7 @@ func (j *Journal[H, A]) run() {
 	}()
 	backoff := time.Duration(0)
 	var buf []store.Change
-	lastCommit := time.Now()
+	lastCommit := j.clk.Now()
 	for {
 		j.mu.Lock()
 		n := len(j.queue)
@@ -317,8 +317,8 @@ func (j *Journal[H, A]) run() {
 			continue
 		}
 		if j.every > 0 && !flushNow && j.down.Load() == nil {
-			if wait := j.every - time.Since(lastCommit); wait > 0 {
-				t := time.NewTimer(wait)
+			if wait := j.every - j.clk.Since(lastCommit); wait > 0 {
+				t := j.clk.Timer(wait)
 				select {
 				case <-t.C:
 				case <-j.wake: // maybe a flush
@@ -339,7 +339,7 @@ func (j *Journal[H, A]) run() {
 		if j.reserved > 0 {
 			batch = j.prestart(batch, j.reserved)
 		}
-		lastCommit = time.Now()
+		lastCommit = j.clk.Now()
 		buf = buf[:0]
 		for i := range batch {
 			buf = append(buf, batch[i].C)
@@ -370,7 +370,7 @@ func (j *Journal[H, A]) idle() bool {
 			return false
 		}
 	}
-	t := time.NewTimer(own.HeartbeatEvery())
+	t := j.clk.Timer(own.HeartbeatEvery())
 	defer t.Stop()
 	select {
 	case <-j.wake:
@@ -629,4 +629,4 @@ func settleGroups[H, A comparable](batch []Entry[H, A]) {
 func (j *Journal[H, A]) refuse(e Entry[H, A]) { j.loop.Refuse(e.H) }
 
 // sleep waits d, or returns false when the journal stops first.
-func (j *Journal[H, A]) sleep(d time.Duration) bool { return sleep(d, j.stopCh) }
+func (j *Journal[H, A]) sleep(d time.Duration) bool { return sleep(j.clk, d, j.stopCh) }

@@ -82,7 +82,7 @@ func Join(c Config) (*Owner, []store.StoredTask, error) {
 		return nil, nil, err
 	}
 	o.slot = slot
-	t0 := time.Now()
+	t0 := o.clk.Now()
 	m, err := call(o.guard, "Join", func() (store.Owner, error) { return o.store.Join(ctx, name, o.lease) })
 	if err != nil {
 		if slot != nil {
@@ -151,7 +151,7 @@ func (o *Owner) renewed(t0 time.Time) {
 
 // Doubt reports whether the lease may end before an attempt started now got going:
 // the kernel then starts a durable attempt only once a commit renewed the lease.
-func (o *Owner) Doubt() bool { return time.Now().UnixNano() >= o.okUntil.Load() }
+func (o *Owner) Doubt() bool { return o.clk.Now().UnixNano() >= o.okUntil.Load() }
 
 // Current returns the membership now.
 func (o *Owner) Current() store.Owner { return *o.cur.Load() }
@@ -176,7 +176,7 @@ func (o *Owner) Counts() Counts {
 // commit's error. The journal's goroutine only.
 func (o *Owner) Commit(ctx context.Context, changes []store.Change, stop <-chan struct{}) ([]error, error) {
 	m := o.cur.Load()
-	t0 := time.Now()
+	t0 := o.clk.Now()
 	res, err := call(o.guard, "CommitAs", func() ([]error, error) { return o.store.CommitAs(ctx, *m, changes) })
 	if err == nil {
 		o.renewed(t0)
@@ -200,7 +200,7 @@ func (o *Owner) rejoin(old *store.Owner, stop <-chan struct{}) {
 	name := o.rejoinName(old)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
-		t0 := time.Now()
+		t0 := o.clk.Now()
 		m, err := call(o.guard, "Join", func() (store.Owner, error) { return o.store.Join(ctx, name, o.lease) })
 		if err == nil {
 			o.cur.Store(&m)
@@ -221,15 +221,15 @@ func (o *Owner) rejoin(old *store.Owner, stop <-chan struct{}) {
 		}
 		cancel()
 		backoff = nextBackoff(backoff)
-		if !sleep(backoff, stop) {
+		if !sleep(o.clk, backoff, stop) {
 			return
 		}
 	}
 }
 
-// sleep waits d, or returns false when stop is closed first.
-func sleep(d time.Duration, stop <-chan struct{}) bool {
-	t := time.NewTimer(d)
+// sleep waits d on clk, or returns false when stop is closed first.
+func sleep(clk clock.Clock, d time.Duration, stop <-chan struct{}) bool {
+	t := clk.Timer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -247,12 +247,12 @@ func (o *Owner) HeartbeatEvery() time.Duration { return o.lease / 5 }
 // running durable attempts, so that they end before another kernel can rescue
 // their tasks. A renewal that lands afterwards makes it watch the new end.
 func (o *Owner) watchLease() {
-	t := time.NewTimer(time.Hour)
+	t := o.clk.Timer(time.Hour)
 	defer t.Stop()
 	var told int64 // the okUntil the loop was told about
 	for {
 		until := o.okUntil.Load()
-		d := time.Until(time.Unix(0, until).Add(o.margin / 2))
+		d := o.clk.Until(time.Unix(0, until).Add(o.margin / 2))
 		if d <= 0 && until != told {
 			told = until
 			if o.log != nil {
@@ -287,7 +287,7 @@ func (o *Owner) rescuer() {
 	for {
 		d := o.lease / 4
 		d += time.Duration(rand.Int64N(int64(d/5)+1)) - d/10
-		t := time.NewTimer(d)
+		t := o.clk.Timer(d)
 		select {
 		case <-o.stopCh:
 			t.Stop()
