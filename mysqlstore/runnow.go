@@ -19,9 +19,9 @@ func (s *Store) RunNow(ctx context.Context, o store.Owner, now time.Time, id str
 		return false, err
 	}
 	at := millis(now)
-	where := newQuery(192+2*len(id)).raw(" WHERE id = ").hexString(id).raw(" AND state IN ").raw(waitingCodes).
+	where := newQuery(192 + 2*len(id)).raw(" WHERE id = ").hexString(id).raw(" AND state IN ").raw(waitingCodes).
 		raw(" AND owner IN (0, ").uint(o.Epoch).raw(")").String()
-	update := newQuery(256+len(where)).raw("UPDATE ").raw(s.table).raw(" SET run_at = ").int(at).
+	update := newQuery(256 + len(where)).raw("UPDATE ").raw(s.table).raw(" SET run_at = ").int(at).
 		raw(", updated_at = ").int(at).raw(", version = version + 1").raw(where).raw(" AND run_at > ").int(at).String()
 	read := "SELECT 1 FROM " + s.table + where + " FOR UPDATE"
 	found := false
