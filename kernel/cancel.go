@@ -50,37 +50,41 @@ func (k *Kernel) Cancel(ctx context.Context, id string) (int, error) {
 // cancelHeld cancels the recovered durable task id if it waits for its kind's
 // Register or its group's configuration: its row is stored Canceled. It reports how many it cancelled (0 or 1).
 func (k *Kernel) cancelHeld(id string) int {
-	d := k.dur
-	if d == nil {
+	var found store.StoredTask
+	if !k.withHeld(id, func(held map[string][]store.StoredTask, name string, i int) {
+		found = held[name][i]
+		if ts := slices.Delete(held[name], i, i+1); len(ts) == 0 {
+			delete(held, name)
+		} else {
+			held[name] = ts
+		}
+	}) {
 		return 0
 	}
+	k.dur.dropKey(found.UniqueKey)
+	k.dur.j.Add([]jentry{{C: store.Change{Op: store.OpCancel, Fence: found.Fence, Task: store.StoredTask{ID: id, LastError: ErrCanceled.Error(), UpdatedAt: k.clk.Now()}}}})
+	return 1
+}
+
+// withHeld calls f, under the durables' mu, with the place of the recovered durable
+// task id if it waits for its kind's Register or its group's configuration, and
+// reports whether it found it.
+func (k *Kernel) withHeld(id string, f func(held map[string][]store.StoredTask, name string, i int)) bool {
+	d := k.dur
+	if d == nil {
+		return false
+	}
 	d.mu.Lock()
-	var found *store.StoredTask
+	defer d.mu.Unlock()
 	for _, held := range []map[string][]store.StoredTask{d.held, d.heldGroups} {
 		for name, ts := range held {
 			if i := slices.IndexFunc(ts, func(t store.StoredTask) bool { return t.ID == id }); i >= 0 {
-				t := ts[i]
-				found = &t
-				if ts = slices.Delete(ts, i, i+1); len(ts) == 0 {
-					delete(held, name)
-				} else {
-					held[name] = ts
-				}
-				break
+				f(held, name, i)
+				return true
 			}
 		}
-		if found != nil {
-			break
-		}
 	}
-	d.mu.Unlock()
-	if found == nil {
-		return 0
-	}
-	d.dropKey(found.UniqueKey)
-	now := k.clk.Now()
-	d.j.Add([]jentry{{C: store.Change{Op: store.OpCancel, Fence: found.Fence, Task: store.StoredTask{ID: id, LastError: ErrCanceled.Error(), UpdatedAt: now}}}})
-	return 1
+	return false
 }
 
 // index adds a named task to the loop's index of IDs. Loop only.
