@@ -25,25 +25,33 @@ import (
 // loop keeps it in an index until it ends: naming tasks costs a little more than
 // leaving them anonymous.
 func (k *Kernel) Cancel(ctx context.Context, id string) (int, error) {
+	n := k.cancelHeld(id)
+	c, err := k.askID(ctx, "Cancel", ctrlCancelID, id)
+	if errors.Is(err, ErrClosed) && n > 0 {
+		return n, nil
+	}
+	return n + c, err
+}
+
+// askID hands the loop a control message of kind about id, for the API call name,
+// and returns the loop's count. It returns an error for an empty id, [ErrClosed]
+// once the loop has stopped, and ctx.Err() when ctx ends first (nil: no end).
+func (k *Kernel) askID(ctx context.Context, name string, kind ctrlKind, id string) (int, error) {
 	if id == "" {
-		return 0, errors.New("kernel: Cancel: id must not be empty")
+		return 0, errors.New("kernel: " + name + ": id must not be empty")
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	n := k.cancelHeld(id)
 	count := make(chan int, 1)
-	k.control(ctrlMsg{kind: ctrlCancelID, id: id, count: count})
+	k.control(ctrlMsg{kind: kind, id: id, count: count})
 	select {
 	case c := <-count:
-		return n + c, nil
+		return c, nil
 	case <-k.loopDone:
-		if n > 0 {
-			return n, nil
-		}
 		return 0, ErrClosed
 	case <-ctx.Done():
-		return n, ctx.Err()
+		return 0, ctx.Err()
 	}
 }
 

@@ -2,57 +2,41 @@ package kernel
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/axsched/ax/store"
 	"github.com/axsched/ax/timewheel"
 )
 
-// RunNow makes the waiting tasks of id due now and returns how many it found
-// waiting. A delayed task, or one waiting for its retry, leaves its timer for its
-// bucket (a group's task for its group's gate) as if due, keeping its attempt
-// number; a queued task is counted; a running one neither. The tasks are found as
-// [Kernel.Cancel] finds them. With a [store.SharedStore] a durable task's stored
-// RunAt becomes now too, and a durable task waiting in the pool, put there by this
-// kernel or another, is made due for the next claim ([store.SharedStore.RunNow]);
-// with another Store the stored RunAt stays, and a restart before the task starts
-// waits for it again.
+// RunNow makes the tasks of id that wait for their time due now, and returns how
+// many of its tasks wait: a delayed or retrying one leaves its timer for its bucket
+// (a group's task for its group's gate) as if due, keeping its attempt number; a
+// queued one is counted; a running one neither. It finds tasks as [Kernel.Cancel]
+// does. On a [store.SharedStore] a durable task's stored RunAt becomes now too, and
+// a task waiting in the pool, put there by any kernel, is made due for the next
+// claim ([store.SharedStore.RunNow]); on another Store the stored RunAt stays.
 //
 // It returns an error wrapping [ErrUnknownTask] when no live task has the ID, an
 // error for an empty id, [ErrClosed] once the kernel has stopped, and the store's
-// error, wrapped, when its call fails. It blocks until the loop and the store have
-// applied it, or until ctx ends (it returns ctx.Err(), and the change may still take
-// effect). A nil ctx is context.Background(). Safe for concurrent use, also from
-// inside a task.
+// error, wrapped. It blocks until the loop and the store have applied it, or until
+// ctx ends (it returns ctx.Err(), and the change may still apply). A nil ctx is
+// context.Background(). Safe for concurrent use, also from inside a task.
 func (k *Kernel) RunNow(ctx context.Context, id string) (int, error) {
-	if id == "" {
-		return 0, errors.New("kernel: RunNow: id must not be empty")
+	n := 0
+	if k.withHeld(id, func(held map[string][]store.StoredTask, name string, i int) { held[name][i].RunAt = time.Time{} }) {
+		n = 1
 	}
+	c, err := k.askID(ctx, "RunNow", ctrlRunNowID, id)
+	if err != nil {
+		return n, err
+	}
+	found, n := n > 0 || c >= 0, n+max(c, 0)
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	found := k.withHeld(id, func(held map[string][]store.StoredTask, name string, i int) { held[name][i].RunAt = time.Time{} })
-	n := 0
-	if found {
-		n = 1
-	}
-	count := make(chan int, 1)
-	k.control(ctrlMsg{kind: ctrlRunNowID, id: id, count: count})
-	select {
-	case c := <-count:
-		found, n = found || c >= 0, n+max(c, 0)
-	case <-k.loopDone:
-		return 0, ErrClosed
-	case <-ctx.Done():
-		return n, ctx.Err()
-	}
 	if d := k.dur; d != nil && d.own != nil {
-		// After the changes journaled for the task (its insert, its retry), which set
-		// the stored RunAt this one moves.
-		if err := d.j.Flush(ctx); err != nil {
+		if err := d.j.Flush(ctx); err != nil { // the task's insert or retry first: they set RunAt
 			return n, err
 		}
 		ok, err := storeCall(k, "RunNow", func() (bool, error) { return d.own.RunNow(ctx, k.clk.Now(), id) })
@@ -91,15 +75,9 @@ func (k *Kernel) runNowID(id string) int {
 func (k *Kernel) runNowOne(h *Handle) int {
 	st := State(h.state.Load())
 	switch {
-	case !h.placed: // recovered, waiting for a ticket: due when the loop takes it in
-		if !slices.Contains(k.ls.backlog[h.bucket], h) {
-			return 0
-		}
+	case !h.placed: // a recovered task in the backlog: due when the loop takes it in
 		h.dueAt = min(h.dueAt, k.ls.nowMono)
-	case h.has(featDurable) && h.dur.inPool: // the store moves its RunAt
-		if st != Delayed && st != Queued {
-			return 0
-		}
+	case h.has(featDurable) && h.dur.inPool: // waiting in the pool: the store moves its RunAt
 	case (st == Delayed || st == Retrying) && h.cur.tkind == timerDue:
 		a := h.cur
 		k.ls.wheel.Cancel(a.timer)
