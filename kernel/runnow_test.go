@@ -251,3 +251,62 @@ func TestRunNowPool(t *testing.T) {
 		})
 	}
 }
+
+// TestRunNowRecovered: a recovered durable task, delayed by an hour, is made due by
+// RunNow while it waits for its kind's Register (held), for room in its bucket (the
+// backlog) or in the timer; it then runs at once, and its stored RunAt is now.
+func TestRunNowRecovered(t *testing.T) {
+	for _, where := range []string{"held", "backlog", "timer"} {
+		t.Run(where, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := storekit.NewMemoryStore()
+				ctx := context.Background()
+				log := newRunLog()
+				first := newTestKernel(t, kernel.Config{Store: s, Owner: "a"})
+				_ = first.Register("k", log.fn("first", nil))
+				h, err := first.SubmitDurable(ctx, kernel.DurableTask{Kind: "k", Payload: []byte("job"), Delay: time.Hour})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := first.Close(); err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				cfg := kernel.Config{Store: s, Owner: "a"}
+				if where == "backlog" {
+					cfg.Capacity = kernel.ByPriority[int]{High: 1, Normal: 1, Low: 1}
+				}
+				k := newTestKernel(t, cfg)
+				if where == "backlog" {
+					// The one ticket of Normal, held by a filler: the recovered task waits for it.
+					if _, err := k.TrySubmit(kernel.Task{ID: "filler", Delay: 2 * time.Hour, Run: func(context.Context) error { return nil }}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if where != "held" {
+					_ = k.Register("k", log.fn("second", nil))
+				}
+				synctest.Wait()
+				if n, err := k.RunNow(ctx, h.ID()); n != 1 || err != nil {
+					t.Fatalf("RunNow() = %d, %v; want 1, nil", n, err)
+				}
+				// Due now in the store too, unless it started already (its start is stored).
+				if st, err := s.Get(ctx, h.ID()); err != nil || st.State == kernel.Delayed && !st.RunAt.Equal(start) {
+					t.Fatalf("stored: RunAt +%v, state %v, %v; want +0 while delayed", st.RunAt.Sub(start), st.State, err)
+				}
+				switch where {
+				case "held":
+					_ = k.Register("k", log.fn("second", nil))
+				case "backlog":
+					if n, err := k.Cancel(ctx, "filler"); n != 1 || err != nil {
+						t.Fatalf("Cancel(filler) = %d, %v", n, err)
+					}
+				}
+				synctest.Wait()
+				if n := log.count("job"); n != 1 || time.Since(start) != 0 {
+					t.Fatalf("ran %d times at +%v; want once at +0", n, time.Since(start))
+				}
+			})
+		})
+	}
+}
