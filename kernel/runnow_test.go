@@ -179,41 +179,63 @@ func TestRunNowGroup(t *testing.T) {
 	})
 }
 
-// TestRunNowDurable: a durable task delayed by an hour moves in memory and in the
-// store (its RunAt becomes now, so a restart finds it due), then runs at once.
+// TestRunNowDurable: a durable task delayed by an hour, or waiting an hour for its
+// retry, moves in memory and in the store (its RunAt becomes now, so a restart
+// finds it due), then runs at once, its retry as the same second attempt.
 func TestRunNowDurable(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := storekit.NewMemoryStore()
-		k := newTestKernel(t, kernel.Config{Store: s, Owner: "a", MaxConcurrency: 1})
-		ctx := context.Background()
-		start := time.Now()
-		log := newRunLog()
-		_ = k.Register("k", log.fn("a", nil))
-		busy := make(gate)
-		if _, err := k.TrySubmit(kernel.Task{Run: busy.run}); err != nil {
-			t.Fatal(err)
-		}
-		h, err := k.SubmitDurable(ctx, kernel.DurableTask{Kind: "k", Payload: []byte("job"), Delay: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
-		if n, err := k.RunNow(ctx, h.ID()); n != 1 || err != nil {
-			t.Fatalf("RunNow() = %d, %v; want 1, nil", n, err)
-		}
-		st, err := s.Get(ctx, h.ID())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !st.RunAt.Equal(start) || st.State != kernel.Delayed {
-			t.Fatalf("stored: RunAt +%v, state %v; want +0, Delayed (waiting for the slot)", st.RunAt.Sub(start), st.State)
-		}
-		busy.open()
-		synctest.Wait()
-		if s := h.State(); s != kernel.Succeeded || log.count("job") != 1 || time.Since(start) != 0 {
-			t.Fatalf("state %v, ran %d times at +%v; want Succeeded, once at +0", s, log.count("job"), time.Since(start))
-		}
-	})
+	for _, retrying := range []bool{false, true} {
+		t.Run(map[bool]string{false: "delayed", true: "retrying"}[retrying], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := storekit.NewMemoryStore()
+				hour := kernel.RetryPolicy{MaxAttempts: 3, BackoffFunc: func(int, error) time.Duration { return time.Hour }}
+				k := newTestKernel(t, kernel.Config{Store: s, Owner: "a", MaxConcurrency: 1,
+					Retry: kernel.ByPriority[kernel.RetryPolicy]{High: hour, Normal: hour, Low: hour}})
+				ctx := context.Background()
+				start := time.Now()
+				runs := 0
+				_ = k.Register("k", func(context.Context, []byte) error {
+					if runs++; retrying && runs == 1 {
+						return errors.New("flaky")
+					}
+					return nil
+				})
+				task := kernel.DurableTask{Kind: "k", Delay: time.Hour}
+				want := kernel.Delayed
+				if retrying {
+					task.Delay, want = 0, kernel.Retrying
+				}
+				h, err := k.SubmitDurable(ctx, task)
+				if err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				busy := make(gate) // holds the one slot: the task moved waits, queued
+				if _, err := k.TrySubmit(kernel.Task{Run: busy.run}); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				if s := h.State(); s != want {
+					t.Fatalf("before RunNow: state %v, want %v", s, want)
+				}
+				if n, err := k.RunNow(ctx, h.ID()); n != 1 || err != nil {
+					t.Fatalf("RunNow() = %d, %v; want 1, nil", n, err)
+				}
+				st, err := s.Get(ctx, h.ID())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !st.RunAt.Equal(start) || st.State != want {
+					t.Fatalf("stored: RunAt +%v, state %v; want +0, %v (waiting for the slot)", st.RunAt.Sub(start), st.State, want)
+				}
+				busy.open()
+				synctest.Wait()
+				wantRuns := map[bool]int{false: 1, true: 2}[retrying]
+				if s, a := h.State(), h.Attempts(); s != kernel.Succeeded || a != wantRuns || runs != wantRuns || time.Since(start) != 0 {
+					t.Fatalf("state %v, attempts %d, runs %d at +%v; want Succeeded, %d, %d at +0", s, a, runs, time.Since(start), wantRuns, wantRuns)
+				}
+			})
+		})
+	}
 }
 
 // TestRunNowPool: a delayed task waiting in the shared pool runs at once after
