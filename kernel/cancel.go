@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/axsched/ax/kernel/internal/durable"
 	"github.com/axsched/ax/store"
 )
 
@@ -84,15 +85,11 @@ func (k *Kernel) withHeld(id string, f func(held map[string][]store.StoredTask, 
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, held := range []map[string][]store.StoredTask{d.held, d.heldGroups} {
-		for name, ts := range held {
-			if i := slices.IndexFunc(ts, func(t store.StoredTask) bool { return t.ID == id }); i >= 0 {
-				f(held, name, i)
-				return true
-			}
-		}
+	held, name, i := durable.FindHeld(id, d.held, d.heldGroups)
+	if held != nil {
+		f(held, name, i)
 	}
-	return false
+	return held != nil
 }
 
 // index adds a named task to the loop's index of IDs. Loop only.

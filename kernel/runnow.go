@@ -36,10 +36,7 @@ func (k *Kernel) RunNow(ctx context.Context, id string) (int, error) {
 		ctx = context.Background()
 	}
 	if d := k.dur; d != nil && d.own != nil {
-		if err := d.j.Flush(ctx); err != nil { // the task's insert or retry first: they set RunAt
-			return n, err
-		}
-		ok, err := storeCall(k, "RunNow", func() (bool, error) { return d.own.RunNow(ctx, k.clk.Now(), id) })
+		ok, err := storeCall(k, "RunNow", func() (bool, error) { return d.own.RunNow(ctx, d.j.Flush, k.clk.Now(), id) })
 		if err != nil {
 			return n, fmt.Errorf("kernel: run now %q: %w", id, err)
 		}
