@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/axsched/ax/kernel/internal/durable"
 	"github.com/axsched/ax/store"
 )
 
@@ -25,62 +26,70 @@ import (
 // loop keeps it in an index until it ends: naming tasks costs a little more than
 // leaving them anonymous.
 func (k *Kernel) Cancel(ctx context.Context, id string) (int, error) {
+	n := k.cancelHeld(id)
+	c, err := k.askID(ctx, "Cancel", ctrlCancelID, id)
+	if errors.Is(err, ErrClosed) && n > 0 {
+		return n, nil
+	}
+	return n + c, err
+}
+
+// askID hands the loop a control message of kind about id, for the API call name,
+// and returns the loop's count. It returns an error for an empty id, [ErrClosed]
+// once the loop has stopped, and ctx.Err() when ctx ends first (nil: no end).
+func (k *Kernel) askID(ctx context.Context, name string, kind ctrlKind, id string) (int, error) {
 	if id == "" {
-		return 0, errors.New("kernel: Cancel: id must not be empty")
+		return 0, errors.New("kernel: " + name + ": id must not be empty")
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	n := k.cancelHeld(id)
 	count := make(chan int, 1)
-	k.control(ctrlMsg{kind: ctrlCancelID, id: id, count: count})
+	k.control(ctrlMsg{kind: kind, id: id, count: count})
 	select {
 	case c := <-count:
-		return n + c, nil
+		return c, nil
 	case <-k.loopDone:
-		if n > 0 {
-			return n, nil
-		}
 		return 0, ErrClosed
 	case <-ctx.Done():
-		return n, ctx.Err()
+		return 0, ctx.Err()
 	}
 }
 
 // cancelHeld cancels the recovered durable task id if it waits for its kind's
 // Register or its group's configuration: its row is stored Canceled. It reports how many it cancelled (0 or 1).
 func (k *Kernel) cancelHeld(id string) int {
+	var found store.StoredTask
+	if !k.withHeld(id, func(held map[string][]store.StoredTask, name string, i int) {
+		found = held[name][i]
+		if ts := slices.Delete(held[name], i, i+1); len(ts) == 0 {
+			delete(held, name)
+		} else {
+			held[name] = ts
+		}
+	}) {
+		return 0
+	}
+	k.dur.dropKey(found.UniqueKey)
+	k.dur.j.Add([]jentry{{C: store.Change{Op: store.OpCancel, Fence: found.Fence, Task: store.StoredTask{ID: id, LastError: ErrCanceled.Error(), UpdatedAt: k.clk.Now()}}}})
+	return 1
+}
+
+// withHeld calls f, under the durables' mu, with the place of the recovered durable
+// task id if it waits for its kind's Register or its group's configuration, and
+// reports whether it found it.
+func (k *Kernel) withHeld(id string, f func(held map[string][]store.StoredTask, name string, i int)) bool {
 	d := k.dur
 	if d == nil {
-		return 0
+		return false
 	}
 	d.mu.Lock()
-	var found *store.StoredTask
-	for _, held := range []map[string][]store.StoredTask{d.held, d.heldGroups} {
-		for name, ts := range held {
-			if i := slices.IndexFunc(ts, func(t store.StoredTask) bool { return t.ID == id }); i >= 0 {
-				t := ts[i]
-				found = &t
-				if ts = slices.Delete(ts, i, i+1); len(ts) == 0 {
-					delete(held, name)
-				} else {
-					held[name] = ts
-				}
-				break
-			}
-		}
-		if found != nil {
-			break
-		}
+	defer d.mu.Unlock()
+	held, name, i := durable.FindHeld(id, d.held, d.heldGroups)
+	if held != nil {
+		f(held, name, i)
 	}
-	d.mu.Unlock()
-	if found == nil {
-		return 0
-	}
-	d.dropKey(found.UniqueKey)
-	now := k.clk.Now()
-	d.j.Add([]jentry{{C: store.Change{Op: store.OpCancel, Fence: found.Fence, Task: store.StoredTask{ID: id, LastError: ErrCanceled.Error(), UpdatedAt: now}}}})
-	return 1
+	return held != nil
 }
 
 // index adds a named task to the loop's index of IDs. Loop only.

@@ -13,6 +13,7 @@ const (
 	ctrlDurable                         // a message of the durable seam (dur; see owner.go)
 	ctrlEvict                           // evict the newest queued Low task for a High submitter, answer on ack
 	ctrlPause                           // pause (pause) or resume the work of sel, answer on ack
+	ctrlRunNowID                        // make the waiting tasks of an ID due (id); acks the count, -1 for none
 )
 
 // ctrlMsg is a message from the API to the loop.

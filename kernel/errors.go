@@ -45,6 +45,9 @@ var (
 	// running; its owner runs it.
 	ErrTaskTaken = errors.New("kernel: another owner of the store holds the task")
 
+	// ErrUnknownTask is returned by [Kernel.RunNow] when no live task has the ID.
+	ErrUnknownTask = errors.New("kernel: no live task has that ID")
+
 	// ErrGroupFull is returned by the submit methods for a task of a group whose key
 	// holds GroupConfig.MaxWaiting tasks not yet started.
 	ErrGroupFull = errors.New("kernel: group key full")

@@ -495,3 +495,27 @@ func Example_update() {
 	// <nil>
 	// kernel: Config.Tick: cannot change while the kernel runs
 }
+
+// RunNow starts a task that waits for its time: a report due in an hour runs now.
+func Example_runNow() {
+	k, err := kernel.New(kernel.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Close() }()
+	ctx := context.Background()
+
+	h, err := k.Submit(ctx, kernel.Task{ID: "report-2026-12-01", Delay: time.Hour, Run: func(context.Context) error {
+		return nil
+	}})
+	if err != nil {
+		panic(err)
+	}
+	n, err := k.RunNow(ctx, "report-2026-12-01") // due in an hour: runs now
+	fmt.Println("moved", n, err, h.Wait(ctx))
+	_, err = k.RunNow(ctx, "report-2026-12-01") // it ended: no live task has the ID
+	fmt.Println(errors.Is(err, kernel.ErrUnknownTask))
+	// Output:
+	// moved 1 <nil> <nil>
+	// true
+}

@@ -32,7 +32,7 @@ type Handle struct {
 	dur      *durTask      // immutable: a durable task: what the store needs
 	timeout  time.Duration // immutable; 0: none
 	queuedAt int64         // loop-owned; mono: when it entered its bucket (aging)
-	dueAt    int64         // immutable; mono; meaningful when due
+	dueAt    int64         // mono; meaningful when due; set when built, brought forward by RunNow (loop) before the loop places it
 
 	// Immutable after submission.
 	k        *Kernel

@@ -46,6 +46,15 @@ func storeCall[T any](k *Kernel, op string, f func() (T, error)) (v T, err error
 	}
 }
 
+// addJournal hands the changes the loop recorded to the journal. Loop only.
+func (k *Kernel) addJournal() {
+	if len(k.ls.jbuf) > 0 {
+		k.dur.j.Add(k.ls.jbuf)
+		clear(k.ls.jbuf)
+		k.ls.jbuf = k.ls.jbuf[:0]
+	}
+}
+
 // journalStart records the start of a durable attempt. Loop only.
 func (k *Kernel) journalStart(h *Handle, a *attempt) {
 	d := h.dur

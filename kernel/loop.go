@@ -245,11 +245,7 @@ func (k *Kernel) publish() {
 		k.publishGroups()
 	}
 	k.flushEvents()
-	if len(k.ls.jbuf) > 0 {
-		k.dur.j.Add(k.ls.jbuf)
-		clear(k.ls.jbuf)
-		k.ls.jbuf = k.ls.jbuf[:0]
-	}
+	k.addJournal()
 }
 
 // checkStall restarts the executors' wake-up chain when it stopped too early:
@@ -312,5 +308,7 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		}
 	case ctrlCancelID:
 		m.count <- k.cancelID(m.id)
+	case ctrlRunNowID:
+		m.count <- k.runNowID(m.id)
 	}
 }

@@ -198,6 +198,13 @@
 // earlier try of the call gave its fence, and returns them as well, counted against
 // Want.
 //
+// [Store.RunNow] makes a waiting task of the pool or of its owner due in one
+// transaction at read committed: the renewal (owner row first), then one UPDATE by
+// primary key of run_at and updated_at, conditioned on the state, the owner (0 or the
+// caller) and a later run_at, and, when that changed no row, one locking read by
+// primary key that tells whether the task waits there due already. A claim that holds
+// the row makes it wait for that claim's end, and then find the row Running.
+//
 // # Stuck transactions
 //
 // A process stopped between the statements of a transaction (SIGSTOP, a long GC or VM

@@ -99,6 +99,16 @@ type SharedStore interface {
 	States(ctx context.Context, ids []string) ([]StoredTask, error)
 
 	// RequeueAs is [Store.Requeue] by owner o: the requeued tasks belong to o.
+
+	// RunNow makes the waiting task id due at now: when it is Queued, Delayed or
+	// Retrying, in the pool or held by the live owner o, and its RunAt is after now,
+	// RunAt and UpdatedAt become now; its State, Attempt, fence and owner do not
+	// change. A pool task made due is taken by the next [SharedStore.Claim] of a
+	// kernel with room; a task of o is due for a recovery. It reports whether it
+	// found id waiting there (due already or made due): false for an unknown ID, a
+	// running or terminal task, or a task of another owner, which it leaves alone. It
+	// returns an error wrapping [ErrLeaseLost] when o's lease has ended.
+	RunNow(ctx context.Context, o Owner, now time.Time, id string) (bool, error)
 	RequeueAs(ctx context.Context, o Owner, now time.Time, ids ...string) ([]StoredTask, error)
 
 	// Leave ends o's membership now: its live tasks become rescuable at once. It is

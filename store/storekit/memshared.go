@@ -306,6 +306,32 @@ func (s *MemoryStore) RequeueAs(ctx context.Context, o store.Owner, now time.Tim
 	return out, err
 }
 
+// RunNow implements [store.SharedStore.RunNow].
+func (s *MemoryStore) RunNow(ctx context.Context, o store.Owner, now time.Time, id string) (bool, error) {
+	var found, lost bool
+	err := s.read(ctx, "run now", func() {
+		if !s.liveOwnerLocked(o) {
+			lost = true
+			return
+		}
+		t := s.tasks[id]
+		if t == nil || !waiting(t.State) {
+			return
+		}
+		if e, owned := s.owner[id]; owned && e != o.Epoch {
+			return
+		}
+		found = true
+		if now = msTime(now); t.RunAt.After(now) {
+			t.RunAt, t.UpdatedAt = now, now
+		}
+	})
+	if err == nil && lost {
+		err = fmt.Errorf("storekit: memory store: run now by owner %s/%d: %w", o.Name, o.Epoch, store.ErrLeaseLost)
+	}
+	return found, err
+}
+
 // Leave implements [store.SharedStore.Leave].
 func (s *MemoryStore) Leave(ctx context.Context, o store.Owner) error {
 	return s.read(ctx, "leave", func() {

@@ -48,6 +48,7 @@ func exerciseShared(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"ClaimThenRescue", testClaimThenRescue},
 		{"States", testStates},
+		{"RunNow", testRunNow},
 		{"GroupKey", testSharedGroupKey},
 		{"NamedLeases", testNamedLeases},
 		{"NamedLeaseExpiry", testNamedLeaseExpiry},

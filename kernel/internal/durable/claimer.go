@@ -77,6 +77,22 @@ func (o *Owner) Follow(id string) { o.follow.add(id) }
 // Unfollow removes a task from the followed ones.
 func (o *Owner) Unfollow(id string) { o.follow.remove(id) }
 
+// RunNow makes the waiting task id due at now in the store, in the pool or this
+// owner's ([store.SharedStore.RunNow]), once flush has written the changes before
+// it (a task's insert or retry, which set the RunAt it moves), and has the claimer
+// claim at once when it found it. It reports whether the store holds id waiting
+// there.
+func (o *Owner) RunNow(ctx context.Context, flush func(context.Context) error, now time.Time, id string) (bool, error) {
+	if err := flush(ctx); err != nil {
+		return false, err
+	}
+	ok, err := o.store.RunNow(ctx, o.Current(), now, id)
+	if ok {
+		o.ClaimNow()
+	}
+	return ok, err
+}
+
 // ClaimNow makes the claimer claim at once rather than at its next poll. It never
 // blocks; calls made while one is pending merge into it.
 func (o *Owner) ClaimNow() {
