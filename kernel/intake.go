@@ -76,13 +76,13 @@ func (k *Kernel) enqueueLazy(t *Task, prio Priority, lvl queue.Level, admitted b
 	// entry's write, not before the lock: the first stores, often to a line or a
 	// page of the chunk not touched yet, complete while the clock is read instead
 	// of holding up the unlock.
-	e := k.in.lazy.slot()
-	e.t.run, e.t.meta = t.Run, meta
+	e := k.in.lazy.Slot()
+	e.V.run, e.V.meta = t.Run, meta
 	now := k.mono()
 	due, _ := k.dueOf(t, now)
-	e.t.submitAt, e.due = now, due
-	k.in.lazy.commit(due)
-	wake := k.in.loopWaiting && (due < k.in.wakeAt || k.in.lazy.n >= lazyBatch)
+	e.V.submitAt, e.Due = now, due
+	k.in.lazy.Commit(due)
+	wake := k.in.loopWaiting && (due < k.in.wakeAt || k.in.lazy.Len() >= lazyBatch)
 	if wake {
 		k.in.loopWaiting = false
 	}
@@ -107,5 +107,5 @@ func (k *Kernel) intakeCounts() (submitted [queue.NumLevels]uint64, lazies int) 
 	for l := range queue.NumLevels {
 		submitted[l] = k.m.submitted[l].Get() + k.in.lazySubmitted[l]
 	}
-	return submitted, k.in.lazy.n
+	return submitted, k.in.lazy.Len()
 }

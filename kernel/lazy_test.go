@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/axsched/ax/kernel/internal/chunk"
 	"github.com/axsched/ax/queue"
 )
 
@@ -162,7 +163,7 @@ func TestLazyParkedChunks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k := newTestKernel(t, Config{Capacity: ByPriority[int]{Normal: 10_000}, DegradeAt: 1})
 		start := time.Now()
-		n := 3*lazyChunkLen + 10
+		n := 3*chunk.Len + 10
 		ranAt := make(chan time.Duration, n)
 		run := func(context.Context) error { ranAt <- time.Since(start); return nil }
 		var want []time.Duration
@@ -256,7 +257,7 @@ func TestLazyStop(t *testing.T) {
 				<-ran
 				// Some are in the wheel, some in parked chunks, some still in the
 				// intake (the loop sleeps).
-				for i := range 2*lazyChunkLen + 7 {
+				for i := range 2*chunk.Len + 7 {
 					p := Normal
 					if i%2 == 0 {
 						p = Low
@@ -264,7 +265,7 @@ func TestLazyStop(t *testing.T) {
 					if err := k.TryGo(Task{Delay: time.Duration(i+1) * time.Hour, Priority: p, Run: noop}); err != nil {
 						t.Fatal(err)
 					}
-					if i == 2 || i == 2*lazyChunkLen {
+					if i == 2 || i == 2*chunk.Len {
 						synctest.Wait()
 						k.poke() // take the intake in now
 						synctest.Wait()
@@ -281,7 +282,7 @@ func TestLazyStop(t *testing.T) {
 					}
 					return p.Canceled
 				}
-				normal, low := uint64(lazyChunkLen+3), uint64(lazyChunkLen+4)
+				normal, low := uint64(chunk.Len+3), uint64(chunk.Len+4)
 				if count(st.ByPriority.Normal) != normal || count(st.ByPriority.Low) != low || st.Delayed != 0 || st.Terminal() != normal+low+1 {
 					t.Fatalf("Stats %v normal=%d low=%d delayed=%d terminal=%d, want %d/%d/0/%d", tt.want, count(st.ByPriority.Normal), count(st.ByPriority.Low), st.Delayed, st.Terminal(), normal, low, normal+low+1)
 				}

@@ -58,9 +58,9 @@ func (k *Kernel) pass() {
 	k.dispatch()
 
 	k.in.mu.Lock()
-	tasks, lazy, ctrl := k.in.tasks, k.in.lazy.take(), k.in.ctrl
+	tasks, lazy, ctrl := k.in.tasks, k.in.lazy.Take(), k.in.ctrl
 	k.in.tasks, k.in.ctrl = k.ls.spareTasks, k.ls.spareCtrl
-	k.in.lazy.recycle(k.ls.lazyDone)
+	k.in.lazy.Recycle(k.ls.lazyDone)
 	for l, n := range k.in.lazySubmitted {
 		if n > 0 {
 			// Under the lock, as readers add the two (Kernel.intakeCounts).
@@ -132,7 +132,7 @@ func (k *Kernel) pass() {
 func (k *Kernel) park() {
 	next, ok := k.ls.wheel.Next()
 	if len(k.ls.parked) > 0 {
-		if p := k.at(k.ls.parked[0].minDue); !ok || p.Before(next) {
+		if p := k.at(k.ls.parked[0].MinDue); !ok || p.Before(next) {
 			next, ok = p, true
 		}
 	}
@@ -165,7 +165,7 @@ func (k *Kernel) park() {
 	}
 
 	k.in.mu.Lock()
-	if len(k.in.tasks) > 0 || k.in.lazy.n > 0 || len(k.in.ctrl) > 0 {
+	if len(k.in.tasks) > 0 || k.in.lazy.Len() > 0 || len(k.in.ctrl) > 0 {
 		k.in.mu.Unlock()
 		return
 	}
@@ -176,7 +176,7 @@ func (k *Kernel) park() {
 	}
 	k.in.wakeAt = wakeAt
 	k.in.tasks = trimmed(k.in.tasks)
-	k.in.lazy.recycle(k.ls.lazyDone)
+	k.in.lazy.Recycle(k.ls.lazyDone)
 	k.in.mu.Unlock()
 	k.ls.spareTasks, k.ls.lazyDone = trimmed(k.ls.spareTasks), nil
 	k.rq.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/axsched/ax/kernel/internal/chunk"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/store"
 	"github.com/axsched/ax/timewheel"
@@ -75,8 +76,8 @@ type loopState struct {
 
 	spareTasks []qitem
 	spareLight []lightDone
-	lazyDone   *lazyChunk // chunks emptied since the last swap, for the intake to reuse
-	parked     chunkHeap  // full chunks of lazy tasks waiting for their first due
+	lazyDone   *lazyChunk           // chunks emptied since the last swap, for the intake to reuse
+	parked     chunk.Heap[lazyTask] // full chunks of lazy tasks waiting for their first due
 	spareCtrl  []ctrlMsg
 	spareDone  []*attempt
 	picked     []pick
