@@ -1,0 +1,212 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
+)
+
+// proxyStores opens a store on table through a fresh sqlProxy and one straight to the
+// server, migrated, both closed in t.Cleanup.
+func proxyStores(t *testing.T, table string, opts mysqlstore.Options) (direct, proxied *mysqlstore.Store, p *sqlProxy) {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(testDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = newProxy(t, cfg.Addr)
+	pcfg := cfg.Clone()
+	pcfg.Addr = p.addr()
+	opts.Table = table
+	for _, dsn := range []string{testDSN(), pcfg.FormatDSN()} {
+		s, err := mysqlstore.Open(dsn, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		if direct == nil {
+			direct = s
+		} else {
+			proxied = s
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := direct.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return direct, proxied, p
+}
+
+func insertChange(id string, now time.Time, pool bool) store.Change {
+	return store.Change{Op: store.OpInsert, Pool: pool, Task: store.StoredTask{
+		ID: id, Kind: "k", Priority: store.Normal, RunAt: now, Fence: 1, State: store.Queued,
+		CreatedAt: now, UpdatedAt: now,
+	}}
+}
+
+func startChange(id string, fence uint64, now time.Time) store.Change {
+	return store.Change{Op: store.OpStart, Fence: fence, Task: store.StoredTask{ID: id, Attempt: 1, Fence: fence + 1, UpdatedAt: now}}
+}
+
+func commitAs(t *testing.T, s *mysqlstore.Store, o store.Owner, cs ...store.Change) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := s.CommitAs(ctx, o, cs)
+	if err != nil {
+		t.Fatalf("CommitAs(%s) = %v", o.Name, err)
+	}
+	for i, r := range res {
+		if r != nil {
+			t.Fatalf("CommitAs(%s): change %d: %v", o.Name, i, r)
+		}
+	}
+}
+
+// TestStuckClaimKeepsOthersLeases freezes one owner's connection inside a claim (a
+// process stopped mid-transaction) and checks that the owners beside it keep their
+// leases: a healthy owner, whose first Queued task sits right after the pool's range
+// of the index (state, owner, priority, run_at), starts that task and renews while the
+// claim is frozen, and a rescuer takes the frozen owner's Running task, never the
+// healthy owner's, within a few leases.
+func TestStuckClaimKeepsOthersLeases(t *testing.T) {
+	db := openDB(t)
+	table := ownTable(t, db, "stuckclaim")
+	direct, proxied, p := proxyStores(t, table, mysqlstore.Options{Retention: -1})
+	const lease = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	now := time.Now()
+
+	healthy, err := direct.Join(ctx, "healthy", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen, err := proxied.Join(ctx, "frozen", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rescuer, err := direct.Join(ctx, "rescuer", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAs(t, direct, healthy, insertChange("a1", now, false))
+	commitAs(t, proxied, frozen, insertChange("b1", now, false), startChange("b1", 1, now))
+	commitAs(t, direct, healthy, insertChange("p1", now, true)) // the pool's only task
+
+	// The frozen owner claims more than the pool holds, so its claim reads past the
+	// pool's range, and freezes right after its locking statement.
+	p.setRule(queryHas(proxyFreeze, "SKIP LOCKED"))
+	claimCtx, claimCancel := context.WithCancel(ctx)
+	claimDone := make(chan error, 1)
+	go func() {
+		_, _, err := proxied.Claim(claimCtx, frozen, store.ClaimRequest{Now: now, Want: store.ByPriority[int]{Normal: 5}, Kinds: []string{"k"}})
+		claimDone <- err
+	}()
+	defer func() {
+		claimCancel()
+		<-claimDone
+	}()
+	pollUntil(t, "the claim to freeze", 10*time.Millisecond, 10*time.Second, func() (bool, error) {
+		var n int
+		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_rows_locked > 0 AND trx_mysql_thread_id IN "+
+			"(SELECT id FROM information_schema.PROCESSLIST WHERE command = 'Sleep')").Scan(&n)
+		return n > 0, err
+	})
+	frozeAt := time.Now()
+
+	// The healthy owner renews every lease/4 and starts its task; the rescuer rescues
+	// every lease/4. Neither may wait behind the frozen claim.
+	stop := make(chan struct{})
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		renewErrs []error
+		rescued   = map[string]time.Duration{}
+		rescueErr []error
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(lease / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			c, cc := context.WithTimeout(ctx, lease)
+			_, err := direct.CommitAs(c, healthy, nil)
+			cc()
+			if err != nil {
+				mu.Lock()
+				renewErrs = append(renewErrs, err)
+				mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(lease / 4)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			c, cc := context.WithTimeout(ctx, 2*lease)
+			ts, err := direct.Rescue(c, rescuer, 0)
+			cc()
+			mu.Lock()
+			if err != nil {
+				rescueErr = append(rescueErr, err)
+			}
+			for _, task := range ts {
+				rescued[task.ID] = time.Since(frozeAt)
+			}
+			mu.Unlock()
+		}
+	}()
+
+	startCtx, startCancel := context.WithTimeout(ctx, 2*lease)
+	res, err := direct.CommitAs(startCtx, healthy, []store.Change{startChange("a1", 1, time.Now())})
+	startCancel()
+	if err != nil || res[0] != nil {
+		t.Errorf("healthy owner's start of a1 while another owner's claim is frozen = %v, %v; want it applied", res, err)
+	}
+	const margin = 3 * lease
+	pollUntil(t, "the frozen owner's task to be rescued", 20*time.Millisecond, lease+margin, func() (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		_, ok := rescued["b1"]
+		return ok, nil
+	})
+	// A lease more: the healthy owner must still hold its task.
+	<-time.After(lease)
+	close(stop)
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(renewErrs) > 0 {
+		t.Errorf("healthy owner's renewals failed while another owner's claim was frozen: %v", errors.Join(renewErrs...))
+	}
+	if at, ok := rescued["a1"]; ok {
+		t.Errorf("healthy owner's task a1 rescued %v after the freeze", at)
+	}
+	t.Logf("b1 rescued %v after the freeze (lease %v); rescue errors: %v", rescued["b1"], lease, rescueErr)
+	got, err := direct.Get(ctx, "a1")
+	if err != nil || got.Fence != 2 {
+		t.Errorf("Get(a1) = fence %d, %v; want fence 2 (the healthy owner's start, nobody else's)", got.Fence, err)
+	}
+}
