@@ -18,8 +18,9 @@ var (
 )
 
 // Claim implements [store.SharedStore.Claim] in one transaction at read committed, so
-// that no gap is locked: eight round trips with BEGIN and COMMIT when it claims tasks,
-// five when no row is due, four when no priority is wanted. It renews o's lease
+// that no gap is locked: nine round trips with BEGIN (two: the isolation level, then
+// START TRANSACTION) and COMMIT when it claims tasks, six when no row is due, five when
+// no priority is wanted. It renews o's lease
 // (locking o's row); reads the IDs of the due pool rows of req.Kinds without locks, a
 // UNION ALL of one ordered range of the index (state, owner, priority, run_at) per
 // waiting state and wanted priority, each LIMIT 2*Want; locks those rows by primary key

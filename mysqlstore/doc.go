@@ -28,7 +28,11 @@
 // planned again from the rows locked with SELECT … FOR UPDATE, so each change gets its
 // exact outcome. Deadlocks (1213), lock wait timeouts (1205) and lost connections are
 // retried with backoff ([Options.Retries]); a batch whose answer was lost is simply
-// committed again, which the [store.Store] contract makes safe.
+// committed again, which the [store.Store] contract makes safe. When the retries run
+// out, the error wraps [store.ErrOutcomeUnknown] if a try sent COMMIT (or a write
+// outside a transaction) and never got its answer, so that it may have applied, and
+// [store.ErrStoreUnavailable] otherwise: then nothing applied, since the server rolls
+// back the transaction of a connection it loses.
 //
 // With [Options.DropCompleted], a task that completes in the batch that inserts it (a
 // periodic snapshot taken after the task ended) is not written at all; one read of the
@@ -123,7 +127,7 @@
 // back and the batch planned again from locked rows, whose transaction renews with the
 // check above. A CommitAs of no changes is the UPDATE alone: the heartbeat of an idle
 // owner. A batch retried after a lost answer renews again, which is harmless; when its
-// lease ended in between, the error wraps [store.ErrStoreUnavailable] as well as
+// lease ended in between, the error wraps [store.ErrOutcomeUnknown] as well as
 // ErrLeaseLost, since the first try may have applied.
 //
 // # Rescue and lock order
@@ -191,10 +195,11 @@
 //     count, so next may be due when nothing is left: the caller claims again and finds
 //     nothing.
 //
-// So a claim costs BEGIN, the renewal, the read of candidates, the locking read, the
-// epoch (one INSERT, two when the counter must be raised), the UPDATE, the read of next
-// and COMMIT: eight round trips, five when no row is due, four when no priority is
-// wanted, and one (the renewal) for no Kinds; a retry reads the rows of each earlier try
+// So a claim costs BEGIN (two round trips: SET TRANSACTION ISOLATION LEVEL, START
+// TRANSACTION), the renewal, the read of candidates, the locking read, the epoch (one
+// INSERT, two when the counter must be raised), the UPDATE, the read of next and
+// COMMIT: nine round trips, six when no row is due, five when no priority is wanted,
+// and one (the renewal) for no Kinds; a retry reads the rows of each earlier try
 // as well. A claim locks no row but those it may take: two claims never wait for each
 // other's task rows, nor for a commit that holds a pool row, and no commit waits for a
 // claim's locks but on the pool rows the claim takes. A rescue takes only the Running

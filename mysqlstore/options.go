@@ -64,8 +64,8 @@ type Options struct {
 
 	// Retries is how many times a call is retried, with exponential backoff from 2 ms,
 	// after a deadlock, a lock wait timeout or a lost connection, before it returns an
-	// error wrapping [store.ErrStoreUnavailable]. If zero, RetriesDefault; if negative,
-	// never.
+	// error wrapping [store.ErrStoreUnavailable] (or [store.ErrOutcomeUnknown], when a
+	// try may have applied). If zero, RetriesDefault; if negative, never.
 	Retries int
 
 	// Logger receives the store's warnings (retries, purge errors, connections killed

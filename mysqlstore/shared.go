@@ -43,7 +43,8 @@ func checkOwnerArgs(name string, lease time.Duration, what string) error {
 
 // retryAs is retry for a call by owner o (nil: none). When f reports errLost, the call
 // fails with an error wrapping [store.ErrLeaseLost]; when an earlier try may have
-// applied (its connection was lost), that error wraps [store.ErrStoreUnavailable] too.
+// applied (the answer of its COMMIT was lost), that error wraps
+// [store.ErrOutcomeUnknown] too.
 func (s *Store) retryAs(ctx context.Context, what string, o *store.Owner, f func() error) error {
 	if o == nil {
 		return s.retry(ctx, what, f)
@@ -54,10 +55,10 @@ func (s *Store) retryAs(ctx context.Context, what string, o *store.Owner, f func
 		switch {
 		case errors.Is(err, errLost) && unknown:
 			return fmt.Errorf("owner %s/%d: %w (after a try whose outcome is unknown: %w)",
-				o.Name, o.Epoch, store.ErrLeaseLost, store.ErrStoreUnavailable)
+				o.Name, o.Epoch, store.ErrLeaseLost, store.ErrOutcomeUnknown)
 		case errors.Is(err, errLost):
 			return fmt.Errorf("owner %s/%d: %w", o.Name, o.Epoch, store.ErrLeaseLost)
-		case err != nil && unavailable(err):
+		case outcomeUnknown(err):
 			unknown = true
 		}
 		return err

@@ -19,9 +19,13 @@ const (
 	// keeping both sides open: a process stopped mid-transaction, whose locks the server
 	// keeps.
 	proxyFreeze
-	// proxyDropAnswer forwards the statement, then closes the client's side before the
-	// server's answer reaches it: a commit whose answer is lost.
-	proxyDropAnswer
+	// proxyDropCommit forwards the statement and arms the connection: its next COMMIT
+	// is forwarded, then the client's side is closed before the server's answer
+	// reaches it (a commit whose answer is lost), and the proxy goes down.
+	proxyDropCommit
+	// proxyCut forwards nothing of the statement: the proxy goes down at once, before
+	// the statement reaches the server.
+	proxyCut
 )
 
 // sqlProxy forwards TCP connections between a store's pool and the server, reading
@@ -34,8 +38,10 @@ type sqlProxy struct {
 	mu    sync.Mutex
 	rule  func(query string) proxyAction // nil: pass everything
 	down  bool
-	conns []net.Conn
+	conns []*proxyConn
 	wg    sync.WaitGroup
+	// queries counts the client's commands (each a round trip), by all connections.
+	queries int
 }
 
 // newProxy starts a proxy to target (host:port) and closes it in t.Cleanup.
@@ -69,11 +75,31 @@ func (p *sqlProxy) setDown(down bool) {
 	p.mu.Unlock()
 }
 
+// commands returns how many commands the clients sent so far.
+func (p *sqlProxy) commands() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.queries
+}
+
+// goDown refuses new connections and cuts the open ones but frozen ones and except.
+// p.mu is held.
+func (p *sqlProxy) goDown(except *proxyConn) {
+	p.down = true
+	for _, c := range p.conns {
+		if c != except && !c.isFrozen() {
+			_ = c.client.Close()
+			_ = c.server.Close()
+		}
+	}
+}
+
 func (p *sqlProxy) close() {
 	_ = p.ln.Close()
 	p.mu.Lock()
 	for _, c := range p.conns {
-		_ = c.Close()
+		_ = c.client.Close()
+		_ = c.server.Close()
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
@@ -98,10 +124,10 @@ func (p *sqlProxy) accept() {
 			_ = c.Close()
 			continue
 		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, s)
-		p.mu.Unlock()
 		pc := &proxyConn{p: p, client: c, server: s}
+		p.mu.Lock()
+		p.conns = append(p.conns, pc)
+		p.mu.Unlock()
 		p.wg.Add(2)
 		go pc.up()
 		go pc.downstream()
@@ -115,6 +141,7 @@ type proxyConn struct {
 
 	mu     sync.Mutex
 	frozen bool
+	armed  bool // up only: the next COMMIT loses its answer
 }
 
 // up forwards the client's packets to the server, applying the rule to each query.
@@ -133,16 +160,26 @@ func (c *proxyConn) up() {
 			return
 		}
 		act := proxyPass
+		c.p.mu.Lock()
+		c.p.queries++
 		if n > 0 && body[0] == 0x03 { // COM_QUERY
-			c.p.mu.Lock()
-			if rule := c.p.rule; rule != nil {
-				if act = rule(string(body[1:])); act != proxyPass {
+			q := string(body[1:])
+			if c.armed && strings.EqualFold(strings.TrimSpace(q), "COMMIT") {
+				c.armed, act = false, proxyDropCommit
+			} else if rule := c.p.rule; rule != nil {
+				if act = rule(q); act != proxyPass {
 					c.p.rule = nil
 				}
+				if act == proxyDropCommit {
+					c.armed, act = true, proxyPass
+				}
 			}
-			c.p.mu.Unlock()
 		}
-		if c.isFrozen() {
+		if act == proxyCut {
+			c.p.goDown(nil)
+		}
+		c.p.mu.Unlock()
+		if act == proxyCut || c.isFrozen() {
 			continue // a stopped process sends nothing; drop what its socket still gets
 		}
 		if _, err := c.server.Write(append(hdr[:], body...)); err != nil {
@@ -154,11 +191,14 @@ func (c *proxyConn) up() {
 			c.mu.Lock()
 			c.frozen = true
 			c.mu.Unlock()
-		case proxyDropAnswer:
+		case proxyDropCommit:
 			c.mu.Lock()
 			c.frozen = true // the answer never reaches the client
 			c.mu.Unlock()
 			_ = c.client.Close()
+			c.p.mu.Lock()
+			c.p.goDown(c)
+			c.p.mu.Unlock()
 		}
 	}
 }
