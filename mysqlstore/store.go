@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,6 +97,12 @@ func Open(dsn string, opts Options) (*Store, error) {
 	}
 	o := opts.withDefaults()
 	cfg.Logger = driverLogger{log: o.Logger, secrets: secrets}
+	if _, ok := cfg.Params[lockWaitVar]; !ok {
+		if cfg.Params == nil {
+			cfg.Params = map[string]string{}
+		}
+		cfg.Params[lockWaitVar] = strconv.FormatInt(int64((o.LockWait+time.Second-1)/time.Second), 10)
+	}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, redact(fmt.Errorf("mysqlstore: Open: %w", err), secrets)
@@ -383,6 +390,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// lockWaitVar is the session variable that bounds a wait for a row lock
+// ([Options.LockWait]).
+const lockWaitVar = "innodb_lock_wait_timeout"
 
 // MySQL and MariaDB error numbers the store handles.
 const (

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -209,4 +210,97 @@ func TestStuckClaimKeepsOthersLeases(t *testing.T) {
 	if err != nil || got.Fence != 2 {
 		t.Errorf("Get(a1) = fence %d, %v; want fence 2 (the healthy owner's start, nobody else's)", got.Fence, err)
 	}
+}
+
+// TestStuckInsertBoundsLockWaits freezes one owner's connection right after its
+// commit inserted a task with a unique key, and has a healthy owner insert a task
+// with the same key: the healthy owner's commit waits for the frozen row lock at
+// most Options.LockWait per try while it holds its own owner row, so its heartbeats
+// get through between the tries and it keeps its lease, and the commit fails
+// instead of hanging.
+func TestStuckInsertBoundsLockWaits(t *testing.T) {
+	db := openDB(t)
+	table := ownTable(t, db, "stuckinsert")
+	direct, proxied, p := proxyStores(t, table, mysqlstore.Options{Retention: -1, LockWait: time.Second})
+	const lease = 4 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	now := time.Now()
+	healthy, err := direct.Join(ctx, "healthy", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen, err := proxied.Join(ctx, "frozen", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const key = "stuck-key"
+	keyed := func(id string) store.Change {
+		c := insertChange(id, now, false)
+		c.Task.UniqueKey = key
+		return c
+	}
+	p.setRule(queryHas(proxyFreeze, fmt.Sprintf("%X", key)))
+	frozenCtx, frozenCancel := context.WithCancel(ctx)
+	frozenDone := make(chan struct{})
+	go func() {
+		defer close(frozenDone)
+		_, _ = proxied.CommitAs(frozenCtx, frozen, []store.Change{keyed("b1")})
+	}()
+	defer func() {
+		frozenCancel()
+		<-frozenDone
+	}()
+	pollUntil(t, "the insert to freeze", 10*time.Millisecond, 10*time.Second, func() (bool, error) {
+		var n int
+		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_rows_modified > 0 AND trx_mysql_thread_id IN "+
+			"(SELECT id FROM information_schema.PROCESSLIST WHERE command = 'Sleep')").Scan(&n)
+		return n > 0, err
+	})
+
+	stop := make(chan struct{})
+	hbDone := make(chan []error)
+	go func() {
+		var errs []error
+		tick := time.NewTicker(lease / 8)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				hbDone <- errs
+				return
+			case <-tick.C:
+			}
+			c, cc := context.WithTimeout(ctx, lease)
+			if _, err := direct.CommitAs(c, healthy, nil); err != nil {
+				errs = append(errs, err)
+			}
+			cc()
+		}
+	}()
+	t0 := time.Now()
+	commitCtx, commitCancel := context.WithTimeout(ctx, 3*lease)
+	_, commitErr := direct.CommitAs(commitCtx, healthy, []store.Change{keyed("a1")})
+	commitCancel()
+	took := time.Since(t0)
+	if commitErr == nil || errors.Is(commitErr, context.DeadlineExceeded) {
+		t.Errorf("healthy owner's insert of a key a frozen transaction holds = %v after %v; want a lock wait error well before %v", commitErr, took, 3*lease)
+	}
+	<-time.After(lease / 2) // heartbeats after the commit gave up
+	close(stop)
+	for _, err := range <-hbDone {
+		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("healthy owner's heartbeat while its commit waited for a frozen lock: %v", err)
+		}
+	}
+	owners, err := direct.Owners(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range owners {
+		if o.Epoch == healthy.Epoch && !o.Live {
+			t.Errorf("healthy owner's lease ended (expires %v)", o.Expires)
+		}
+	}
+	t.Logf("the commit gave up after %v: %v", took, commitErr)
 }
