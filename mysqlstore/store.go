@@ -454,13 +454,21 @@ func unavailable(err error) bool {
 var errMaybeApplied = errors.New("mysqlstore: the answer of a commit was lost")
 
 // maybeApplied marks err, the failure of a COMMIT or of a write outside a transaction,
-// with errMaybeApplied unless the server answered it (a *mysql.MySQLError: rolled
-// back), or nothing was sent (driver.ErrBadConn, sql.ErrTxDone).
+// with errMaybeApplied unless the server refused the write (a *mysql.MySQLError other
+// than a killed or interrupted connection or a shutdown, which may come after the
+// write applied), or nothing was sent (driver.ErrBadConn, sql.ErrTxDone).
 func maybeApplied(err error) error {
 	var me *mysql.MySQLError
-	if err == nil || errors.As(err, &me) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrTxDone) ||
-		errors.Is(err, errReplan) || errors.Is(err, errMaybeApplied) {
+	switch {
+	case err == nil, errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrTxDone),
+		errors.Is(err, errReplan), errors.Is(err, errMaybeApplied):
 		return err
+	case errors.As(err, &me):
+		switch me.Number {
+		case erServerShutdown, erQueryInterrupted, erConnectionKilled, erClientInterrupt:
+		default:
+			return err
+		}
 	}
 	return fmt.Errorf("%w: %w", errMaybeApplied, err)
 }

@@ -58,7 +58,7 @@ func TestSubmitOutcome(t *testing.T) {
 
 			payload := "outcome-" + tt.name
 			p.setRule(queryHas(tt.act, fmt.Sprintf("%x", payload)))
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			h, err := submitter.SubmitDurable(ctx, kernel.DurableTask{Kind: "outcome", Payload: []byte(payload), Pool: true})
 			if !errors.Is(err, tt.want) || errors.Is(err, tt.other) || h != nil {
@@ -77,7 +77,9 @@ func TestSubmitOutcome(t *testing.T) {
 				select {
 				case <-ran:
 				case <-ctx.Done():
-					t.Fatalf("the task of a submit whose outcome was unknown, stored, never ran")
+					var state, owner, attempt int
+					err := db.QueryRow("SELECT state, owner, attempt FROM `"+table+"` WHERE payload = ?", payload).Scan(&state, &owner, &attempt)
+					t.Fatalf("the task of a submit whose outcome was unknown never ran; its row: state %d, owner %d, attempt %d (%v)", state, owner, attempt, err)
 				}
 			} else if n := count(); n != 0 {
 				t.Fatalf("%d rows stored for a submit that returned %v", n, err)

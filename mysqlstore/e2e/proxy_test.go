@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // proxyAction is what a sqlProxy does with a connection once a statement matched its
@@ -42,6 +43,31 @@ type sqlProxy struct {
 	wg    sync.WaitGroup
 	// queries counts the client's commands (each a round trip), by all connections.
 	queries int
+	// fired is closed when a rule's action took effect: the answer to the statement
+	// that froze a connection (or to the COMMIT whose answer it drops) reached the
+	// proxy, or a cut happened. firedAt says when.
+	fired   chan struct{}
+	firedAt time.Time
+}
+
+// firing returns a channel closed once a rule's action took effect, and when it did
+// (valid once the channel is closed).
+func (p *sqlProxy) firing() <-chan struct{} { return p.fired }
+
+func (p *sqlProxy) when() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.firedAt
+}
+
+// fire records that a rule's action took effect. p.mu is held.
+func (p *sqlProxy) fire() {
+	select {
+	case <-p.fired:
+	default:
+		p.firedAt = time.Now()
+		close(p.fired)
+	}
 }
 
 // newProxy starts a proxy to target (host:port) and closes it in t.Cleanup.
@@ -51,7 +77,7 @@ func newProxy(t *testing.T, target string) *sqlProxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &sqlProxy{ln: ln, target: target}
+	p := &sqlProxy{ln: ln, target: target, fired: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	t.Cleanup(p.close)
@@ -177,6 +203,7 @@ func (c *proxyConn) up() {
 		}
 		if act == proxyCut {
 			c.p.goDown(nil)
+			c.p.fire()
 		}
 		c.p.mu.Unlock()
 		if act == proxyCut || c.isFrozen() {
@@ -189,7 +216,7 @@ func (c *proxyConn) up() {
 		switch act {
 		case proxyFreeze:
 			c.mu.Lock()
-			c.frozen = true
+			c.frozen = true // fired once the server's answer arrives (downstream)
 			c.mu.Unlock()
 		case proxyDropCommit:
 			c.mu.Lock()
@@ -209,7 +236,12 @@ func (c *proxyConn) downstream() {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := c.server.Read(buf)
-		if n > 0 && !c.isFrozen() {
+		if n > 0 && c.isFrozen() {
+			// The answer to the statement that froze the connection: the server ran it.
+			c.p.mu.Lock()
+			c.p.fire()
+			c.p.mu.Unlock()
+		} else if n > 0 {
 			if _, werr := c.client.Write(buf[:n]); werr != nil {
 				err = werr
 			}

@@ -91,41 +91,7 @@ func TestStuckClaimKeepsOthersLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	frozen, err := proxied.Join(ctx, "frozen", lease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rescuer, err := direct.Join(ctx, "rescuer", lease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	commitAs(t, direct, healthy, insertChange("a1", now, false))
-	commitAs(t, proxied, frozen, insertChange("b1", now, false), startChange("b1", 1, now))
-	commitAs(t, direct, healthy, insertChange("p1", now, true)) // the pool's only task
-
-	// The frozen owner claims more than the pool holds, so its claim reads past the
-	// pool's range, and freezes right after its locking statement.
-	p.setRule(queryHas(proxyFreeze, "SKIP LOCKED"))
-	claimCtx, claimCancel := context.WithCancel(ctx)
-	claimDone := make(chan error, 1)
-	go func() {
-		_, _, err := proxied.Claim(claimCtx, frozen, store.ClaimRequest{Now: now, Want: store.ByPriority[int]{Normal: 5}, Kinds: []string{"k"}})
-		claimDone <- err
-	}()
-	defer func() {
-		claimCancel()
-		<-claimDone
-	}()
-	pollUntil(t, "the claim to freeze", 10*time.Millisecond, 10*time.Second, func() (bool, error) {
-		var n int
-		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_rows_locked > 0 AND trx_mysql_thread_id IN "+
-			"(SELECT id FROM information_schema.PROCESSLIST WHERE command = 'Sleep')").Scan(&n)
-		return n > 0, err
-	})
-	frozeAt := time.Now()
-
-	// The healthy owner renews every lease/4 and starts its task; the rescuer rescues
-	// every lease/4. Neither may wait behind the frozen claim.
+	// The healthy owner renews every lease/4 from now on, and must keep its lease.
 	stop := make(chan struct{})
 	var (
 		wg        sync.WaitGroup
@@ -133,8 +99,9 @@ func TestStuckClaimKeepsOthersLeases(t *testing.T) {
 		renewErrs []error
 		rescued   = map[string]time.Duration{}
 		rescueErr []error
+		frozeAt   time.Time // set before the rescuer starts
 	)
-	wg.Add(2)
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		tick := time.NewTicker(lease / 4)
@@ -155,6 +122,50 @@ func TestStuckClaimKeepsOthersLeases(t *testing.T) {
 			}
 		}
 	}()
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+			wg.Wait()
+		}
+	}()
+	frozen, err := proxied.Join(ctx, "frozen", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rescuer, err := direct.Join(ctx, "rescuer", time.Minute) // not under test
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAs(t, direct, healthy, insertChange("a1", now, false))
+	commitAs(t, proxied, frozen, insertChange("b1", now, false), startChange("b1", 1, now))
+	commitAs(t, direct, healthy, insertChange("p1", now, true)) // the pool's only task
+
+	// The frozen owner claims more than the pool holds, so its claim reads past the
+	// pool's range, and freezes right after its locking statement.
+	p.setRule(queryHas(proxyFreeze, "SKIP LOCKED"))
+	claimCtx, claimCancel := context.WithCancel(ctx)
+	claimDone := make(chan error, 1)
+	go func() {
+		_, _, err := proxied.Claim(claimCtx, frozen, store.ClaimRequest{Now: now, Want: store.ByPriority[int]{Normal: 5}, Kinds: []string{"k"}})
+		claimDone <- err
+	}()
+	defer func() {
+		claimCancel()
+		<-claimDone
+	}()
+	select {
+	case <-p.firing():
+	case err := <-claimDone:
+		claimDone <- err
+		t.Fatalf("the claim returned (%v) before it froze", err)
+	}
+	frozeAt = p.when()
+
+	// The rescuer rescues every lease/4, and must not wait behind the frozen claim
+	// either.
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		tick := time.NewTicker(lease / 4)
@@ -230,6 +241,37 @@ func TestStuckInsertBoundsLockWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The healthy owner renews every lease/8 from now on, and must keep its lease.
+	stop := make(chan struct{})
+	hbDone := make(chan []error)
+	go func() {
+		var errs []error
+		tick := time.NewTicker(lease / 8)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				hbDone <- errs
+				return
+			case <-tick.C:
+			}
+			c, cc := context.WithTimeout(ctx, lease)
+			if _, err := direct.CommitAs(c, healthy, nil); err != nil {
+				errs = append(errs, err)
+			}
+			cc()
+		}
+	}()
+	var hbErrs []error
+	stopped := false
+	stopHeartbeats := func() {
+		if !stopped {
+			stopped = true
+			close(stop)
+			hbErrs = <-hbDone
+		}
+	}
+	defer stopHeartbeats()
 	frozen, err := proxied.Join(ctx, "frozen", lease)
 	if err != nil {
 		t.Fatal(err)
@@ -251,33 +293,12 @@ func TestStuckInsertBoundsLockWaits(t *testing.T) {
 		frozenCancel()
 		<-frozenDone
 	}()
-	pollUntil(t, "the insert to freeze", 10*time.Millisecond, 10*time.Second, func() (bool, error) {
-		var n int
-		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_rows_modified > 0 AND trx_mysql_thread_id IN "+
-			"(SELECT id FROM information_schema.PROCESSLIST WHERE command = 'Sleep')").Scan(&n)
-		return n > 0, err
-	})
+	select {
+	case <-p.firing():
+	case <-frozenDone:
+		t.Fatal("the frozen owner's commit returned before it froze")
+	}
 
-	stop := make(chan struct{})
-	hbDone := make(chan []error)
-	go func() {
-		var errs []error
-		tick := time.NewTicker(lease / 8)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				hbDone <- errs
-				return
-			case <-tick.C:
-			}
-			c, cc := context.WithTimeout(ctx, lease)
-			if _, err := direct.CommitAs(c, healthy, nil); err != nil {
-				errs = append(errs, err)
-			}
-			cc()
-		}
-	}()
 	t0 := time.Now()
 	commitCtx, commitCancel := context.WithTimeout(ctx, 3*lease)
 	_, commitErr := direct.CommitAs(commitCtx, healthy, []store.Change{keyed("a1")})
@@ -287,8 +308,8 @@ func TestStuckInsertBoundsLockWaits(t *testing.T) {
 		t.Errorf("healthy owner's insert of a key a frozen transaction holds = %v after %v; want a lock wait error well before %v", commitErr, took, 3*lease)
 	}
 	<-time.After(lease / 2) // heartbeats after the commit gave up
-	close(stop)
-	for _, err := range <-hbDone {
+	stopHeartbeats()
+	for _, err := range hbErrs {
 		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("healthy owner's heartbeat while its commit waited for a frozen lock: %v", err)
 		}

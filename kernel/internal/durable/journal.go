@@ -77,6 +77,9 @@ type JournalLoop[H, A comparable] interface {
 	Started(started, refused []A, errs []error)
 	// Refuse gives back what an acknowledged insert whose submit fails holds.
 	Refuse(h H)
+	// Orphan hands over, after Refuse, a pool task whose submit failed with its
+	// outcome unknown: it may be stored, and runs on h should this kernel claim it.
+	Orphan(h H)
 }
 
 // JournalConfig is what [NewJournal] needs. Every field but Owner and Log must be
@@ -547,6 +550,7 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 				// leave it be, so that it runs exactly when it was stored.
 				e.Ack.All = fmt.Errorf("kernel: durable submit: %w", err)
 				j.refuse(e)
+				j.loop.Orphan(e.H)
 				continue
 			}
 			fence := e.C.Task.Fence
