@@ -226,7 +226,7 @@ func (s *Store) exec(ctx context.Context, what, q string) (int, error) {
 	err := s.retry(ctx, what, func() error {
 		res, err := s.db.ExecContext(ctx, q)
 		if err != nil {
-			return err
+			return maybeApplied(err) // a write outside a transaction
 		}
 		n, err = res.RowsAffected()
 		return err
