@@ -286,11 +286,10 @@ func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
 // outcome is waited for. If the kernel closes between the commit and the hand-over,
 // the task stays stored and its handle ends Canceled with ErrClosed.
 //
-// One case of ErrStoreUnavailable is ambiguous: a commit whose answer was lost may
-// have stored the task. The kernel then cancels the row in its next commit, so the
-// task never runs; but if the process dies before that commit, the next kernel on the
-// store runs a task whose submit reported failure. Use UniqueKey to make a retried
-// submit safe against that.
+// ErrStoreUnavailable means t was not stored: it never runs. A commit whose answer was
+// lost returns [store.ErrOutcomeUnknown] instead: t may be stored and may run. A pool
+// task then runs exactly when it was stored; any other is canceled in the next commit,
+// unless the process dies first. Use UniqueKey to make a retried submit safe.
 //
 // In acknowledged mode a durable task starts running only once its start is stored
 // too (one more group commit), so that a crash re-runs only tasks the store shows

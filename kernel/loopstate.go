@@ -21,6 +21,7 @@ type loopState struct {
 	// handles reached the loop (acceptPooled starts them), each with its slot reserved
 	// in durRunning.
 	claimedEarly map[string]store.StoredTask
+	orphans      map[string]*Handle // pool tasks whose submit's outcome is unknown, until claimed here (orphaned)
 	// claimReserved counts the slots reserved for a claim in flight (in durRunning too).
 	claimReserved int
 	// startReserved counts the slots reserved for starts in a commit in flight (in

@@ -35,6 +35,7 @@ const (
 	durStartBudget                    // how many inserts of the next commit may start in it (want; answer on count)
 	durPrestarted                     // a commit stored these tasks started (hs), and frees its reservation (reserved)
 	durLeaseLapse                     // the lease may end soon without a renewal: cancel the running durable attempts
+	durOrphan                         // pool tasks whose submit's outcome is unknown (hs): they run here if claimed here
 )
 
 // durMsg is a message of the durable seam to the loop: one batch, in a control
@@ -66,6 +67,8 @@ func (k *Kernel) handleDurable(m *durMsg) {
 		k.leaseLapsed()
 	case durPoolEnded:
 		k.poolEnded(m.tasks)
+	case durOrphan:
+		k.orphaned(m.hs)
 	case durStarted:
 		k.ungate(m.as)
 		k.abortGated(m.refused, m.errs)
@@ -147,6 +150,10 @@ func (l durableLoop) Refuse(h *Handle) {
 		l.k.release(h.ticket(), 1)
 	}
 	l.k.dur.dropKey(h.dur.unique)
+}
+
+func (l durableLoop) Orphan(h *Handle) {
+	l.k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durOrphan, hs: []*Handle{h}}})
 }
 
 // askClaimBudget asks the loop how many pool tasks this kernel may claim now; the

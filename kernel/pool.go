@@ -89,6 +89,7 @@ func (k *Kernel) claimed(tasks []store.StoredTask, reserved int) {
 	}
 	rc := k.ls.rcl
 	picked := k.ls.picked[:0]
+	var orphans []*Handle
 	for i := range tasks {
 		t := &tasks[i]
 		h := k.ls.pool[t.ID]
@@ -105,6 +106,10 @@ func (k *Kernel) claimed(tasks []store.StoredTask, reserved int) {
 			}
 			k.ls.claimedEarly[t.ID] = *t
 			k.ls.durRunning++
+			if oh := k.ls.orphans[t.ID]; oh != nil { // its handle never comes: start it on oh
+				delete(k.ls.orphans, t.ID)
+				orphans = append(orphans, oh)
+			}
 			continue
 		default:
 			k.dur.mu.Lock()
@@ -146,6 +151,28 @@ func (k *Kernel) claimed(tasks []store.StoredTask, reserved int) {
 	k.handOver(picked)
 	clear(picked)
 	k.ls.picked = picked[:0]
+	for _, h := range orphans {
+		k.acceptPooled(h)
+	}
+}
+
+// orphaned takes in pool tasks whose submit failed with an unknown outcome
+// (store.ErrOutcomeUnknown): stored or not, this kernel may claim them, and its
+// claimer takes a task of its own ID prefix for one whose handle is on its way. One
+// claimed already starts now; the others wait in orphans for a claim. Loop only.
+func (k *Kernel) orphaned(hs []*Handle) {
+	for _, h := range hs {
+		switch {
+		case k.ls.closing:
+		case k.ls.claimedEarly[h.id].ID != "":
+			k.acceptPooled(h)
+		default:
+			if k.ls.orphans == nil {
+				k.ls.orphans = make(map[string]*Handle)
+			}
+			k.ls.orphans[h.id] = h
+		}
+	}
 }
 
 // startClaimed accounts for attempt n of a claimed task, whose start the claim

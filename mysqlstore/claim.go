@@ -18,18 +18,20 @@ var (
 )
 
 // Claim implements [store.SharedStore.Claim] in one transaction at read committed, so
-// that no gap is locked: seven round trips with BEGIN and COMMIT when it claims tasks,
-// five when it claims none, four when no priority is wanted. It renews o's lease
-// (locking o's row); locks the due pool rows of req.Kinds with one SELECT … FOR UPDATE
-// SKIP LOCKED, a UNION ALL of one ordered range of the index (state, owner, priority,
-// run_at) per waiting state and wanted priority, each LIMIT Want, so that it locks at
-// most three times Want of a priority and never waits for the rows another claim
-// holds; takes a new epoch above the epoch part of their fences; starts the first Want
-// of each priority with one UPDATE (owner o, Running, attempt + 1, the epoch's first
-// fence); and reads next with one consistent read, a UNION ALL of the first row of
-// each (waiting state, priority) range of the pool whose kind is wanted. With no
-// Kinds, it is the renewal alone. A retry after a lost answer returns the tasks an
-// earlier try of the call took, as well, and claims fewer new ones for them.
+// that no gap is locked: nine round trips with BEGIN (two: the isolation level, then
+// START TRANSACTION) and COMMIT when it claims tasks, six when no row is due, five when
+// no priority is wanted. It renews o's lease
+// (locking o's row); reads the IDs of the due pool rows of req.Kinds without locks, a
+// UNION ALL of one ordered range of the index (state, owner, priority, run_at) per
+// waiting state and wanted priority, each LIMIT 2*Want; locks those rows by primary key
+// with SELECT … FOR UPDATE SKIP LOCKED, so that it locks no row but those it may take
+// and never waits for the rows another claim holds; takes a new epoch above the epoch
+// part of their fences; starts the first Want of each priority with one UPDATE (owner
+// o, Running, attempt + 1, the epoch's first fence); and reads next with one
+// consistent read, a UNION ALL of the first row of each (waiting state, priority) range
+// of the pool whose kind is wanted. With no Kinds, it is the renewal alone. A retry
+// after a lost answer returns the tasks an earlier try of the call took, as well, and
+// claims fewer new ones for them.
 func (s *Store) Claim(ctx context.Context, o store.Owner, req store.ClaimRequest) ([]store.StoredTask, time.Time, error) {
 	if err := checkClaim(req); err != nil {
 		return nil, time.Time{}, err
@@ -106,17 +108,30 @@ func (s *Store) claimOnce(ctx context.Context, o *store.Owner, req store.ClaimRe
 			}
 		}
 		prior := len(out)
-		// Candidates per priority: up to want[i] from each waiting state's range.
+		// Candidates per priority: up to claimSpare*want[i] from each waiting state's
+		// range, read without locks, then locked by primary key: only rows it may take.
 		var cand [len(claimOrder)][]store.StoredTask
 		if q, ok := s.claimQuery(req.Kinds, now, want); ok {
+			var ids []string
 			err := scanAll(ctx, tx, q, func(sc scanner) error {
-				t, err := scanTask(sc)
-				i := claimIndex(t.Priority)
-				cand[i] = append(cand[i], t)
+				var id string
+				err := sc.Scan(&id)
+				ids = append(ids, id)
 				return err
 			})
 			if err != nil {
 				return err
+			}
+			for chunk := range slices.Chunk(ids, selectIDsMax) {
+				err := scanAll(ctx, tx, s.claimLockQuery(chunk, now), func(sc scanner) error {
+					t, err := scanTask(sc)
+					i := claimIndex(t.Priority)
+					cand[i] = append(cand[i], t)
+					return err
+				})
+				if err != nil {
+					return err
+				}
 			}
 		}
 		floor := uint64(0)
@@ -178,11 +193,15 @@ func (s *Store) claimUpdate(ctx context.Context, tx *sql.Tx, owner, fence uint64
 	return nil
 }
 
-// claimQuery returns the SELECT … FOR UPDATE SKIP LOCKED of the due pool rows of kinds:
-// for each waiting state and each priority i with want[i] > 0, the first want[i] rows
-// of the range (state, 0, priority, ≤ now) of the index (state, owner, priority,
-// run_at), in index order (run_at, id), skipping rows of other kinds and rows locked by
-// others. It reports false when no priority is wanted.
+// claimSpare: a claim reads up to claimSpare times Want candidates from each range,
+// since the rows another claim holds are read but not taken.
+const claimSpare = 2
+
+// claimQuery returns the consistent read (no lock) of the IDs of the due pool rows of
+// kinds: for each waiting state and each priority i with want[i] > 0, the first
+// claimSpare*want[i] rows of the range (state, 0, priority, ≤ now) of the index (state,
+// owner, priority, run_at), in index order (run_at, id), skipping rows of other kinds.
+// It reports false when no priority is wanted.
 func (s *Store) claimQuery(kinds []string, now int64, want [len(claimOrder)]int) (string, bool) {
 	kindList := newQuery(8 + len(kinds)*(2*store.KindMax+4)).hexList(kinds).String()
 	q := newQuery(1024 + 9*len(kindList))
@@ -196,13 +215,22 @@ func (s *Store) claimQuery(kinds []string, now int64, want [len(claimOrder)]int)
 				q.raw(" UNION ALL ")
 			}
 			parts++
-			q.raw("(SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE state = ").uint(uint64(stateCode(st))).
+			q.raw("(SELECT id FROM ").raw(s.table).raw(" WHERE state = ").uint(uint64(stateCode(st))).
 				raw(" AND owner = 0 AND priority = ").uint(uint64(priorityCode(p))).raw(" AND run_at <= ").int(now).
-				raw(" AND kind IN ").raw(kindList).raw(" ORDER BY run_at, id LIMIT ").int(int64(want[i])).
-				raw(" FOR UPDATE SKIP LOCKED)")
+				raw(" AND kind IN ").raw(kindList).raw(" ORDER BY run_at, id LIMIT ").int(int64(claimSpare * want[i])).raw(")")
 		}
 	}
 	return q.String(), parts > 0
+}
+
+// claimLockQuery returns the SELECT … FOR UPDATE SKIP LOCKED of the rows ids that are
+// still due in the pool. It reads the primary key alone (forced), so it locks exactly
+// the rows it returns: never an index record past a range, which may be another
+// owner's task, and never a row another transaction holds.
+func (s *Store) claimLockQuery(ids []string, now int64) string {
+	return newQuery(256 + len(ids)*(2*store.StoredIDMax+4)).raw("SELECT " + columns + " FROM ").raw(s.table).
+		raw(" FORCE INDEX (PRIMARY) WHERE id IN ").hexList(ids).raw(" AND owner = 0 AND state IN ").raw(waitingCodes).
+		raw(" AND run_at <= ").int(now).raw(" FOR UPDATE SKIP LOCKED").String()
 }
 
 // nextQuery returns the consistent read of the earliest run_at of the waiting pool rows

@@ -214,7 +214,7 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *st
 		case len(stmts) == 1 && stmts[0].want <= 1 && len(checks) == 0:
 			// One INSERT, or one UPDATE of one row, applies all or nothing by itself: no
 			// BEGIN and COMMIT round trips.
-			return results, s.run(ctx, s.db, stmts[0], true)
+			return results, maybeApplied(s.run(ctx, s.db, stmts[0], true))
 		}
 		stmts = append(checks, stmts...)
 		if s.multiFits(o, stmts) {
@@ -267,7 +267,17 @@ func (s *Store) inTx(ctx context.Context, opts *sql.TxOptions, f func(*sql.Tx) e
 		_ = tx.Rollback() // err is what matters; a broken connection is dropped anyway
 		return err
 	}
-	return tx.Commit()
+	return commitTx(ctx, tx)
+}
+
+// commitTx commits tx. When the COMMIT may have been sent and its answer was lost, the
+// error is marked with errMaybeApplied.
+func commitTx(ctx context.Context, tx *sql.Tx) error {
+	if err := ctx.Err(); err != nil {
+		_ = tx.Rollback() // COMMIT not sent: nothing applies
+		return err
+	}
+	return maybeApplied(tx.Commit())
 }
 
 // statement is one write of a batch, or a check that some rows are not stored.

@@ -28,7 +28,11 @@
 // planned again from the rows locked with SELECT … FOR UPDATE, so each change gets its
 // exact outcome. Deadlocks (1213), lock wait timeouts (1205) and lost connections are
 // retried with backoff ([Options.Retries]); a batch whose answer was lost is simply
-// committed again, which the [store.Store] contract makes safe.
+// committed again, which the [store.Store] contract makes safe. When the retries run
+// out, the error wraps [store.ErrOutcomeUnknown] if a try sent COMMIT (or a write
+// outside a transaction) and never got its answer, so that it may have applied, and
+// [store.ErrStoreUnavailable] otherwise: then nothing applied, since the server rolls
+// back the transaction of a connection it loses.
 //
 // With [Options.DropCompleted], a task that completes in the batch that inserts it (a
 // periodic snapshot taken after the task ended) is not written at all; one read of the
@@ -125,7 +129,7 @@
 // back and the batch planned again from locked rows, whose transaction renews with the
 // check above. A CommitAs of no changes is the UPDATE alone: the heartbeat of an idle
 // owner. A batch retried after a lost answer renews again, which is harmless; when its
-// lease ended in between, the error wraps [store.ErrStoreUnavailable] as well as
+// lease ended in between, the error wraps [store.ErrOutcomeUnknown] as well as
 // ErrLeaseLost, since the first try may have applied.
 //
 // # Rescue and lock order
@@ -134,7 +138,8 @@
 // first, then task rows. CommitAs and [Store.RequeueAs] lock their own owner row with the
 // renewal, then their task rows. [Store.Rescue] runs at read committed (no gap locks) and
 //
-//  1. renews the rescuer's lease, locking its row;
+//  1. renews the rescuer's lease, locking its row (a try after a kill first waits for
+//     the rows of the owners whose holders it killed: see "Stuck transactions");
 //  2. locks the rows of ended owners with SELECT … FOR UPDATE SKIP LOCKED: an owner whose
 //     row is locked is in a commit, and is left for a later rescue (but see "Stuck
 //     transactions");
@@ -160,23 +165,27 @@
 // A task of owner 0 is in the pool: inserted by [Store.Commit] or [Store.Requeue], or by
 // [Store.CommitAs] with [store.Change] Pool. [Store.Claim] takes due pool tasks for an
 // owner in one transaction at read committed, which finds its candidates with one
-// statement, a UNION ALL of one part per waiting state (Delayed, Queued, Retrying) and
-// wanted priority:
+// consistent read (no lock), a UNION ALL of one part per waiting state (Delayed, Queued,
+// Retrying) and wanted priority:
 //
-//	(SELECT … FROM <table> WHERE state = ? AND owner = 0 AND priority = ? AND run_at <= ?
-//	  AND kind IN (…) ORDER BY run_at, id LIMIT want FOR UPDATE SKIP LOCKED)
+//	(SELECT id FROM <table> WHERE state = ? AND owner = 0 AND priority = ? AND run_at <= ?
+//	  AND kind IN (…) ORDER BY run_at, id LIMIT 2*want)
 //
 // Each part is one range of the index (state, owner, priority, run_at) read in its order
-// (the index ends with the primary key, id), so it stops after want rows and locks only
-// those: kind is not in the index, so rows of other kinds on the way are read and passed
-// over, and rows another claim (or a commit) holds are skipped, not waited for. The
+// (the index ends with the primary key, id), so it stops after 2*want rows: kind is not
+// in the index, so rows of other kinds on the way are read and passed over. The
 // transaction
 //
 //  1. renews the owner's lease, locking its row, as CommitAs does (owner rows before
 //     task rows);
-//  2. locks the candidates: of the up to three times Want rows of a priority, the first
-//     Want by run_at and id are claimed, and the others stay locked until the
-//     transaction ends; a priority of Want 0 has no part;
+//  2. reads the candidates' IDs as above, then locks them by primary key alone:
+//     SELECT … FORCE INDEX (PRIMARY) WHERE id IN (…) AND owner = 0 AND state IN
+//     (waiting) AND run_at <= ? FOR UPDATE SKIP LOCKED, which locks exactly the rows it
+//     returns (a locking read of a range would also lock the index record past its end,
+//     which may be another owner's task) and skips the rows another claim (or a commit)
+//     holds; of the locked rows of a priority, the first Want by run_at and id are
+//     claimed, and the others stay locked until the transaction ends; a priority of Want
+//     0 has no part;
 //  3. takes a new epoch, above the owner's and the epoch part of the claimed rows'
 //     fences, and starts them with one UPDATE … WHERE id IN (…) AND owner = 0 AND state
 //     IN (waiting): owner, state Running, attempt + 1, the epoch's first fence,
@@ -188,15 +197,17 @@
 //     count, so next may be due when nothing is left: the caller claims again and finds
 //     nothing.
 //
-// So a claim costs BEGIN, the renewal, the locking read, the epoch (one INSERT, two when
-// the counter must be raised), the UPDATE, the read of next and COMMIT: seven round
-// trips, five when nothing is claimed, four when no priority is wanted, and one (the
-// renewal) for no Kinds; a retry reads the rows of each earlier try as well. Two claims
-// never wait for each other's task rows, nor for a commit that holds a pool row. A
-// rescue takes only the Running rows of no owner and the rows of ended owners, which no
-// claim locks. A claim retried after a lost answer reads, by primary key, the rows an
-// earlier try of the call gave its fence, and returns them as well, counted against
-// Want.
+// So a claim costs BEGIN (two round trips: SET TRANSACTION ISOLATION LEVEL, START
+// TRANSACTION), the renewal, the read of candidates, the locking read, the epoch (one
+// INSERT, two when the counter must be raised), the UPDATE, the read of next and
+// COMMIT: nine round trips, six when no row is due, five when no priority is wanted,
+// and one (the renewal) for no Kinds; a retry reads the rows of each earlier try
+// as well. A claim locks no row but those it may take: two claims never wait for each
+// other's task rows, nor for a commit that holds a pool row, and no commit waits for a
+// claim's locks but on the pool rows the claim takes. A rescue takes only the Running
+// rows of no owner and the rows of ended owners, which no claim locks. A claim retried
+// after a lost answer reads, by primary key, the rows an earlier try of the call gave
+// its fence, and returns them as well, counted against Want.
 //
 // [Store.RunNow] makes a waiting task of the pool or of its owner due in one
 // transaction at read committed: the renewal (owner row first), then one UPDATE by
@@ -229,7 +240,8 @@
 //     idle (Sleep) for at least a lease and at least a second.
 //
 // Then it runs KILL CONNECTION on it: the server rolls the transaction back and frees
-// its locks, and the rescue's next try waits for the owner's row and takes its tasks.
+// its locks, and the rescue's next try waits for the owner's row, before it locks its
+// own (so that its own renewals never queue behind the wait), and takes its tasks.
 // The stopped process, once resumed, finds its connection dead: its commit's outcome is
 // unknown, and its retry is refused with [store.ErrLeaseLost], as for any lost lease.
 // Each kill is counted ([Store.Kills]) and logged as a warning. Killing costs nothing
@@ -238,6 +250,17 @@
 // any statement whose connection was killed. So the tasks of an owner stopped inside a
 // transaction run again within about two leases and a quarter, instead of Lease +
 // Lease/3.
+//
+// A transaction of a live owner holds the owner's row from its renewal to its end, so
+// the owner's next renewal waits for it. Such a transaction waits for a task row only
+// when a transaction of another owner holds that row: never a claim's (a claim locks
+// only the pool rows it may take) nor a rescue's (a rescue takes the rows of ended
+// owners alone), but a row or unique key another commit holds. Each such wait is
+// bounded by [Options.LockWait] (innodb_lock_wait_timeout, set on every connection of
+// a store made by [Open]), after which the transaction rolls back, releasing the owner's
+// row, and is retried: a transaction stuck in one process costs the other owners a
+// failed commit at worst, never their leases. The bound costs no round trip of a
+// commit: the driver sets it once per connection.
 //
 // KILL needs no privilege for connections of the same user; killing another user's
 // connection takes CONNECTION ADMIN (MariaDB) or CONNECTION_ADMIN (MySQL), and a user

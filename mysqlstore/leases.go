@@ -113,7 +113,7 @@ func (s *Store) RenewLease(ctx context.Context, name string, fence uint64, ttl t
 	err := s.retry(ctx, "renew lease", func() error {
 		res, err := s.db.ExecContext(ctx, update)
 		if err != nil {
-			return err
+			return maybeApplied(err)
 		}
 		n, err := res.RowsAffected()
 		if err != nil || n == 1 {

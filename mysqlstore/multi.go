@@ -90,7 +90,7 @@ func (s *Store) multiTx(ctx context.Context, o *store.Owner, stmts []statement) 
 			return nil
 		}
 		if _, err := ex.ExecContext(ctx, "COMMIT", nil); err != nil {
-			out = err
+			out = maybeApplied(err)
 			return driver.ErrBadConn
 		}
 		return nil

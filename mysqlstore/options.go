@@ -27,6 +27,9 @@ const (
 	PurgeIntervalDefault = time.Minute
 	// RetriesDefault is how many times a call is retried when Options.Retries is zero.
 	RetriesDefault = 4
+	// LockWaitDefault bounds a statement's wait for a row lock when Options.LockWait is
+	// zero.
+	LockWaitDefault = 2 * time.Second
 )
 
 // Options configure a [Store]. The zero value is valid.
@@ -64,9 +67,21 @@ type Options struct {
 
 	// Retries is how many times a call is retried, with exponential backoff from 2 ms,
 	// after a deadlock, a lock wait timeout or a lost connection, before it returns an
-	// error wrapping [store.ErrStoreUnavailable]. If zero, RetriesDefault; if negative,
-	// never.
+	// error wrapping [store.ErrStoreUnavailable] (or [store.ErrOutcomeUnknown], when a
+	// try may have applied). If zero, RetriesDefault; if negative, never.
 	Retries int
+
+	// LockWait bounds how long a statement of a store made by [Open] waits for a row
+	// lock: the session's innodb_lock_wait_timeout, in whole seconds (rounded up), set
+	// when each connection opens, unless the DSN sets innodb_lock_wait_timeout itself.
+	// A statement that waits longer fails and is retried ([Options.Retries]). Every
+	// transaction of an owner renews its lease first and holds the owner's row while
+	// it waits for task rows, so the owner's next renewal may wait as long: keep it
+	// well below the owners' leases, so that a transaction stuck in another process
+	// (see "Stuck transactions" in the package docs) never costs this one its lease. A
+	// store made by [New] keeps its pool's setting (set it in that DSN). If zero,
+	// LockWaitDefault.
+	LockWait time.Duration
 
 	// Logger receives the store's warnings (retries, purge errors, connections killed
 	// to free the locks of a stuck transaction) and the driver's messages, passwords
@@ -100,6 +115,9 @@ func (o Options) Validate() error {
 	if o.PurgeInterval < 0 {
 		errs = append(errs, &OptionError{"Options.PurgeInterval", o.PurgeInterval, "must be >= 0"})
 	}
+	if o.LockWait < 0 {
+		errs = append(errs, &OptionError{"Options.LockWait", o.LockWait, "must be >= 0"})
+	}
 	return errors.Join(errs...)
 }
 
@@ -110,6 +128,7 @@ func (o Options) withDefaults() Options {
 	o.Retention = cmp.Or(o.Retention, RetentionDefault)
 	o.PurgeInterval = cmp.Or(o.PurgeInterval, PurgeIntervalDefault)
 	o.Retries = cmp.Or(o.Retries, RetriesDefault)
+	o.LockWait = cmp.Or(o.LockWait, LockWaitDefault)
 	if o.Retries < 0 {
 		o.Retries = 0
 	}

@@ -32,6 +32,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"payload negative", mysqlstore.Options{MaxPayload: -1}, "Options.MaxPayload"},
 		{"payload huge", mysqlstore.Options{MaxPayload: mysqlstore.MaxPayloadMax + 1}, "Options.MaxPayload"},
 		{"purge interval", mysqlstore.Options{PurgeInterval: -1}, "Options.PurgeInterval"},
+		{"lock wait", mysqlstore.Options{LockWait: -1}, "Options.LockWait"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -157,7 +157,7 @@ func (s *Store) requeue(ctx context.Context, o *store.Owner, now time.Time, ids 
 		return nil, err
 	}
 	if len(dead) == 0 {
-		return nil, tx.Commit()
+		return nil, commitTx(ctx, tx)
 	}
 	q = newQuery(256).raw("UPDATE IGNORE ").raw(s.table).raw(" SET state = ").uint(uint64(stateCode(store.Queued))).
 		raw(", attempt = 0, fence = fence + 1, run_at = ").int(millis(now)).raw(", updated_at = ").int(millis(now)).
@@ -176,7 +176,7 @@ func (s *Store) requeue(ctx context.Context, o *store.Owner, now time.Time, ids 
 	if err != nil {
 		return nil, err
 	}
-	return out, tx.Commit()
+	return out, commitTx(ctx, tx)
 }
 
 // Purge implements [store.Store.Purge].
@@ -226,7 +226,7 @@ func (s *Store) exec(ctx context.Context, what, q string) (int, error) {
 	err := s.retry(ctx, what, func() error {
 		res, err := s.db.ExecContext(ctx, q)
 		if err != nil {
-			return err
+			return maybeApplied(err) // a write outside a transaction
 		}
 		n, err = res.RowsAffected()
 		return err

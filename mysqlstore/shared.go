@@ -43,7 +43,8 @@ func checkOwnerArgs(name string, lease time.Duration, what string) error {
 
 // retryAs is retry for a call by owner o (nil: none). When f reports errLost, the call
 // fails with an error wrapping [store.ErrLeaseLost]; when an earlier try may have
-// applied (its connection was lost), that error wraps [store.ErrStoreUnavailable] too.
+// applied (the answer of its COMMIT was lost), that error wraps
+// [store.ErrOutcomeUnknown] too.
 func (s *Store) retryAs(ctx context.Context, what string, o *store.Owner, f func() error) error {
 	if o == nil {
 		return s.retry(ctx, what, f)
@@ -54,10 +55,10 @@ func (s *Store) retryAs(ctx context.Context, what string, o *store.Owner, f func
 		switch {
 		case errors.Is(err, errLost) && unknown:
 			return fmt.Errorf("owner %s/%d: %w (after a try whose outcome is unknown: %w)",
-				o.Name, o.Epoch, store.ErrLeaseLost, store.ErrStoreUnavailable)
+				o.Name, o.Epoch, store.ErrLeaseLost, store.ErrOutcomeUnknown)
 		case errors.Is(err, errLost):
 			return fmt.Errorf("owner %s/%d: %w", o.Name, o.Epoch, store.ErrLeaseLost)
-		case err != nil && unavailable(err):
+		case outcomeUnknown(err):
 			unknown = true
 		}
 		return err
@@ -205,7 +206,8 @@ func (s *Store) CommitAs(ctx context.Context, o store.Owner, changes []store.Cha
 // When the row of an owner whose lease ended over a lease ago is locked, the first try
 // stops before it locks any task and rolls back, and Rescue kills the connection that
 // holds the row if it sits idle in a transaction left open (see freeStuck); the next
-// try then waits for that owner's row and takes its tasks.
+// try then waits for that owner's row, before it renews o's lease (so that o's
+// renewals never wait behind that wait), and takes its tasks.
 func (s *Store) Rescue(ctx context.Context, o store.Owner, limit int) ([]store.StoredTask, error) {
 	if err := s.checkOpen("rescue"); err != nil {
 		return nil, err
@@ -255,6 +257,22 @@ func (s *Store) rescueOnce(ctx context.Context, o *store.Owner, limit int, taken
 	var out []store.StoredTask
 	err := s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
 		out = nil
+		var ended []uint64
+		scanEpoch := func(sc scanner) error {
+			var e uint64
+			err := sc.Scan(&e)
+			ended = append(ended, e)
+			return err
+		}
+		if len(st.killed) > 0 {
+			// Their holders were killed: wait for the rollback to free their rows, before
+			// locking o's own row, so that o's renewals never wait behind this wait.
+			q := newQuery(160).raw("SELECT epoch FROM ").raw(s.owners).raw(" WHERE epoch IN ").raw(uintList(st.killed)).
+				raw(" AND epoch <> ").uint(o.Epoch).raw(" AND (ended <> 0 OR expires_at <= " + nowSQL + ") ORDER BY epoch FOR UPDATE")
+			if err := scanAll(ctx, tx, q.String(), scanEpoch); err != nil {
+				return err
+			}
+		}
 		if err := s.renew(ctx, tx, o); err != nil {
 			return err
 		}
@@ -265,27 +283,15 @@ func (s *Store) rescueOnce(ctx context.Context, o *store.Owner, limit int, taken
 				return err
 			}
 		}
-		var ended []uint64
-		scanEpoch := func(sc scanner) error {
-			var e uint64
-			err := sc.Scan(&e)
-			ended = append(ended, e)
-			return err
-		}
+		// Rows this transaction locked already come back too (SKIP LOCKED skips only
+		// the rows of others).
 		q := newQuery(160).raw("SELECT epoch FROM ").raw(s.owners).raw(" WHERE epoch <> ").uint(o.Epoch).
 			raw(" AND (ended <> 0 OR expires_at <= " + nowSQL + ") ORDER BY epoch FOR UPDATE SKIP LOCKED")
 		if err := scanAll(ctx, tx, q.String(), scanEpoch); err != nil {
 			return err
 		}
-		if killed := slices.DeleteFunc(slices.Clone(st.killed), func(e uint64) bool { return slices.Contains(ended, e) }); len(killed) > 0 {
-			// Their holders were killed: wait for the rollback to free their rows.
-			q := newQuery(160).raw("SELECT epoch FROM ").raw(s.owners).raw(" WHERE epoch IN ").raw(uintList(killed)).
-				raw(" AND epoch <> ").uint(o.Epoch).raw(" AND (ended <> 0 OR expires_at <= " + nowSQL + ") ORDER BY epoch FOR UPDATE")
-			if err := scanAll(ctx, tx, q.String(), scanEpoch); err != nil {
-				return err
-			}
-			slices.Sort(ended)
-		}
+		slices.Sort(ended)
+		ended = slices.Compact(ended)
 		if stuck := slices.DeleteFunc(stale, func(so stuckOwner) bool { return slices.Contains(ended, so.epoch) }); len(stuck) > 0 {
 			st.stuck = stuck
 			return errStuck

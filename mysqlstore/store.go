@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -96,6 +97,12 @@ func Open(dsn string, opts Options) (*Store, error) {
 	}
 	o := opts.withDefaults()
 	cfg.Logger = driverLogger{log: o.Logger, secrets: secrets}
+	if _, ok := cfg.Params[lockWaitVar]; !ok {
+		if cfg.Params == nil {
+			cfg.Params = map[string]string{}
+		}
+		cfg.Params[lockWaitVar] = strconv.FormatInt(int64((o.LockWait+time.Second-1)/time.Second), 10)
+	}
 	conn, err := mysql.NewConnector(cfg)
 	if err != nil {
 		return nil, redact(fmt.Errorf("mysqlstore: Open: %w", err), secrets)
@@ -345,17 +352,25 @@ func (s *Store) checkOpen(what string) error {
 // transient failure (deadlock, lock wait timeout, lost connection) are spent. The error
 // it returns is wrapped for the caller (see wrap).
 func (s *Store) retry(ctx context.Context, what string, f func() error) error {
+	unknown := false // a try may have applied
+	fail := func(err error) error {
+		if unknown && !outcomeUnknown(err) {
+			err = fmt.Errorf("%w (after a try whose outcome is unknown: %w)", err, errMaybeApplied)
+		}
+		return s.wrap(what, err)
+	}
 	for try := 0; ; try++ {
 		err := f()
 		if err == nil {
 			return nil
 		}
+		unknown = unknown || outcomeUnknown(err)
 		if ctx.Err() != nil || !transient(err) || try >= s.opts.Retries || s.closed.Load() {
-			return s.wrap(what, err)
+			return fail(err)
 		}
 		s.warn(what+": retrying", "try", try+1, "err", redact(err, s.secrets))
 		if err := sleep(ctx, backoff(try)); err != nil {
-			return s.wrap(what, err)
+			return fail(err)
 		}
 	}
 }
@@ -375,6 +390,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// lockWaitVar is the session variable that bounds a wait for a row lock
+// ([Options.LockWait]).
+const lockWaitVar = "innodb_lock_wait_timeout"
 
 // MySQL and MariaDB error numbers the store handles.
 const (
@@ -428,6 +447,37 @@ func unavailable(err error) bool {
 	}
 }
 
+// errMaybeApplied marks an error after which a write may have applied: COMMIT (or a
+// write outside a transaction) was sent and its answer never came. The call then
+// returns an error wrapping [store.ErrOutcomeUnknown], even when a later try fails
+// before it reaches the server.
+var errMaybeApplied = errors.New("mysqlstore: the answer of a commit was lost")
+
+// maybeApplied marks err, the failure of a COMMIT or of a write outside a transaction,
+// with errMaybeApplied unless the server refused the write (a *mysql.MySQLError other
+// than a killed or interrupted connection or a shutdown, which may come after the
+// write applied), or nothing was sent (driver.ErrBadConn, sql.ErrTxDone).
+func maybeApplied(err error) error {
+	var me *mysql.MySQLError
+	switch {
+	case err == nil, errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrTxDone),
+		errors.Is(err, errReplan), errors.Is(err, errMaybeApplied):
+		return err
+	case errors.As(err, &me):
+		switch me.Number {
+		case erServerShutdown, erQueryInterrupted, erConnectionKilled, erClientInterrupt:
+		default:
+			return err
+		}
+	}
+	return fmt.Errorf("%w: %w", errMaybeApplied, err)
+}
+
+// outcomeUnknown reports whether err says that a try may have applied.
+func outcomeUnknown(err error) bool {
+	return errors.Is(err, errMaybeApplied) || errors.Is(err, store.ErrOutcomeUnknown)
+}
+
 // errReplan: the optimistic plan did not hold (or a concurrent writer raced the
 // pessimistic one); roll back and plan again from locked rows.
 var errReplan = errors.New("mysqlstore: plan raced, planning again")
@@ -443,6 +493,10 @@ func (s *Store) wrap(what string, err error) error {
 	switch {
 	case errors.As(err, &me) && me.Number == erNoSuchTable:
 		err = fmt.Errorf("mysqlstore: %s: %w (call Migrate first)", what, err)
+	case errors.Is(err, store.ErrOutcomeUnknown):
+		err = fmt.Errorf("mysqlstore: %s: %w", what, err)
+	case errors.Is(err, errMaybeApplied):
+		err = &unavailableError{what: what, err: err, unknown: true}
 	case unavailable(err) || transient(err):
 		err = &unavailableError{what: what, err: err}
 	default:
@@ -451,17 +505,26 @@ func (s *Store) wrap(what string, err error) error {
 	return redact(err, s.secrets)
 }
 
-// unavailableError wraps both store.ErrStoreUnavailable and the cause.
+// unavailableError wraps both store.ErrStoreUnavailable (store.ErrOutcomeUnknown when
+// unknown) and the cause.
 type unavailableError struct {
-	what string
-	err  error
+	what    string
+	err     error
+	unknown bool
+}
+
+func (e *unavailableError) sentinel() error {
+	if e.unknown {
+		return store.ErrOutcomeUnknown
+	}
+	return store.ErrStoreUnavailable
 }
 
 func (e *unavailableError) Error() string {
-	return "mysqlstore: " + e.what + ": " + store.ErrStoreUnavailable.Error() + ": " + e.err.Error()
+	return "mysqlstore: " + e.what + ": " + e.sentinel().Error() + ": " + e.err.Error()
 }
 
-func (e *unavailableError) Unwrap() []error { return []error{store.ErrStoreUnavailable, e.err} }
+func (e *unavailableError) Unwrap() []error { return []error{e.sentinel(), e.err} }
 
 // dsnSecrets returns what may be a password in a DSN that does not parse: the text
 // between the first ':' and the last '@' before the address.

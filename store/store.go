@@ -72,13 +72,14 @@ type Store interface {
 	// [ErrInvalidChange] or [ErrPayloadTooLarge]. A refused change changes nothing, and the
 	// other changes of the batch are applied all the same.
 	//
-	// When err is not nil, nothing may be assumed about the batch: it may or may not have
-	// been applied (a connection lost while committing). Committing the same batch again is
-	// safe and returns what the first attempt would have; so is committing it as the start
-	// of a longer batch, whose further changes then apply as if committed after it. err wraps [ErrStoreUnavailable]
-	// when the store could not be reached or the outcome is unknown, ctx.Err() when ctx
-	// ended first, and [ErrStoreClosed] after Close. Commit of no changes returns (nil, nil)
-	// at once.
+	// When err is not nil, the batch may or may not have been applied when err wraps
+	// [ErrOutcomeUnknown] (a connection lost after COMMIT was sent, or ctx ending while
+	// its answer was awaited); with any other error nothing of it was applied. Committing
+	// the same batch again is safe either way and returns what the first attempt would
+	// have; so is committing it as the start of a longer batch, whose further changes then
+	// apply as if committed after it. err wraps [ErrStoreUnavailable] when the store could
+	// not be reached, ctx.Err() when ctx ended first, and [ErrStoreClosed] after Close.
+	// Commit of no changes returns (nil, nil) at once.
 	Commit(ctx context.Context, changes []Change) (results []error, err error)
 
 	// Recover returns every live task (Delayed, Queued, Running and Retrying) ordered by
@@ -270,9 +271,15 @@ var (
 	ErrInvalidChange = errors.New("store: invalid change")
 	// ErrPayloadTooLarge: the payload exceeds the store's limit; nothing was written.
 	ErrPayloadTooLarge = errors.New("store: payload too large")
-	// ErrStoreUnavailable: the store could not be reached, or a commit's outcome is
-	// unknown. Returned (wrapped) by every [Store] method.
+	// ErrStoreUnavailable: the store could not be reached, and nothing of the call was
+	// applied. Returned (wrapped) by every [Store] method.
 	ErrStoreUnavailable = errors.New("store: store unavailable")
+	// ErrOutcomeUnknown: the store could not learn whether a write applied (its answer
+	// was lost: a connection dropped after COMMIT was sent), so it may have. Returned
+	// (wrapped) by [Store.Commit], [SharedStore.CommitAs] and the other writes instead of
+	// [ErrStoreUnavailable], which it never wraps: a task whose insert ends with it may
+	// be stored, and run.
+	ErrOutcomeUnknown = errors.New("store: outcome unknown")
 	// ErrStoreClosed: the store was closed. Returned (wrapped) by every [Store] method
 	// but Close.
 	ErrStoreClosed = errors.New("store: store closed")

@@ -124,7 +124,7 @@ func TestServerStopStart(t *testing.T) {
 	t0 := time.Now()
 	pollUntil(t, "a durable submit to succeed after the restart", 10*time.Millisecond, 30*time.Second, func() (bool, error) {
 		err := submit(0)
-		if err != nil && !errors.Is(err, store.ErrStoreUnavailable) {
+		if err != nil && !errors.Is(err, store.ErrStoreUnavailable) && !errors.Is(err, store.ErrOutcomeUnknown) {
 			return false, err
 		}
 		return err == nil, nil

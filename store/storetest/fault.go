@@ -28,10 +28,10 @@ var _ store.Store = (*FaultStore)(nil)
 // [FaultStore.InjectFault] is called.
 func NewFaultStore(s store.Store) *FaultStore { return &FaultStore{Store: s} }
 
-// InjectFault makes the next n calls of Commit return an error wrapping
-// [store.ErrStoreUnavailable]. When applied is true each of them commits its batch to
-// the wrapped store first, as a commit whose answer was lost does; otherwise it commits
-// nothing. n <= 0 clears the faults.
+// InjectFault makes the next n calls of Commit fail. When applied is true each of them
+// commits its batch to the wrapped store first, as a commit whose answer was lost does,
+// and returns an error wrapping [store.ErrOutcomeUnknown]; otherwise it commits nothing
+// and returns an error wrapping [store.ErrStoreUnavailable]. n <= 0 clears the faults.
 func (f *FaultStore) InjectFault(n int, applied bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -40,8 +40,9 @@ func (f *FaultStore) InjectFault(n int, applied bool) {
 
 // Commit implements [store.Store.Commit]. A call with no changes or a done ctx goes to
 // the wrapped store and uses up no fault. Otherwise, while faults are left, it uses one
-// up and returns an error wrapping [store.ErrStoreUnavailable] (or the wrapped store's
-// own error, when an applied fault's commit fails).
+// up and returns an error wrapping [store.ErrStoreUnavailable] or, for an applied
+// fault, [store.ErrOutcomeUnknown] (or the wrapped store's own error, when an applied
+// fault's commit fails).
 func (f *FaultStore) Commit(ctx context.Context, changes []store.Change) ([]error, error) {
 	if len(changes) == 0 || ctx.Err() != nil {
 		return f.Store.Commit(ctx, changes)
@@ -61,5 +62,5 @@ func (f *FaultStore) Commit(ctx context.Context, changes []store.Change) ([]erro
 	if _, err := f.Store.Commit(ctx, changes); err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("storetest: commit: answer lost (injected): %w", store.ErrStoreUnavailable)
+	return nil, fmt.Errorf("storetest: commit: answer lost (injected): %w", store.ErrOutcomeUnknown)
 }

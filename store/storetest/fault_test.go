@@ -30,9 +30,10 @@ func TestFaultStoreInjectFault(t *testing.T) {
 	tests := []struct {
 		name    string
 		applied bool
+		want    error
 	}{
-		{"unreachable", false},
-		{"answer lost", true},
+		{"unreachable", false, store.ErrStoreUnavailable},
+		{"answer lost", true, store.ErrOutcomeUnknown},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -42,8 +43,8 @@ func TestFaultStoreInjectFault(t *testing.T) {
 				t.Fatalf("Commit(nil) = %v, %v; want nil, nil without using up the fault", res, err)
 			}
 			batch := insert("a")
-			if _, err := s.Commit(ctx, batch); !errors.Is(err, store.ErrStoreUnavailable) {
-				t.Fatalf("Commit() error = %v, want ErrStoreUnavailable", err)
+			if _, err := s.Commit(ctx, batch); !errors.Is(err, tt.want) || tt.applied && errors.Is(err, store.ErrStoreUnavailable) {
+				t.Fatalf("Commit() error = %v, want %v (and only it)", err, tt.want)
 			}
 			_, err := s.Get(ctx, "a")
 			if got := err == nil; got != tt.applied {

@@ -77,6 +77,9 @@ type JournalLoop[H, A comparable] interface {
 	Started(started, refused []A, errs []error)
 	// Refuse gives back what an acknowledged insert whose submit fails holds.
 	Refuse(h H)
+	// Orphan hands over, after Refuse, a pool task whose submit failed with its
+	// outcome unknown: it may be stored, and runs on h should this kernel claim it.
+	Orphan(h H)
 }
 
 // JournalConfig is what [NewJournal] needs. Every field but Owner and Log must be
@@ -193,10 +196,12 @@ func (j *Journal[H, A]) Add(es []Entry[H, A]) {
 }
 
 // AvailableErr returns an error wrapping ErrStoreUnavailable while the store is
-// known to be down, so that durable submits fail fast.
+// known to be down, so that durable submits fail fast. It names the last error but
+// does not wrap it, which may be an outcome the store could not learn: nothing of
+// the refused submit is stored.
 func (j *Journal[H, A]) AvailableErr() error {
 	if p := j.down.Load(); p != nil {
-		return fmt.Errorf("kernel: durable submit refused while the store is down: %w (last error: %w)", store.ErrStoreUnavailable, *p)
+		return fmt.Errorf("kernel: durable submit refused while the store is down: %w (last error: %v)", store.ErrStoreUnavailable, *p)
 	}
 	return nil
 }
@@ -496,7 +501,8 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 		err = fmt.Errorf("kernel: Store.Commit returned %d results for %d changes", len(results), len(changes))
 	}
 	if errors.Is(err, store.ErrLeaseLost) {
-		// Nothing of the batch applied, and the owner joined again (Owner.Commit):
+		// Nothing of this try applied (an earlier one may have: err then wraps
+		// store.ErrOutcomeUnknown), and the owner joined again (Owner.Commit):
 		// refuse its acknowledged inserts, and commit the rest at once as the new owner.
 		keep := make([]Entry[H, A], 0, len(batch))
 		for _, e := range batch {
@@ -520,7 +526,10 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 	}
 	if err != nil {
 		j.commitErrors.Inc()
-		if !errors.Is(err, store.ErrStoreUnavailable) {
+		// An outcome the store could not learn goes to the submitters as it is: their
+		// tasks may be stored, and may run. Any other failure stored nothing.
+		unknown := errors.Is(err, store.ErrOutcomeUnknown)
+		if !unknown && !errors.Is(err, store.ErrStoreUnavailable) {
 			err = fmt.Errorf("%w: %w", store.ErrStoreUnavailable, err)
 		}
 		if j.down.Swap(&err) == nil && j.log != nil {
@@ -534,6 +543,14 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 			}
 			if e.Ack == nil {
 				keep = append(keep, e)
+				continue
+			}
+			if unknown && e.C.Pool {
+				// Stored or not, another kernel may claim it before a cancel lands:
+				// leave it be, so that it runs exactly when it was stored.
+				e.Ack.All = fmt.Errorf("kernel: durable submit: %w", err)
+				j.refuse(e)
+				j.loop.Orphan(e.H)
 				continue
 			}
 			fence := e.C.Task.Fence

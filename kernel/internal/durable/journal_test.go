@@ -39,6 +39,8 @@ func (l *fakeJournalLoop) Started(started, refused []*attempt, errs []error) {
 	l.mu.Unlock()
 }
 
+func (l *fakeJournalLoop) Orphan(*task) {}
+
 func (l *fakeJournalLoop) Refuse(h *task) {
 	l.mu.Lock()
 	l.refused = append(l.refused, h)

@@ -1,0 +1,63 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
+)
+
+// TestRoundTrips counts the commands a store sends through a proxy, each a round trip:
+// a group commit by an owner (the journal's hot path) takes two, START TRANSACTION with
+// the renewal and the writes as one query, then COMMIT; a heartbeat one; a claim that
+// takes tasks nine.
+func TestRoundTrips(t *testing.T) {
+	db := openDB(t)
+	table := ownTable(t, db, "roundtrip")
+	_, s, p := proxyStores(t, table, mysqlstore.Options{Retention: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	o, err := s.Join(ctx, "rt", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := s.Join(ctx, "pool", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	var inserts, starts, pooled []store.Change
+	for i := range 100 {
+		id := fmt.Sprintf("t%03d", i)
+		inserts = append(inserts, insertChange(id, now, false))
+		starts = append(starts, startChange(id, 1, now))
+		pooled = append(pooled, insertChange("p"+id, now, true))
+	}
+	commitAs(t, s, pool, pooled...) // warms the pools' connections too
+	for _, tt := range []struct {
+		name string
+		do   func()
+		want int
+	}{
+		{"CommitAs inserts", func() { commitAs(t, s, o, inserts...) }, 2},
+		{"CommitAs starts", func() { commitAs(t, s, o, starts...) }, 2},
+		{"CommitAs heartbeat", func() { commitAs(t, s, o) }, 1},
+		{"Claim", func() {
+			ts, _, err := s.Claim(ctx, o, store.ClaimRequest{Now: time.Now(), Want: store.ByPriority[int]{Normal: 10}, Kinds: []string{"k"}})
+			if err != nil || len(ts) != 10 {
+				t.Fatalf("Claim() = %d tasks, %v; want 10", len(ts), err)
+			}
+		}, 9},
+	} {
+		before := p.commands()
+		tt.do()
+		if got := p.commands() - before; got != tt.want {
+			t.Errorf("%s: %d round trips, want %d", tt.name, got, tt.want)
+		} else {
+			t.Logf("%s: %d round trips", tt.name, got)
+		}
+	}
+}
