@@ -190,8 +190,9 @@ type Config struct {
 	// one level higher (Low as Normal, Normal as High). If zero, no aging. Changeable.
 	AgeAfter time.Duration
 
-	// Capacity bounds the tasks of each priority that wait in the kernel — queued,
-	// delayed or waiting for a retry — each at most 2^24. Running tasks are
+	// Capacity bounds the tasks of each priority that wait in the kernel — queued
+	// (picked ahead into the run queue included, until they start), delayed or
+	// waiting for a retry — each at most 2^24. Running tasks are
 	// bounded by MaxConcurrency. Submissions are refused (or wait) at the bound, but
 	// an accepted task is never refused later: a failed attempt's retry re-enters
 	// without a check, so a priority may briefly hold up to its attempts in flight
@@ -205,8 +206,8 @@ type Config struct {
 
 	// EvictLow lets a High arrival that finds no room take the place of the newest
 	// queued Low task, which ends Evicted with ErrEvicted: the High task holds the
-	// evicted task's room (counted against Capacity.Low) until it leaves its
-	// bucket, so the total of waiting tasks never exceeds the total capacity. It
+	// evicted task's room (counted against Capacity.Low, and in Stats.Queued.Low)
+	// until it starts, so the total of waiting tasks never exceeds the total capacity. It
 	// applies to in-memory tasks; a durable High task waits or is refused like any
 	// other. Changeable.
 	EvictLow bool

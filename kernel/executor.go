@@ -190,6 +190,14 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 		if it, ok := q.pop(); ok {
 			q.running++
 			q.popAt = now
+			if it.tk != 0 {
+				q.held[it.tk-1]--
+				q.tickets[it.tk-1]++
+				if k.roomWaiters.Load()+k.roomSpinners.Load() > 0 && q.giveBack(k) && q.loopWaiting {
+					q.loopWaiting = false // it wakes the submitters waiting for room
+					poke = true
+				}
+			}
 			// A success of a light task must be finished before e.light changes.
 			var done light
 			if lightOK {

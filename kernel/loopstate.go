@@ -45,6 +45,7 @@ type loopState struct {
 
 	live     int  // accepted tasks not yet terminal
 	delayed  int  // tasks waiting in the wheel to be due (delayed or retrying)
+	evictors int  // High tasks in their bucket holding an evicted Low task's ticket
 	draining bool // Shutdown began
 	closing  bool // Close began
 	freed    bool // tickets were given back this pass

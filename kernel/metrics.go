@@ -26,7 +26,6 @@ type kernelMetrics struct {
 
 	wait, exec [queue.NumLevels]hist.Hist
 
-	depth              [queue.NumLevels]atomic.Int64
 	delayed            atomic.Int64
 	callbacksAbandoned atomic.Int64 // set by Shutdown and Close
 
@@ -64,7 +63,7 @@ func (m *kernelMetrics) observe(shard int, l queue.Level, wait, exec time.Durati
 type PriorityStats struct {
 	Submitted, Started, Succeeded, Failed, TimedOut, Retried, Rejected,
 	Evicted, Canceled, Panics, Abandoned uint64
-	// Queued is the number of tasks in the bucket now.
+	// Queued is Stats.Queued of the priority.
 	Queued int
 	// Wait is submit-to-start time of attempts; Exec their execution time.
 	Wait, Exec Percentiles
@@ -73,12 +72,18 @@ type PriorityStats struct {
 // Stats is a snapshot of a kernel's figures.
 type Stats struct {
 	ByPriority ByPriority[PriorityStats]
-	Queued     ByPriority[int] // tasks in each bucket
-	Delayed    int             // tasks waiting to be due (delayed or retrying), in the wheel or on their way to it
-	Dispatched int             // picked and handed to the run queue, not yet started
-	Running    int             // attempts executing, zombies excluded
-	Zombies    int             // timed-out functions still running on their own goroutine
-	Executors  int             // executor goroutines, zombies excluded
+	// Queued counts the tasks that wait under each Config.Capacity bound, the
+	// bound's own figure: those in the bucket and those picked ahead into the run
+	// queue, not yet started (which Dispatched counts too). A High task holding an
+	// evicted Low task's room (Config.EvictLow) counts in Low. Delayed and retrying
+	// tasks, and tasks of a group waiting for their key, are not counted. Each is
+	// within its Capacity but for retries (see Config.Capacity).
+	Queued     ByPriority[int]
+	Delayed    int // tasks waiting to be due (delayed or retrying), in the wheel or on their way to it
+	Dispatched int // picked and handed to the run queue, not yet started
+	Running    int // attempts executing, zombies excluded
+	Zombies    int // timed-out functions still running on their own goroutine
+	Executors  int // executor goroutines, zombies excluded
 
 	EventsDropped    uint64
 	OnTimeoutDropped uint64
@@ -133,9 +138,10 @@ func (s *Stats) Terminal() uint64 {
 	return n
 }
 
-// Stats returns the kernel's figures. It never waits for the loop: bucket depths
-// and Delayed are published after each loop pass (they may lag one pass behind);
-// Running, Dispatched, Zombies and Executors are read live. Safe for concurrent use.
+// Stats returns the kernel's figures. It never waits for the loop: the buckets'
+// part of Queued, and Delayed, are published after each loop pass (they may lag
+// one pass behind); Running, Dispatched, Zombies, Executors and the run queue's
+// part of Queued are read live. Safe for concurrent use.
 func (k *Kernel) Stats() Stats {
 	m := k.m
 	var s Stats
@@ -148,18 +154,20 @@ func (k *Kernel) Stats() Stats {
 			Failed: m.failed[l].Get(), TimedOut: m.timedOut[l].Get(), Retried: m.retried[l].Get(),
 			Rejected: m.rejected[l].Get(), Evicted: m.evicted[l].Get(), Canceled: m.canceled[l].Get(),
 			Panics: m.panics[l].Get(), Abandoned: m.abandoned[l].Get(),
-			Queued: int(m.depth[l].Load()),
-			Wait:   Percentiles(m.wait[l].Summary()), Exec: Percentiles(m.exec[l].Summary()),
+			Wait: Percentiles(m.wait[l].Summary()), Exec: Percentiles(m.exec[l].Summary()),
 		}
 	}
 	submitted, lazies := k.intakeCounts()
 	for l := range ps {
 		ps[l].Submitted = submitted[l]
 	}
-	s.ByPriority = ByPriority[PriorityStats]{High: ps[queue.High], Normal: ps[queue.Normal], Low: ps[queue.Low]}
-	s.Queued = ByPriority[int]{High: ps[queue.High].Queued, Normal: ps[queue.Normal].Queued, Low: ps[queue.Low].Queued}
 	s.Delayed = int(m.delayed.Load()) + lazies
 	lv := k.rq.live()
+	for l := range ps {
+		ps[l].Queued = lv.queued[l]
+	}
+	s.Queued = ByPriority[int]{High: lv.queued[queue.High], Normal: lv.queued[queue.Normal], Low: lv.queued[queue.Low]}
+	s.ByPriority = ByPriority[PriorityStats]{High: ps[queue.High], Normal: ps[queue.Normal], Low: ps[queue.Low]}
 	s.Running, s.Dispatched, s.Zombies, s.Executors = lv.running, lv.dispatched, lv.zombies, lv.workers
 	s.EventsDropped = m.eventsDropped.Get()
 	s.OnTimeoutDropped = m.onTimeoutDropped.Get()
@@ -200,13 +208,23 @@ func (k *Kernel) Stats() Stats {
 }
 
 // runqFigures are the run queue's live counts.
-type runqFigures struct{ running, dispatched, zombies, workers int }
+type runqFigures struct {
+	running, dispatched, zombies, workers int
+	queued                                [queue.NumLevels]int // Stats.Queued
+	unheld                                int                  // dispatched picks that hold no ticket (so not in queued)
+}
 
 // live reads the run queue's counts under its lock.
 func (q *runq) live() runqFigures {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return runqFigures{running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers}
+	f := runqFigures{running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers}
+	f.unheld = f.dispatched
+	for l := range f.queued {
+		f.queued[l] = max(q.bucketed[l]+q.held[l], 0)
+		f.unheld -= q.held[l]
+	}
+	return f
 }
 
 // Percentiles summarises a distribution of durations.
