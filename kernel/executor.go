@@ -193,8 +193,12 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 			if it.tk != 0 {
 				q.held[it.tk-1]--
 				q.tickets[it.tk-1]++
-				if k.roomWaiters.Load()+k.roomSpinners.Load() > 0 && q.giveBack(k) && q.loopWaiting {
-					q.loopWaiting = false // it wakes the submitters waiting for room
+				// Given back at the loop's next pass, or here, in one add per level, once
+				// the run queue holds no pick with a ticket, or at once when a submitter
+				// waits for room (the loop then wakes it).
+				waiters := k.roomWaiters.Load()+k.roomSpinners.Load() > 0
+				if (waiters || q.held == [queue.NumLevels]int{}) && q.giveBack(k) && waiters && q.loopWaiting {
+					q.loopWaiting = false
 					poke = true
 				}
 			}
