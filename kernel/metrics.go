@@ -21,7 +21,7 @@ import (
 // (prometheus.go) writes them.
 type kernelMetrics struct {
 	submitted, started, succeeded, failed, timedOut, retried, rejected,
-	evicted, canceled, panics, abandoned [queue.NumLevels]*metrics.Counter
+	evicted, canceled, panics, abandoned, retriesRefused [queue.NumLevels]*metrics.Counter
 	onTimeoutDropped, eventsDropped, logsDropped, callbackPanics *metrics.Counter
 
 	wait, exec [queue.NumLevels]hist.Hist
@@ -39,7 +39,7 @@ func newKernelMetrics(g *promGroup, name string) *kernelMetrics {
 	m := &kernelMetrics{group: g, name: name}
 	for _, c := range []*[queue.NumLevels]*metrics.Counter{
 		&m.submitted, &m.started, &m.succeeded, &m.failed, &m.timedOut, &m.retried,
-		&m.rejected, &m.evicted, &m.canceled, &m.panics, &m.abandoned,
+		&m.rejected, &m.evicted, &m.canceled, &m.panics, &m.abandoned, &m.retriesRefused,
 	} {
 		for l := range queue.NumLevels {
 			c[l] = new(metrics.Counter)
@@ -63,6 +63,9 @@ func (m *kernelMetrics) observe(shard int, l queue.Level, wait, exec time.Durati
 type PriorityStats struct {
 	Submitted, Started, Succeeded, Failed, TimedOut, Retried, Rejected,
 	Evicted, Canceled, Panics, Abandoned uint64
+	// RetriesRefused counts the retries Config.RetryBudget refused: each ended an
+	// in-memory task (ErrRetryBudget) or made a durable one wait for the budget.
+	RetriesRefused uint64
 	// Queued is Stats.Queued of the priority.
 	Queued int
 	// Wait is submit-to-start time of attempts; Exec their execution time.
@@ -72,12 +75,10 @@ type PriorityStats struct {
 // Stats is a snapshot of a kernel's figures.
 type Stats struct {
 	ByPriority ByPriority[PriorityStats]
-	// Queued counts the tasks that wait under each Config.Capacity bound, the
-	// bound's own figure: those in the bucket and those picked ahead into the run
-	// queue, not yet started (which Dispatched counts too). A High task holding an
-	// evicted Low task's room (Config.EvictLow) counts in Low. Delayed and retrying
-	// tasks, and tasks of a group waiting for their key, are not counted. Each is
-	// within its Capacity but for retries (see Config.Capacity).
+	// Queued counts the tasks queued under each Config.Capacity: in the bucket, or
+	// picked ahead into the run queue and not yet started (Dispatched counts them
+	// too); a High task holding an evicted Low task's room counts in Low. Within
+	// Capacity but for retries.
 	Queued     ByPriority[int]
 	Delayed    int // tasks waiting to be due (delayed or retrying), in the wheel or on their way to it
 	Dispatched int // picked and handed to the run queue, not yet started
@@ -153,7 +154,7 @@ func (k *Kernel) Stats() Stats {
 			Started: m.started[l].Get(), Succeeded: m.succeeded[l].Get(),
 			Failed: m.failed[l].Get(), TimedOut: m.timedOut[l].Get(), Retried: m.retried[l].Get(),
 			Rejected: m.rejected[l].Get(), Evicted: m.evicted[l].Get(), Canceled: m.canceled[l].Get(),
-			Panics: m.panics[l].Get(), Abandoned: m.abandoned[l].Get(),
+			Panics: m.panics[l].Get(), Abandoned: m.abandoned[l].Get(), RetriesRefused: m.retriesRefused[l].Get(),
 			Wait: Percentiles(m.wait[l].Summary()), Exec: Percentiles(m.exec[l].Summary()),
 		}
 	}

@@ -24,6 +24,7 @@ const (
 	famCanceled
 	famPanics
 	famAbandoned
+	famRetriesRefused
 	famOnTimeoutDropped
 	famEventsDropped
 	famLogsDropped
@@ -81,6 +82,7 @@ var promFamilies = [famCount]promFamily{
 	famCanceled:           {"ax_tasks_canceled_total", "counter", "Tasks that ended Canceled, by priority."},
 	famPanics:             {"ax_tasks_panics_total", "counter", "Attempts whose function panicked or called runtime.Goexit, by priority."},
 	famAbandoned:          {"ax_tasks_abandoned_total", "counter", "Tasks that ended Abandoned (not yet due at Shutdown), by priority."},
+	famRetriesRefused:     {"ax_retries_refused_total", "counter", "Retries Config.RetryBudget refused, by priority."},
 	famOnTimeoutDropped:   {"ax_ontimeout_dropped_total", "counter", "Task.OnTimeout callbacks dropped because their queue was full."},
 	famEventsDropped:      {"ax_events_dropped_total", "counter", "Events dropped because Config.EventBuffer events were waiting for OnEvent."},
 	famLogsDropped:        {"ax_logs_dropped_total", "counter", "Log records dropped because 256 were waiting for Config.Logger's handler."},
@@ -192,6 +194,7 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 		{famCanceled, &m.canceled},
 		{famPanics, &m.panics},
 		{famAbandoned, &m.abandoned},
+		{famRetriesRefused, &m.retriesRefused},
 	} {
 		for l := range queue.NumLevels {
 			fams[c.fam] = promtext.AppendSample(fams[c.fam], promFamilies[c.fam].name, prio[l], c.c[l].Get())

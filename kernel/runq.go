@@ -41,11 +41,9 @@ type runq struct {
 	fastStarted  int         // tasks submitters started on the fast lane since the loop's last pass
 	execs        []*executor // live executor goroutines, zombies included: Close finds running attempts here
 
-	// The tasks that wait under Config.Capacity, by the level of their ticket
-	// (Stats.Queued): the buckets' tasks as the loop last counted them (bucketed,
-	// written with each hand-over and pass) and the picks waiting here (held).
-	// Executors move a pick's ticket from held to tickets, which the loop gives
-	// back at its next pass, or at once when a submitter waits for room.
+	// Stats.Queued by ticket level: the buckets' tasks as the loop last counted them
+	// and the picks waiting here (held). Executors move a pick's ticket from held
+	// to tickets, given back by the loop or by Kernel.next (see there).
 	bucketed, held [queue.NumLevels]int
 	tickets        [queue.NumLevels]int64
 	freed          bool // tickets were given back outside the loop: wake the waiters
