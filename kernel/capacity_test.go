@@ -139,3 +139,27 @@ func TestCapacityQueuedWithinBound(t *testing.T) {
 		})
 	}
 }
+
+// TestCapacityQueuedCountsGroupWaits: a task of a group waiting for its key holds
+// its priority's ticket, so Capacity counts it, and Stats().Queued shows it.
+func TestCapacityQueuedCountsGroupWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, Config{
+			MaxConcurrency: 4, Capacity: ByPriority[int]{High: 2, Normal: 2, Low: 2},
+			Groups: map[string]GroupConfig{"g": {PerKey: Limits{Concurrency: 1}}},
+		})
+		g := make(gate)
+		mustSubmit(t, k, Task{Group: "g", Key: "a", Run: g.run})
+		h := mustSubmit(t, k, Task{Group: "g", Key: "a", Run: noop}) // waits for the key
+		synctest.Wait()
+		if st, gauge := queuedOf(t, k); st != [3]int{0, 1, 0} || gauge != st {
+			t.Errorf("Stats().Queued = %v, gauges %v, want [0 1 0] (the task waiting for its key)", st, gauge)
+		}
+		h.Cancel()
+		synctest.Wait()
+		if st, _ := queuedOf(t, k); st != [3]int{} {
+			t.Errorf("Stats().Queued after Cancel = %v, want zeros", st)
+		}
+		g.open()
+	})
+}

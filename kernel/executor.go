@@ -193,9 +193,8 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 			if it.tk != 0 {
 				q.held[it.tk-1]--
 				q.tickets[it.tk-1]++
-				// Given back at the loop's next pass, or here, in one add per level, once
-				// the run queue holds no pick with a ticket, or at once when a submitter
-				// waits for room (the loop then wakes it).
+				// Given back by the loop's next pass, or here once no pick holds one, or
+				// at once when a submitter waits for room (the loop then wakes it).
 				waiters := k.roomWaiters.Load()+k.roomSpinners.Load() > 0
 				if (waiters || q.held == [queue.NumLevels]int{}) && q.giveBack(k) && waiters && q.loopWaiting {
 					q.loopWaiting = false

@@ -36,6 +36,7 @@ type gateState struct {
 	pausedKinds  map[string]bool
 	held         map[string][]*Handle // durable tasks of paused kinds, in order
 	heldN        int
+	queued       [queue.NumLevels]int // tasks held here (key queues, paused kinds) by ticket level: Stats.Queued
 }
 
 // gateSlot is the target of a gate wheel entry.
@@ -160,6 +161,7 @@ func (k *Kernel) gateIn(h *Handle, from State) {
 	ks.q[h.bucket].push(h)
 	ks.n++
 	g.waiting++
+	k.ls.gate.queued[h.ticket()]++
 	k.touchKey(ks)
 }
 
@@ -176,6 +178,7 @@ func (k *Kernel) gatePushFront(h *Handle) {
 	ks.q[h.bucket].pushFront(h)
 	ks.n++
 	ks.g.waiting++
+	k.ls.gate.queued[h.ticket()]++
 }
 
 // gateEnd ends a task waiting in no queue (about to enter one) or taken out of
@@ -214,6 +217,7 @@ func (k *Kernel) gateRemove(h *Handle) bool {
 	x.inGate = false
 	ks.n--
 	ks.g.waiting--
+	k.ls.gate.queued[h.ticket()]--
 	k.keyMaybeIdle(ks)
 	return true
 }
@@ -327,6 +331,7 @@ func (k *Kernel) grant(ks *keyState) bool {
 	h := ks.q[lvl].pop()
 	ks.n--
 	g.waiting--
+	k.ls.gate.queued[h.ticket()]--
 	x := h.ext
 	x.inGate = false
 	gateUncount(h)
@@ -564,6 +569,7 @@ func (k *Kernel) closeGate() {
 					h := ks.q[l].pop()
 					ks.n--
 					g.waiting--
+					gs.queued[h.ticket()]--
 					h.ext.inGate = false
 					k.gateEnd(h, Canceled, ErrClosed)
 				}
@@ -577,7 +583,7 @@ func (k *Kernel) closeGate() {
 		}
 		delete(gs.held, kind)
 	}
-	gs.heldN = 0
+	gs.heldN, gs.queued = 0, [queue.NumLevels]int{}
 }
 
 // applyGroups installs the groups of a new config: each group's state takes its

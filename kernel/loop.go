@@ -254,12 +254,12 @@ func (k *Kernel) publish() {
 	}
 }
 
-// countBucketed counts the buckets' tasks by the level of their ticket for
-// Stats.Queued: a High task holding an evicted Low task's ticket counts in Low.
-// Called with rq.mu held.
+// countBucketed counts the buckets' tasks, and those the gate holds, by the level
+// of their ticket for Stats.Queued: a High task holding an evicted Low task's
+// ticket counts in Low. Called with rq.mu held.
 func (k *Kernel) countBucketed() {
 	for l := range queue.NumLevels {
-		k.rq.bucketed[l] = k.ls.buckets.Bucket(queue.Level(l)).Len()
+		k.rq.bucketed[l] = k.ls.buckets.Bucket(queue.Level(l)).Len() + k.ls.gate.queued[l]
 	}
 	k.rq.bucketed[queue.High] -= k.ls.evictors
 	k.rq.bucketed[queue.Low] += k.ls.evictors

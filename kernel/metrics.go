@@ -75,10 +75,11 @@ type PriorityStats struct {
 // Stats is a snapshot of a kernel's figures.
 type Stats struct {
 	ByPriority ByPriority[PriorityStats]
-	// Queued counts the tasks queued under each Config.Capacity: in the bucket, or
-	// picked ahead into the run queue and not yet started (Dispatched counts them
-	// too); a High task holding an evicted Low task's room counts in Low. Within
-	// Capacity but for retries.
+	// Queued counts the tasks queued under each Config.Capacity: in the bucket,
+	// waiting for their group's key (GroupStats.Waiting counts them too) or their
+	// paused kind, or picked ahead into the run queue and not yet started (as
+	// Dispatched); a High task holding an evicted Low task's room counts in Low.
+	// Within Capacity but for retries.
 	Queued     ByPriority[int]
 	Delayed    int // tasks waiting to be due (delayed or retrying), in the wheel or on their way to it
 	Dispatched int // picked and handed to the run queue, not yet started

@@ -42,9 +42,8 @@ func (k *Kernel) retryRefused(h *Handle, a *attempt, err error) {
 	}
 }
 
-// retryDue decides a durable retry the budget refused (attempt.budgetWait) that
-// came due: it goes on if the budget allows it now, and otherwise waits in the
-// wheel, Retrying, until the window next slides. Loop only.
+// retryDue lets a durable retry the budget refused (attempt.budgetWait) go on if
+// the budget allows it now; else it waits, Retrying, until the window slides.
 func (k *Kernel) retryDue(a *attempt) bool {
 	if k.ls.budget.Allow(k.ls.now) {
 		a.budgetWait = false

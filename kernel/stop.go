@@ -38,11 +38,8 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		if !isDone(k.loopDone) {
 			st := k.Stats()
-			// Queued counts the picks ahead that Dispatched counts too.
+			// Queued counts the picks ahead Dispatched counts, and the groups' waits.
 			queued := st.Queued.High + st.Queued.Normal + st.Queued.Low + k.rq.live().unheld + st.Delayed
-			for _, g := range st.Groups {
-				queued += g.Waiting
-			}
 			return &ShutdownError{Err: ctx.Err(), Queued: queued, Running: st.Running}
 		}
 	}
