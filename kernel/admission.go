@@ -95,9 +95,10 @@ func (k *Kernel) waitRoom(ctx context.Context, lvl queue.Level, rc *resolved) er
 	k.roomMu.Lock()
 	ch := k.roomCh
 	k.roomMu.Unlock()
-	// An executor that takes a pick after this sees the waiter and gives its
-	// ticket back at once (Kernel.next); one that took it before left it here.
-	if k.hasRoom(lvl, rc) || k.flushIdleTickets() {
+	// Tickets executors left here are taken back first; those they give back later
+	// set runq.freed, and the loop wakes the waiters (an executor that finds it
+	// parked pokes it).
+	if k.flushIdleTickets() || k.hasRoom(lvl, rc) {
 		return nil
 	}
 	select {

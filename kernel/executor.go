@@ -193,10 +193,9 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 			if it.tk != 0 {
 				q.held[it.tk-1]--
 				q.tickets[it.tk-1]++
-				// Given back by the loop's next pass, or here once no pick holds one, or
-				// at once when a submitter waits for room (the loop then wakes it).
-				waiters := k.roomWaiters.Load()+k.roomSpinners.Load() > 0
-				if (waiters || q.held == [queue.NumLevels]int{}) && q.giveBack(k) && waiters && q.loopWaiting {
+				// Given back by the loop's next pass, or here once no pick holds one (the
+				// loop then wakes the submitters waiting for room: see waitRoom).
+				if q.held == [queue.NumLevels]int{} && q.giveBack(k) && q.loopWaiting && k.roomWaiters.Load() > 0 {
 					q.loopWaiting = false
 					poke = true
 				}
