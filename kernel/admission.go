@@ -198,13 +198,13 @@ func (k *Kernel) takeLazyTicket(lvl queue.Level, rc *resolved) bool {
 	return k.tryAcquire(lvl, 1, rc) == nil
 }
 
-// flushIdleTickets gives back the tickets no waiting task holds, and reports
-// whether there were any: the intake's reserve for lazy tasks (takeLazyTicket),
-// and the tickets of picks executors started since the loop's last pass
-// (runq.tickets).
+// flushIdleTickets gives back the tickets no waiting task holds (the lazy tasks'
+// reserve, takeLazyTicket; started picks', runq.tickets), reporting whether there
+// were any, and has the parked loop want a refill poke for those started later.
 func (k *Kernel) flushIdleTickets() bool {
 	k.rq.mu.Lock()
 	started := k.rq.giveBack(k)
+	k.rq.loopWantsRoom = true
 	k.rq.mu.Unlock()
 	if !k.lazyReserve.Load() {
 		return started

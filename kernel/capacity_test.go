@@ -163,3 +163,49 @@ func TestCapacityQueuedCountsGroupWaits(t *testing.T) {
 		g.open()
 	})
 }
+
+// TestCapacityWaiterWakesWhenAPickStarts: a submitter waiting for room gets the
+// ticket of a pick ahead as soon as that pick starts, not once the run queue
+// drained.
+func TestCapacityWaiterWakesWhenAPickStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// 8 slots: a lookahead of 2, both taken by the High tasks picked ahead.
+		k := newTestKernel(t, Config{MaxConcurrency: 8, Capacity: ByPriority[int]{High: 2, Normal: 2, Low: 2}})
+		var gates []gate
+		for range 8 {
+			g := make(gate)
+			gates = append(gates, g)
+			mustSubmit(t, k, Task{Priority: High, Run: g.run})
+			synctest.Wait()
+		}
+		last := make(gate)
+		defer last.open()
+		mustSubmit(t, k, Task{Priority: High, Run: last.run})
+		mustSubmit(t, k, Task{Priority: High, Run: last.run})
+		synctest.Wait()
+		admitted := make(chan error, 1)
+		go func() {
+			_, err := k.Submit(context.Background(), Task{Priority: High, Run: noop})
+			admitted <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-admitted:
+			t.Fatalf("Submit() beyond Capacity.High = %v, want it to wait", err)
+		default:
+		}
+		gates[0].open() // its slot takes the first pick ahead
+		synctest.Wait()
+		select {
+		case err := <-admitted:
+			if err != nil {
+				t.Fatalf("Submit() = %v", err)
+			}
+		default:
+			t.Fatal("Submit() still waits after a pick ahead started")
+		}
+		for _, g := range gates[1:] {
+			g.open()
+		}
+	})
+}

@@ -211,9 +211,8 @@ func (k *Kernel) Stats() Stats {
 
 // runqFigures are the run queue's live counts.
 type runqFigures struct {
-	running, dispatched, zombies, workers int
-	queued                                [queue.NumLevels]int // Stats.Queued
-	unheld                                int                  // dispatched picks that hold no ticket (so not in queued)
+	running, dispatched, zombies, workers, unheld int                  // unheld: dispatched picks without a ticket
+	queued                                        [queue.NumLevels]int // Stats.Queued
 }
 
 // live reads the run queue's counts under its lock.
