@@ -247,7 +247,7 @@ func (a *axExecutor) Close() {
 
 func (a *axExecutor) QueueDepth() int {
 	st := a.k.Stats()
-	return st.Queued.High + st.Queued.Normal + st.Queued.Low + st.Dispatched
+	return st.Queued.High + st.Queued.Normal + st.Queued.Low // picks ahead included
 }
 
 func (a *axExecutor) Zombies() int { return a.k.Stats().Zombies }

@@ -24,6 +24,7 @@ const (
 	famCanceled
 	famPanics
 	famAbandoned
+	famRetriesRefused
 	famOnTimeoutDropped
 	famEventsDropped
 	famLogsDropped
@@ -81,11 +82,12 @@ var promFamilies = [famCount]promFamily{
 	famCanceled:           {"ax_tasks_canceled_total", "counter", "Tasks that ended Canceled, by priority."},
 	famPanics:             {"ax_tasks_panics_total", "counter", "Attempts whose function panicked or called runtime.Goexit, by priority."},
 	famAbandoned:          {"ax_tasks_abandoned_total", "counter", "Tasks that ended Abandoned (not yet due at Shutdown), by priority."},
+	famRetriesRefused:     {"ax_retries_refused_total", "counter", "Retries Config.RetryBudget refused, by priority."},
 	famOnTimeoutDropped:   {"ax_ontimeout_dropped_total", "counter", "Task.OnTimeout callbacks dropped because their queue was full."},
 	famEventsDropped:      {"ax_events_dropped_total", "counter", "Events dropped because Config.EventBuffer events were waiting for OnEvent."},
 	famLogsDropped:        {"ax_logs_dropped_total", "counter", "Log records dropped because 256 were waiting for Config.Logger's handler."},
 	famCallbackPanics:     {"ax_callback_panics_total", "counter", "Panics and runtime.Goexit calls recovered from OnEvent, OnTimeout, OnEnd, BackoffFunc and Logger handler callbacks."},
-	famQueueDepth:         {"ax_queue_depth", "gauge", "Tasks queued in the bucket of each priority."},
+	famQueueDepth:         {"ax_queue_depth", "gauge", "Tasks waiting under each priority's Capacity (Stats.Queued)."},
 	famDelayed:            {"ax_tasks_delayed", "gauge", "Tasks waiting to be due: delayed, or waiting for a retry."},
 	famRunning:            {"ax_tasks_running", "gauge", "Attempts executing, zombies excluded."},
 	famDispatched:         {"ax_tasks_dispatched", "gauge", "Tasks picked and handed to the run queue, not yet started."},
@@ -192,6 +194,7 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 		{famCanceled, &m.canceled},
 		{famPanics, &m.panics},
 		{famAbandoned, &m.abandoned},
+		{famRetriesRefused, &m.retriesRefused},
 	} {
 		for l := range queue.NumLevels {
 			fams[c.fam] = promtext.AppendSample(fams[c.fam], promFamilies[c.fam].name, prio[l], c.c[l].Get())
@@ -208,13 +211,13 @@ func (k *Kernel) appendSamples(fams *[famCount][]byte) {
 	one(famEventsDropped, m.eventsDropped.Get())
 	one(famLogsDropped, m.logsDropped.Get())
 	one(famCallbackPanics, m.callbackPanics.Get())
-	for l := range queue.NumLevels {
-		fams[famQueueDepth] = promtext.AppendSample(fams[famQueueDepth], promFamilies[famQueueDepth].name, prio[l], promtext.NonNeg(m.depth[l].Load()))
-	}
 	one(famDelayed, promtext.NonNeg(m.delayed.Load()+int64(lazies)))
 	// Read live under the run queue's lock, as Stats reads them: executors change
 	// them without a loop pass, and a figure the loop published would go stale.
 	lv := k.rq.live()
+	for l := range queue.NumLevels {
+		fams[famQueueDepth] = promtext.AppendSample(fams[famQueueDepth], promFamilies[famQueueDepth].name, prio[l], uint64(lv.queued[l]))
+	}
 	one(famRunning, promtext.NonNeg(int64(lv.running)))
 	one(famDispatched, promtext.NonNeg(int64(lv.dispatched)))
 	one(famZombies, promtext.NonNeg(int64(lv.zombies)))

@@ -38,10 +38,8 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		if !isDone(k.loopDone) {
 			st := k.Stats()
-			queued := st.Queued.High + st.Queued.Normal + st.Queued.Low + st.Dispatched + st.Delayed
-			for _, g := range st.Groups {
-				queued += g.Waiting
-			}
+			// Queued counts the picks ahead Dispatched counts, and the groups' waits.
+			queued := st.Queued.High + st.Queued.Normal + st.Queued.Low + k.rq.live().unheld + st.Delayed
 			return &ShutdownError{Err: ctx.Err(), Queued: queued, Running: st.Running}
 		}
 	}
@@ -323,6 +321,7 @@ func (k *Kernel) closeAll() {
 			k.end(it.h, Canceled, ErrClosed)
 		})
 	}
+	k.ls.evictors = 0
 	k.ls.wheel.Clear(func(e timerEntry) {
 		a := e.a
 		if a == nil {
@@ -365,10 +364,15 @@ func (k *Kernel) closeAll() {
 		// skip one); attempts stay, settled, and are skipped when popped.
 		var keep []ritem
 		r.Clear(func(it ritem) {
+			if it.tk != 0 {
+				q.held[it.tk-1]--
+				q.tickets[it.tk-1]++
+			}
 			if it.a == nil {
 				lightEnded[it.l.lvl]++
 				return
 			}
+			it.tk = 0
 			inflight(it.a)
 			keep = append(keep, it)
 		})
