@@ -252,7 +252,7 @@ func (b *Batch) submit(n int, init func(h *Handle, i int), slab []Handle) error 
 		if !k.enqueueMany(hs) {
 			k.release(lvl, got)
 			if gd != nil && gd.counts != nil {
-				gd.counts.sub(t.Key, int32(got))
+				gd.counts.Sub(t.Key, int32(got))
 			}
 			b.left.Add(-int64(len(hs)))
 			return ErrClosed

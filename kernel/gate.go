@@ -148,7 +148,7 @@ func (k *Kernel) gateIn(h *Handle, from State) {
 	ks := k.keyFor(x)
 	g := ks.g
 	if !x.counted && x.gd.counts != nil {
-		x.gd.counts.add(x.key, 1, 0) // a retry is never refused
+		x.gd.counts.Add(x.key, 1, 0) // a retry is never refused
 		x.counted = true
 	}
 	k.setState(h, Queued)
@@ -179,7 +179,7 @@ func (k *Kernel) gatePushFront(h *Handle) {
 	x := h.ext
 	ks := x.ks
 	if !x.counted && x.gd.counts != nil {
-		x.gd.counts.add(x.key, 1, 0)
+		x.gd.counts.Add(x.key, 1, 0)
 		x.counted = true
 	}
 	x.inGate = true
@@ -209,7 +209,7 @@ func (k *Kernel) gateEnd(h *Handle, to State, err error) {
 func gateUncount(h *Handle) {
 	if x := h.ext; h.has(featGroup) && x.counted {
 		x.counted = false
-		x.gd.counts.sub(x.key, 1)
+		x.gd.counts.Sub(x.key, 1)
 	}
 }
 

@@ -5,12 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/axsched/ax/internal/breaker"
+	"github.com/axsched/ax/internal/keycount"
 	"github.com/axsched/ax/internal/rate"
 )
 
@@ -281,8 +280,8 @@ func cloneGroups(groups map[string]GroupConfig) map[string]GroupConfig {
 // def of a group that stays in the config keeps its counts.
 type groupDef struct {
 	name    string
-	cfg     GroupConfig // defaults applied; Breaker deep-copied
-	counts  *keyCounts  // nil when MaxWaiting is zero
+	cfg     GroupConfig      // defaults applied; Breaker deep-copied
+	counts  *keycount.Counts // nil when MaxWaiting is zero
 	perKey  rate.Limit
 	total   rate.Limit
 	breaker *BreakerConfig  // cfg.Breaker with defaults, or nil
@@ -311,7 +310,7 @@ func resolveGroups(c *Config, prev map[string]*groupDef) map[string]*groupDef {
 			if p := prev[name]; p != nil && p.counts != nil {
 				d.counts = p.counts
 			} else {
-				d.counts = newKeyCounts()
+				d.counts = keycount.New()
 			}
 		}
 		out[name] = d
@@ -329,54 +328,6 @@ const rateLateTicks = 2
 // r must be valid.
 func (r Rate) limit(tick time.Duration) rate.Limit {
 	return rate.NewLimit(r.N, r.Per, r.Burst, tick*rateLateTicks)
-}
-
-// keyCounts counts, per key of a group, the tasks submitted and not yet started,
-// for MaxWaiting: submitters add under a shard's lock, the loop takes off. Keys at
-// zero are deleted, so the maps hold only the keys with waiting tasks.
-type keyCounts struct {
-	seed   maphash.Seed
-	shards [keyShards]struct {
-		mu sync.Mutex
-		m  map[string]int32
-		_  [40]byte
-	}
-}
-
-const keyShards = 16
-
-func newKeyCounts() *keyCounts {
-	c := &keyCounts{seed: maphash.MakeSeed()}
-	for i := range c.shards {
-		c.shards[i].m = make(map[string]int32)
-	}
-	return c
-}
-
-// add counts n more tasks of key if the key stays within max (max 0: always),
-// and reports whether it did.
-func (c *keyCounts) add(key string, n, maxN int32) bool {
-	s := &c.shards[maphash.String(c.seed, key)%keyShards]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v := s.m[key]
-	if maxN > 0 && v+n > maxN {
-		return false
-	}
-	s.m[key] = v + n
-	return true
-}
-
-// sub takes n tasks of key off.
-func (c *keyCounts) sub(key string, n int32) {
-	s := &c.shards[maphash.String(c.seed, key)%keyShards]
-	s.mu.Lock()
-	if v := s.m[key] - n; v > 0 {
-		s.m[key] = v
-	} else {
-		delete(s.m, key)
-	}
-	s.mu.Unlock()
 }
 
 // groupOf resolves t's group for a submission under rc: nil for a task without
@@ -401,7 +352,7 @@ func countWaiting(d *groupDef, key string, n int) error {
 	if d == nil || d.counts == nil {
 		return nil
 	}
-	if !d.counts.add(key, int32(n), int32(d.cfg.MaxWaiting)) {
+	if !d.counts.Add(key, int32(n), int32(d.cfg.MaxWaiting)) {
 		return fmt.Errorf("%w: group %q, key %q holds %d waiting tasks (MaxWaiting)", ErrGroupFull, d.name, key, d.cfg.MaxWaiting)
 	}
 	return nil
@@ -426,16 +377,9 @@ func canceledByKernel(err error) bool {
 // tasks, as many as MaxWaiting allows, and returns how many it counted: at least
 // one, or none with ErrGroupFull.
 func countSome(d *groupDef, key string, n int64) (int64, error) {
-	c := d.counts
-	s := &c.shards[maphash.String(c.seed, key)%keyShards]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v := int64(s.m[key])
-	left := int64(d.cfg.MaxWaiting) - v
-	if left <= 0 {
-		return 0, fmt.Errorf("%w: group %q, key %q holds %d waiting tasks (MaxWaiting)", ErrGroupFull, d.name, key, d.cfg.MaxWaiting)
+	took, had := d.counts.AddSome(key, n, int32(d.cfg.MaxWaiting))
+	if took == 0 {
+		return 0, fmt.Errorf("%w: group %q, key %q holds %d waiting tasks (MaxWaiting)", ErrGroupFull, d.name, key, had)
 	}
-	took := min(n, left)
-	s.m[key] = int32(v + took)
 	return took, nil
 }

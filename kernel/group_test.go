@@ -310,10 +310,8 @@ func TestGroupMaxWaiting(t *testing.T) {
 			t.Fatalf("outcomes = %v, want 5 succeeded, 1 canceled", got)
 		}
 		d := k.rc.Load().groups["g"]
-		for i := range d.counts.shards {
-			if n := len(d.counts.shards[i].m); n != 0 {
-				t.Errorf("waiting counts shard %d holds %d keys after all ended, want 0", i, n)
-			}
+		if n := d.counts.Keys(); n != 0 {
+			t.Errorf("waiting counts hold %d keys after all ended, want 0", n)
 		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/axsched/ax/internal/axtest"
+	"github.com/axsched/ax/kernel/internal/metricfam"
 	"github.com/axsched/ax/store"
 )
 
@@ -266,16 +267,16 @@ func TestWritePrometheusTwoKernels(t *testing.T) {
 	var buf bytes.Buffer
 	set.WritePrometheus(&buf)
 	e := checkExposition(t, buf.String(), "api", "batch")
-	for _, f := range promFamilies {
+	for _, f := range metricfam.Families {
 		want := map[string]bool{"api": true, "batch": true}
-		if strings.HasPrefix(f.name, "ax_store_") || strings.HasPrefix(f.name, "ax_group_") {
+		if strings.HasPrefix(f.Name, "ax_store_") || strings.HasPrefix(f.Name, "ax_group_") {
 			want = map[string]bool{"api": true}
 		}
-		if got := e.types[f.name]; got != f.typ {
-			t.Errorf("TYPE of %s = %q, want %q", f.name, got, f.typ)
+		if got := e.types[f.Name]; got != f.Type {
+			t.Errorf("TYPE of %s = %q, want %q", f.Name, got, f.Type)
 		}
-		if got := e.kernels[f.name]; len(got) != len(want) || !got["api"] || (want["batch"] && !got["batch"]) {
-			t.Errorf("kernels of %s = %v, want %v", f.name, got, want)
+		if got := e.kernels[f.Name]; len(got) != len(want) || !got["api"] || (want["batch"] && !got["batch"]) {
+			t.Errorf("kernels of %s = %v, want %v", f.Name, got, want)
 		}
 	}
 	for key, want := range map[string]float64{
@@ -295,8 +296,8 @@ func TestWritePrometheusTwoKernels(t *testing.T) {
 	// Each kernel's own WritePrometheus writes its series only, just as strictly.
 	var own bytes.Buffer
 	batch.WritePrometheus(&own)
-	if e := checkExposition(t, own.String(), "batch"); len(e.order) != famCount-12-groupFams {
-		t.Errorf("batch.WritePrometheus() wrote %d families, want %d (all but ax_store_* and ax_group_*)", len(e.order), famCount-12-groupFams)
+	if e := checkExposition(t, own.String(), "batch"); len(e.order) != int(metricfam.Count-12-metricfam.Groups) {
+		t.Errorf("batch.WritePrometheus() wrote %d families, want %d (all but ax_store_* and ax_group_*)", len(e.order), int(metricfam.Count-12-metricfam.Groups))
 	}
 	g.open()
 	if err := h.Wait(context.Background()); err != nil {

@@ -124,7 +124,7 @@ func (k *Kernel) submitGrouped(ctx context.Context, t *Task, prio Priority, rc *
 	}
 	uncount := func() {
 		if gd.counts != nil {
-			gd.counts.sub(t.Key, 1)
+			gd.counts.Sub(t.Key, 1)
 		}
 	}
 	evicts, err := k.admit(ctx, levelOf(prio), 1, rc, true)
