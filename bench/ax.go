@@ -247,7 +247,7 @@ func (a *axExecutor) Close() {
 
 func (a *axExecutor) QueueDepth() int {
 	st := a.k.Stats()
-	return st.Queued.High + st.Queued.Normal + st.Queued.Low // picks ahead included
+	return st.Queued.High + st.Queued.Normal + st.Queued.Low + st.Dispatched
 }
 
 func (a *axExecutor) Zombies() int { return a.k.Stats().Zombies }

@@ -51,7 +51,7 @@ func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolv
 		if err == nil {
 			return false, nil
 		}
-		if k.flushIdleTickets() {
+		if k.flushLazyTickets() {
 			continue
 		}
 		if evict && lvl == queue.High && n == 1 && rc.cfg.EvictLow && k.evictable.Load() > 0 && k.evictForRoom() {
@@ -95,10 +95,7 @@ func (k *Kernel) waitRoom(ctx context.Context, lvl queue.Level, rc *resolved) er
 	k.roomMu.Lock()
 	ch := k.roomCh
 	k.roomMu.Unlock()
-	// Tickets executors left here are taken back first; those they give back later
-	// set runq.freed, and the loop wakes the waiters (an executor that finds it
-	// parked pokes it).
-	if k.flushIdleTickets() || k.hasRoom(lvl, rc) {
+	if k.hasRoom(lvl, rc) {
 		return nil
 	}
 	select {
@@ -175,7 +172,7 @@ const lazyTicketBatch = 64
 // submitted counter's atomic add).
 //
 // The reserve holds tickets no task uses, so it must never cost a task its room.
-// Any submission that finds no room gives it back first (flushIdleTickets), before
+// Any submission that finds no room gives it back first (flushLazyTickets), before
 // it waits, evicts or is refused; and it is taken only while the level has room
 // for twice the batch, so that a submitter already waiting for room, woken when
 // some frees up, finds it. Called with in.mu held.
@@ -198,24 +195,19 @@ func (k *Kernel) takeLazyTicket(lvl queue.Level, rc *resolved) bool {
 	return k.tryAcquire(lvl, 1, rc) == nil
 }
 
-// flushIdleTickets gives back the tickets no waiting task holds (the lazy tasks'
-// reserve, takeLazyTicket; started picks', runq.tickets), reporting whether there
-// were any, and has the parked loop want a refill poke for those started later.
-func (k *Kernel) flushIdleTickets() bool {
-	k.rq.mu.Lock()
-	started := k.rq.giveBack(k)
-	k.rq.loopWantsRoom = true
-	k.rq.mu.Unlock()
+// flushLazyTickets gives back the tickets the intake holds in reserve for lazy
+// tasks (takeLazyTicket) and reports whether there were any.
+func (k *Kernel) flushLazyTickets() bool {
 	if !k.lazyReserve.Load() {
-		return started
+		return false
 	}
 	k.in.mu.Lock()
 	freed := k.releaseLazyTickets()
 	k.in.mu.Unlock()
-	return freed || started
+	return freed
 }
 
-// releaseLazyTickets is flushIdleTickets with in.mu held.
+// releaseLazyTickets is flushLazyTickets with in.mu held.
 func (k *Kernel) releaseLazyTickets() bool {
 	k.lazyReserve.Store(false)
 	freed := false
@@ -233,9 +225,6 @@ func (k *Kernel) releaseLazyTickets() bool {
 // permit) without changing its state.
 func (k *Kernel) pushBucket(h *Handle) {
 	h.queuedAt = k.ls.nowMono
-	if h.evicts {
-		k.ls.evictors++
-	}
 	k.growBucket(h.bucket)
 	_ = k.ls.buckets.Push(h.bucket, qitem{h: h}) // growBucket made room: no error
 }

@@ -187,9 +187,6 @@ func (k *Kernel) cancel(h *Handle, err error) {
 			if h.cur.permit {
 				k.gateRelease(h.cur)
 			}
-			if h.evicts {
-				k.ls.evictors--
-			}
 		}
 		k.release(h.ticket(), 1)
 		k.ls.freed = true

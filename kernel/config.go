@@ -96,8 +96,7 @@ type BackoffFunc func(attempt int, err error) time.Duration
 
 // RetryPolicy says whether and when a failed attempt is tried again. A task is
 // retried when its attempt returned an error that is not [Permanent] or timed out,
-// while it has attempts left and the kernel's retry budget allows (a durable task's
-// retry the budget refuses waits for it: see [RetryBudget]). An attempt that
+// while it has attempts left and the kernel's retry budget allows. An attempt that
 // panicked (a [*PanicError]) is not retried: the task ends Failed. Canceled and
 // evicted tasks are never retried.
 type RetryPolicy struct {
@@ -120,12 +119,9 @@ type RetryPolicy struct {
 }
 
 // RetryBudget stops retry storms: over a sliding Window, retries may be at most
-// Ratio of first attempts plus MinPerSecond × Window. The window slides in steps of
-// a second, or of a sixtieth of Window when that is longer. A refused retry is
-// counted (PriorityStats.RetriesRefused, ax_retries_refused_total) and reported
-// (NoteRetryRefused). It ends an in-memory task with [ErrRetryBudget]. A durable
-// task stays Retrying instead, and asks again at its backoff or when the window
-// slides, whichever is later, without spending an attempt.
+// Ratio of first attempts plus MinPerSecond × Window. A retry refused by the budget
+// ends the task with the error of its last attempt. The window slides in steps of
+// a second, or of a sixtieth of Window when that is longer.
 type RetryBudget struct {
 	// Ratio of retries to first attempts. If zero, 0.2.
 	Ratio float64
@@ -139,9 +135,9 @@ type RetryBudget struct {
 
 // Event is one state change of a task, given to Config.OnEvent.
 //
-// An event with a Note has zero From and To. It is about a group or a key (TaskID
-// is empty): a key throttled, a pause or resume, a breaker's transition; or, for
-// NoteRetryRefused, about the task it names.
+// An event with a Note is about a group or a key, not a task (TaskID is empty,
+// From and To are zero): a key throttled, a pause or resume, a breaker's
+// transition.
 type Event struct {
 	TaskID   string
 	Priority Priority
@@ -170,11 +166,6 @@ const (
 	NoteResumed
 	// NoteBreaker: the key's breaker changed state (Event.Breaker).
 	NoteBreaker
-	// NoteRetryRefused: Config.RetryBudget refused a retry of the task the event
-	// names (TaskID, Attempt: the attempt that failed, Err: its error). Its state
-	// change follows: its end, or Retrying for a durable task that waits for the
-	// budget.
-	NoteRetryRefused
 )
 
 // Config configures a [Kernel]. The zero value is valid: every field has a default,
@@ -199,9 +190,8 @@ type Config struct {
 	// one level higher (Low as Normal, Normal as High). If zero, no aging. Changeable.
 	AgeAfter time.Duration
 
-	// Capacity bounds the tasks of each priority that wait in the kernel — queued
-	// (picked ahead into the run queue included, until they start), delayed or
-	// waiting for a retry — each at most 2^24. Running tasks are
+	// Capacity bounds the tasks of each priority that wait in the kernel — queued,
+	// delayed or waiting for a retry — each at most 2^24. Running tasks are
 	// bounded by MaxConcurrency. Submissions are refused (or wait) at the bound, but
 	// an accepted task is never refused later: a failed attempt's retry re-enters
 	// without a check, so a priority may briefly hold up to its attempts in flight
@@ -215,8 +205,8 @@ type Config struct {
 
 	// EvictLow lets a High arrival that finds no room take the place of the newest
 	// queued Low task, which ends Evicted with ErrEvicted: the High task holds the
-	// evicted task's room (counted against Capacity.Low, and in Stats.Queued.Low)
-	// until it starts, so the total of waiting tasks never exceeds the total capacity. It
+	// evicted task's room (counted against Capacity.Low) until it leaves its
+	// bucket, so the total of waiting tasks never exceeds the total capacity. It
 	// applies to in-memory tasks; a durable High task waits or is refused like any
 	// other. Changeable.
 	EvictLow bool
@@ -236,7 +226,7 @@ type Config struct {
 	// is decided under the policy in force, tasks submitted earlier included.
 	Retry ByPriority[RetryPolicy]
 
-	// RetryBudget limits retries kernel-wide (see RetryBudget). Changeable.
+	// RetryBudget limits retries kernel-wide. Changeable.
 	RetryBudget RetryBudget
 
 	// MaxZombies caps the goroutines left running by tasks that ignored their

@@ -72,6 +72,7 @@ func (k *Kernel) dispatch() {
 		}
 		if it.h == nil {
 			// A light task: counted in bulk, its record never touched.
+			k.ls.pendRelease[lvl]++
 			k.ls.pendStarted[lvl]++
 			k.ls.lightStarts++
 			k.ls.freed = true
@@ -86,9 +87,9 @@ func (k *Kernel) dispatch() {
 		as := max(k.ls.buckets.PickedAs(), min(lvl, queue.Normal))
 		r.take(as)
 		if it.h == nil {
-			picked = append(picked, pick{l: it.l, lvl: as, tk: 1 + uint8(lvl)})
+			picked = append(picked, pick{l: it.l, lvl: as})
 		} else {
-			picked = append(picked, pick{a: it.h.cur, lvl: as, tk: 1 + uint8(it.h.ticket())})
+			picked = append(picked, pick{a: it.h.cur, lvl: as})
 		}
 	}
 	k.flushCounts()
@@ -157,7 +158,7 @@ func (k *Kernel) flushCounts() {
 		}
 	}
 	if k.ls.lightStarts > 0 {
-		k.ls.budget.FirstN(k.ls.now, k.ls.lightStarts)
+		k.ls.budget.firstN(k.ls.now, k.ls.lightStarts)
 		k.ls.lightStarts = 0
 	}
 }
@@ -169,7 +170,6 @@ type pick struct {
 	a   *attempt
 	l   light
 	lvl queue.Level
-	tk  uint8 // ritem.tk
 }
 
 // handOver moves picked attempts into the run queue and wakes or starts an
@@ -192,12 +192,8 @@ func (k *Kernel) handOver(picked []pick) {
 		grow(r, len(picked))
 	}
 	for _, p := range picked {
-		_ = q.rings[p.lvl].Push(ritem{a: p.a, l: p.l, tk: p.tk})
-		if p.tk != 0 {
-			q.held[p.tk-1]++
-		}
+		_ = q.rings[p.lvl].Push(ritem{a: p.a, l: p.l})
 	}
-	k.countBucketed()
 	// One wake-up at a time (unless the one on the way is overdue), and none while
 	// executors keep popping what was already queued: each woken executor wakes the
 	// next while work waits (runq.chainWake).
@@ -224,9 +220,8 @@ func (k *Kernel) handOver(picked []pick) {
 // false when the attempt must wait for its start to be stored first (a durable task
 // in acknowledged mode, see gate).
 func (k *Kernel) start(h *Handle, a *attempt) bool {
-	if h.evicts {
-		k.ls.evictors--
-	}
+	k.ls.pendRelease[h.ticket()]++
+	k.ls.freed = true
 	from := k.setState(h, Running)
 	// A new task's first attempt is number 1: known without reading a.n, whose
 	// cache line the loop does not touch otherwise (a recovered durable task's first
@@ -237,7 +232,7 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 	}
 	h.attempts.Store(n)
 	if n == 1 {
-		k.ls.budget.First(k.ls.now)
+		k.ls.budget.first(k.ls.now)
 	}
 	k.ls.pendStarted[h.bucket]++
 	if h.has(featDurable) {
@@ -255,8 +250,6 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 	// lease on a SharedStore is in doubt: it must not start an attempt the lease may
 	// not cover.
 	if h.has(featDurable) && (k.dur.j.Every() == 0 || k.dur.own != nil && k.dur.own.Doubt()) {
-		k.ls.pendRelease[h.ticket()]++ // Running for the store: it waits no more
-		k.ls.freed = true
 		k.gate(a)
 		return false
 	}

@@ -582,7 +582,7 @@ func (k *Kernel) tryRoom(l queue.Level, n int64, rc *resolved) bool {
 		if k.tryAcquire(l, n, rc) == nil {
 			return true
 		}
-		if !k.flushIdleTickets() {
+		if !k.flushLazyTickets() {
 			return false
 		}
 	}

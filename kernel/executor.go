@@ -190,17 +190,6 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 		if it, ok := q.pop(); ok {
 			q.running++
 			q.popAt = now
-			if it.tk != 0 {
-				q.held[it.tk-1]--
-				q.tickets[it.tk-1]++
-				// Given back by the loop's next pass (a refill poke, see flushIdleTickets),
-				// or here once no pick holds one (the loop then wakes room waiters).
-				if q.held == [queue.NumLevels]int{} && q.giveBack(k) && q.loopWaiting && k.roomWaiters.Load() > 0 {
-					q.loopWaiting = false
-					poke = true
-				}
-				poke = q.takeRefillPoke() || poke
-			}
 			// A success of a light task must be finished before e.light changes.
 			var done light
 			if lightOK {

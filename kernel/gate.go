@@ -36,8 +36,7 @@ type gateState struct {
 	pausedKinds  map[string]bool
 	held         map[string][]*Handle // durable tasks of paused kinds, in order
 	heldN        int
-	seq          uint64               // the order of the last task that came to a key's queue (taskExt.order)
-	queued       [queue.NumLevels]int // tasks held here (key queues, paused kinds) by ticket level: Stats.Queued
+	seq          uint64 // the order of the last task that came to a key's queue (taskExt.order)
 }
 
 // gateSlot is the target of a gate wheel entry.
@@ -169,7 +168,6 @@ func (k *Kernel) gateIn(h *Handle, from State) {
 	}
 	ks.n++
 	g.waiting++
-	k.ls.gate.queued[h.ticket()]++
 	k.touchKey(ks)
 }
 
@@ -186,7 +184,6 @@ func (k *Kernel) gatePushFront(h *Handle) {
 	ks.q[h.bucket].pushFront(h)
 	ks.n++
 	ks.g.waiting++
-	k.ls.gate.queued[h.ticket()]++
 }
 
 // gateEnd ends a task waiting in no queue (about to enter one) or taken out of
@@ -225,7 +222,6 @@ func (k *Kernel) gateRemove(h *Handle) bool {
 	x.inGate = false
 	ks.n--
 	ks.g.waiting--
-	k.ls.gate.queued[h.ticket()]--
 	k.keyMaybeIdle(ks)
 	return true
 }
@@ -345,7 +341,6 @@ func (k *Kernel) grant(ks *keyState) bool {
 	}
 	ks.n--
 	g.waiting--
-	k.ls.gate.queued[h.ticket()]--
 	x := h.ext
 	x.inGate = false
 	gateUncount(h)
@@ -583,7 +578,6 @@ func (k *Kernel) closeGate() {
 					h := ks.q[l].pop()
 					ks.n--
 					g.waiting--
-					gs.queued[h.ticket()]--
 					h.ext.inGate = false
 					k.gateEnd(h, Canceled, ErrClosed)
 				}
@@ -597,7 +591,7 @@ func (k *Kernel) closeGate() {
 		}
 		delete(gs.held, kind)
 	}
-	gs.heldN, gs.queued = 0, [queue.NumLevels]int{}
+	gs.heldN = 0
 }
 
 // applyGroups installs the groups of a new config: each group's state takes its

@@ -46,7 +46,6 @@ func (k *Kernel) failKey(ks *keyState) {
 			h := ks.q[l].pop()
 			ks.n--
 			ks.g.waiting--
-			k.ls.gate.queued[h.ticket()]--
 			h.ext.inGate = false
 			ks.g.pub.circuitOpenFailed.Add(1)
 			k.gateEnd(h, Failed, ErrCircuitOpen)

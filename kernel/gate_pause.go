@@ -58,7 +58,6 @@ func (k *Kernel) pause(sel Selector, on bool) error {
 		gs.heldN -= len(held)
 		var regate []*Handle
 		for _, h := range held {
-			gs.queued[h.ticket()]--
 			if h.has(featGroup) {
 				regate = append(regate, h) // its permit returned when it was held
 				continue
@@ -149,7 +148,6 @@ func (k *Kernel) holdKind(h *Handle) bool {
 	}
 	gs.held[h.dur.kind] = append(gs.held[h.dur.kind], h)
 	gs.heldN++
-	gs.queued[h.ticket()]++
 	if h.cur.permit {
 		// A task of a paused kind holds no permit of its group (DurableTask.Group):
 		// its key's other tasks go on meanwhile. It waits for a permit again once
@@ -171,7 +169,6 @@ func (k *Kernel) unholdCanceled(h *Handle) bool {
 		if o == h {
 			gs.held[h.dur.kind] = append(hs[:i:i], hs[i+1:]...)
 			gs.heldN--
-			gs.queued[h.ticket()]--
 			return true
 		}
 	}

@@ -47,12 +47,12 @@ type Kernel struct {
 
 	// Admission tickets per bucket level: tasks waiting (queued, delayed, retrying).
 	// Submitters take one with a CAS (lazy tasks from a reserve, see
-	// takeLazyTicket); it is given back when the task ends or an executor takes it
-	// from the run queue (runq.tickets).
+	// takeLazyTicket); the loop gives it back when the task leaves its bucket for an
+	// executor or ends.
 	waiting   [queue.NumLevels]atomic.Int64
 	evictable atomic.Int64 // queued Low tasks at the loop's last pass: a hint for evictForRoom
 	// lazyReserve is set while in.lazyTickets may hold tickets: a submitter that
-	// finds no room gives them back first (flushIdleTickets).
+	// finds no room gives them back first (flushLazyTickets).
 	lazyReserve atomic.Bool
 	_           cacheLinePad
 

@@ -517,7 +517,6 @@ func TestLazyTicketReserveNeverCostsRoom(t *testing.T) {
 			if waited := <-got; waited < time.Minute || waited > time.Minute+tickDefault {
 				t.Fatalf("Go() waited %v, want until the first tasks ran after a minute", waited)
 			}
-			synctest.Wait() // the first tasks started: their tickets are back (picks ahead hold theirs)
 			for i := range capacity - 1 {
 				if err := k.Go(t.Context(), far); err != nil {
 					t.Fatalf("Go() #%d = %v", i, err)

@@ -23,12 +23,10 @@ type light struct {
 }
 
 // ritem is what the run queue holds: an attempt of a task record, or a light task
-// (a nil). A pick from a bucket still waits, so it keeps its ticket (Config.Capacity
-// counts it) until an executor takes it (runq.tickets).
+// (a nil).
 type ritem struct {
-	a  *attempt
-	l  light
-	tk uint8 // 1 + the level of the ticket it holds until an executor pops it; 0: none
+	a *attempt
+	l light
 }
 
 // lightDone is a light task whose function failed, handed back to the loop.

@@ -101,7 +101,7 @@ func (k *Kernel) pass() {
 	k.rq.mu.Unlock()
 	if fastStarted > 0 {
 		k.ls.live += fastStarted
-		k.ls.budget.FirstN(k.ls.now, fastStarted)
+		k.ls.budget.firstN(k.ls.now, fastStarted)
 	}
 	for _, a := range done {
 		k.settleAttempt(a)
@@ -180,7 +180,7 @@ func (k *Kernel) park() {
 	k.in.mu.Unlock()
 	k.ls.spareTasks, k.ls.lazyDone = trimmed(k.ls.spareTasks), nil
 	k.rq.mu.Lock()
-	if len(k.rq.done) > 0 || len(k.rq.lightFailed) > 0 || k.rq.selfSettled > 0 || k.rq.freed {
+	if len(k.rq.done) > 0 || len(k.rq.lightFailed) > 0 || k.rq.selfSettled > 0 {
 		k.rq.mu.Unlock()
 		return
 	}
@@ -211,14 +211,12 @@ func (k *Kernel) park() {
 func (k *Kernel) publish() {
 	k.flushCounts()
 	m := k.m
+	for l := range queue.NumLevels {
+		m.depth[l].Store(int64(k.ls.buckets.Bucket(queue.Level(l)).Len()))
+	}
 	k.evictable.Store(int64(k.ls.buckets.Bucket(queue.Low).Len()))
 	m.delayed.Store(int64(k.ls.delayed))
 	k.rq.mu.Lock()
-	k.countBucketed()
-	k.rq.giveBack(k)
-	if k.rq.freed {
-		k.rq.freed, k.ls.freed = false, true
-	}
 	wake, spawn := k.checkStall()
 	claimRoom := k.ls.claimHungry && k.rq.limit-k.rq.running-k.rq.queued()-k.ls.buckets.Len() > 0 &&
 		k.ls.durRunning < k.ls.rcl.cfg.MaxConcurrency
@@ -248,17 +246,6 @@ func (k *Kernel) publish() {
 	}
 	k.flushEvents()
 	k.addJournal()
-}
-
-// countBucketed counts the buckets' tasks, and those the gate holds, by the level
-// of their ticket for Stats.Queued: a High task holding an evicted Low task's
-// ticket counts in Low. Called with rq.mu held.
-func (k *Kernel) countBucketed() {
-	for l := range queue.NumLevels {
-		k.rq.bucketed[l] = k.ls.buckets.Bucket(queue.Level(l)).Len() + k.ls.gate.queued[l]
-	}
-	k.rq.bucketed[queue.High] -= k.ls.evictors
-	k.rq.bucketed[queue.Low] += k.ls.evictors
 }
 
 // checkStall restarts the executors' wake-up chain when it stopped too early:

@@ -4,7 +4,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/axsched/ax/internal/retries"
 	"github.com/axsched/ax/kernel/internal/chunk"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/store"
@@ -48,7 +47,6 @@ type loopState struct {
 
 	live     int  // accepted tasks not yet terminal
 	delayed  int  // tasks waiting in the wheel to be due (delayed or retrying)
-	evictors int  // High tasks in their bucket holding an evicted Low task's ticket
 	draining bool // Shutdown began
 	closing  bool // Close began
 	freed    bool // tickets were given back this pass
@@ -64,7 +62,7 @@ type loopState struct {
 	// when; stallAt is when the parked loop must look again (mono; 0: no need).
 	seenPops        uint64
 	seenAt, stallAt int64
-	budget          retries.Budget
+	budget          retryBudget
 	evBuf           []Event
 
 	jbuf    []jentry                   // durable-task changes of this pass, for the journal
@@ -109,7 +107,7 @@ func (k *Kernel) initLoop(rc *resolved) error {
 	for l := range k.rq.rings {
 		k.rq.rings[l], _ = queue.NewRing[ritem](min(c.MaxConcurrency+16, ringStart))
 	}
-	k.ls.budget.SetConfig(retries.Config(c.RetryBudget))
+	k.ls.budget.init(c.RetryBudget)
 	k.apply(rc)
 	return nil
 }
@@ -165,7 +163,7 @@ func (k *Kernel) apply(rc *resolved) {
 	} else {
 		k.ls.buckets.SetAged(nil)
 	}
-	k.ls.budget.SetConfig(retries.Config(c.RetryBudget))
+	k.ls.budget.setConfig(c.RetryBudget)
 	q := &k.rq
 	q.mu.Lock()
 	q.limit = c.MaxConcurrency

@@ -21,11 +21,12 @@ import (
 // (prometheus.go) writes them.
 type kernelMetrics struct {
 	submitted, started, succeeded, failed, timedOut, retried, rejected,
-	evicted, canceled, panics, abandoned, retriesRefused [queue.NumLevels]*metrics.Counter
+	evicted, canceled, panics, abandoned [queue.NumLevels]*metrics.Counter
 	onTimeoutDropped, eventsDropped, logsDropped, callbackPanics *metrics.Counter
 
 	wait, exec [queue.NumLevels]hist.Hist
 
+	depth              [queue.NumLevels]atomic.Int64
 	delayed            atomic.Int64
 	callbacksAbandoned atomic.Int64 // set by Shutdown and Close
 
@@ -39,7 +40,7 @@ func newKernelMetrics(g *promGroup, name string) *kernelMetrics {
 	m := &kernelMetrics{group: g, name: name}
 	for _, c := range []*[queue.NumLevels]*metrics.Counter{
 		&m.submitted, &m.started, &m.succeeded, &m.failed, &m.timedOut, &m.retried,
-		&m.rejected, &m.evicted, &m.canceled, &m.panics, &m.abandoned, &m.retriesRefused,
+		&m.rejected, &m.evicted, &m.canceled, &m.panics, &m.abandoned,
 	} {
 		for l := range queue.NumLevels {
 			c[l] = new(metrics.Counter)
@@ -63,10 +64,7 @@ func (m *kernelMetrics) observe(shard int, l queue.Level, wait, exec time.Durati
 type PriorityStats struct {
 	Submitted, Started, Succeeded, Failed, TimedOut, Retried, Rejected,
 	Evicted, Canceled, Panics, Abandoned uint64
-	// RetriesRefused counts the retries Config.RetryBudget refused: each ended an
-	// in-memory task (ErrRetryBudget) or made a durable one wait for the budget.
-	RetriesRefused uint64
-	// Queued is Stats.Queued of the priority.
+	// Queued is the number of tasks in the bucket now.
 	Queued int
 	// Wait is submit-to-start time of attempts; Exec their execution time.
 	Wait, Exec Percentiles
@@ -75,17 +73,12 @@ type PriorityStats struct {
 // Stats is a snapshot of a kernel's figures.
 type Stats struct {
 	ByPriority ByPriority[PriorityStats]
-	// Queued counts the tasks queued under each Config.Capacity: in the bucket,
-	// waiting for their group's key (GroupStats.Waiting counts them too) or their
-	// paused kind, or picked ahead into the run queue and not yet started (as
-	// Dispatched); a High task holding an evicted Low task's room counts in Low.
-	// Within Capacity but for retries.
-	Queued     ByPriority[int]
-	Delayed    int // tasks waiting to be due (delayed or retrying), in the wheel or on their way to it
-	Dispatched int // picked and handed to the run queue, not yet started
-	Running    int // attempts executing, zombies excluded
-	Zombies    int // timed-out functions still running on their own goroutine
-	Executors  int // executor goroutines, zombies excluded
+	Queued     ByPriority[int] // tasks in each bucket
+	Delayed    int             // tasks waiting to be due (delayed or retrying), in the wheel or on their way to it
+	Dispatched int             // picked and handed to the run queue, not yet started
+	Running    int             // attempts executing, zombies excluded
+	Zombies    int             // timed-out functions still running on their own goroutine
+	Executors  int             // executor goroutines, zombies excluded
 
 	EventsDropped    uint64
 	OnTimeoutDropped uint64
@@ -140,10 +133,9 @@ func (s *Stats) Terminal() uint64 {
 	return n
 }
 
-// Stats returns the kernel's figures. It never waits for the loop: the buckets'
-// part of Queued, and Delayed, are published after each loop pass (they may lag
-// one pass behind); Running, Dispatched, Zombies, Executors and the run queue's
-// part of Queued are read live. Safe for concurrent use.
+// Stats returns the kernel's figures. It never waits for the loop: bucket depths
+// and Delayed are published after each loop pass (they may lag one pass behind);
+// Running, Dispatched, Zombies and Executors are read live. Safe for concurrent use.
 func (k *Kernel) Stats() Stats {
 	m := k.m
 	var s Stats
@@ -155,21 +147,19 @@ func (k *Kernel) Stats() Stats {
 			Started: m.started[l].Get(), Succeeded: m.succeeded[l].Get(),
 			Failed: m.failed[l].Get(), TimedOut: m.timedOut[l].Get(), Retried: m.retried[l].Get(),
 			Rejected: m.rejected[l].Get(), Evicted: m.evicted[l].Get(), Canceled: m.canceled[l].Get(),
-			Panics: m.panics[l].Get(), Abandoned: m.abandoned[l].Get(), RetriesRefused: m.retriesRefused[l].Get(),
-			Wait: Percentiles(m.wait[l].Summary()), Exec: Percentiles(m.exec[l].Summary()),
+			Panics: m.panics[l].Get(), Abandoned: m.abandoned[l].Get(),
+			Queued: int(m.depth[l].Load()),
+			Wait:   Percentiles(m.wait[l].Summary()), Exec: Percentiles(m.exec[l].Summary()),
 		}
 	}
 	submitted, lazies := k.intakeCounts()
 	for l := range ps {
 		ps[l].Submitted = submitted[l]
 	}
+	s.ByPriority = ByPriority[PriorityStats]{High: ps[queue.High], Normal: ps[queue.Normal], Low: ps[queue.Low]}
+	s.Queued = ByPriority[int]{High: ps[queue.High].Queued, Normal: ps[queue.Normal].Queued, Low: ps[queue.Low].Queued}
 	s.Delayed = int(m.delayed.Load()) + lazies
 	lv := k.rq.live()
-	for l := range ps {
-		ps[l].Queued = lv.queued[l]
-	}
-	s.Queued = ByPriority[int]{High: lv.queued[queue.High], Normal: lv.queued[queue.Normal], Low: lv.queued[queue.Low]}
-	s.ByPriority = ByPriority[PriorityStats]{High: ps[queue.High], Normal: ps[queue.Normal], Low: ps[queue.Low]}
 	s.Running, s.Dispatched, s.Zombies, s.Executors = lv.running, lv.dispatched, lv.zombies, lv.workers
 	s.EventsDropped = m.eventsDropped.Get()
 	s.OnTimeoutDropped = m.onTimeoutDropped.Get()
@@ -210,22 +200,13 @@ func (k *Kernel) Stats() Stats {
 }
 
 // runqFigures are the run queue's live counts.
-type runqFigures struct {
-	running, dispatched, zombies, workers, unheld int                  // unheld: dispatched picks without a ticket
-	queued                                        [queue.NumLevels]int // Stats.Queued
-}
+type runqFigures struct{ running, dispatched, zombies, workers int }
 
 // live reads the run queue's counts under its lock.
 func (q *runq) live() runqFigures {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	f := runqFigures{running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers}
-	f.unheld = f.dispatched
-	for l := range f.queued {
-		f.queued[l] = max(q.bucketed[l]+q.held[l], 0)
-		f.unheld -= q.held[l]
-	}
-	return f
+	return runqFigures{running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers}
 }
 
 // Percentiles summarises a distribution of durations.

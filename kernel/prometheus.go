@@ -65,7 +65,6 @@ func (k *Kernel) appendSamples(p *metricfam.Page) {
 		{metricfam.Canceled, &m.canceled},
 		{metricfam.Panics, &m.panics},
 		{metricfam.Abandoned, &m.abandoned},
-		{metricfam.RetriesRefused, &m.retriesRefused},
 	} {
 		for l := range queue.NumLevels {
 			p.Add(c.fam, prio[l], c.c[l].Get())
@@ -80,13 +79,13 @@ func (k *Kernel) appendSamples(p *metricfam.Page) {
 	one(metricfam.EventsDropped, m.eventsDropped.Get())
 	one(metricfam.LogsDropped, m.logsDropped.Get())
 	one(metricfam.CallbackPanics, m.callbackPanics.Get())
+	for l := range queue.NumLevels {
+		p.Add(metricfam.QueueDepth, prio[l], promtext.NonNeg(m.depth[l].Load()))
+	}
 	one(metricfam.Delayed, promtext.NonNeg(m.delayed.Load()+int64(lazies)))
 	// Read live under the run queue's lock, as Stats reads them: executors change
 	// them without a loop pass, and a figure the loop published would go stale.
 	lv := k.rq.live()
-	for l := range queue.NumLevels {
-		p.Add(metricfam.QueueDepth, prio[l], uint64(lv.queued[l]))
-	}
 	one(metricfam.Running, promtext.NonNeg(int64(lv.running)))
 	one(metricfam.Dispatched, promtext.NonNeg(int64(lv.dispatched)))
 	one(metricfam.Zombies, promtext.NonNeg(int64(lv.zombies)))

@@ -41,13 +41,6 @@ type runq struct {
 	fastStarted  int         // tasks submitters started on the fast lane since the loop's last pass
 	execs        []*executor // live executor goroutines, zombies included: Close finds running attempts here
 
-	// Stats.Queued by ticket level: the buckets' tasks as the loop last counted them
-	// and the picks waiting here (held). Executors move a pick's ticket from held
-	// to tickets, given back by the loop or by Kernel.next (see there).
-	bucketed, held [queue.NumLevels]int
-	tickets        [queue.NumLevels]int64
-	freed          bool // tickets were given back outside the loop: wake the waiters
-
 	limit      int // MaxConcurrency
 	otherLimit int // MaxConcurrency - Reserve.High
 
@@ -168,20 +161,6 @@ func (q *runq) unregister(e *executor) {
 		q.execs = q.execs[:last]
 		e.slot = -1
 	}
-}
-
-// giveBack gives back the tickets of the picks executors took (tickets) and
-// reports whether there were any. Called with mu held.
-func (q *runq) giveBack(k *Kernel) bool {
-	some := false
-	for l, n := range q.tickets {
-		if n > 0 {
-			k.release(queue.Level(l), n)
-			q.tickets[l], some = 0, true
-		}
-	}
-	q.freed = q.freed || some
-	return some
 }
 
 // queued returns the number of attempts waiting in the run queue.

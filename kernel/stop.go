@@ -38,8 +38,10 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		if !isDone(k.loopDone) {
 			st := k.Stats()
-			// Queued counts the picks ahead Dispatched counts, and the groups' waits.
-			queued := st.Queued.High + st.Queued.Normal + st.Queued.Low + k.rq.live().unheld + st.Delayed
+			queued := st.Queued.High + st.Queued.Normal + st.Queued.Low + st.Dispatched + st.Delayed
+			for _, g := range st.Groups {
+				queued += g.Waiting
+			}
 			return &ShutdownError{Err: ctx.Err(), Queued: queued, Running: st.Running}
 		}
 	}
@@ -321,7 +323,6 @@ func (k *Kernel) closeAll() {
 			k.end(it.h, Canceled, ErrClosed)
 		})
 	}
-	k.ls.evictors = 0
 	k.ls.wheel.Clear(func(e timerEntry) {
 		a := e.a
 		if a == nil {
@@ -364,15 +365,10 @@ func (k *Kernel) closeAll() {
 		// skip one); attempts stay, settled, and are skipped when popped.
 		var keep []ritem
 		r.Clear(func(it ritem) {
-			if it.tk != 0 {
-				q.held[it.tk-1]--
-				q.tickets[it.tk-1]++
-			}
 			if it.a == nil {
 				lightEnded[it.l.lvl]++
 				return
 			}
-			it.tk = 0
 			inflight(it.a)
 			keep = append(keep, it)
 		})
