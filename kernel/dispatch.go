@@ -158,7 +158,7 @@ func (k *Kernel) flushCounts() {
 		}
 	}
 	if k.ls.lightStarts > 0 {
-		k.ls.budget.firstN(k.ls.now, k.ls.lightStarts)
+		k.ls.budget.FirstN(k.ls.now, k.ls.lightStarts)
 		k.ls.lightStarts = 0
 	}
 }
@@ -232,7 +232,7 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 	}
 	h.attempts.Store(n)
 	if n == 1 {
-		k.ls.budget.first(k.ls.now)
+		k.ls.budget.First(k.ls.now)
 	}
 	k.ls.pendStarted[h.bucket]++
 	if h.has(featDurable) {

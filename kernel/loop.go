@@ -101,7 +101,7 @@ func (k *Kernel) pass() {
 	k.rq.mu.Unlock()
 	if fastStarted > 0 {
 		k.ls.live += fastStarted
-		k.ls.budget.firstN(k.ls.now, fastStarted)
+		k.ls.budget.FirstN(k.ls.now, fastStarted)
 	}
 	for _, a := range done {
 		k.settleAttempt(a)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/axsched/ax/internal/budget"
 	"github.com/axsched/ax/kernel/internal/chunk"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/store"
@@ -62,7 +63,7 @@ type loopState struct {
 	// when; stallAt is when the parked loop must look again (mono; 0: no need).
 	seenPops        uint64
 	seenAt, stallAt int64
-	budget          retryBudget
+	budget          budget.Budget
 	evBuf           []Event
 
 	jbuf    []jentry                   // durable-task changes of this pass, for the journal
@@ -107,7 +108,7 @@ func (k *Kernel) initLoop(rc *resolved) error {
 	for l := range k.rq.rings {
 		k.rq.rings[l], _ = queue.NewRing[ritem](min(c.MaxConcurrency+16, ringStart))
 	}
-	k.ls.budget.init(c.RetryBudget)
+	k.ls.budget.SetConfig(budget.Config(c.RetryBudget))
 	k.apply(rc)
 	return nil
 }
@@ -163,7 +164,7 @@ func (k *Kernel) apply(rc *resolved) {
 	} else {
 		k.ls.buckets.SetAged(nil)
 	}
-	k.ls.budget.setConfig(c.RetryBudget)
+	k.ls.budget.SetConfig(budget.Config(c.RetryBudget))
 	q := &k.rq
 	q.mu.Lock()
 	q.limit = c.MaxConcurrency

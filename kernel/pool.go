@@ -187,7 +187,7 @@ func (k *Kernel) startClaimed(h *Handle, n int32) pick {
 	from := k.setState(h, Running)
 	h.attempts.Store(n)
 	if n == 1 {
-		k.ls.budget.first(k.ls.now)
+		k.ls.budget.First(k.ls.now)
 	}
 	k.ls.pendStarted[h.bucket]++
 	k.ls.freed = true

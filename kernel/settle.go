@@ -71,7 +71,7 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	}
 	more := !IsPermanent(err) && int(a.n) < p.MaxAttempts
 	if more && !k.ls.draining && !k.ls.closing &&
-		(!h.has(featBatch) || !h.batch.canceled()) && (k.breakerHolds(h) || k.ls.budget.allow(k.ls.now)) {
+		(!h.has(featBatch) || !h.batch.canceled()) && (k.breakerHolds(h) || k.ls.budget.Allow(k.ls.now)) {
 		na := &attempt{h: h, n: a.n + 1}
 		na.ctx.a = na
 		na.ctx.parent = a.ctx.parent

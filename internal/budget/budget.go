@@ -1,0 +1,90 @@
+// Package budget is the arithmetic of a retry budget: over a sliding window,
+// retries may be at most a ratio of the first attempts plus a floor per second.
+//
+// The package has no clock, lock or goroutine: the caller passes the time, and
+// a [Budget] belongs to its caller, who serializes its use, and is set up by
+// [Budget.SetConfig] before any other call.
+package budget
+
+import "time"
+
+// Config is a budget's parameters. Window must be > 0.
+type Config struct {
+	Ratio        float64       // retries per first attempt
+	MinPerSecond int           // retries per second allowed whatever the ratio
+	Window       time.Duration // the accounting's window
+	Disabled     bool          // every retry is allowed
+}
+
+// Budget admits retries while, over a sliding window of slots, retries stay
+// below Ratio × first attempts + MinPerSecond × window. The window is cut into at
+// most SlotsMax slots of a second or more each, so any window costs a few
+// kilobytes, and it slides a slot at a time.
+type Budget struct {
+	cfg   Config
+	width int64 // ns per slot
+	floor float64
+	slots []slot
+}
+
+// SlotsMax bounds the slots of a budget's window.
+const SlotsMax = 60
+
+type slot struct {
+	idx            int64 // the slot's number: unix time / width
+	first, retries int64
+}
+
+// SetConfig installs c, keeping the counts when the slots stay the same.
+func (b *Budget) SetConfig(c Config) {
+	b.cfg = c
+	n := int(min(max(c.Window/time.Second, 1), SlotsMax))
+	width := max(int64(c.Window)/int64(n), int64(time.Second))
+	if len(b.slots) != n || b.width != width {
+		b.slots = make([]slot, n)
+		b.width = width
+	}
+	b.floor = float64(c.MinPerSecond) * float64(width) * float64(n) / float64(time.Second)
+}
+
+func (b *Budget) slot(now time.Time) *slot {
+	idx := now.UnixNano() / b.width
+	s := &b.slots[int(uint64(idx)%uint64(len(b.slots)))]
+	if s.idx != idx {
+		*s = slot{idx: idx}
+	}
+	return s
+}
+
+// First records a first attempt.
+func (b *Budget) First(now time.Time) { b.slot(now).first++ }
+
+// FirstN records n first attempts.
+func (b *Budget) FirstN(now time.Time, n int) { b.slot(now).first += int64(n) }
+
+// Allow reports whether a retry may happen now, and records it if so.
+func (b *Budget) Allow(now time.Time) bool {
+	if b.cfg.Disabled {
+		return true
+	}
+	lo := now.UnixNano()/b.width - int64(len(b.slots)) + 1
+	var first, retries int64
+	for i := range b.slots {
+		if s := &b.slots[i]; s.idx >= lo {
+			first += s.first
+			retries += s.retries
+		}
+	}
+	if float64(retries) >= b.cfg.Ratio*float64(first)+b.floor {
+		return false
+	}
+	b.slot(now).retries++
+	return true
+}
+
+// Refill returns when the window next slides after now: the start of the next
+// slot, when the oldest slot's retries stop counting. A retry Allow refused may be
+// allowed from then on (or earlier, if first attempts raise the limit).
+func (b *Budget) Refill(now time.Time) time.Time {
+	return time.Unix(0, (now.UnixNano()/b.width+1)*b.width)
+}
