@@ -65,6 +65,9 @@ func (k *Kernel) onTimer(e timerEntry) {
 	switch kind {
 	case timerDue:
 		k.ls.delayed--
+		if a.budgetWait && !k.retryDue(a) {
+			return
+		}
 		k.toBucket(a.h, State(a.h.state.Load()))
 	case timerTimeout:
 		k.onTimeout(a)

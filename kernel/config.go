@@ -119,9 +119,12 @@ type RetryPolicy struct {
 }
 
 // RetryBudget stops retry storms: over a sliding Window, retries may be at most
-// Ratio of first attempts plus MinPerSecond × Window. A retry refused by the budget
-// ends the task with the error of its last attempt. The window slides in steps of
-// a second, or of a sixtieth of Window when that is longer.
+// Ratio of first attempts plus MinPerSecond × Window. The window slides in steps of
+// a second, or of a sixtieth of Window when that is longer. A refused retry is
+// counted (PriorityStats.RetriesRefused, ax_retries_refused_total) and reported
+// (NoteRetryRefused). It ends an in-memory task with [ErrRetryBudget]. A durable
+// task stays Retrying instead, and asks again at its backoff or when the window
+// slides, whichever is later, without spending an attempt.
 type RetryBudget struct {
 	// Ratio of retries to first attempts. If zero, 0.2.
 	Ratio float64
@@ -135,9 +138,9 @@ type RetryBudget struct {
 
 // Event is one state change of a task, given to Config.OnEvent.
 //
-// An event with a Note is about a group or a key, not a task (TaskID is empty,
-// From and To are zero): a key throttled, a pause or resume, a breaker's
-// transition.
+// An event with a Note has zero From and To. It is about a group or a key (TaskID
+// is empty): a key throttled, a pause or resume, a breaker's transition; or, for
+// NoteRetryRefused, about the task it names.
 type Event struct {
 	TaskID   string
 	Priority Priority
@@ -166,6 +169,11 @@ const (
 	NoteResumed
 	// NoteBreaker: the key's breaker changed state (Event.Breaker).
 	NoteBreaker
+	// NoteRetryRefused: Config.RetryBudget refused a retry of the task the event
+	// names (TaskID, Attempt: the attempt that failed, Err: its error). Its state
+	// change follows: its end, or Retrying for a durable task that waits for the
+	// budget.
+	NoteRetryRefused
 )
 
 // Config configures a [Kernel]. The zero value is valid: every field has a default,
@@ -226,7 +234,7 @@ type Config struct {
 	// is decided under the policy in force, tasks submitted earlier included.
 	Retry ByPriority[RetryPolicy]
 
-	// RetryBudget limits retries kernel-wide. Changeable.
+	// RetryBudget limits retries kernel-wide (see RetryBudget). Changeable.
 	RetryBudget RetryBudget
 
 	// MaxZombies caps the goroutines left running by tasks that ignored their

@@ -47,6 +47,11 @@ var (
 
 	// ErrUnknownTask is returned by [Kernel.RunNow] when no live task has the ID.
 	ErrUnknownTask = errors.New("kernel: no live task has that ID")
+	// ErrRetryBudget is wrapped, beside the last attempt's error, by the error of an
+	// in-memory task whose retry Config.RetryBudget refused: the task ends Failed (or
+	// TimedOut) with attempts left, and errors.Is finds both errors. A durable task
+	// is never ended for it: its retry waits for the budget (see [RetryBudget]).
+	ErrRetryBudget = errors.New("kernel: retry refused by the retry budget")
 
 	// ErrGroupFull is returned by the submit methods for a task of a group whose key
 	// holds GroupConfig.MaxWaiting tasks not yet started.

@@ -204,6 +204,7 @@ type attempt struct {
 	permit     bool    // holds its group's permit (gate.go) until its function returns
 	brAdmitted bool    // its key's breaker admitted it (brGen)
 	brReported bool    // its outcome went to the breaker
+	budgetWait bool    // a durable retry the budget refused: it waits in the wheel for it (retryDue)
 	zombie     *zombie // set while it is a zombie
 }
 

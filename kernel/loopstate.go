@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/axsched/ax/internal/budget"
+	"github.com/axsched/ax/internal/retries"
 	"github.com/axsched/ax/kernel/internal/chunk"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/store"
@@ -63,7 +63,7 @@ type loopState struct {
 	// when; stallAt is when the parked loop must look again (mono; 0: no need).
 	seenPops        uint64
 	seenAt, stallAt int64
-	budget          budget.Budget
+	budget          retries.Budget
 	evBuf           []Event
 
 	jbuf    []jentry                   // durable-task changes of this pass, for the journal
@@ -108,7 +108,7 @@ func (k *Kernel) initLoop(rc *resolved) error {
 	for l := range k.rq.rings {
 		k.rq.rings[l], _ = queue.NewRing[ritem](min(c.MaxConcurrency+16, ringStart))
 	}
-	k.ls.budget.SetConfig(budget.Config(c.RetryBudget))
+	k.ls.budget.SetConfig(retries.Config(c.RetryBudget))
 	k.apply(rc)
 	return nil
 }
@@ -164,7 +164,7 @@ func (k *Kernel) apply(rc *resolved) {
 	} else {
 		k.ls.buckets.SetAged(nil)
 	}
-	k.ls.budget.SetConfig(budget.Config(c.RetryBudget))
+	k.ls.budget.SetConfig(retries.Config(c.RetryBudget))
 	q := &k.rq
 	q.mu.Lock()
 	q.limit = c.MaxConcurrency

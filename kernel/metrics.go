@@ -21,7 +21,7 @@ import (
 // (prometheus.go) writes them.
 type kernelMetrics struct {
 	submitted, started, succeeded, failed, timedOut, retried, rejected,
-	evicted, canceled, panics, abandoned [queue.NumLevels]*metrics.Counter
+	evicted, canceled, panics, abandoned, retriesRefused [queue.NumLevels]*metrics.Counter
 	onTimeoutDropped, eventsDropped, logsDropped, callbackPanics *metrics.Counter
 
 	wait, exec [queue.NumLevels]hist.Hist
@@ -40,7 +40,7 @@ func newKernelMetrics(g *promGroup, name string) *kernelMetrics {
 	m := &kernelMetrics{group: g, name: name}
 	for _, c := range []*[queue.NumLevels]*metrics.Counter{
 		&m.submitted, &m.started, &m.succeeded, &m.failed, &m.timedOut, &m.retried,
-		&m.rejected, &m.evicted, &m.canceled, &m.panics, &m.abandoned,
+		&m.rejected, &m.evicted, &m.canceled, &m.panics, &m.abandoned, &m.retriesRefused,
 	} {
 		for l := range queue.NumLevels {
 			c[l] = new(metrics.Counter)
@@ -64,6 +64,9 @@ func (m *kernelMetrics) observe(shard int, l queue.Level, wait, exec time.Durati
 type PriorityStats struct {
 	Submitted, Started, Succeeded, Failed, TimedOut, Retried, Rejected,
 	Evicted, Canceled, Panics, Abandoned uint64
+	// RetriesRefused counts the retries Config.RetryBudget refused: each ended an
+	// in-memory task (ErrRetryBudget) or made a durable one wait for the budget.
+	RetriesRefused uint64
 	// Queued is the number of tasks in the bucket now.
 	Queued int
 	// Wait is submit-to-start time of attempts; Exec their execution time.
@@ -147,7 +150,7 @@ func (k *Kernel) Stats() Stats {
 			Started: m.started[l].Get(), Succeeded: m.succeeded[l].Get(),
 			Failed: m.failed[l].Get(), TimedOut: m.timedOut[l].Get(), Retried: m.retried[l].Get(),
 			Rejected: m.rejected[l].Get(), Evicted: m.evicted[l].Get(), Canceled: m.canceled[l].Get(),
-			Panics: m.panics[l].Get(), Abandoned: m.abandoned[l].Get(),
+			Panics: m.panics[l].Get(), Abandoned: m.abandoned[l].Get(), RetriesRefused: m.retriesRefused[l].Get(),
 			Queued: int(m.depth[l].Load()),
 			Wait:   Percentiles(m.wait[l].Summary()), Exec: Percentiles(m.exec[l].Summary()),
 		}

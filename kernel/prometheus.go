@@ -65,6 +65,7 @@ func (k *Kernel) appendSamples(p *metricfam.Page) {
 		{metricfam.Canceled, &m.canceled},
 		{metricfam.Panics, &m.panics},
 		{metricfam.Abandoned, &m.abandoned},
+		{metricfam.RetriesRefused, &m.retriesRefused},
 	} {
 		for l := range queue.NumLevels {
 			p.Add(c.fam, prio[l], c.c[l].Get())

@@ -1,9 +1,9 @@
 package kernel
 
 import (
-	"math"
-	"math/rand/v2"
 	"time"
+
+	"github.com/axsched/ax/internal/retries"
 )
 
 // DefaultBackoff is the delay before retry number n (1 for the first retry) under
@@ -13,19 +13,7 @@ import (
 // point and capped before it becomes a Duration.
 func DefaultBackoff(p RetryPolicy, n int) time.Duration {
 	p = p.withDefaults()
-	dd := p.Max
-	if d := float64(p.Base) * math.Pow(p.Multiplier, float64(max(n-1, 0))); d < float64(p.Max) {
-		dd = time.Duration(d) // below Max, so it fits
-	}
-	dd = max(dd, 0)
-	switch p.Jitter {
-	case JitterFull:
-		return time.Duration(rand.Uint64N(uint64(dd) + 1)) // <= dd: fits
-	case JitterEqual:
-		return dd - dd/2 + time.Duration(rand.Uint64N(uint64(dd/2)+1))
-	default:
-		return dd
-	}
+	return retries.Backoff(p.Base, p.Multiplier, p.Max, int(p.Jitter), n)
 }
 
 // backoff is the delay before the retry that follows attempt n. A BackoffFunc's
@@ -42,4 +30,27 @@ func (k *Kernel) backoff(p *RetryPolicy, n int, err error) time.Duration {
 		k.m.callbackPanics.Inc()
 	}
 	return DefaultBackoff(*p, n)
+}
+
+// retryRefused counts and reports a retry of h the budget refused after attempt a
+// failed with err. Loop only.
+func (k *Kernel) retryRefused(h *Handle, a *attempt, err error) {
+	k.m.retriesRefused[h.bucket].Inc()
+	if k.events != nil {
+		k.emit(h, 0, 0, a, err)
+		k.ls.evBuf[len(k.ls.evBuf)-1].Note = NoteRetryRefused
+	}
+}
+
+// retryDue decides a durable retry the budget refused (attempt.budgetWait) that
+// came due: it goes on if the budget allows it now, and otherwise waits in the
+// wheel, Retrying, until the window next slides. Loop only.
+func (k *Kernel) retryDue(a *attempt) bool {
+	if k.ls.budget.Allow(k.ls.now) {
+		a.budgetWait = false
+		return true
+	}
+	k.schedule(a, timerDue, k.ls.budget.Refill(k.ls.now, k.ls.now))
+	k.ls.delayed++
+	return false
 }

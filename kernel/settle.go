@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/axsched/ax/internal/breaker"
@@ -63,16 +64,22 @@ func (k *Kernel) settleAttempt(a *attempt) {
 }
 
 // retryOrEnd schedules the next attempt if the policy and the budget allow, and
-// otherwise ends the task in state final with err.
+// otherwise ends the task in state final with err. A durable task's retry that
+// the budget refuses waits for it instead (retryDue), at its backoff or when the
+// budget's window next slides, whichever is later.
 func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	p := h.retry
 	if p == nil {
 		p = k.ls.rcl.retry[h.bucket]
 	}
 	more := !IsPermanent(err) && int(a.n) < p.MaxAttempts
-	if more && !k.ls.draining && !k.ls.closing &&
-		(!h.has(featBatch) || !h.batch.canceled()) && (k.breakerHolds(h) || k.ls.budget.Allow(k.ls.now)) {
-		na := &attempt{h: h, n: a.n + 1}
+	retry := more && !k.ls.draining && !k.ls.closing && (!h.has(featBatch) || !h.batch.canceled())
+	refused := retry && !k.breakerHolds(h) && !k.ls.budget.Allow(k.ls.now)
+	if refused {
+		k.retryRefused(h, a, err)
+	}
+	if retry && (!refused || h.has(featDurable)) {
+		na := &attempt{h: h, n: a.n + 1, budgetWait: refused}
 		na.ctx.a = na
 		na.ctx.parent = a.ctx.parent
 		h.cur = na
@@ -80,6 +87,9 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 		h.evicts = false           // ...and holds a ticket of its own level
 		k.m.retried[h.bucket].Inc()
 		at := k.ls.now.Add(k.backoff(p, int(a.n), err))
+		if refused {
+			at = k.ls.budget.Refill(k.ls.now, at)
+		}
 		if h.has(featDurable) {
 			k.journalRetry(h, at, err)
 		}
@@ -91,6 +101,9 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 		// kernel, after its backoff.
 		k.journalRetry(h, k.ls.now.Add(k.backoff(p, int(a.n), err)), err)
 		h.dur.keepLive = true
+	}
+	if refused {
+		err = fmt.Errorf("%w: %w", ErrRetryBudget, err)
 	}
 	if final == TimedOut {
 		k.m.timedOut[h.bucket].Inc()

@@ -29,6 +29,7 @@ const (
 	Canceled
 	Panics
 	Abandoned
+	RetriesRefused
 	OnTimeoutDropped
 	EventsDropped
 	LogsDropped
@@ -86,6 +87,7 @@ var Families = [Count]Family{
 	Canceled:           {"ax_tasks_canceled_total", "counter", "Tasks that ended Canceled, by priority."},
 	Panics:             {"ax_tasks_panics_total", "counter", "Attempts whose function panicked or called runtime.Goexit, by priority."},
 	Abandoned:          {"ax_tasks_abandoned_total", "counter", "Tasks that ended Abandoned (not yet due at Shutdown), by priority."},
+	RetriesRefused:     {"ax_retries_refused_total", "counter", "Retries Config.RetryBudget refused, by priority."},
 	OnTimeoutDropped:   {"ax_ontimeout_dropped_total", "counter", "Task.OnTimeout callbacks dropped because their queue was full."},
 	EventsDropped:      {"ax_events_dropped_total", "counter", "Events dropped because Config.EventBuffer events were waiting for OnEvent."},
 	LogsDropped:        {"ax_logs_dropped_total", "counter", "Log records dropped because 256 were waiting for Config.Logger's handler."},

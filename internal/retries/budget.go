@@ -1,10 +1,11 @@
-// Package budget is the arithmetic of a retry budget: over a sliding window,
-// retries may be at most a ratio of the first attempts plus a floor per second.
+// Package retries is the arithmetic of retries: the delay of a backoff
+// ([Backoff]), and a retry budget ([Budget]): over a sliding window, retries may
+// be at most a ratio of the first attempts plus a floor per second.
 //
 // The package has no clock, lock or goroutine: the caller passes the time, and
 // a [Budget] belongs to its caller, who serializes its use, and is set up by
 // [Budget.SetConfig] before any other call.
-package budget
+package retries
 
 import "time"
 
@@ -82,9 +83,12 @@ func (b *Budget) Allow(now time.Time) bool {
 	return true
 }
 
-// Refill returns when the window next slides after now: the start of the next
-// slot, when the oldest slot's retries stop counting. A retry Allow refused may be
-// allowed from then on (or earlier, if first attempts raise the limit).
-func (b *Budget) Refill(now time.Time) time.Time {
-	return time.Unix(0, (now.UnixNano()/b.width+1)*b.width)
+// Refill returns the later of at and when the window next slides after now (the
+// start of the next slot, when the oldest slot's retries stop counting): a retry
+// Allow refused may be allowed from then on.
+func (b *Budget) Refill(now, at time.Time) time.Time {
+	if r := time.Unix(0, (now.UnixNano()/b.width+1)*b.width); r.After(at) {
+		return r
+	}
+	return at
 }

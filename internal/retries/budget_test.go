@@ -1,4 +1,4 @@
-package budget
+package retries
 
 import (
 	"testing"
@@ -18,7 +18,7 @@ func TestAllowRefusesPastTheFloorUntilTheWindowSlides(t *testing.T) {
 	if b.Allow(now) {
 		t.Fatal("Allow() past the limit = true, want false")
 	}
-	at := b.Refill(now)
+	at := b.Refill(now, now.Add(time.Millisecond))
 	if want := time.Unix(1001, 0); !at.Equal(want) {
 		t.Fatalf("Refill() = %v, want %v", at, want)
 	}
