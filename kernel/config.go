@@ -96,7 +96,8 @@ type BackoffFunc func(attempt int, err error) time.Duration
 
 // RetryPolicy says whether and when a failed attempt is tried again. A task is
 // retried when its attempt returned an error that is not [Permanent] or timed out,
-// while it has attempts left and the kernel's retry budget allows. An attempt that
+// while it has attempts left and the kernel's retry budget allows (a durable task's
+// retry the budget refuses waits for it: see [RetryBudget]). An attempt that
 // panicked (a [*PanicError]) is not retried: the task ends Failed. Canceled and
 // evicted tasks are never retried.
 type RetryPolicy struct {
