@@ -30,6 +30,7 @@ var promWant = map[string]dto.MetricType{
 	"ax_tasks_canceled_total":      dto.MetricType_COUNTER,
 	"ax_tasks_panics_total":        dto.MetricType_COUNTER,
 	"ax_tasks_abandoned_total":     dto.MetricType_COUNTER,
+	"ax_retries_refused_total":     dto.MetricType_COUNTER,
 	"ax_ontimeout_dropped_total":   dto.MetricType_COUNTER,
 	"ax_events_dropped_total":      dto.MetricType_COUNTER,
 	"ax_callback_panics_total":     dto.MetricType_COUNTER,
