@@ -188,8 +188,10 @@ func TestRunNowDurable(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := storekit.NewMemoryStore()
 				hour := kernel.RetryPolicy{MaxAttempts: 3, BackoffFunc: func(int, error) time.Duration { return time.Hour }}
-				k := newTestKernel(t, kernel.Config{Store: s, Owner: "a", MaxConcurrency: 1,
-					Retry: kernel.ByPriority[kernel.RetryPolicy]{High: hour, Normal: hour, Low: hour}})
+				k := newTestKernel(t, kernel.Config{
+					Store: s, Owner: "a", MaxConcurrency: 1,
+					Retry: kernel.ByPriority[kernel.RetryPolicy]{High: hour, Normal: hour, Low: hour},
+				})
 				ctx := context.Background()
 				start := time.Now()
 				runs := 0

@@ -88,8 +88,10 @@ type start struct {
 
 func skewKernel(t *testing.T, s store.Store, owner string, off time.Duration, maxConc int, starts chan<- start, block bool) *kernel.Kernel {
 	t.Helper()
-	k, err := kernel.New(kernel.Config{Store: s, Owner: owner, Lease: time.Second, StoreTimeout: 2 * time.Second,
-		MaxConcurrency: maxConc, Clock: skewClock{clock.New(), off}})
+	k, err := kernel.New(kernel.Config{
+		Store: s, Owner: owner, Lease: time.Second, StoreTimeout: 2 * time.Second,
+		MaxConcurrency: maxConc, Clock: skewClock{clock.New(), off},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +203,10 @@ func TestSkewDurableScheduleOnDatabaseClock(t *testing.T) {
 	for _, tt := range skews {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := setup(t, mysqlstore.Options{})
-			k, err := kernel.New(kernel.Config{Store: s, Owner: "a", Lease: time.Second, StoreTimeout: 2 * time.Second,
-				Clock: skewClock{clock.New(), tt.first}})
+			k, err := kernel.New(kernel.Config{
+				Store: s, Owner: "a", Lease: time.Second, StoreTimeout: 2 * time.Second,
+				Clock: skewClock{clock.New(), tt.first},
+			})
 			if err != nil {
 				t.Fatal(err)
 			}

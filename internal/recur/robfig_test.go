@@ -176,18 +176,30 @@ var robfigNext = []struct {
 // robfigNextDiffers lists the deliberate differences from robfig's TestNext table,
 // by time and spec: ParseCron's answer, and why (ParseCron's doc lists them too).
 var robfigNextDiffers = map[[2]string]struct{ want, why string }{
-	{"Mon Jul 9 23:35 2012", "0 0 0 */5 Apr,Aug,Oct Mon"}: {"2012-08-06T00:00:00Z",
-		"a day field starting with * (*/5) is unrestricted, as in Vixie cron, so a day must match both: a Monday in 1, 6, 11, ...; robfig treats */5 as restricted and ORs the fields (Aug 1)"},
-	{"2012-03-11T00:00:00-0500", "TZ=America/New_York 0 30 2 11 Mar ?"}: {"2012-03-11T03:00:00-04:00",
-		"a wall time in a spring-forward gap fires at the transition; robfig skips it (to the next year)"},
-	{"2012-03-11T00:00:00-0500", "TZ=America/New_York 0 0 2 * * ?"}: {"2012-03-11T03:00:00-04:00",
-		"a wall time in a spring-forward gap fires at the transition; robfig skips it (to the next day)"},
-	{"2012-11-04T01:45:00-0400", "TZ=America/New_York 0 30 1 04 Nov ?"}: {"2013-11-04T01:30:00-05:00",
-		"a fixed-time job runs once in a repeated hour, at the first 01:30 (before 01:45 EDT); robfig runs it again at 01:30 EST"},
-	{"2012-11-04T01:00:00-0400", "TZ=America/New_York 0 0 1 * * ?"}: {"2012-11-05T01:00:00-05:00",
-		"a fixed-time job runs once in a repeated hour; robfig runs it twice (01:00 EDT and EST)"},
-	{"TZ=America/New_York 2012-11-04T01:00:00-0400", "0 0 1 * * ?"}: {"2012-11-05T01:00:00-05:00",
-		"a fixed-time job runs once in a repeated hour; robfig runs it twice (01:00 EDT and EST)"},
+	{"Mon Jul 9 23:35 2012", "0 0 0 */5 Apr,Aug,Oct Mon"}: {
+		"2012-08-06T00:00:00Z",
+		"a day field starting with * (*/5) is unrestricted, as in Vixie cron, so a day must match both: a Monday in 1, 6, 11, ...; robfig treats */5 as restricted and ORs the fields (Aug 1)",
+	},
+	{"2012-03-11T00:00:00-0500", "TZ=America/New_York 0 30 2 11 Mar ?"}: {
+		"2012-03-11T03:00:00-04:00",
+		"a wall time in a spring-forward gap fires at the transition; robfig skips it (to the next year)",
+	},
+	{"2012-03-11T00:00:00-0500", "TZ=America/New_York 0 0 2 * * ?"}: {
+		"2012-03-11T03:00:00-04:00",
+		"a wall time in a spring-forward gap fires at the transition; robfig skips it (to the next day)",
+	},
+	{"2012-11-04T01:45:00-0400", "TZ=America/New_York 0 30 1 04 Nov ?"}: {
+		"2013-11-04T01:30:00-05:00",
+		"a fixed-time job runs once in a repeated hour, at the first 01:30 (before 01:45 EDT); robfig runs it again at 01:30 EST",
+	},
+	{"2012-11-04T01:00:00-0400", "TZ=America/New_York 0 0 1 * * ?"}: {
+		"2012-11-05T01:00:00-05:00",
+		"a fixed-time job runs once in a repeated hour; robfig runs it twice (01:00 EDT and EST)",
+	},
+	{"TZ=America/New_York 2012-11-04T01:00:00-0400", "0 0 1 * * ?"}: {
+		"2012-11-05T01:00:00-05:00",
+		"a fixed-time job runs once in a repeated hour; robfig runs it twice (01:00 EDT and EST)",
+	},
 }
 
 // robfigActivationDiffers lists the deliberate differences from robfig's

@@ -153,7 +153,9 @@ func TestStuckClaimKeepsOthersLeases(t *testing.T) {
 	}()
 	defer func() {
 		claimCancel()
-		<-claimDone
+		if err := <-claimDone; err != nil {
+			t.Logf("the frozen claim ended: %v", err) // its context ended
+		}
 	}()
 	select {
 	case <-p.firing():

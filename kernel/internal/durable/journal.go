@@ -201,7 +201,7 @@ func (j *Journal[H, A]) Add(es []Entry[H, A]) {
 // the refused submit is stored.
 func (j *Journal[H, A]) AvailableErr() error {
 	if p := j.down.Load(); p != nil {
-		return fmt.Errorf("kernel: durable submit refused while the store is down: %w (last error: %v)", store.ErrStoreUnavailable, *p)
+		return fmt.Errorf("kernel: durable submit refused while the store is down: %w (last error: %s)", store.ErrStoreUnavailable, (*p).Error())
 	}
 	return nil
 }
