@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/axsched/ax/internal/axtest"
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/store/storekit"
 	"github.com/benbjohnson/clock"
@@ -15,16 +16,6 @@ import (
 // Kernels whose clocks are off the store's: due times follow the store's clock. The
 // MemoryStore reads time.Now, the synctest bubble's virtual clock; each kernel's
 // Config.Clock is that clock shifted by its skew.
-
-// skewClock is the real clock (virtual in a bubble) shifted by off.
-type skewClock struct {
-	clock.Clock
-	off time.Duration
-}
-
-func (c skewClock) Now() time.Time                  { return c.Clock.Now().Add(c.off) }
-func (c skewClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c skewClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
 // ranAt records when (on the store's clock) each payload's task started, and its
 // attempts there.
@@ -73,8 +64,8 @@ func TestSkewPoolTaskDueOnStoreClock(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				s := storekit.NewMemoryStore()
 				busy := make(gate)
-				a := newTestKernel(t, kernel.Config{Store: s, Owner: "a", Lease: sharedLease, MaxConcurrency: 1, Clock: skewClock{clock.New(), tt.subm}})
-				b := newTestKernel(t, kernel.Config{Store: s, Owner: "b", Lease: sharedLease, Clock: skewClock{clock.New(), tt.runr}})
+				a := newTestKernel(t, kernel.Config{Store: s, Owner: "a", Lease: sharedLease, MaxConcurrency: 1, Clock: axtest.SkewClock{Clock: clock.New(), Off: tt.subm}})
+				b := newTestKernel(t, kernel.Config{Store: s, Owner: "b", Lease: sharedLease, Clock: axtest.SkewClock{Clock: clock.New(), Off: tt.runr}})
 				var ra, rb ranAt
 				_ = a.Register("k", ra.fn)
 				_ = b.Register("k", rb.fn)
@@ -123,8 +114,8 @@ func TestSkewOrphanRescuedOnTime(t *testing.T) {
 				s := &cutStore{MemoryStore: storekit.NewMemoryStore()}
 				ra := ranAt{run: make(gate)} // a's attempts never end
 				var rb ranAt
-				a := newTestKernel(t, kernel.Config{Store: s, Owner: "a", Lease: sharedLease, Clock: skewClock{clock.New(), tt.subm}})
-				b := newTestKernel(t, kernel.Config{Store: s.MemoryStore, Owner: "b", Lease: sharedLease, Clock: skewClock{clock.New(), tt.runr}})
+				a := newTestKernel(t, kernel.Config{Store: s, Owner: "a", Lease: sharedLease, Clock: axtest.SkewClock{Clock: clock.New(), Off: tt.subm}})
+				b := newTestKernel(t, kernel.Config{Store: s.MemoryStore, Owner: "b", Lease: sharedLease, Clock: axtest.SkewClock{Clock: clock.New(), Off: tt.runr}})
 				_ = a.Register("k", ra.fn)
 				_ = b.Register("k", rb.fn)
 				t0 := time.Now()

@@ -23,16 +23,6 @@ import (
 // the 30 s of the skews.
 const slack = 2 * time.Second
 
-// skewClock is the real clock shifted by off.
-type skewClock struct {
-	clock.Clock
-	off time.Duration
-}
-
-func (c skewClock) Now() time.Time                  { return c.Clock.Now().Add(c.off) }
-func (c skewClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c skewClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
-
 // skews are the two directions: the first kernel ahead of the database and the
 // second behind it, and the other way round.
 var skews = []struct {
@@ -90,7 +80,7 @@ func skewKernel(t *testing.T, s store.Store, owner string, off time.Duration, ma
 	t.Helper()
 	k, err := kernel.New(kernel.Config{
 		Store: s, Owner: owner, Lease: time.Second, StoreTimeout: 2 * time.Second,
-		MaxConcurrency: maxConc, Clock: skewClock{clock.New(), off},
+		MaxConcurrency: maxConc, Clock: axtest.SkewClock{Clock: clock.New(), Off: off},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +195,7 @@ func TestSkewDurableScheduleOnDatabaseClock(t *testing.T) {
 			s, _ := setup(t, mysqlstore.Options{})
 			k, err := kernel.New(kernel.Config{
 				Store: s, Owner: "a", Lease: time.Second, StoreTimeout: 2 * time.Second,
-				Clock: skewClock{clock.New(), tt.first},
+				Clock: axtest.SkewClock{Clock: clock.New(), Off: tt.first},
 			})
 			if err != nil {
 				t.Fatal(err)

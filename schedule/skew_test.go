@@ -6,21 +6,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/axsched/ax/internal/axtest"
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/store/storekit"
 	"github.com/benbjohnson/clock"
 )
-
-// skewClock is the real clock (virtual in a bubble) shifted by off: a kernel whose
-// clock is off the store's.
-type skewClock struct {
-	clock.Clock
-	off time.Duration
-}
-
-func (c skewClock) Now() time.Time                  { return c.Clock.Now().Add(c.off) }
-func (c skewClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
-func (c skewClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
 
 // TestScheduleDurableSkewedClock: a durable schedule every minute on the minute,
 // added by a scheduler whose kernel's clock is 30 s off the store's, fires each
@@ -32,7 +22,7 @@ func TestScheduleDurableSkewedClock(t *testing.T) {
 				s := storekit.NewMemoryStore() // on the bubble's clock
 				l := newOccLog()
 				ran := map[time.Time]time.Time{} // target → when it ran, on the store's clock
-				k, sch := setup(t, kernel.Config{Store: s, Owner: "a", Lease: sharedLease, Clock: skewClock{clock.New(), off}}, Config{Store: s})
+				k, sch := setup(t, kernel.Config{Store: s, Owner: "a", Lease: sharedLease, Clock: axtest.SkewClock{Clock: clock.New(), Off: off}}, Config{Store: s})
 				fn := l.fn("a", nil)
 				if err := k.Register("occ", func(ctx context.Context, p []byte) error {
 					if _, at, ok := OccurrenceOf(ctx); ok {

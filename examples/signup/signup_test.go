@@ -19,6 +19,10 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// advance moves the bubble's fake clock by d: the test's goroutine waits on a timer,
+// and once every goroutine of the bubble is blocked the clock jumps to it.
+func advance(d time.Duration) { <-time.After(d) }
+
 // sent is one mail a fakeMailer sent, and when (in the bubble's time).
 type sent struct {
 	to, subject string
@@ -88,7 +92,7 @@ func TestSignUpSendsWelcomeThenReminder(t *testing.T) {
 			t.Fatalf("billed %q, want ada@example.com", got)
 		}
 
-		time.Sleep(signup.ReminderAfter) // the bubble's clock jumps a day at once
+		advance(signup.ReminderAfter) // the bubble's clock jumps a day at once
 		synctest.Wait()
 		got := m.mails()
 		if len(got) != 2 || got[1].subject != "reminder" || got[1].at.Sub(start) != signup.ReminderAfter {
@@ -107,7 +111,7 @@ func TestSignUpRetriesAFailedMail(t *testing.T) {
 		if err := s.SignUp(t.Context(), "ada@example.com"); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Minute) // past the retry's backoff
+		advance(time.Minute) // past the retry's backoff
 		synctest.Wait()
 		if got := m.mails(); len(got) != 1 || got[0].subject != "welcome" {
 			t.Fatalf("mails = %v, want the welcome mail sent by the retry", got)

@@ -4,6 +4,8 @@ package axtest
 import (
 	"testing"
 	"time"
+
+	"github.com/benbjohnson/clock"
 )
 
 // WaitTimeoutDefault is how long [WaitOrTimeout] waits before it fails the test.
@@ -40,3 +42,19 @@ func Eventually(tb testing.TB, cond func() bool, msg string) {
 		<-t.C
 	}
 }
+
+// SkewClock is Clock shifted by Off: the clock of a kernel whose time runs Off
+// ahead of (or, negative, behind) the store's. Its timers wait on Clock.
+type SkewClock struct {
+	clock.Clock
+	Off time.Duration
+}
+
+// Now returns Clock's time plus Off.
+func (c SkewClock) Now() time.Time { return c.Clock.Now().Add(c.Off) }
+
+// Since returns the time elapsed since t on the shifted clock.
+func (c SkewClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// Until returns the time until t on the shifted clock.
+func (c SkewClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
