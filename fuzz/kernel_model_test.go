@@ -1492,7 +1492,7 @@ func (r *runner) checkEvents(s *kernel.Stats) {
 	r.ev.mu.Lock()
 	byID := r.ev.byID
 	r.ev.mu.Unlock()
-	var entered [3]uint64
+	var entered, refused [3]uint64
 	var ended [3]map[kernel.State]uint64
 	for i := range ended {
 		ended[i] = map[kernel.State]uint64{}
@@ -1501,6 +1501,15 @@ func (r *runner) checkEvents(s *kernel.Stats) {
 	for id, evs := range byID {
 		prev := kernel.State(0)
 		for i, ev := range evs {
+			if ev.Note != 0 {
+				// A note about the task is not a state change: a refused retry
+				// comes between the attempt's end and the task's.
+				if ev.Note != kernel.NoteRetryRefused || ev.From != 0 || ev.To != 0 || prev != kernel.Running {
+					r.errorf("events of task %s: event %d is note %v (%v -> %v) after %v, want NoteRetryRefused with zero states after running", id, i, ev.Note, ev.From, ev.To, prev)
+				}
+				refused[prioIndex(ev.Priority)]++
+				continue
+			}
 			if ev.Priority != evs[0].Priority {
 				r.errorf("events of task %s: event %d has priority %v, the first %v", id, i, ev.Priority, evs[0].Priority)
 			}
@@ -1533,6 +1542,9 @@ func (r *runner) checkEvents(s *kernel.Stats) {
 	for i, p := range prioStats(s) {
 		if entered[i] != p.Submitted {
 			r.errorf("events: %d %s tasks entered the kernel, want Stats() Submitted = %d", entered[i], prioNames[i], p.Submitted)
+		}
+		if refused[i] != p.RetriesRefused {
+			r.errorf("events: %d %s retries refused, want Stats() RetriesRefused = %d", refused[i], prioNames[i], p.RetriesRefused)
 		}
 		for _, st := range terminalStates {
 			if got := stateCount(p, st); ended[i][st] != got {
