@@ -44,7 +44,7 @@ func (k *Kernel) toWheel(h *Handle, a *attempt, to State, at time.Time, err erro
 	from := k.setState(h, to)
 	k.emit(h, from, to, a, err)
 	k.schedule(a, timerDue, at)
-	k.ls.delayed++
+	k.ls.delayed[h.ticket()]++
 }
 
 // onTimer handles a wheel entry that came due.
@@ -55,7 +55,7 @@ func (k *Kernel) onTimer(e timerEntry) {
 			k.onGateTimer(e.t.meta)
 			return
 		}
-		k.ls.delayed--
+		k.ls.delayed[levelOf(e.t.prio())]--
 		k.toBucket(k.lazyHandle(&e.t), 0)
 		return
 	}
@@ -64,7 +64,7 @@ func (k *Kernel) onTimer(e timerEntry) {
 	a.timer = timewheel.Handle[timerEntry]{}
 	switch kind {
 	case timerDue:
-		k.ls.delayed--
+		k.ls.delayed[a.h.ticket()]--
 		if a.budgetWait && !k.retryDue(a) {
 			return
 		}

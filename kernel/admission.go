@@ -15,19 +15,28 @@ func (k *Kernel) tryAcquire(lvl queue.Level, n int64, rc *resolved) error {
 }
 
 // acquireIfRoom takes n tickets of level lvl if room >= n tickets would fit. It
-// returns ErrQueueFull or ErrDegraded otherwise.
+// returns ErrQueueFull or ErrDegraded otherwise, once the tickets of tasks that
+// executors started since the loop's last pass are back (reclaimTickets).
 func (k *Kernel) acquireIfRoom(lvl queue.Level, n, room int64, rc *resolved) error {
 	w := &k.waiting[lvl]
+	reclaimed := false
 	for {
 		cur := w.Load()
+		err := error(nil)
 		if cur+room > rc.capacity[lvl] {
-			return ErrQueueFull
-		}
-		if lvl != queue.High && rc.degrade > 0 {
+			err = ErrQueueFull
+		} else if lvl != queue.High && rc.degrade > 0 {
 			total := k.waiting[0].Load() + k.waiting[1].Load() + k.waiting[2].Load()
 			if total+room > rc.degrade {
-				return ErrDegraded
+				err = ErrDegraded
 			}
+		}
+		if err != nil {
+			if reclaimed || !k.reclaimTickets() {
+				return err
+			}
+			reclaimed = true
+			continue
 		}
 		if w.CompareAndSwap(cur, cur+n) {
 			return nil
@@ -37,6 +46,52 @@ func (k *Kernel) acquireIfRoom(lvl queue.Level, n, room int64, rc *resolved) err
 
 // release gives back n tickets of level lvl.
 func (k *Kernel) release(lvl queue.Level, n int64) { k.waiting[lvl].Add(-n) }
+
+// takeTickets returns the tickets of the run-queue entries executors took since
+// the last call (runq.tickets), by level, and reports whether there were any.
+// Called with rq.mu held.
+func (q *runq) takeTickets() (t [queue.NumLevels]int64, any bool) {
+	for l := range t {
+		t[l] = q.tickets[l+1]
+		any = any || t[l] > 0
+	}
+	q.tickets[1], q.tickets[2], q.tickets[3] = 0, 0, 0
+	return t, any
+}
+
+// holdsTickets reports whether executors took entries holding tickets that were
+// not given back yet. Called with rq.mu held.
+func (q *runq) holdsTickets() bool {
+	return q.tickets[1]|q.tickets[2]|q.tickets[3] != 0
+}
+
+// releaseAll gives back the tickets t, by level.
+func (k *Kernel) releaseAll(t *[queue.NumLevels]int64) {
+	for l, n := range t {
+		if n > 0 {
+			k.release(queue.Level(l), n)
+		}
+	}
+}
+
+// reclaimTickets gives back the tickets of the tasks executors started since the
+// loop last did (runq.tickets), and reports whether there were any. A submitter
+// that finds no room calls it before it is refused, waits or evicts: the room those
+// tasks left is its room.
+func (k *Kernel) reclaimTickets() bool {
+	q := &k.rq
+	q.mu.Lock()
+	t, any := q.takeTickets()
+	q.mu.Unlock()
+	if any {
+		k.releaseAll(&t)
+	}
+	return any
+}
+
+// roomWanted reports whether a submitter waits for room, sleeping or yielding
+// (waitRoom).
+func (k *Kernel) roomWanted() bool { return k.roomWaiters.Load() != 0 || k.roomSpinners.Load() != 0 }
 
 // admit takes n tickets for level lvl, waiting for room while ctx allows (ctx nil:
 // no wait). With evict, a single High task that finds no room asks the loop to
@@ -75,6 +130,7 @@ func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolv
 // re-checks once after registering so a wake-up between check and wait is lost.
 func (k *Kernel) waitRoom(ctx context.Context, lvl queue.Level, rc *resolved) error {
 	if k.roomSpinners.Add(1) == 1 {
+		k.reclaimTickets() // as below, for tasks started before it spun
 		// One waiter at a time yields its P a while before it sleeps (spinRoom),
 		// unless its context ends or the kernel closes meanwhile (the select below
 		// answers those).
@@ -95,6 +151,9 @@ func (k *Kernel) waitRoom(ctx context.Context, lvl queue.Level, rc *resolved) er
 	k.roomMu.Lock()
 	ch := k.roomCh
 	k.roomMu.Unlock()
+	// Tickets of tasks started before this waiter counted (roomWanted) may not be
+	// back yet, and no executor would poke the loop for them.
+	k.reclaimTickets()
 	if k.hasRoom(lvl, rc) {
 		return nil
 	}

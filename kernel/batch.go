@@ -290,7 +290,7 @@ func (k *Kernel) acquireSome(ctx context.Context, lvl queue.Level, want int64, r
 			}
 			continue
 		}
-		if k.flushLazyTickets() {
+		if k.flushLazyTickets() || k.reclaimTickets() {
 			continue
 		}
 		if ctx == nil {

@@ -172,7 +172,7 @@ func (k *Kernel) cancel(h *Handle, err error) {
 		a := h.cur
 		k.ls.wheel.Cancel(a.timer)
 		a.tkind = timerNone
-		k.ls.delayed--
+		k.ls.delayed[h.ticket()]--
 		k.release(h.ticket(), 1)
 		k.ls.freed = true
 		k.m.canceled[h.bucket].Inc()

@@ -199,8 +199,10 @@ type Config struct {
 	// one level higher (Low as Normal, Normal as High). If zero, no aging. Changeable.
 	AgeAfter time.Duration
 
-	// Capacity bounds the tasks of each priority that wait in the kernel — queued,
-	// delayed or waiting for a retry — each at most 2^24. Running tasks are
+	// Capacity bounds the tasks of each priority that wait in the kernel — queued
+	// (in their bucket, in a group's key queue, held by a paused kind, or picked for
+	// the run queue until an executor starts them), delayed or waiting for a retry —
+	// each at most 2^24; Stats.Queued shows them. Running tasks are
 	// bounded by MaxConcurrency. Submissions are refused (or wait) at the bound, but
 	// an accepted task is never refused later: a failed attempt's retry re-enters
 	// without a check, so a priority may briefly hold up to its attempts in flight

@@ -72,10 +72,8 @@ func (k *Kernel) dispatch() {
 		}
 		if it.h == nil {
 			// A light task: counted in bulk, its record never touched.
-			k.ls.pendRelease[lvl]++
 			k.ls.pendStarted[lvl]++
 			k.ls.lightStarts++
-			k.ls.freed = true
 		} else if !k.start(it.h, it.h.cur) {
 			// A durable pick waits for its stored start (gate) without a slot: the
 			// starts of the picks of a pass are written in the same group commits
@@ -86,10 +84,13 @@ func (k *Kernel) dispatch() {
 		// for a Normal one: High's ring is for the slots only High may take.
 		as := max(k.ls.buckets.PickedAs(), min(lvl, queue.Normal))
 		r.take(as)
+		// The pick keeps its ticket until an executor takes it: it still waits
+		// under its level's Capacity (see runq.tickets).
 		if it.h == nil {
+			it.l.tk = uint8(it.l.lvl) + 1
 			picked = append(picked, pick{l: it.l, lvl: as})
 		} else {
-			picked = append(picked, pick{a: it.h.cur, lvl: as})
+			picked = append(picked, pick{a: it.h.cur, l: light{tk: uint8(it.h.ticket()) + 1}, lvl: as})
 		}
 	}
 	k.flushCounts()
@@ -165,7 +166,8 @@ func (k *Kernel) flushCounts() {
 
 // pick is an attempt (or a light task, a nil) the loop chose to run, and its
 // level: handOver reads it here rather than in the task's record, a cache line it
-// does not touch otherwise.
+// does not touch otherwise. l.tk is the ticket the run-queue entry holds, for an
+// attempt too.
 type pick struct {
 	a   *attempt
 	l   light
@@ -193,6 +195,9 @@ func (k *Kernel) handOver(picked []pick) {
 	}
 	for _, p := range picked {
 		_ = q.rings[p.lvl].Push(ritem{a: p.a, l: p.l})
+		if p.l.tk == 0 {
+			q.noTicket++
+		}
 	}
 	// One wake-up at a time (unless the one on the way is overdue), and none while
 	// executors keep popping what was already queued: each woken executor wakes the
@@ -216,12 +221,11 @@ func (k *Kernel) handOver(picked []pick) {
 	}
 }
 
-// start accounts for an attempt about to be handed to the run queue. It reports
-// false when the attempt must wait for its start to be stored first (a durable task
-// in acknowledged mode, see gate).
+// start accounts for an attempt about to be handed to the run queue, where it
+// keeps its ticket until an executor takes it. It reports false when the attempt
+// must wait for its start to be stored first (a durable task in acknowledged mode,
+// see gate): its ticket is given back then, as it counts as running from there.
 func (k *Kernel) start(h *Handle, a *attempt) bool {
-	k.ls.pendRelease[h.ticket()]++
-	k.ls.freed = true
 	from := k.setState(h, Running)
 	// A new task's first attempt is number 1: known without reading a.n, whose
 	// cache line the loop does not touch otherwise (a recovered durable task's first
@@ -250,6 +254,8 @@ func (k *Kernel) start(h *Handle, a *attempt) bool {
 	// lease on a SharedStore is in doubt: it must not start an attempt the lease may
 	// not cover.
 	if h.has(featDurable) && (k.dur.j.Every() == 0 || k.dur.own != nil && k.dur.own.Doubt()) {
+		k.ls.pendRelease[h.ticket()]++
+		k.ls.freed = true
 		k.gate(a)
 		return false
 	}

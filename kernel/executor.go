@@ -190,6 +190,13 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 		if it, ok := q.pop(); ok {
 			q.running++
 			q.popAt = now
+			// The entry's ticket goes back with the loop's next pass; a submitter
+			// waiting for room meanwhile gets the parked loop poked for it.
+			q.tickets[it.l.tk]++
+			if q.loopWaiting && it.l.tk != 0 && k.roomWanted() {
+				q.loopWaiting = false
+				poke = true
+			}
 			// A success of a light task must be finished before e.light changes.
 			var done light
 			if lightOK {

@@ -56,6 +56,7 @@ func (k *Kernel) runFastItem(h *Handle, l light, now int64) bool {
 	r := q.rings[l.lvl]
 	grow(r, 1)
 	_ = r.Push(it)
+	q.noTicket++
 	q.fastStarted++
 	// As in the loop's hand-over, wake one executor only if none is on its way:
 	// each woken executor wakes the next while tasks wait, rather than a

@@ -96,16 +96,26 @@ func (k *Kernel) enqueueLazy(t *Task, prio Priority, lvl queue.Level, admitted b
 // errNoTicket is enqueueLazy's answer when a level has no room for a lazy task.
 var errNoTicket = errors.New("kernel: no ticket")
 
-// intakeCounts returns what the intake holds that the loop's figures do not show
-// yet: the tasks submitted so far per level (the submitted counters plus the lazy
+// intakeFigures are what the intake holds that the loop's figures do not show
+// yet, per level: the tasks submitted so far (the submitted counters plus the lazy
 // tasks the loop has not counted in them, read together under the intake's lock,
-// so that the sum never goes back), and the lazy tasks waiting in the intake,
-// delayed tasks the loop has not taken in.
-func (k *Kernel) intakeCounts() (submitted [queue.NumLevels]uint64, lazies int) {
+// so that the sum never goes back), the lazy tasks waiting in the intake (delayed
+// tasks the loop has not taken in), and the tickets held in reserve for lazy tasks.
+type intakeFigures struct {
+	submitted [queue.NumLevels]uint64
+	lazies    [queue.NumLevels]int
+	reserve   [queue.NumLevels]int64
+}
+
+// intakeCounts reads the intake's figures under its lock.
+func (k *Kernel) intakeCounts() intakeFigures {
 	k.in.mu.Lock()
 	defer k.in.mu.Unlock()
+	var f intakeFigures
 	for l := range queue.NumLevels {
-		submitted[l] = k.m.submitted[l].Get() + k.in.lazySubmitted[l]
+		f.submitted[l] = k.m.submitted[l].Get() + k.in.lazySubmitted[l]
+		f.lazies[l] = int(k.in.lazySubmitted[l])
+		f.reserve[l] = k.in.lazyTickets[l]
 	}
-	return submitted, k.in.lazy.Len()
+	return f
 }

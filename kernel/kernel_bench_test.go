@@ -234,7 +234,7 @@ func benchDelayed(b *testing.B, own bool) {
 		t2 := time.Now()
 		pending += delayedBatch
 		k.poke() // far-future tasks do not wake the loop before it has a batch
-		for k.m.delayed.Load() != int64(pending) {
+		for k.delayedNow() != int64(pending) {
 			runtimeGosched()
 		}
 		t3 := time.Now()
@@ -291,7 +291,7 @@ func BenchmarkDelayedMemory(b *testing.B) {
 			}
 		}
 		k.poke()
-		for k.m.delayed.Load() != n {
+		for k.delayedNow() != n {
 			runtimeGosched()
 		}
 		kernelB += float64(heap()-h0) / n

@@ -455,8 +455,9 @@ func TestShutdownAccountsForEverything(t *testing.T) {
 			hs = append(hs, mustSubmit(t, k, Task{Delay: time.Duration(i+1) * time.Minute, Run: noop}))
 		}
 		synctest.Wait()
-		if st := k.Stats(); st.Running != 100 || st.Queued.Normal+st.Dispatched != 1_000 || st.Delayed != 500 {
-			t.Fatalf("before shutdown running=%d queued=%d+%d delayed=%d, want 100/1000/500", st.Running, st.Queued.Normal, st.Dispatched, st.Delayed)
+		// The tasks picked for the run queue still wait: Queued counts them.
+		if st := k.Stats(); st.Running != 100 || st.Queued.Normal != 1_000 || st.Dispatched > 1_000 || st.Delayed != 500 {
+			t.Fatalf("before shutdown running=%d queued=%d (dispatched %d) delayed=%d, want 100/1000 (≤ 1000)/500", st.Running, st.Queued.Normal, st.Dispatched, st.Delayed)
 		}
 		done := make(chan error)
 		go func() { done <- k.Shutdown(context.Background()) }()

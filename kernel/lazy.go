@@ -68,7 +68,7 @@ func (k *Kernel) acceptLazies(c *lazyChunk) (emptied *lazyChunk) {
 		if c.N == chunk.Len && c.MinDue > k.ls.nowMono+lazyParkAfter {
 			c.Next = nil
 			heap.Push(&k.ls.parked, c)
-			k.ls.delayed += c.N
+			k.countParked(c, 1)
 		} else {
 			k.unpack(c)
 			c.Next = emptied
@@ -84,10 +84,18 @@ func (k *Kernel) acceptLazies(c *lazyChunk) (emptied *lazyChunk) {
 func (k *Kernel) unparkDue() {
 	for len(k.ls.parked) > 0 && k.ls.parked[0].MinDue <= k.ls.nowMono {
 		c := heap.Pop(&k.ls.parked).(*lazyChunk)
-		k.ls.delayed -= c.N
+		k.countParked(c, -1)
 		k.unpack(c)
 		c.Next = k.ls.lazyDone
 		k.ls.lazyDone = c
+	}
+}
+
+// countParked adds sign times the tasks of the parked chunk c to the delayed
+// counts of their levels. Loop only.
+func (k *Kernel) countParked(c *lazyChunk, sign int) {
+	for i := range c.N {
+		k.ls.delayed[levelOf(c.E[i].V.prio())] += sign
 	}
 }
 
@@ -118,7 +126,7 @@ func (k *Kernel) endParked(to State) {
 func (k *Kernel) placeLazy(l *lazyIntake) {
 	if l.Due > k.ls.nowMono {
 		k.ls.wheel.Schedule(k.at(l.Due), timerEntry{t: l.V})
-		k.ls.delayed++
+		k.ls.delayed[levelOf(l.V.prio())]++
 		return
 	}
 	k.toBucket(k.lazyHandle(&l.V), 0)
@@ -144,7 +152,7 @@ func (k *Kernel) lazyHandle(t *lazyTask) *Handle {
 // Close. Loop only.
 func (k *Kernel) endLazy(t *lazyTask, to State) {
 	l := levelOf(t.prio())
-	k.ls.delayed--
+	k.ls.delayed[l]--
 	k.ls.live--
 	k.release(l, 1)
 	if to == Abandoned {

@@ -20,6 +20,11 @@ type light struct {
 	run func(context.Context) error
 	at  int64       // mono: when it was submitted
 	lvl queue.Level // its bucket
+	// tk is set on a run-queue entry (ritem.l), for a light task or a record's
+	// attempt alike: the level of the admission ticket the entry holds, plus one;
+	// 0 if it holds none. The executor that takes the entry counts the ticket in
+	// runq.tickets, and the loop gives it back (runq.takeTickets).
+	tk uint8
 }
 
 // ritem is what the run queue holds: an attempt of a task record, or a light task

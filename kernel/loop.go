@@ -180,7 +180,8 @@ func (k *Kernel) park() {
 	k.in.mu.Unlock()
 	k.ls.spareTasks, k.ls.lazyDone = trimmed(k.ls.spareTasks), nil
 	k.rq.mu.Lock()
-	if len(k.rq.done) > 0 || len(k.rq.lightFailed) > 0 || k.rq.selfSettled > 0 {
+	if len(k.rq.done) > 0 || len(k.rq.lightFailed) > 0 || k.rq.selfSettled > 0 ||
+		k.rq.holdsTickets() && k.roomWanted() {
 		k.rq.mu.Unlock()
 		return
 	}
@@ -212,15 +213,19 @@ func (k *Kernel) publish() {
 	k.flushCounts()
 	m := k.m
 	for l := range queue.NumLevels {
-		m.depth[l].Store(int64(k.ls.buckets.Bucket(queue.Level(l)).Len()))
+		m.delayed[l].Store(int64(k.ls.delayed[l]))
 	}
 	k.evictable.Store(int64(k.ls.buckets.Bucket(queue.Low).Len()))
-	m.delayed.Store(int64(k.ls.delayed))
 	k.rq.mu.Lock()
+	tickets, started := k.rq.takeTickets()
 	wake, spawn := k.checkStall()
 	claimRoom := k.ls.claimHungry && k.rq.limit-k.rq.running-k.rq.queued()-k.ls.buckets.Len() > 0 &&
 		k.ls.durRunning < k.ls.rcl.cfg.MaxConcurrency
 	k.rq.mu.Unlock()
+	if started {
+		k.releaseAll(&tickets)
+		k.ls.freed = true
+	}
 	if claimRoom {
 		k.ls.claimHungry = false
 		k.dur.own.ClaimNow()

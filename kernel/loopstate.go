@@ -46,11 +46,11 @@ type loopState struct {
 	// loop pass (see lookaheadOf).
 	lookahead int
 
-	live     int  // accepted tasks not yet terminal
-	delayed  int  // tasks waiting in the wheel to be due (delayed or retrying)
-	draining bool // Shutdown began
-	closing  bool // Close began
-	freed    bool // tickets were given back this pass
+	live     int                  // accepted tasks not yet terminal
+	delayed  [queue.NumLevels]int // tasks waiting in the wheel to be due (delayed or retrying), by ticket level
+	draining bool                 // Shutdown began
+	closing  bool                 // Close began
+	freed    bool                 // tickets were given back this pass
 	// Per-task counts the loop gathers and applies in one atomic operation per level
 	// (flushCounts) before it hands tasks to executors and at the end of each pass:
 	// the tickets and counters are written by submitters and read by everyone, and

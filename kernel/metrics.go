@@ -14,9 +14,10 @@ import (
 // which WritePrometheus and Stats read. Counters are written by the loop
 // (rejections by submitters, lazy tasks' submissions by submitters in the intake,
 // see Kernel.intakeCounts, and callback panics by the callback goroutines). The
-// gauges' sources are the depths and delayed count the loop publishes after each
-// pass (the delayed figure adds the intake's lazy tasks, under its mutex) and the
-// run queue's live counts under its lock (runq.live), all safe for concurrent use.
+// gauges' sources are the admission tickets (Kernel.waiting), the delayed counts
+// the loop publishes after each pass, the intake's lazy tasks (under its mutex)
+// and the run queue's live counts under its lock (runq.live), all safe for
+// concurrent use; Kernel.waitFigures combines them.
 // The counters are registered on no set: the kernel's metrics writer
 // (prometheus.go) writes them.
 type kernelMetrics struct {
@@ -26,9 +27,8 @@ type kernelMetrics struct {
 
 	wait, exec [queue.NumLevels]hist.Hist
 
-	depth              [queue.NumLevels]atomic.Int64
-	delayed            atomic.Int64
-	callbacksAbandoned atomic.Int64 // set by Shutdown and Close
+	delayed            [queue.NumLevels]atomic.Int64 // tasks in the wheel or parked, by ticket level
+	callbacksAbandoned atomic.Int64                  // set by Shutdown and Close
 
 	group *promGroup // immutable: the kernel's group on its metrics set
 	name  string     // immutable: Config.Name
@@ -67,7 +67,8 @@ type PriorityStats struct {
 	// RetriesRefused counts the retries Config.RetryBudget refused: each ended an
 	// in-memory task (ErrRetryBudget) or made a durable one wait for the budget.
 	RetriesRefused uint64
-	// Queued is the number of tasks in the bucket now.
+	// Queued is the number of tasks that wait to start under Capacity of this
+	// priority now (see Stats.Queued).
 	Queued int
 	// Wait is submit-to-start time of attempts; Exec their execution time.
 	Wait, Exec Percentiles
@@ -76,12 +77,19 @@ type PriorityStats struct {
 // Stats is a snapshot of a kernel's figures.
 type Stats struct {
 	ByPriority ByPriority[PriorityStats]
-	Queued     ByPriority[int] // tasks in each bucket
-	Delayed    int             // tasks waiting to be due (delayed or retrying), in the wheel or on their way to it
-	Dispatched int             // picked and handed to the run queue, not yet started
-	Running    int             // attempts executing, zombies excluded
-	Zombies    int             // timed-out functions still running on their own goroutine
-	Executors  int             // executor goroutines, zombies excluded
+	// Queued counts the tasks that wait to start, by the priority whose Capacity
+	// they count against: in their bucket, in a group's key queue, held by a
+	// paused kind, picked for the run queue and not taken by an executor yet, or on
+	// their way to the loop. A High task that took an evicted Low task's place
+	// (Config.EvictLow) counts as Low until it starts. Queued plus the delayed
+	// tasks of a priority stay within its Capacity (but for retries, see
+	// Config.Capacity).
+	Queued     ByPriority[int]
+	Delayed    int // tasks waiting to be due (delayed or retrying), in the wheel or on their way to it
+	Dispatched int // picked and handed to the run queue, not yet started
+	Running    int // attempts executing, zombies excluded
+	Zombies    int // timed-out functions still running on their own goroutine
+	Executors  int // executor goroutines, zombies excluded
 
 	EventsDropped    uint64
 	OnTimeoutDropped uint64
@@ -136,9 +144,10 @@ func (s *Stats) Terminal() uint64 {
 	return n
 }
 
-// Stats returns the kernel's figures. It never waits for the loop: bucket depths
-// and Delayed are published after each loop pass (they may lag one pass behind);
-// Running, Dispatched, Zombies and Executors are read live. Safe for concurrent use.
+// Stats returns the kernel's figures. It never waits for the loop: Delayed, and the
+// delayed tasks Queued leaves out, are published after each loop pass (they may
+// lag one pass behind); Queued's admission tickets, Running, Dispatched, Zombies
+// and Executors are read live. Safe for concurrent use.
 func (k *Kernel) Stats() Stats {
 	m := k.m
 	var s Stats
@@ -151,18 +160,19 @@ func (k *Kernel) Stats() Stats {
 			Failed: m.failed[l].Get(), TimedOut: m.timedOut[l].Get(), Retried: m.retried[l].Get(),
 			Rejected: m.rejected[l].Get(), Evicted: m.evicted[l].Get(), Canceled: m.canceled[l].Get(),
 			Panics: m.panics[l].Get(), Abandoned: m.abandoned[l].Get(), RetriesRefused: m.retriesRefused[l].Get(),
-			Queued: int(m.depth[l].Load()),
-			Wait:   Percentiles(m.wait[l].Summary()), Exec: Percentiles(m.exec[l].Summary()),
+			Wait: Percentiles(m.wait[l].Summary()), Exec: Percentiles(m.exec[l].Summary()),
 		}
 	}
-	submitted, lazies := k.intakeCounts()
+	in := k.intakeCounts()
+	lv := k.rq.live()
+	queued, delayed := k.waitFigures(&in, &lv)
 	for l := range ps {
-		ps[l].Submitted = submitted[l]
+		ps[l].Submitted = in.submitted[l]
+		ps[l].Queued = queued[l]
 	}
 	s.ByPriority = ByPriority[PriorityStats]{High: ps[queue.High], Normal: ps[queue.Normal], Low: ps[queue.Low]}
 	s.Queued = ByPriority[int]{High: ps[queue.High].Queued, Normal: ps[queue.Normal].Queued, Low: ps[queue.Low].Queued}
-	s.Delayed = int(m.delayed.Load()) + lazies
-	lv := k.rq.live()
+	s.Delayed = delayed
 	s.Running, s.Dispatched, s.Zombies, s.Executors = lv.running, lv.dispatched, lv.zombies, lv.workers
 	s.EventsDropped = m.eventsDropped.Get()
 	s.OnTimeoutDropped = m.onTimeoutDropped.Get()
@@ -202,14 +212,44 @@ func (k *Kernel) Stats() Stats {
 	return s
 }
 
-// runqFigures are the run queue's live counts.
-type runqFigures struct{ running, dispatched, zombies, workers int }
+// runqFigures are the run queue's live counts, and the tickets of the tasks
+// executors took that were not given back yet (runq.tickets), by level.
+type runqFigures struct {
+	running, dispatched, zombies, workers int
+	tickets                               [queue.NumLevels]int64
+	started                               int // dispatched entries that hold no ticket: started already
+}
 
 // live reads the run queue's counts under its lock.
 func (q *runq) live() runqFigures {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return runqFigures{running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers}
+	f := runqFigures{running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers}
+	copy(f.tickets[:], q.tickets[1:])
+	f.started = int(q.noTicket - q.tickets[0])
+	return f
+}
+
+// waitFigures returns the tasks that wait to start (Stats.Queued) and the
+// delayed ones (Stats.Delayed). A level's admission tickets (Kernel.waiting) are
+// held by its tasks waiting to start, by its delayed tasks (in the wheel, parked,
+// or lazy in the intake), by the intake's reserve for lazy tasks, and by tasks
+// executors started whose tickets are on their way back (runq.tickets): the
+// first are the tickets less the others. The figures are read one after the other
+// while tasks move, so a level's figure is clamped to [0, its tickets]. Once the
+// loop returned, no task waits: a ticket still held belongs to a submission
+// racing Shutdown or Close, which fails with ErrClosed and gives it back.
+func (k *Kernel) waitFigures(in *intakeFigures, lv *runqFigures) (queued [queue.NumLevels]int, delayed int) {
+	stopped := isDone(k.loopDone)
+	for l := range queue.NumLevels {
+		d := k.m.delayed[l].Load() + int64(in.lazies[l])
+		delayed += int(d)
+		tickets := k.waiting[l].Load()
+		if !stopped {
+			queued[l] = int(min(max(tickets-d-in.reserve[l]-lv.tickets[l], 0), max(tickets, 0)))
+		}
+	}
+	return queued, delayed
 }
 
 // Percentiles summarises a distribution of durations.

@@ -71,22 +71,23 @@ func (k *Kernel) appendSamples(p *metricfam.Page) {
 			p.Add(c.fam, prio[l], c.c[l].Get())
 		}
 	}
-	submitted, lazies := k.intakeCounts()
+	in := k.intakeCounts()
 	for l := range queue.NumLevels {
-		p.Add(metricfam.Submitted, prio[l], submitted[l])
+		p.Add(metricfam.Submitted, prio[l], in.submitted[l])
 	}
 	one := func(f metricfam.Fam, v uint64) { p.Add(f, kl, v) }
 	one(metricfam.OnTimeoutDropped, m.onTimeoutDropped.Get())
 	one(metricfam.EventsDropped, m.eventsDropped.Get())
 	one(metricfam.LogsDropped, m.logsDropped.Get())
 	one(metricfam.CallbackPanics, m.callbackPanics.Get())
-	for l := range queue.NumLevels {
-		p.Add(metricfam.QueueDepth, prio[l], promtext.NonNeg(m.depth[l].Load()))
-	}
-	one(metricfam.Delayed, promtext.NonNeg(m.delayed.Load()+int64(lazies)))
 	// Read live under the run queue's lock, as Stats reads them: executors change
 	// them without a loop pass, and a figure the loop published would go stale.
 	lv := k.rq.live()
+	queued, delayed := k.waitFigures(&in, &lv)
+	for l := range queue.NumLevels {
+		p.Add(metricfam.QueueDepth, prio[l], uint64(queued[l]))
+	}
+	one(metricfam.Delayed, uint64(delayed))
 	one(metricfam.Running, promtext.NonNeg(int64(lv.running)))
 	one(metricfam.Dispatched, promtext.NonNeg(int64(lv.dispatched)))
 	one(metricfam.Zombies, promtext.NonNeg(int64(lv.zombies)))

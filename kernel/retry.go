@@ -51,6 +51,6 @@ func (k *Kernel) retryDue(a *attempt) bool {
 		return true
 	}
 	k.schedule(a, timerDue, k.ls.budget.Refill(k.ls.now, k.ls.now))
-	k.ls.delayed++
+	k.ls.delayed[a.h.ticket()]++
 	return false
 }

@@ -79,7 +79,7 @@ func (k *Kernel) runNowOne(h *Handle) int {
 		a := h.cur
 		k.ls.wheel.Cancel(a.timer)
 		a.tkind, a.timer = timerNone, timewheel.Handle[timerEntry]{}
-		k.ls.delayed--
+		k.ls.delayed[h.ticket()]--
 		k.toBucket(h, st)
 	case st != Queued:
 		return 0

@@ -28,6 +28,14 @@ type runq struct {
 	coming  int         // executors woken and not yet back under mu
 	wokenAt int64       // mono: when the last of them was woken or started
 
+	// tickets counts the admission tickets of the entries executors took, by level
+	// plus one (ritem.l.tk), until they are given back (takeTickets): a task picked
+	// ahead holds its ticket until an executor starts it, and the executor spares
+	// the count's atomic add. Index 0 counts the entries that held none, ever;
+	// noTicket counts those pushed, so that the difference is in the queue.
+	tickets  [queue.NumLevels + 1]int64
+	noTicket int64
+
 	pops     uint64 // attempts and light tasks popped, ever
 	popAt    int64  // mono: when an executor last popped
 	lastLong bool   // the task handed back last ran overdue or longer

@@ -37,12 +37,12 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 	case <-k.loopDone:
 	case <-ctx.Done():
 		if !isDone(k.loopDone) {
+			// Stats().Queued counts the tasks in groups' queues and picked for the run
+			// queue; those picked that hold no ticket count as running.
 			st := k.Stats()
-			queued := st.Queued.High + st.Queued.Normal + st.Queued.Low + st.Dispatched + st.Delayed
-			for _, g := range st.Groups {
-				queued += g.Waiting
-			}
-			return &ShutdownError{Err: ctx.Err(), Queued: queued, Running: st.Running}
+			queued := st.Queued.High + st.Queued.Normal + st.Queued.Low + st.Delayed
+			lv := k.rq.live()
+			return &ShutdownError{Err: ctx.Err(), Queued: queued, Running: st.Running + lv.started}
 		}
 	}
 	select {
@@ -278,7 +278,7 @@ func (k *Kernel) beginDrain() {
 		if a.tkind == timerDue {
 			h := a.h
 			a.tkind = timerNone
-			k.ls.delayed--
+			k.ls.delayed[h.ticket()]--
 			k.release(h.ticket(), 1)
 			k.m.abandoned[h.bucket].Inc()
 			ended = append(ended, h)
@@ -335,7 +335,7 @@ func (k *Kernel) closeAll() {
 		}
 		if a.tkind == timerDue {
 			h := a.h
-			k.ls.delayed--
+			k.ls.delayed[h.ticket()]--
 			k.release(h.ticket(), 1)
 			k.m.canceled[h.bucket].Inc()
 			k.end(h, Canceled, ErrClosed)
@@ -367,6 +367,7 @@ func (k *Kernel) closeAll() {
 		r.Clear(func(it ritem) {
 			if it.a == nil {
 				lightEnded[it.l.lvl]++
+				q.tickets[it.l.tk]++ // given back as if an executor took it
 				return
 			}
 			inflight(it.a)
