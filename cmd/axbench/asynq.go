@@ -81,7 +81,10 @@ func openAsynq(ctx context.Context, p bench.Params) (*bench.DurableSetup, error)
 		_ = a.close()
 		return nil, fmt.Errorf("asynq at %s: %w", where, err)
 	}
-	return &bench.DurableSetup{Peer: a, Succeeded: a.completed, Close: a.close}, nil
+	return &bench.DurableSetup{
+		Peer: a, Succeeded: a.completed, Close: a.close,
+		ServerCPU: serverCPU(redisAddrEnv, hostOf(addr), redisProcs),
+	}, nil
 }
 
 func (a *asynqPeer) task(payload []byte) *asynq.Task {

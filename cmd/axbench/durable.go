@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/axsched/ax/bench"
 	"github.com/axsched/ax/mysqlstore"
 )
@@ -84,6 +86,7 @@ func openMariaDB(ctx context.Context, every time.Duration) (*bench.DurableSetup,
 		Store:         s,
 		Shared:        table,
 		SnapshotEvery: every,
+		ServerCPU:     serverCPU(dsnEnv, mysqlHost(dsn), mariadbProcs),
 		Succeeded: func(ctx context.Context) (int, error) {
 			var n int
 			err := s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quoted+" WHERE state = "+succeededCode).Scan(&n)
@@ -106,4 +109,17 @@ func joinMariaDB(table string, every time.Duration) (*bench.DurableSetup, error)
 		return nil, fmt.Errorf("$%s: %w", dsnEnv, err)
 	}
 	return &bench.DurableSetup{Store: s, SnapshotEvery: every}, nil
+}
+
+// mysqlHost returns the server's host in dsn: its address's host, or the
+// socket's path; "" if dsn does not parse.
+func mysqlHost(dsn string) string {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return ""
+	}
+	if cfg.Net == "unix" {
+		return cfg.Addr
+	}
+	return hostOf(cfg.Addr)
 }
