@@ -81,9 +81,10 @@ func openAsynq(ctx context.Context, p bench.Params) (*bench.DurableSetup, error)
 		_ = a.close()
 		return nil, fmt.Errorf("asynq at %s: %w", where, err)
 	}
+	host, port := hostPort(addr)
 	return &bench.DurableSetup{
 		Peer: a, Succeeded: a.completed, Close: a.close,
-		ServerCPU: serverCPU(redisAddrEnv, hostOf(addr), redisProcs),
+		ServerCPU: serverCPU(redisAddrEnv, host, port, redisProcs),
 	}, nil
 }
 

@@ -82,11 +82,12 @@ func openMariaDB(ctx context.Context, every time.Duration) (*bench.DurableSetup,
 		return nil, fmt.Errorf("no usable MariaDB/MySQL at %s (set %s, or run `make db`): %w", where, dsnEnv, err)
 	}
 	quoted := "`" + table + "`"
+	host, port := mysqlAddr(dsn)
 	return &bench.DurableSetup{
 		Store:         s,
 		Shared:        table,
 		SnapshotEvery: every,
-		ServerCPU:     serverCPU(dsnEnv, mysqlHost(dsn), mariadbProcs),
+		ServerCPU:     serverCPU(dsnEnv, host, port, mariadbProcs),
 		Succeeded: func(ctx context.Context) (int, error) {
 			var n int
 			err := s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quoted+" WHERE state = "+succeededCode).Scan(&n)
@@ -111,15 +112,15 @@ func joinMariaDB(table string, every time.Duration) (*bench.DurableSetup, error)
 	return &bench.DurableSetup{Store: s, SnapshotEvery: every}, nil
 }
 
-// mysqlHost returns the server's host in dsn: its address's host, or the
-// socket's path; "" if dsn does not parse.
-func mysqlHost(dsn string) string {
+// mysqlAddr returns the server's host and TCP port in dsn, or the socket's
+// path and 0; "" and 0 if dsn does not parse.
+func mysqlAddr(dsn string) (string, int) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
-		return ""
+		return "", 0
 	}
 	if cfg.Net == "unix" {
-		return cfg.Addr
+		return cfg.Addr, 0
 	}
-	return hostOf(cfg.Addr)
+	return hostPort(cfg.Addr)
 }

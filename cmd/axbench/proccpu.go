@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -75,18 +76,19 @@ func parseStat(line string) (procStat, error) {
 	return st, nil
 }
 
-// readServerCPU returns the CPU time used so far by the processes under root
-// named one of names, summed: a server may run several (PostgreSQL runs one
-// per connection), and each counts the CPU of its children that ended (a
-// PostgreSQL backend that exited is counted in the postmaster's). It fails
-// when it finds none, or finds two servers (two trees of such processes: it
-// cannot tell which one serves the run).
-func readServerCPU(root string, names []string) (time.Duration, error) {
+// readServerCPU returns the CPU time used so far by the server's processes
+// under root: the processes named one of names, summed, since a server may run
+// several (PostgreSQL runs one per connection), each with the CPU of its
+// children that ended (a PostgreSQL backend that exited is counted in the
+// postmaster's). Where such processes form several trees (several servers),
+// it keeps the one whose top process listens on TCP port; it fails when it
+// finds none, or cannot tell which one serves the run.
+func readServerCPU(root string, names []string, port int) (time.Duration, error) {
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return 0, fmt.Errorf("cannot list the processes: %w", err)
 	}
-	var found []procStat
+	byPID := map[int]procStat{}
 	unreadable := 0
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err != nil {
@@ -105,40 +107,111 @@ func readServerCPU(root string, names []string) (time.Duration, error) {
 			return 0, fmt.Errorf("%s: %w", filepath.Join(root, e.Name(), "stat"), err)
 		}
 		if slices.Contains(names, st.comm) {
-			found = append(found, st)
+			byPID[st.pid] = st
 		}
 	}
 	what := strings.Join(names, " or ")
-	if len(found) == 0 {
+	if len(byPID) == 0 {
 		if unreadable > 0 {
 			return 0, fmt.Errorf("no process named %s readable under %s (%d processes not readable: another user's?)", what, root, unreadable)
 		}
 		return 0, fmt.Errorf("no process named %s under %s (is the server on this machine?)", what, root)
 	}
-	var roots []string
-	var sum time.Duration
-	for _, st := range found {
-		sum += st.cpu
-		if !slices.ContainsFunc(found, func(p procStat) bool { return p.pid == st.ppid }) {
-			roots = append(roots, strconv.Itoa(st.pid))
+	// Each tree's CPU, by its top process: the one whose parent is not such a process.
+	trees := map[int]time.Duration{}
+	for _, st := range byPID {
+		top := st
+		for seen := 0; seen < len(byPID); seen++ { // a bound, in case of a cycle
+			up, ok := byPID[top.ppid]
+			if !ok {
+				break
+			}
+			top = up
+		}
+		trees[top.pid] += st.cpu
+	}
+	tops := slices.Sorted(maps.Keys(trees))
+	if len(tops) == 1 {
+		return trees[tops[0]], nil
+	}
+	if port > 0 {
+		listening := listeners(root, port, tops)
+		if len(listening) == 1 {
+			return trees[listening[0]], nil
 		}
 	}
-	if len(roots) > 1 {
-		return 0, fmt.Errorf("%d servers named %s (pids %s): cannot tell which one serves the run", len(roots), what, strings.Join(roots, ", "))
+	pids := make([]string, len(tops))
+	for i, p := range tops {
+		pids[i] = strconv.Itoa(p)
 	}
-	return sum, nil
+	return 0, fmt.Errorf("%d servers named %s (pids %s) and none alone found listening on port %d: cannot tell which one serves the run",
+		len(tops), what, strings.Join(pids, ", "), port)
+}
+
+// listeners returns the processes of pids that hold a socket listening on TCP
+// port, found in root/net/tcp and tcp6 and in each process's open files
+// (readable by its user or root); none where they cannot be read.
+func listeners(root string, port int, pids []int) []int {
+	inodes := map[string]bool{}
+	for _, f := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(filepath.Join(root, "net", f))
+		if err != nil {
+			continue
+		}
+		for _, inode := range listenInodes(string(b), port) {
+			inodes["socket:["+inode+"]"] = true
+		}
+	}
+	if len(inodes) == 0 {
+		return nil
+	}
+	var out []int
+	for _, pid := range pids {
+		dir := filepath.Join(root, strconv.Itoa(pid), "fd")
+		fds, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		if slices.ContainsFunc(fds, func(fd fs.DirEntry) bool {
+			l, err := os.Readlink(filepath.Join(dir, fd.Name()))
+			return err == nil && inodes[l]
+		}) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// listenInodes returns the inodes of the sockets listening on port in a
+// /proc/net/tcp or tcp6 table (proc(5)): lines of "sl local_address
+// rem_address st … inode …", the address's port in hex, LISTEN being state 0A.
+func listenInodes(table string, port int) []string {
+	var out []string
+	for _, l := range strings.Split(table, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 10 || f[3] != "0A" {
+			continue
+		}
+		i := strings.LastIndexByte(f[1], ':')
+		if p, err := strconv.ParseUint(f[1][i+1:], 16, 16); err == nil && int(p) == port {
+			out = append(out, f[9])
+		}
+	}
+	return out
 }
 
 // serverCPU returns a bench.DurableSetup.ServerCPU: the CPU time of the
-// processes named names, when host (the server's, from the DSN or address in
-// the variable env) is this machine; otherwise it fails saying so.
-func serverCPU(env, host string, names []string) func() (time.Duration, error) {
+// server's processes, named names, when host (the server's, from the DSN or
+// address in the variable env) is this machine; otherwise it fails saying so.
+// port, if not 0, is the server's TCP port, which tells servers of the same
+// name apart.
+func serverCPU(env, host string, port int, names []string) func() (time.Duration, error) {
 	local := isLocalHost(host)
 	return func() (time.Duration, error) {
 		if !local {
 			return 0, fmt.Errorf("$%s names host %s, not this machine: its processes cannot be read", env, host)
 		}
-		return readServerCPU(procRoot, names)
+		return readServerCPU(procRoot, names, port)
 	}
 }
 
@@ -168,10 +241,12 @@ func isLocalHost(host string) bool {
 	return false
 }
 
-// hostOf returns the host of a host:port address, or addr when it has no port.
-func hostOf(addr string) string {
-	if h, _, err := net.SplitHostPort(addr); err == nil {
-		return h
+// hostPort splits a host:port address; the port is 0 when it has none.
+func hostPort(addr string) (string, int) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, 0
 	}
-	return addr
+	port, _ := strconv.Atoi(p)
+	return h, port
 }

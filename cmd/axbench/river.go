@@ -120,7 +120,7 @@ func openRiver(ctx context.Context, p bench.Params) (*bench.DurableSetup, error)
 	}
 	return &bench.DurableSetup{
 		Peer: rp, Succeeded: rp.completed, Close: rp.close,
-		ServerCPU: serverCPU(pgDSNEnv, cfg.ConnConfig.Host, postgresProcs),
+		ServerCPU: serverCPU(pgDSNEnv, cfg.ConnConfig.Host, int(cfg.ConnConfig.Port), postgresProcs),
 	}, nil
 }
 
