@@ -288,6 +288,7 @@ func TestCPUMeter(t *testing.T) {
 			return d, nil
 		}
 	}
+	unreadable := func() (time.Duration, error) { return 0, errors.New("no process named mariadbd") }
 	tests := []struct {
 		name     string
 		server   func() (time.Duration, error)
@@ -297,8 +298,7 @@ func TestCPUMeter(t *testing.T) {
 	}{
 		{"read", readings(5*time.Second, 7*time.Second), 1000, 50, ""},
 		{"no server", nil, 0, 0, ""},
-		{"unreadable", func() (time.Duration, error) { return 0, errors.New("no process named mariadbd") }, 0, 0,
-			"server CPU not measured: no process named mariadbd"},
+		{"unreadable", unreadable, 0, 0, "server CPU not measured: no process named mariadbd"},
 		{"backwards", readings(7*time.Second, 5*time.Second), 0, 0, "server CPU not measured: its CPU time fell from 7s to 5s"},
 	}
 	for _, tt := range tests {

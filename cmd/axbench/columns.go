@@ -185,8 +185,10 @@ var views = map[string]view{
 			{"peak_heap_mb", "peak heap MB"},
 		},
 		headline: "tasks_per_sec_bulk", higher: true, baseline: "ax-memstore",
-		bars: []string{"tasks_per_sec_bulk", "tasks_per_sec_callers", "ack_p99_us_callers",
-			"server_cpu_us_per_task_bulk", "server_cpu_us_per_task_callers"},
+		bars: []string{
+			"tasks_per_sec_bulk", "tasks_per_sec_callers", "ack_p99_us_callers",
+			"server_cpu_us_per_task_bulk", "server_cpu_us_per_task_callers",
+		},
 		legend: durableLegend,
 	},
 	"durable-multi": {

@@ -20,8 +20,11 @@ func TestParseStat(t *testing.T) {
 		wantErr    string
 	}{
 		{"postgres", statLine, procStat{pid: 2242, ppid: 2241, comm: "postgres", cpu: 18110 * time.Millisecond}, ""},
-		{"comm with spaces and parentheses", "77 (a) b (c) R 1 77 77 0 -1 0 0 0 0 0 100 50 0 0 20 0 1 0 5 0 0",
-			procStat{pid: 77, ppid: 1, comm: "a) b (c", cpu: 1500 * time.Millisecond}, ""},
+		{
+			"comm with spaces and parentheses", "77 (a) b (c) R 1 77 77 0 -1 0 0 0 0 0 100 50 0 0 20 0 1 0 5 0 0",
+			procStat{pid: 77, ppid: 1, comm: "a) b (c", cpu: 1500 * time.Millisecond},
+			"",
+		},
 		{"no comm", "77 postgres S 1", procStat{}, "no (comm)"},
 		{"short", "77 (postgres) S 1 2 3", procStat{}, "fields after the comm"},
 		{"bad utime", strings.Replace(statLine, " 1234 ", " x ", 1), procStat{}, "utime"},
@@ -92,8 +95,10 @@ func TestReadServerCPU(t *testing.T) {
 		}, 5432, 0, 5270 * time.Millisecond, ""},
 		{"none", []string{"200 1 mariadbd 900"}, 5432, 0, 0, "no process named postgres or postmaster under"},
 		{"two servers, one on the port", twoServers, 5433, 400, 1010 * time.Millisecond, ""},
-		{"two servers, none on the port", twoServers, 5432, 400, 0,
-			"2 servers named postgres or postmaster (pids 100, 400) and none alone found listening on port 5432"},
+		{
+			"two servers, none on the port", twoServers, 5432, 400, 0,
+			"2 servers named postgres or postmaster (pids 100, 400) and none alone found listening on port 5432",
+		},
 		{"two servers, no port", twoServers, 0, 400, 0, "2 servers named"},
 		{"two servers, no socket readable", twoServers, 5433, 0, 0, "2 servers named"},
 	}
