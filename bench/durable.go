@@ -38,6 +38,14 @@ type DurableSetup struct {
 	// Close releases the store and drops what the run made (its table). It is
 	// called once, after the kernel stopped. If nil, Store.Close.
 	Close func() error
+
+	// ServerCPU, if not nil, returns the CPU time (user and system) the
+	// database server's processes have used so far. The durable scenario
+	// reads it before the first submit and after the drain, for the server's
+	// CPU per task. An error (no such process on this machine, not
+	// readable) leaves the figure out and becomes a note. Nil where there is
+	// no server (ax-memstore).
+	ServerCPU func() (time.Duration, error)
 }
 
 // DurablePeer is a durable job system other than ax (river on PostgreSQL,

@@ -36,7 +36,8 @@ func durableScenario() Scenario {
 		Durable: true,
 		Doc: "100,000 durable no-op tasks end to end (acknowledged submit → run → completion stored), " +
 			"bulk (SubmitDurableMany of 1,000, one submitter) and callers (50 goroutines, SubmitDurable one at a time), " +
-			"each on a fresh store: tasks/s, ack latency, rows per commit, lost",
+			"each on a fresh store: tasks/s, ack latency, rows per commit, CPU per task of the client (this process) " +
+			"and of the database server (its processes under /proc), lost",
 		Defaults: Params{N: 100_000, Conc: 100},
 		Run:      runDurable,
 	}
@@ -122,6 +123,7 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 	if sh.name == "bulk" && chunk < durableChunk {
 		out.note(fmt.Sprintf("bulk submits chunks of %d tasks (the queue's capacity)", chunk))
 	}
+	cpu := startCPU(setup.ServerCPU)
 	t0 := time.Now()
 	acks, ids, err := sh.submit(ctx, t, p.N, chunk)
 	submitted := time.Since(t0)
@@ -132,6 +134,8 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 		return fmt.Errorf("bench: %s: %s: drain: %w", f.Name, sh.name, err)
 	}
 	el := time.Since(t0)
+	acked := len(ids)
+	cpu.put(out, "_"+sh.name, acked, el)
 
 	stored, read, bad, err := countSucceeded(ctx, setup, ids)
 	if err != nil {
@@ -139,7 +143,6 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 	}
 
 	m, sfx := out.Metrics, "_"+sh.name
-	acked := len(ids)
 	m["tasks_per_sec"+sfx] = float64(acked) / el.Seconds()
 	m["elapsed_ms"+sfx] = float64(el.Microseconds()) / 1e3
 	m["submit_ms"+sfx] = float64(submitted.Microseconds()) / 1e3
@@ -161,6 +164,73 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 		out.note(fmt.Sprintf("%s: %d of %d tasks read back are not stored as succeeded", sh.name, bad, read))
 	}
 	return nil
+}
+
+// cpuMeter measures the CPU time the client (this process) and the database
+// server spend over a measured phase.
+type cpuMeter struct {
+	client0, server0 time.Duration
+	server           func() (time.Duration, error) // nil without a server
+	serverErr        error                         // why the server's CPU is not measured
+}
+
+// startCPU starts a phase: it reads the server's CPU, then the client's, so
+// that reading the server's (a walk of /proc) is not the client's.
+func startCPU(server func() (time.Duration, error)) *cpuMeter {
+	c := &cpuMeter{server: server}
+	if server != nil {
+		c.server0, c.serverErr = server()
+	}
+	c.client0 = processCPU()
+	return c
+}
+
+// put ends the phase, in which n tasks ran in el: it adds the client's and the
+// server's CPU per task (client_cpu_us_per_task, server_cpu_us_per_task) and
+// their share of one core (client_cpu_pct, server_cpu_pct), with suffix sfx.
+// A figure that cannot be read is left out, with a note saying why.
+func (c *cpuMeter) put(out *Sample, sfx string, n int, el time.Duration) {
+	client1 := processCPU()
+	if c.client0 >= 0 && client1 >= c.client0 {
+		putCPU(out.Metrics, "client", sfx, client1-c.client0, n, el)
+	} else {
+		out.note("client CPU not measured: the process's CPU time is not read on this platform")
+	}
+	if c.server == nil {
+		return
+	}
+	if c.serverErr == nil {
+		var server1 time.Duration
+		server1, c.serverErr = c.server()
+		if c.serverErr == nil && server1 < c.server0 {
+			c.serverErr = fmt.Errorf("its CPU time fell from %v to %v over the run (a server process restarted?)", c.server0, server1)
+		}
+		if c.serverErr == nil {
+			putCPU(out.Metrics, "server", sfx, server1-c.server0, n, el)
+			return
+		}
+	}
+	out.note("server CPU not measured: " + c.serverErr.Error())
+}
+
+// putCPU adds who's CPU time cpu over n tasks run in el: per task in µs and as
+// a percentage of one core.
+func putCPU(m map[string]float64, who, sfx string, cpu time.Duration, n int, el time.Duration) {
+	if us, ok := perTaskMicros(cpu, n); ok {
+		m[who+"_cpu_us_per_task"+sfx] = us
+	}
+	if el > 0 {
+		m[who+"_cpu_pct"+sfx] = 100 * cpu.Seconds() / el.Seconds()
+	}
+}
+
+// perTaskMicros returns cpu ÷ n in microseconds, or false when there is no
+// task or cpu is negative (not read).
+func perTaskMicros(cpu time.Duration, n int) (float64, bool) {
+	if n <= 0 || cpu < 0 {
+		return 0, false
+	}
+	return float64(cpu.Nanoseconds()) / 1e3 / float64(n), true
 }
 
 // axTarget is ax on a store: a kernel of its own, its journal timed.

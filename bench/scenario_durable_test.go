@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/store"
@@ -225,7 +226,10 @@ func TestDurableOnPeer(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := Factory{Name: "peer", Mode: Blocking, Durable: func(context.Context, Params) (*DurableSetup, error) {
 				fp := &fakePeer{lose: tt.lose}
-				return &DurableSetup{Peer: fp, Succeeded: func(context.Context) (int, error) { return int(fp.done.Load()), nil }}, nil
+				return &DurableSetup{
+					Peer: fp, Succeeded: func(context.Context) (int, error) { return int(fp.done.Load()), nil },
+					ServerCPU: func() (time.Duration, error) { return 0, nil },
+				}, nil
 			}}
 			s, err := runDurable(t.Context(), f, Params{N: 2500}.resolve(durableScenario().Defaults))
 			if err != nil {
@@ -239,8 +243,83 @@ func TestDurableOnPeer(t *testing.T) {
 			if m["tasks_per_sec_bulk"] <= 0 || m["ack_p99_us_callers"] <= 0 {
 				t.Errorf("tasks_per_sec_bulk, ack_p99_us_callers = %v, %v, want > 0", m["tasks_per_sec_bulk"], m["ack_p99_us_callers"])
 			}
+			for _, name := range []string{"client_cpu_us_per_task_bulk", "server_cpu_us_per_task_callers"} {
+				if v, ok := m[name]; !ok || v < 0 {
+					t.Errorf("%s = %v (present %v), want >= 0", name, v, ok)
+				}
+			}
 			if _, ok := m["rows_per_commit_bulk"]; ok {
 				t.Error("a peer reports rows_per_commit_bulk, which only ax's journal knows")
+			}
+		})
+	}
+}
+
+func TestPerTaskMicros(t *testing.T) {
+	tests := []struct {
+		cpu    time.Duration
+		n      int
+		want   float64
+		wantOK bool
+	}{
+		{3 * time.Second, 20_000, 150, true},
+		{1500 * time.Nanosecond, 1, 1.5, true},
+		{0, 10, 0, true},
+		{time.Second, 0, 0, false},
+		{-1, 10, 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := perTaskMicros(tt.cpu, tt.n)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("perTaskMicros(%v, %d) = %v, %v, want %v, %v", tt.cpu, tt.n, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+// TestCPUMeter checks the server's CPU per task and share of a core from two
+// readings, and that a server whose CPU cannot be read, or goes backwards,
+// gets a note and no figure.
+func TestCPUMeter(t *testing.T) {
+	readings := func(ds ...time.Duration) func() (time.Duration, error) {
+		i := 0
+		return func() (time.Duration, error) {
+			d := ds[i]
+			i++
+			return d, nil
+		}
+	}
+	unreadable := func() (time.Duration, error) { return 0, errors.New("no process named mariadbd") }
+	tests := []struct {
+		name     string
+		server   func() (time.Duration, error)
+		wantUS   float64 // server_cpu_us_per_task_bulk; 0: absent
+		wantPct  float64
+		wantNote string
+	}{
+		{"read", readings(5*time.Second, 7*time.Second), 1000, 50, ""},
+		{"no server", nil, 0, 0, ""},
+		{"unreadable", unreadable, 0, 0, "server CPU not measured: no process named mariadbd"},
+		{"backwards", readings(7*time.Second, 5*time.Second), 0, 0, "server CPU not measured: its CPU time fell from 7s to 5s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := newSample()
+			startCPU(tt.server).put(out, "_bulk", 2000, 4*time.Second)
+			m := out.Metrics
+			if v, ok := m["client_cpu_us_per_task_bulk"]; processCPU() >= 0 && (!ok || v < 0) {
+				t.Errorf("client_cpu_us_per_task_bulk = %v (present %v), want >= 0 (notes %v)", v, ok, out.Notes)
+			}
+			us, ok := m["server_cpu_us_per_task_bulk"]
+			if tt.wantUS == 0 {
+				if ok {
+					t.Errorf("server_cpu_us_per_task_bulk = %v, want none", us)
+				}
+			} else if us != tt.wantUS || m["server_cpu_pct_bulk"] != tt.wantPct {
+				t.Errorf("server_cpu_us_per_task_bulk, server_cpu_pct_bulk = %v, %v, want %v, %v", us, m["server_cpu_pct_bulk"], tt.wantUS, tt.wantPct)
+			}
+			notes := strings.Join(out.Notes, "\n")
+			if (tt.wantNote == "") != (notes == "") || !strings.Contains(notes, tt.wantNote) {
+				t.Errorf("notes = %q, want %q", notes, tt.wantNote)
 			}
 		})
 	}

@@ -81,7 +81,11 @@ func openAsynq(ctx context.Context, p bench.Params) (*bench.DurableSetup, error)
 		_ = a.close()
 		return nil, fmt.Errorf("asynq at %s: %w", where, err)
 	}
-	return &bench.DurableSetup{Peer: a, Succeeded: a.completed, Close: a.close}, nil
+	host, port := hostPort(addr)
+	return &bench.DurableSetup{
+		Peer: a, Succeeded: a.completed, Close: a.close,
+		ServerCPU: serverCPU(redisAddrEnv, host, port, redisProcs),
+	}, nil
 }
 
 func (a *asynqPeer) task(payload []byte) *asynq.Task {

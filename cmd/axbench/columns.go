@@ -172,16 +172,24 @@ var views = map[string]view{
 			{"ack_p50_us_bulk", "bulk ack p50 µs"},
 			{"ack_p99_us_bulk", "bulk ack p99 µs"},
 			{"rows_per_commit_bulk", "bulk rows/commit"},
+			{"client_cpu_us_per_task_bulk", "bulk client CPU µs/task"},
+			{"server_cpu_us_per_task_bulk", "bulk server CPU µs/task"},
 			{"tasks_per_sec_callers", "callers tasks/s"},
 			{"acks_per_sec_callers", "callers acks/s"},
 			{"ack_p50_us_callers", "callers ack p50 µs"},
 			{"ack_p99_us_callers", "callers ack p99 µs"},
 			{"rows_per_commit_callers", "callers rows/commit"},
+			{"client_cpu_us_per_task_callers", "callers client CPU µs/task"},
+			{"server_cpu_us_per_task_callers", "callers server CPU µs/task"},
 			{"lost", "lost"},
 			{"peak_heap_mb", "peak heap MB"},
 		},
 		headline: "tasks_per_sec_bulk", higher: true, baseline: "ax-memstore",
-		bars: []string{"tasks_per_sec_bulk", "tasks_per_sec_callers", "ack_p99_us_callers"},
+		bars: []string{
+			"tasks_per_sec_bulk", "tasks_per_sec_callers", "ack_p99_us_callers",
+			"server_cpu_us_per_task_bulk", "server_cpu_us_per_task_callers",
+		},
+		legend: durableLegend,
 	},
 	"durable-multi": {
 		columns: []column{
@@ -266,3 +274,11 @@ var latencyView = view{
 	headline: "wait_p99_us",
 	bars:     []string{"wait_p50_us", "wait_p99_us", "wait_p999_us", "wait_intended_p99_us"},
 }
+
+// durableLegend explains the durable scenario's CPU columns.
+const durableLegend = "client CPU µs/task: the user + system CPU time of axbench's process (the kernel and its " +
+	"journal, or river's or asynq's client and workers, and the driver) from the first submit until every " +
+	"completion is stored, ÷ the tasks; server CPU µs/task: the same of the database server's processes, read " +
+	"from /proc/PID/stat (mariadbd for ax-mariadb-*, every postgres process for river-pg, redis-server for " +
+	"asynq-redis), all their work in that time, other clients' included; –: no server (ax-memstore), or not " +
+	"readable (a note says why)"

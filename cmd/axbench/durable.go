@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/axsched/ax/bench"
 	"github.com/axsched/ax/mysqlstore"
 )
@@ -80,10 +82,12 @@ func openMariaDB(ctx context.Context, every time.Duration) (*bench.DurableSetup,
 		return nil, fmt.Errorf("no usable MariaDB/MySQL at %s (set %s, or run `make db`): %w", where, dsnEnv, err)
 	}
 	quoted := "`" + table + "`"
+	host, port := mysqlAddr(dsn)
 	return &bench.DurableSetup{
 		Store:         s,
 		Shared:        table,
 		SnapshotEvery: every,
+		ServerCPU:     serverCPU(dsnEnv, host, port, mariadbProcs),
 		Succeeded: func(ctx context.Context) (int, error) {
 			var n int
 			err := s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quoted+" WHERE state = "+succeededCode).Scan(&n)
@@ -106,4 +110,17 @@ func joinMariaDB(table string, every time.Duration) (*bench.DurableSetup, error)
 		return nil, fmt.Errorf("$%s: %w", dsnEnv, err)
 	}
 	return &bench.DurableSetup{Store: s, SnapshotEvery: every}, nil
+}
+
+// mysqlAddr returns the server's host and TCP port in dsn, or the socket's
+// path and 0; "" and 0 if dsn does not parse.
+func mysqlAddr(dsn string) (string, int) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return "", 0
+	}
+	if cfg.Net == "unix" {
+		return cfg.Addr, 0
+	}
+	return hostPort(cfg.Addr)
 }

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,7 @@ func TestDurableOnMariaDB(t *testing.T) {
 		if s := r.Metrics["rows_per_commit_callers"]; s.Median < 1 {
 			t.Errorf("%s: rows_per_commit_callers = %v, want >= 1", r.Executor, s.Median)
 		}
+		checkServerCPU(t, r, r.Executor != "ax-memstore")
 	}
 	var out bytes.Buffer
 	if err := writeTables(&out, reports); err != nil {
@@ -89,6 +91,28 @@ func TestDurableOnMariaDB(t *testing.T) {
 	}
 	if after := durableTables(t, db); after != before {
 		t.Errorf("axbench_durable_ tables: %d before the run, %d after; want them dropped", before, after)
+	}
+}
+
+// checkServerCPU checks that r has the client's CPU per task and, if it has
+// a server, the server's or a note saying why not (a server in another
+// container has no process on this machine).
+func checkServerCPU(t *testing.T, r bench.Result, server bool) {
+	t.Helper()
+	for _, sh := range []string{"bulk", "callers"} {
+		if s, ok := r.Metrics["client_cpu_us_per_task_"+sh]; !ok || s.Median <= 0 {
+			t.Errorf("%s: client_cpu_us_per_task_%s = %v (present %v), want > 0", r.Executor, sh, s.Median, ok)
+		}
+		s, ok := r.Metrics["server_cpu_us_per_task_"+sh]
+		noted := slices.ContainsFunc(r.Notes, func(n string) bool { return strings.HasPrefix(n, "server CPU not measured: ") })
+		switch {
+		case !server && (ok || noted):
+			t.Errorf("%s: server_cpu_us_per_task_%s = %v (present %v), notes %q: want neither, it has no server", r.Executor, sh, s.Median, ok, r.Notes)
+		case server && ok == noted:
+			t.Errorf("%s: server_cpu_us_per_task_%s = %v (present %v), notes %q: want the figure or a note", r.Executor, sh, s.Median, ok, r.Notes)
+		case ok && s.Median < 0:
+			t.Errorf("%s: server_cpu_us_per_task_%s = %v, want >= 0", r.Executor, sh, s.Median)
+		}
 	}
 }
 
@@ -148,6 +172,7 @@ func TestDurablePeers(t *testing.T) {
 			if s := r.Metrics["executed_callers"]; s.Median != 300 {
 				t.Errorf("executed_callers = %v, want 300", s.Median)
 			}
+			checkServerCPU(t, r, true)
 			if n := leftovers(t, name); n != 0 {
 				t.Errorf("%d schemas or keys of this process left behind, want none", n)
 			}

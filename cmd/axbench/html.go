@@ -168,10 +168,11 @@ func htmlTable(rp bench.Report, v view) ([]string, []htmlRow) {
 	return head, rows
 }
 
-// htmlTitle is a column's heading without the " µs" its cells no longer need.
+// htmlTitle is a column's heading without the " µs" its cells no longer need
+// ("p99 µs" → "p99", "CPU µs/task" → "CPU/task").
 func htmlTitle(c column) string {
 	if isMicros(c.metric) {
-		return strings.TrimSuffix(c.title, " µs")
+		return strings.Replace(strings.TrimSuffix(c.title, " µs"), " µs/", "/", 1)
 	}
 	return c.title
 }
@@ -209,8 +210,11 @@ func isAx(name string) bool { return strings.HasPrefix(name, "ax") }
 
 // isLatency reports whether a metric is a wait or a delay, drawn on a log scale.
 func isLatency(name string) bool {
-	return isMicros(name) || strings.HasSuffix(name, "_ms") || strings.Contains(name, "_ms_")
+	return (isMicros(name) && !isCPU(name)) || strings.HasSuffix(name, "_ms") || strings.Contains(name, "_ms_")
 }
+
+// isCPU reports whether a metric is a CPU time (per task), not a wait.
+func isCPU(name string) bool { return strings.Contains(name, "_cpu_") }
 
 // better returns "higher is better" or "lower is better" for a metric of v.
 func better(metric string, v view) string {

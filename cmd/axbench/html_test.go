@@ -109,3 +109,24 @@ func logAxis(svg string) bool {
 	}
 	return best >= 3
 }
+
+// TestHTMLDurableCPU checks the durable section's CPU columns, its note on the
+// server that could not be read, and the server CPU charts on a linear scale.
+func TestHTMLDurableCPU(t *testing.T) {
+	var b bytes.Buffer
+	if err := writeHTML(&b, []bench.Report{durableFixture()}); err != nil {
+		t.Fatalf("writeHTML: %v", err)
+	}
+	page := b.String()
+	for _, want := range []string{
+		"<th>bulk client CPU/task</th>", "<th>bulk server CPU/task</th>", "<th>callers server CPU/task</th>",
+		"183µs", "71.6µs", "47.2µs",
+		"server CPU not measured: no process named redis-server",
+		`data-metric="server_cpu_us_per_task_bulk" data-scale="linear"`,
+		`data-metric="server_cpu_us_per_task_callers" data-scale="linear"`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("durable section lacks %q", want)
+		}
+	}
+}

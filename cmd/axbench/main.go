@@ -35,7 +35,14 @@
 // ax-memstore, ax on MariaDB ($AX_MYSQL_DSN, default
 // root@tcp(127.0.0.1:3306)/test), river on PostgreSQL ($AX_PG_DSN) and asynq
 // on Redis ($AX_REDIS_ADDR); each run uses a fresh table, schema or queue and
-// drops it after.
+// drops it after. Beside tasks/s it reports the CPU per task of the client
+// (axbench's process) and of the database server (mariadbd, every postgres
+// process, redis-server: their /proc/PID/stat, the one listening on the DSN's
+// port where several run) over each shape's measured phase; where the server's
+// processes cannot be read (another host or container, another user's under
+// hidepid) the cell is a dash and a note says why. The server's figure counts
+// all its work, other clients' included: a server of the run's own gives it
+// alone.
 //
 //	axbench -scenario durable -reps 1
 package main

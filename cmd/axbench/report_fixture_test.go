@@ -57,3 +57,31 @@ func throughputFixture() bench.Report {
 		},
 	}
 }
+
+// durableFixture is a durable report: ax-memstore without a server, ax on
+// MariaDB and river with their servers' CPU, and asynq, whose server could not
+// be read.
+func durableFixture() bench.Report {
+	m := func(bulk, clientBulk, serverBulk, callers, clientCallers, serverCallers float64) map[string]float64 {
+		out := map[string]float64{
+			"tasks_per_sec_bulk": bulk, "tasks_per_sec_callers": callers, "ack_p99_us_callers": 9000, "lost": 0,
+			"client_cpu_us_per_task_bulk": clientBulk, "client_cpu_us_per_task_callers": clientCallers,
+		}
+		if serverBulk > 0 {
+			out["server_cpu_us_per_task_bulk"], out["server_cpu_us_per_task_callers"] = serverBulk, serverCallers
+		}
+		return out
+	}
+	asynq := fixtureResult("asynq-redis", "blocking", m(4100, 233, 0, 3900, 240, 0))
+	asynq.Notes = []string{"server CPU not measured: no process named redis-server or valkey-server under /proc (is the server on this machine?)"}
+	return bench.Report{
+		Scenario: "durable", Doc: "durable no-op tasks end to end", Reps: 1,
+		Params: bench.Params{N: 20000, Conc: 100, Queue: 10000, Scale: 1},
+		Results: []bench.Result{
+			fixtureResult("ax-memstore", "blocking", m(250000, 11.5, 0, 90000, 14.2, 0)),
+			fixtureResult("ax-mariadb-ack", "blocking", m(5100, 47.25, 183.4, 15200, 52, 71.6)),
+			fixtureResult("river-pg", "blocking", m(9800, 121, 65.5, 2400, 310, 402)),
+			asynq,
+		},
+	}
+}

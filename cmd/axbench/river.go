@@ -118,7 +118,10 @@ func openRiver(ctx context.Context, p bench.Params) (*bench.DurableSetup, error)
 	if err := rp.c.Start(ctx); err != nil {
 		return fail(err)
 	}
-	return &bench.DurableSetup{Peer: rp, Succeeded: rp.completed, Close: rp.close}, nil
+	return &bench.DurableSetup{
+		Peer: rp, Succeeded: rp.completed, Close: rp.close,
+		ServerCPU: serverCPU(pgDSNEnv, cfg.ConnConfig.Host, int(cfg.ConnConfig.Port), postgresProcs),
+	}, nil
 }
 
 func (r *riverPeer) SubmitMany(ctx context.Context, payloads [][]byte) error {

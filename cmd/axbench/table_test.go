@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -103,5 +104,61 @@ func TestCompactUnits(t *testing.T) {
 		if got := compactCell(m, tt.metric); got != tt.want {
 			t.Errorf("compactCell(%s = %v) = %q, want %q", tt.metric, tt.v, got, tt.want)
 		}
+	}
+}
+
+// TestDurableCPUColumns checks that the durable table shows the client's and
+// the server's CPU per task, a dash where there is no figure, and the note
+// saying why.
+func TestDurableCPUColumns(t *testing.T) {
+	var b bytes.Buffer
+	if err := writeTables(&b, []bench.Report{durableFixture()}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"bulk client CPU µs/task", "bulk server CPU µs/task", "callers client CPU µs/task", "callers server CPU µs/task",
+		"47.25", "183", "71.60", "402",
+		"note (asynq-redis): server CPU not measured: no process named redis-server",
+		"server CPU µs/task: the same of",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("durable table lacks %q:\n%s", want, out)
+		}
+	}
+	for _, exec := range []string{"ax-memstore", "asynq-redis"} {
+		row := tableRow(out, exec)
+		if got := strings.Count(row, "–"); got < 2 {
+			t.Errorf("%s row has %d dashes, want 2 (no server CPU in either shape): %q", exec, got, row)
+		}
+	}
+}
+
+// tableRow returns the line of a text table that starts with exec's name.
+func tableRow(out, exec string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(strings.TrimLeft(l, "│ "), exec+" ") {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestJSONDurableCPU checks that -json carries the CPU per task and the note.
+func TestJSONDurableCPU(t *testing.T) {
+	var b bytes.Buffer
+	if err := writeJSON(&b, []bench.Report{durableFixture()}); err != nil {
+		t.Fatal(err)
+	}
+	var rp bench.Report
+	if err := json.Unmarshal(b.Bytes(), &rp); err != nil {
+		t.Fatal(err)
+	}
+	r, ok := rp.Result("ax-mariadb-ack")
+	if !ok || r.Metrics["server_cpu_us_per_task_bulk"].Median != 183.4 || r.Metrics["client_cpu_us_per_task_callers"].Median != 52 {
+		t.Errorf("ax-mariadb-ack's CPU per task in JSON = %+v", r.Metrics)
+	}
+	if a, _ := rp.Result("asynq-redis"); len(a.Notes) != 1 || !strings.Contains(a.Notes[0], "server CPU not measured") {
+		t.Errorf("asynq-redis's notes in JSON = %q, want the server CPU's", a.Notes)
 	}
 }
