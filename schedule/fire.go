@@ -144,6 +144,9 @@ func (s *Scheduler) fire(e *Entry, f Fire) {
 	if s.stopped {
 		return
 	}
+	if e.o.Overlap != OverlapQueueOne {
+		e.pruneLive()
+	}
 	if e.anyLive() {
 		switch e.o.Overlap {
 		case OverlapAllow:
@@ -183,14 +186,28 @@ func (s *Scheduler) skip(e *Entry, f Fire) {
 // submit submits the task of one occurrence, or counts it refused when the kernel
 // has no room for it. It never blocks. mu held: the occurrence's OnEnd, which takes
 // mu, finds it live.
+//
+// Only OverlapQueueOne needs to hear of an occurrence's end when it comes (to
+// submit the one waiting), so only its tasks carry an OnEnd. Under OverlapSkip and
+// OverlapReplace the next fire asks the live occurrences' handles (pruneLive), and
+// OverlapAllow follows none: their tasks need no loop pass and no callback when
+// they end.
 func (s *Scheduler) submit(e *Entry, f Fire) {
-	oc := &occurrence{e: e}
 	run := e.run
-	h, err := s.k.TrySubmit(kernel.Task{
+	t := kernel.Task{
 		Priority: e.o.Priority, Timeout: e.o.Timeout, Group: e.o.Group, Key: e.o.Key, Retry: e.o.Retry,
-		Run:   func(ctx context.Context) error { return run(ctx, f) },
-		OnEnd: oc.ended,
-	})
+		Run: func(ctx context.Context) error { return run(ctx, f) },
+	}
+	var oc *occurrence
+	switch e.o.Overlap {
+	case OverlapQueueOne:
+		oc = &occurrence{e: e}
+		t.OnEnd = oc.ended
+	case OverlapAllow:
+	default:
+		oc = &occurrence{e: e}
+	}
+	h, err := s.k.TrySubmit(t)
 	if err != nil {
 		if errors.Is(err, kernel.ErrClosed) {
 			s.stopLocked()
@@ -202,8 +219,10 @@ func (s *Scheduler) submit(e *Entry, f Fire) {
 		s.note(e, NoteRefused, "", err)
 		return
 	}
-	oc.h = h
-	e.addLive(oc)
+	if oc != nil {
+		oc.h = h
+		e.addLive(oc)
+	}
 	e.fires++
 	e.last = f.Scheduled.UnixNano()
 	if s.cfg.OnEvent != nil {
@@ -223,6 +242,17 @@ func (oc *occurrence) ended(kernel.State, error) {
 		s.fire(e, e.cold.queuedF)
 	}
 	s.unlockEmit()
+}
+
+// pruneLive takes the occurrences whose tasks ended off e's live ones (those
+// without an OnEnd, see submit). mu held.
+func (e *Entry) pruneLive() {
+	if oc := e.live1; oc != nil && oc.h.State().Terminal() {
+		e.live1 = nil
+	}
+	if c := e.cold; c != nil && len(c.live) > 0 {
+		c.live = slices.DeleteFunc(c.live, func(oc *occurrence) bool { return oc.h.State().Terminal() })
+	}
 }
 
 // anyLive reports whether an occurrence of e has not ended. mu held.
