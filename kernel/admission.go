@@ -93,11 +93,25 @@ func (k *Kernel) reclaimTickets() bool {
 // (waitRoom).
 func (k *Kernel) roomWanted() bool { return k.roomWaiters.Load() != 0 || k.roomSpinners.Load() != 0 }
 
+// admitMode says whose room admit takes.
+type admitMode uint8
+
+const (
+	// admitMemory: in-memory tasks. A single High task that finds no room may evict
+	// (Config.EvictLow), and a waiter yields its P a while before it sleeps
+	// (waitRoom): executors free the room at their pace.
+	admitMemory admitMode = iota
+	// admitDurable: durable tasks. They never evict, and a waiter sleeps at once:
+	// their room frees at the journal's pace, commits milliseconds apart, and
+	// yielding meanwhile would only burn the CPU the journal and the store need.
+	admitDurable
+)
+
 // admit takes n tickets for level lvl, waiting for room while ctx allows (ctx nil:
-// no wait). With evict, a single High task that finds no room asks the loop to
-// evict the newest queued Low task (Config.EvictLow): if the loop did, the task is
-// admitted with that task's ticket and evicts reports true.
-func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolved, evict bool) (evicts bool, err error) {
+// no wait). Under admitMemory, a single High task that finds no room asks the loop
+// to evict the newest queued Low task (Config.EvictLow): if the loop did, the task
+// is admitted with that task's ticket and evicts reports true.
+func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolved, mode admitMode) (evicts bool, err error) {
 	for {
 		if k.isClosed() {
 			return false, ErrClosed
@@ -109,14 +123,14 @@ func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolv
 		if k.flushLazyTickets() {
 			continue
 		}
-		if evict && lvl == queue.High && n == 1 && rc.cfg.EvictLow && k.evictable.Load() > 0 && k.evictForRoom() {
+		if mode == admitMemory && lvl == queue.High && n == 1 && rc.cfg.EvictLow && k.evictable.Load() > 0 && k.evictForRoom() {
 			return true, nil
 		}
 		if ctx == nil {
 			k.m.rejected[lvl].Inc()
 			return false, err
 		}
-		if err := k.waitRoom(ctx, lvl, rc); err != nil {
+		if err := k.waitRoom(ctx, lvl, rc, mode == admitMemory); err != nil {
 			if !errors.Is(err, ErrClosed) {
 				k.m.rejected[lvl].Inc()
 			}
@@ -128,24 +142,27 @@ func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolv
 
 // waitRoom blocks until the loop frees room, the kernel closes or ctx ends. It
 // re-checks once after registering so a wake-up between check and wait is lost.
-func (k *Kernel) waitRoom(ctx context.Context, lvl queue.Level, rc *resolved) error {
-	if k.roomSpinners.Add(1) == 1 {
-		k.reclaimTickets() // as below, for tasks started before it spun
-		// One waiter at a time yields its P a while before it sleeps (spinRoom),
-		// unless its context ends or the kernel closes meanwhile (the select below
-		// answers those).
-		for i := 1; i <= spinRoom; i++ {
-			runtime.Gosched()
-			if k.hasRoom(lvl, rc) {
-				k.roomSpinners.Add(-1)
-				return nil
-			}
-			if i%32 == 0 && (ctx.Err() != nil || k.isClosed()) {
-				break
+// With spin, it may first yield its P a while (spinRoom).
+func (k *Kernel) waitRoom(ctx context.Context, lvl queue.Level, rc *resolved, spin bool) error {
+	if spin {
+		if k.roomSpinners.Add(1) == 1 {
+			k.reclaimTickets() // as below, for tasks started before it spun
+			// One waiter at a time yields its P a while before it sleeps (spinRoom),
+			// unless its context ends or the kernel closes meanwhile (the select
+			// below answers those).
+			for i := 1; i <= spinRoom; i++ {
+				runtime.Gosched()
+				if k.hasRoom(lvl, rc) {
+					k.roomSpinners.Add(-1)
+					return nil
+				}
+				if i%32 == 0 && (ctx.Err() != nil || k.isClosed()) {
+					break
+				}
 			}
 		}
+		k.roomSpinners.Add(-1)
 	}
-	k.roomSpinners.Add(-1)
 	k.roomWaiters.Add(1)
 	defer k.roomWaiters.Add(-1)
 	k.roomMu.Lock()

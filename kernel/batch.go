@@ -297,7 +297,7 @@ func (k *Kernel) acquireSome(ctx context.Context, lvl queue.Level, want int64, r
 			k.m.rejected[lvl].Add(int(want))
 			return 0, refusal
 		}
-		if err := k.waitRoom(ctx, lvl, rc); err != nil {
+		if err := k.waitRoom(ctx, lvl, rc, true); err != nil {
 			return 0, err
 		}
 		rc = k.rc.Load()

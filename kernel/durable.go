@@ -461,7 +461,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 			got[l] = need[l]
 			continue
 		}
-		if _, err := k.admit(ctx, queue.Level(l), need[l], rc, false); err != nil {
+		if _, err := k.admit(ctx, queue.Level(l), need[l], rc, admitDurable); err != nil {
 			releaseAll()
 			dropKeys(taken)
 			return nil, err

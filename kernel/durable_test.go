@@ -753,3 +753,65 @@ func TestTaskInfoDurable(t *testing.T) {
 		t.Errorf("TaskInfo of a durable task = %+v, want kind email.send, ID %q, attempt 1, Low", info, h.ID())
 	}
 }
+
+// TestDurableSubmitWaitsForRoom: on a plain store, a durable submit that finds its
+// priority full waits (asleep: its room frees at the journal's pace) until a task
+// starts, then is admitted and runs; one whose context ends first is refused.
+func TestDurableSubmitWaitsForRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A plain store (a SharedStore would take the task into its pool instead).
+		s := plainStore{storekit.NewMemoryStore()}
+		k := newTestKernel(t, kernel.Config{MaxConcurrency: 1, Store: s, Capacity: kernel.ByPriority[int]{Normal: 1}, DegradeAt: 1})
+		release := make(chan struct{})
+		rec := newRecorder()
+		if err := k.Register("block", func(ctx context.Context, p []byte) error {
+			<-release
+			return rec.run(ctx, p)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		submit := func(ctx context.Context, p string) (*kernel.Handle, error) {
+			return k.SubmitDurable(ctx, kernel.DurableTask{Kind: "block", Payload: []byte(p)})
+		}
+		running, err := submit(context.Background(), "running")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		queued, err := submit(context.Background(), "queued") // fills Capacity.Normal
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		short, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := submit(short, "refused"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("SubmitDurable on a full kernel with a 1 s context = %v, want context.DeadlineExceeded", err)
+		}
+		waited := make(chan *kernel.Handle)
+		go func() {
+			h, err := submit(context.Background(), "waited")
+			if err != nil {
+				t.Errorf("SubmitDurable() = %v after waiting", err)
+			}
+			waited <- h
+		}()
+		synctest.Wait()
+		select {
+		case <-waited:
+			t.Fatal("SubmitDurable returned while the kernel was full")
+		default:
+		}
+		close(release) // the running task ends, the queued one starts: room
+		h := <-waited
+		waitAll(t, []*kernel.Handle{running, queued, h})
+		for _, p := range []string{"running", "queued", "waited"} {
+			if rec.count(p) != 1 {
+				t.Errorf("%s ran %d times, want 1", p, rec.count(p))
+			}
+		}
+		if rec.count("refused") != 0 {
+			t.Errorf("the refused submit ran")
+		}
+	})
+}

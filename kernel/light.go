@@ -111,7 +111,7 @@ func (k *Kernel) submitLight(ctx context.Context, t *Task, prio Priority, lvl qu
 			return nil
 		}
 	}
-	evicts, err := k.admit(ctx, lvl, 1, rc, true)
+	evicts, err := k.admit(ctx, lvl, 1, rc, admitMemory)
 	if err != nil {
 		return err // a refusal does not read the clock
 	}

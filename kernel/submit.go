@@ -76,7 +76,7 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 		if err := k.enqueueLazy(t, prio, lvl, false, rc); err != errNoTicket { //nolint:errorlint // sentinel of enqueueLazy's own
 			return nil, err
 		}
-		if evicts, err = k.admit(ctx, lvl, 1, rc, true); err != nil {
+		if evicts, err = k.admit(ctx, lvl, 1, rc, admitMemory); err != nil {
 			return nil, err
 		}
 		if !evicts {
@@ -97,7 +97,7 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 			return h, nil
 		}
 		// The lane closed meanwhile: the usual way.
-		if evicts, err = k.admit(ctx, lvl, 1, rc, true); err != nil {
+		if evicts, err = k.admit(ctx, lvl, 1, rc, admitMemory); err != nil {
 			if pooled {
 				*h = Handle{}
 				handlePool.Put(h)
@@ -106,7 +106,7 @@ func (k *Kernel) submit(ctx context.Context, t *Task, pooled bool) (*Handle, err
 		}
 		return k.enqueueRecord(h, evicts, pooled)
 	default:
-		if evicts, err = k.admit(ctx, lvl, 1, rc, true); err != nil {
+		if evicts, err = k.admit(ctx, lvl, 1, rc, admitMemory); err != nil {
 			return nil, err
 		}
 	}
@@ -127,7 +127,7 @@ func (k *Kernel) submitGrouped(ctx context.Context, t *Task, prio Priority, rc *
 			gd.counts.Sub(t.Key, 1)
 		}
 	}
-	evicts, err := k.admit(ctx, levelOf(prio), 1, rc, true)
+	evicts, err := k.admit(ctx, levelOf(prio), 1, rc, admitMemory)
 	if err != nil {
 		uncount()
 		return nil, err
