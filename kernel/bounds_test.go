@@ -91,8 +91,11 @@ func TestCapacityCountsPicksAhead(t *testing.T) {
 		var busy boundsProbe
 		for range 32 {
 			busy.submit(k, Normal, "", release)
+			synctest.Wait() // it starts before the next comes
 		}
-		synctest.Wait()
+		if busy.accepted[1] != 32 {
+			t.Fatalf("%d of 32 tasks accepted to fill the slots: %v", busy.accepted[1], busy.errs)
+		}
 		var p boundsProbe
 		for range 20 {
 			for _, prio := range []Priority{High, Normal, Low} {
@@ -185,8 +188,11 @@ func capacityCase(t *testing.T, seed uint64) {
 	var busy, p boundsProbe
 	for range slots {
 		busy.submit(k, High, "", release)
+		synctest.Wait() // it starts before the next comes
 	}
-	synctest.Wait()
+	if busy.accepted[0] != slots {
+		t.Fatalf("%d of %d tasks accepted to fill the slots: %v", busy.accepted[0], slots, busy.errs)
+	}
 	if r.IntN(3) == 0 {
 		if err := k.Pause(Selector{Priority: Low}); err != nil {
 			t.Fatal(err)
