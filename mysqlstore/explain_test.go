@@ -384,8 +384,8 @@ func TestQueriesUseAnIndex(t *testing.T) {
 	fire := s.fireUpdate(store.ScheduleFire{Name: "nightly", Expect: now, Next: now.Add(time.Hour)}, 7)
 	for _, tc := range []struct {
 		name, query, key string
-		types           []string
-		keyLen          string // the bytes of the index's columns the access bounds, when checked
+		types            []string
+		keyLen           string // the bytes of the index's columns the access bounds, when checked
 	}{
 		{"get", get, "PRIMARY", []string{"const"}, ""},
 		{"purge's DELETE", del, "PRIMARY", []string{"range"}, ""},

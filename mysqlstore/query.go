@@ -260,7 +260,7 @@ func (s *Store) purgeDue(ctx context.Context, olderThan time.Time) (int, error) 
 	owners = slices.Compact(owners)
 	total := 0
 	for chunk := range slices.Chunk(owners, selectIDsMax) {
-		read := newQuery(256+24*len(chunk)).raw("SELECT id FROM ").raw(s.table).raw(" FORCE INDEX (" + ownerIndexName + ") WHERE state IN " +
+		read := newQuery(256 + 24*len(chunk)).raw("SELECT id FROM ").raw(s.table).raw(" FORCE INDEX (" + ownerIndexName + ") WHERE state IN " +
 			completedCodes + " AND owner IN ").raw(uintList(chunk)).raw(" AND priority IN " + priorityCodes + " AND run_at < ").int(before).
 			raw(" AND updated_at < ").int(before).raw(" LIMIT ").int(purgeRowsMax).String()
 		for {
