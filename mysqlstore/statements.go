@@ -24,7 +24,7 @@ func (s *Store) statements(rows map[string]*row, ids []string, insertsFirst bool
 // the rows are grouped into sets that write the same values (see setOf: the starts of a
 // batch, its ends, its retries of one due time and error), and each set of at least
 // setRowsMin rows is one UPDATE … WHERE id IN (…) AND fence = … AND state <= live that
-// sets each column to a literal (see setUpdate), at most setsMax of them; the rows of the
+// sets each column to a literal (see setUpdates), at most setsMax of them; the rows of the
 // other sets, with values of their own, are one multi-row INSERT … ON DUPLICATE KEY
 // UPDATE (see upsertTail), one primary-key write per row whatever the values. Each ID is
 // written once. A store without the multi-statement pool (made by [New]), which pays a
