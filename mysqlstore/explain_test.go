@@ -45,7 +45,10 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 		upsert     bool
 		statements int
 	}{
-		{1, true, false, false, 1}, {2, true, true, true, 1}, {50, true, true, true, 1}, {50, true, false, true, 1},
+		{1, true, false, false, 1},
+		{2, true, true, true, 1},
+		{50, true, true, true, 1},
+		{50, true, false, true, 1},
 		{50, false, true, false, 5}, // five sets of ten rows (five UpdatedAt): five UPDATEs
 		{50, false, false, true, 1},
 	} {
@@ -395,10 +398,18 @@ func TestQueriesUseAnIndex(t *testing.T) {
 		{"PurgeCompleted's read of IDs", purgeAll, ownerIndexName, []string{"range"}, ""},
 		{"dead letters", dead, ownerIndexName, []string{"range"}, ""},
 		{"count of dead letters", "SELECT COUNT(*) FROM " + s.table + " WHERE state IN " + deadLetterCodes, ownerIndexName, []string{"range"}, ""},
-		{"recover", "SELECT " + columns + " FROM " + s.table + " WHERE state <= " + liveMaxCode + " ORDER BY priority, run_at, id",
-			ownerIndexName, []string{"range"}, ""},
-		{"join's largest live fence", "SELECT COALESCE(MAX(fence), 0) FROM " + s.table + " WHERE state <= " + liveMaxCode,
-			ownerIndexName, []string{"range"}, ""},
+		{
+			"recover", "SELECT " + columns + " FROM " + s.table + " WHERE state <= " + liveMaxCode + " ORDER BY priority, run_at, id",
+			ownerIndexName,
+			[]string{"range"},
+			"",
+		},
+		{
+			"join's largest live fence", "SELECT COALESCE(MAX(fence), 0) FROM " + s.table + " WHERE state <= " + liveMaxCode,
+			ownerIndexName,
+			[]string{"range"},
+			"",
+		},
 		{"schedule fire", fire, "PRIMARY", []string{"range", "const"}, ""},
 	} {
 		rows, err := db.Query("EXPLAIN " + tc.query)
