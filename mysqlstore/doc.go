@@ -16,23 +16,29 @@
 //
 // [Store.Commit] applies a batch in one transaction with a few multi-row statements, and
 // all the changes of one task in a batch (insert, start, succeed) become one row write.
-// New tasks go in with a multi-row INSERT of their final rows. Stored tasks that share
-// most new values (starts and ends) are changed by one UPDATE … WHERE id IN (…) AND
-// state <= live AND fence = … that sets each column to a literal, or to a CASE over a few
-// groups of IDs; rows with many distinct values (retries with their own due times and
-// errors) by a multi-row INSERT … ON DUPLICATE KEY UPDATE whose assignments apply a row
-// only when its stored fence is the one the change expects and the task is live. Either
-// way, the count of rows affected proves that every row applied. When the batch cannot
-// be applied optimistically (an ID exists already, a fence moved, a unique key is
-// taken), the transaction is rolled back and
-// planned again from the rows locked with SELECT … FOR UPDATE, so each change gets its
-// exact outcome. Deadlocks (1213), lock wait timeouts (1205) and lost connections are
-// retried with backoff ([Options.Retries]); a batch whose answer was lost is simply
-// committed again, which the [store.Store] contract makes safe. When the retries run
-// out, the error wraps [store.ErrOutcomeUnknown] if a try sent COMMIT (or a write
-// outside a transaction) and never got its answer, so that it may have applied, and
-// [store.ErrStoreUnavailable] otherwise: then nothing applied, since the server rolls
-// back the transaction of a connection it loses.
+// New tasks go in with a multi-row INSERT of their final rows. Stored tasks are changed
+// by one UPDATE per set of rows that write the same values, each ID written once:
+//
+//	UPDATE <table> SET state = 3, fence = 8, attempt = 1, updated_at = 1767225600000,
+//	    version = version + 1 WHERE id IN (X'…', X'…', …) AND fence = 7 AND state <= 4
+//
+// The starts of a batch are one or a few such sets (one per distinct UpdatedAt, in
+// milliseconds), its ends as many; a set of fewer than 8 rows, or beyond the 8 largest,
+// joins the rows with values of their own (retries with their own due times and
+// errors) in one multi-row INSERT … ON DUPLICATE KEY UPDATE whose assignments apply a
+// row only when its stored fence is the one the change expects and the task is live.
+// A store made by [New], which pays a round trip per statement, writes the rows of a
+// batch of several sets with that one upsert. Either way, the count of rows affected
+// proves that every row applied. When the batch cannot be applied optimistically (an
+// ID exists already, a fence moved, a unique key is taken), the transaction is rolled
+// back and planned again from the rows locked with SELECT … FOR UPDATE, so each change
+// gets its exact outcome. Deadlocks (1213), lock wait timeouts (1205) and lost
+// connections are retried with backoff ([Options.Retries]); a batch whose answer was
+// lost is simply committed again, which the [store.Store] contract makes safe. When
+// the retries run out, the error wraps [store.ErrOutcomeUnknown] if a try sent COMMIT
+// (or a write outside a transaction) and never got its answer, so that it may have
+// applied, and [store.ErrStoreUnavailable] otherwise: then nothing applied, since the
+// server rolls back the transaction of a connection it loses.
 //
 // With [Options.DropCompleted], a task that completes in the batch that inserts it (a
 // periodic snapshot taken after the task ended) is not written at all; one read of the
@@ -43,20 +49,43 @@
 // The task table is named by [Options.Table] (validated, never escaped). IDs, kinds and
 // keys are binary strings compared byte for byte; times are BIGINT milliseconds since the
 // Unix epoch; Timeout is BIGINT nanoseconds; State and Priority are small integers of this
-// package's own stable encoding. A unique index on live_key, a copy of the task's unique
-// key that is NULL once the task is terminal, keeps one live task per key. owner is the
-// epoch of the owner the task belongs to (see "Owners"), 0 for none, the pool:
-// [Store.Commit], [Store.Requeue] and the inserts of a [store.Change] with Pool write
-// 0. Two secondary indexes: (state, owner, priority, run_at) holds the live rows of each
-// owner in the order recovery reads them, so that the live tasks of given owners
-// ([Store.Rescue], [Store.Owners]) are a few ranges of it, one per live state and owner,
-// and the due pool tasks of a priority ([Store.Claim]) one range per waiting state, in
-// run_at order; and (state, updated_at) serves dead letters and the retention purge.
-// Each costs every state change one more index write; owner, written only by inserts,
-// claims, rescues and requeues, costs nothing more. grp (VARBINARY(64)) and gkey
-// (VARBINARY(255)) hold the task's group and key ([store.StoredTask] Group and Key,
-// from DurableTask.Group and Key), ” for none: written by inserts only, returned by
-// every read of tasks, in no index. The store only keeps them: it enforces no group
+// package's own stable encoding. owner is the epoch of the owner the task belongs to
+// (see "Owners"), 0 for none, the pool: [Store.Commit], [Store.Requeue] and the inserts
+// of a [store.Change] with Pool write 0.
+//
+// Besides the primary key (id), two indexes, each for a reason:
+//
+//   - UNIQUE live_key: a copy of the task's unique key, NULL once the task is terminal
+//     (and for tasks without a key), keeps one live task per key.
+//   - (state, owner, priority, run_at), the state index: the live rows of each owner in
+//     the order recovery reads them, so that the live tasks of given owners
+//     ([Store.Rescue], [Store.Owners]) are a few ranges of it, one per live state and
+//     owner; the due pool tasks of a priority ([Store.Claim]) one range per waiting
+//     state, in run_at order; the live rows ([Store.Recover], [Store.Join]) and the dead
+//     letters ([Store.DeadLetters]) ranges of state; and the completed rows the
+//     retention purge reads, oldest due first (see [Store.PurgeCompleted]).
+//
+// No other index holds state or updated_at, the columns every state change writes, so
+// each write of a task moves at most one secondary index entry:
+//
+//   - an insert writes the row, its state index entry and its live_key entry;
+//   - a start (Queued → Running) rewrites the row's state, attempt, fence, updated_at
+//     and version in place, and moves its state index entry;
+//   - an end (Succeeded, Failed, …) rewrites state, updated_at and version in place
+//     (last_error too for a failure) and moves its state index entry from the live
+//     state to the terminal one; it sets live_key to NULL, which moves that entry only
+//     for a task that held a key;
+//   - a retry moves the state index entry (state and run_at), and so does a claim
+//     (owner, state, attempt, fence, updated_at), a rescue (owner, fence) and a
+//     requeue.
+//
+// Each index costs every write that changes its columns a delete-mark and an insert (the
+// server purges the marked entries later), so the schema has no index that a state
+// change would move for nothing: finished rows are found by the state index alone.
+//
+// grp (VARBINARY(64)) and gkey (VARBINARY(255)) hold the task's group and key
+// ([store.StoredTask] Group and Key, from DurableTask.Group and Key), ” for none:
+// written by inserts only, returned by every read of tasks, in no index. The store only keeps them: it enforces no group
 // limit. Each kernel enforces its own Config.Groups on the tasks it runs, so the limits
 // are per process: N processes with PerKey.Concurrency 5 run up to 5N tasks of a key at
 // once.
@@ -92,8 +121,14 @@
 // index build, which reads the whole table) to a task table that lacks them, dropping the
 // index (state, priority, run_at) it replaces, the grp and gkey columns (in place where
 // the server can; the rows already stored get ”, no group) to a task table that lacks
-// them, and the conn_id column to an owner table that lacks it. Stores of this version
-// need it: migrate before they start.
+// them, and the conn_id column to an owner table that lacks it. It drops the index
+// (state, updated_at) that task tables of earlier versions have: ALTER TABLE … DROP KEY
+// state_updated_at, ALGORITHM=INPLACE, LOCK=NONE, a change of the table's metadata that
+// neither copies the table nor blocks its readers and writers. Stores of earlier
+// versions work without that index, their purge reading the completed rows instead.
+// Every index change of Migrate is online (ALGORITHM=INPLACE, LOCK=NONE, which MariaDB
+// >= 10.6 and MySQL >= 8.0 do). Stores of this version need it: migrate before they
+// start.
 //
 // # Owners
 //

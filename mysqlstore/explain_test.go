@@ -14,9 +14,11 @@ import (
 )
 
 // TestStatementsUseThePrimaryKey EXPLAINs the statements a batch generates, for one row
-// and for several: each must read the primary key, never scan the table. Upserts
-// (INSERT … ON DUPLICATE KEY UPDATE, for rows with many distinct values) are primary-key
-// writes by construction, with no plan to EXPLAIN.
+// and for several, by a store with the multi-statement pool and by one without: each
+// must read the primary key, never scan the table, and name each row once. Upserts
+// (INSERT … ON DUPLICATE KEY UPDATE, for rows with many distinct values, and for a batch
+// of several sets of values on a store without the pool) are primary-key writes by
+// construction, with no plan to EXPLAIN.
 func TestStatementsUseThePrimaryKey(t *testing.T) {
 	s := internalStore(t, "explain")
 	db, table, ctx := s.db, s.opts.Table, context.Background()
@@ -34,12 +36,27 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 	if _, err := db.Exec("ANALYZE TABLE `" + table + "`"); err != nil {
 		t.Fatal(err)
 	}
+	pool := s.multi
+	defer func() { s.multi = pool }()
 	for _, tc := range []struct {
-		n      int
-		retry  bool // each row gets its own due time and error: an upsert
-		upsert bool
-	}{{1, true, false}, {2, true, false}, {50, false, false}, {50, true, true}} {
+		n          int
+		retry      bool // each row gets its own due time and error: an upsert
+		multi      bool // a store with the multi-statement pool
+		upsert     bool
+		statements int
+	}{
+		{1, true, false, false, 1},
+		{2, true, true, true, 1},
+		{50, true, true, true, 1},
+		{50, true, false, true, 1},
+		{50, false, true, false, 5}, // five sets of ten rows (five UpdatedAt): five UPDATEs
+		{50, false, false, true, 1},
+	} {
 		n := tc.n
+		s.multi = nil
+		if tc.multi {
+			s.multi = s.db // only tested for nil: the statements are EXPLAINed on s.db
+		}
 		var changes []store.Change
 		for i := range n {
 			id := fmt.Sprintf("t%05d", i*7)
@@ -48,7 +65,7 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 				store.Change{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: at}})
 			if tc.retry {
 				changes = append(changes,
-					store.Change{Op: store.OpRetry, Fence: 2, Task: store.StoredTask{ID: id, RunAt: now.Add(time.Duration(i) * time.Second), LastError: id, UpdatedAt: at}})
+					store.Change{Op: store.OpRetry, Fence: 2, Task: store.StoredTask{ID: id, RunAt: now.Add(time.Duration(i) * time.Second), LastError: "error of " + id, UpdatedAt: at}})
 			} else {
 				changes = append(changes, store.Change{Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: at}})
 			}
@@ -61,11 +78,24 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 		}
 		plan(b, rows, map[string]string{})
 		stmts := s.statements(rows, b.ids, false, 0)
+		if len(stmts) != tc.statements {
+			t.Errorf("%d rows, multi %v: %d statements, want %d", n, tc.multi, len(stmts), tc.statements)
+		}
+		for _, id := range b.ids {
+			hex := newQuery(64).hexString(id).String()
+			named := 0
+			for _, st := range stmts {
+				named += strings.Count(st.sql, hex)
+			}
+			if named != 1 {
+				t.Errorf("%d rows, multi %v: %s named %d times, want once", n, tc.multi, id, named)
+			}
+		}
 		q := newQuery(64).raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").hexList(b.ids).raw(" FOR UPDATE")
 		queries := []string{q.String()}
 		for _, st := range stmts {
 			if upsert := strings.HasPrefix(st.sql, "INSERT"); upsert != tc.upsert {
-				t.Errorf("%d rows: %.80s…, want upsert %v", n, st.sql, tc.upsert)
+				t.Errorf("%d rows, multi %v: %.80s…, want upsert %v", n, tc.multi, st.sql, tc.upsert)
 			}
 			if strings.HasPrefix(st.sql, "INSERT") {
 				if !strings.Contains(st.sql, "ON DUPLICATE KEY UPDATE") {
@@ -298,5 +328,123 @@ func TestClaimUsesOwnerIndex(t *testing.T) {
 		if tk.Kind != "k" || tk.RunAt.After(now) || tk.State != store.Running {
 			t.Errorf("claimed %s: kind %q, due %v, %v", tk.ID, tk.Kind, tk.RunAt, tk.State)
 		}
+	}
+}
+
+// TestQueriesUseAnIndex EXPLAINs the reads and writes that find task rows by something
+// else than a claim or a rescue (TestClaimUsesOwnerIndex, TestRescueUsesOwnerIndex), on
+// a table of live, completed and dead rows of a few owners: Get, the purge (its read of
+// owners, its reads of IDs, its DELETE), the dead letters, recovery, Join's read of the
+// largest live fence and a schedule's fire. Each must read ranges of an index, never
+// scan the table; the purger's read of IDs must be bounded by run_at in the index (a
+// key of all four columns), so that it never reads the rows that ended after its
+// cutoff.
+func TestQueriesUseAnIndex(t *testing.T) {
+	s := internalStore(t, "explain_queries")
+	db, ctx := s.db, context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var owners []store.Owner
+	for _, name := range []string{"a", "b", "c"} {
+		o, err := s.Join(ctx, name, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		owners = append(owners, o)
+	}
+	for k, o := range owners {
+		var cs []store.Change
+		for i := range 1000 {
+			id := fmt.Sprintf("%s%05d", o.Name, i)
+			at := now.Add(time.Duration(i) * time.Second)
+			cs = append(cs, store.Change{Op: store.OpInsert, Task: store.StoredTask{
+				ID: id, Kind: "k", State: store.Queued, Fence: 1, RunAt: at, CreatedAt: at, UpdatedAt: at, Priority: store.Priority(i%3 + 1),
+			}})
+			switch {
+			case i%10 < 8: // most rows completed
+				cs = append(cs, store.Change{Op: store.OpSucceed, Fence: 1, Task: store.StoredTask{ID: id, UpdatedAt: at}})
+			case i%10 == 8 && k == 0:
+				cs = append(cs, store.Change{Op: store.OpFail, Fence: 1, Task: store.StoredTask{ID: id, State: store.Failed, LastError: "x", UpdatedAt: at}})
+			}
+		}
+		if res, err := s.CommitAs(ctx, o, cs); err != nil || errors.Join(res...) != nil {
+			t.Fatalf("CommitAs() = %v, %v", errors.Join(res...), err)
+		}
+	}
+	if _, err := db.Exec("ANALYZE TABLE " + s.table); err != nil {
+		t.Fatal(err)
+	}
+	cutoff := millis(now.Add(100 * time.Second))
+	get := newQuery(128).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE id = ").hexString("a00001").String()
+	del := newQuery(128).raw("DELETE FROM ").raw(s.table).raw(" WHERE id IN ").hexList([]string{"a00001", "b00002"}).
+		raw(" AND state IN " + completedCodes + " AND updated_at < ").int(cutoff).String()
+	dead := newQuery(256).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE state IN " + deadLetterCodes + " AND id > ").
+		hexString("").raw(" ORDER BY id LIMIT 100").String()
+	purgeIDs := newQuery(256).raw("SELECT id FROM ").raw(s.table).raw(" FORCE INDEX (" + ownerIndexName + ") WHERE state IN " +
+		completedCodes + " AND owner IN ").raw(uintList([]uint64{owners[0].Epoch, owners[1].Epoch})).raw(" AND priority IN " + priorityCodes +
+		" AND run_at < ").int(cutoff).raw(" AND updated_at < ").int(cutoff).raw(" LIMIT 5000").String()
+	purgeAll := newQuery(256).raw("SELECT id FROM ").raw(s.table).raw(" FORCE INDEX (" + ownerIndexName + ") WHERE state IN " +
+		completedCodes + " AND updated_at < ").int(cutoff).raw(" LIMIT 100").String()
+	fire := s.fireUpdate(store.ScheduleFire{Name: "nightly", Expect: now, Next: now.Add(time.Hour)}, 7)
+	for _, tc := range []struct {
+		name, query, key string
+		types            []string
+		keyLen           string // the bytes of the index's columns the access bounds, when checked
+	}{
+		{"get", get, "PRIMARY", []string{"const"}, ""},
+		{"purge's DELETE", del, "PRIMARY", []string{"range"}, ""},
+		{"purger's read of owners", "SELECT state, owner FROM " + s.table + " FORCE INDEX (" + ownerIndexName + ") WHERE state IN " +
+			completedCodes + " GROUP BY state, owner", ownerIndexName, []string{"range"}, ""},
+		{"purger's read of IDs", purgeIDs, ownerIndexName, []string{"range"}, "18"},
+		{"PurgeCompleted's read of IDs", purgeAll, ownerIndexName, []string{"range"}, ""},
+		{"dead letters", dead, ownerIndexName, []string{"range"}, ""},
+		{"count of dead letters", "SELECT COUNT(*) FROM " + s.table + " WHERE state IN " + deadLetterCodes, ownerIndexName, []string{"range"}, ""},
+		{
+			"recover", "SELECT " + columns + " FROM " + s.table + " WHERE state <= " + liveMaxCode + " ORDER BY priority, run_at, id",
+			ownerIndexName,
+			[]string{"range"},
+			"",
+		},
+		{
+			"join's largest live fence", "SELECT COALESCE(MAX(fence), 0) FROM " + s.table + " WHERE state <= " + liveMaxCode,
+			ownerIndexName,
+			[]string{"range"},
+			"",
+		},
+		{"schedule fire", fire, "PRIMARY", []string{"range", "const"}, ""},
+	} {
+		rows, err := db.Query("EXPLAIN " + tc.query)
+		if err != nil {
+			t.Fatalf("%s: EXPLAIN %.80s…: %v", tc.name, tc.query, err)
+		}
+		n := 0
+		for rows.Next() {
+			var (
+				id                                               sql.NullInt64
+				selectType                                       string
+				table, typ, keys, key, keyLen, ref, rowsN, extra sql.NullString
+			)
+			if err := rows.Scan(&id, &selectType, &table, &typ, &keys, &key, &keyLen, &ref, &rowsN, &extra); err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if key.String != tc.key || !slices.Contains(tc.types, typ.String) || tc.keyLen != "" && keyLen.String != tc.keyLen {
+				t.Errorf("%s: reads %s on %q (key length %s, %s), want %v of %s (key length %q): %.200s", tc.name, typ.String, key.String,
+					keyLen.String, extra.String, tc.types, tc.key, tc.keyLen, tc.query)
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Errorf("%s: %d tables read, want 1", tc.name, n)
+		}
+	}
+	// And the purger deletes what its plan promises: the 80 completed rows of each owner
+	// due and ended before the cutoff (seconds 0…99), none of the others.
+	if n, err := s.purgeDue(ctx, time.UnixMilli(cutoff)); n != 3*80 || err != nil {
+		t.Fatalf("purgeDue() = %d, %v; want 240", n, err)
+	}
+	if n, err := s.PurgeCompleted(ctx, time.UnixMilli(cutoff)); n != 0 || err != nil {
+		t.Fatalf("PurgeCompleted() after purgeDue = %d, %v; want 0", n, err)
 	}
 }

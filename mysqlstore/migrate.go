@@ -11,7 +11,8 @@ import (
 // Migrate creates the store's tables when they do not exist (CREATE TABLE IF NOT
 // EXISTS), checks that an existing task table has the columns the store needs, adds the
 // owner column and its index, and the group and key columns (grp, gkey: empty for the
-// rows stored before, tasks of no group), to a task table that lacks them, the conn_id
+// rows stored before, tasks of no group), to a task table that lacks them, drops the
+// index (state, updated_at) of a task table that has it (online), the conn_id
 // column to an owner table that lacks it and the last_fire column to a schedule table
 // that lacks it, and checks that the server's max_allowed_packet holds a statement with
 // the largest payload. It is idempotent and safe to call from several
@@ -35,6 +36,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 		if err := s.addGroupKey(ctx); err != nil {
+			return err
+		}
+		if err := s.dropIndex(ctx, stateUpdatedIndex); err != nil {
 			return err
 		}
 		for _, def := range []struct{ schema, table string }{
@@ -62,6 +66,11 @@ const (
 	erCantDropField = 1091
 )
 
+// online ends an ALTER TABLE that adds or drops indexes: in place, without copying the
+// table, and without blocking reads or writes while it runs (a server that cannot do it
+// so refuses the statement instead of locking the table).
+const online = ", ALGORITHM=INPLACE, LOCK=NONE"
+
 // addOwner adds the owner column, then its index (dropping the index it replaces), to a
 // task table that lacks them: two ALTER TABLEs, so that the column is added in place
 // without copying the table (where the server can: MariaDB >= 10.3, MySQL >= 8.0), and
@@ -83,11 +92,11 @@ func (s *Store) addOwner(ctx context.Context) error {
 	}
 	switch {
 	case index == 0 && old > 0:
-		alters = append(alters, "ALTER TABLE "+s.table+" ADD "+ownerIndex+", DROP KEY "+ownerIndexOld)
+		alters = append(alters, "ALTER TABLE "+s.table+" ADD "+ownerIndex+", DROP KEY "+ownerIndexOld+online)
 	case index == 0:
-		alters = append(alters, "ALTER TABLE "+s.table+" ADD "+ownerIndex)
+		alters = append(alters, "ALTER TABLE "+s.table+" ADD "+ownerIndex+online)
 	case old > 0:
-		alters = append(alters, "ALTER TABLE "+s.table+" DROP KEY "+ownerIndexOld)
+		alters = append(alters, "ALTER TABLE "+s.table+" DROP KEY "+ownerIndexOld+online)
 	}
 	for _, alter := range alters {
 		if _, err := s.db.ExecContext(ctx, alter); err != nil {
@@ -147,6 +156,25 @@ func (s *Store) addColumn(ctx context.Context, name, quoted, column, def string)
 	_, err = s.db.ExecContext(ctx, "ALTER TABLE "+quoted+" ADD COLUMN "+def)
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me.Number == erDupFieldName {
+		return nil
+	}
+	return err
+}
+
+// dropIndex drops the task table's index named name when the table has it (made by an
+// earlier version of the store), online: dropping a secondary index neither copies the
+// table nor blocks its writers. A concurrent Migrate that dropped it first is not an
+// error.
+func (s *Store) dropIndex(ctx context.Context, name string) error {
+	var n int
+	err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() "+
+		"AND TABLE_NAME = "+newQuery(64).hexString(s.opts.Table).String()+" AND INDEX_NAME = "+newQuery(64).hexString(name).String()).Scan(&n)
+	if err != nil || n == 0 {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, "ALTER TABLE "+s.table+" DROP KEY `"+name+"`"+online)
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == erCantDropField {
 		return nil
 	}
 	return err

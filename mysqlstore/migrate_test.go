@@ -2,7 +2,10 @@ package mysqlstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -238,6 +241,209 @@ func TestMigrateAddsGroupKey(t *testing.T) {
 		want := map[string][2]string{"old": {"", ""}, "new": {"hosts", "a.example"}}[tk.ID]
 		if tk.Group != want[0] || tk.Key != want[1] {
 			t.Errorf("recovered %s: group %q key %q, want %q %q", tk.ID, tk.Group, tk.Key, want[0], want[1])
+		}
+	}
+}
+
+// schemaWithStateUpdated is the task table as stores with the index (state, updated_at)
+// create it.
+const schemaWithStateUpdated = `CREATE TABLE %s (
+	id           VARBINARY(128)  NOT NULL,
+	kind         VARBINARY(255)  NOT NULL,
+	payload      LONGBLOB        NOT NULL,
+	priority     TINYINT UNSIGNED NOT NULL,
+	run_at       BIGINT          NOT NULL COMMENT 'unix ms',
+	timeout_ns   BIGINT          NOT NULL,
+	max_attempts INT             NOT NULL,
+	attempt      INT             NOT NULL,
+	fence        BIGINT UNSIGNED NOT NULL,
+	unique_key   VARBINARY(255)  NOT NULL,
+	live_key     VARBINARY(255)  NULL COMMENT 'unique_key while live, NULL once terminal',
+	state        TINYINT UNSIGNED NOT NULL,
+	last_error   BLOB            NOT NULL,
+	created_at   BIGINT          NOT NULL COMMENT 'unix ms',
+	updated_at   BIGINT          NOT NULL COMMENT 'unix ms',
+	version      BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'bumped by every write',
+	owner BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'epoch of the owner, 0 for none',
+	grp VARBINARY(64) NOT NULL DEFAULT '' COMMENT 'group (DurableTask.Group), empty for none',
+	gkey VARBINARY(255) NOT NULL DEFAULT '' COMMENT 'key within the group (DurableTask.Key)',
+	PRIMARY KEY (id),
+	UNIQUE KEY live_key (live_key),
+	KEY state_updated_at (state, updated_at),
+	KEY state_owner_priority_run_at (state, owner, priority, run_at)
+) ENGINE=InnoDB`
+
+// TestMigrateDropsStateUpdated migrates a task table made with the index (state,
+// updated_at), with rows of every kind in it, from several stores at once while a
+// writer keeps committing, and then again: the index is dropped once, the others are
+// kept, every row reads back as it was stored, and the tasks go on: a claim takes the
+// pool's, a completion lands, the purge deletes the old completed rows and keeps the
+// rest, a unique key is still held by its live task alone.
+func TestMigrateDropsStateUpdated(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	table := tableName(t)
+	t.Cleanup(func() { _ = dropTables(context.Background(), db, table) })
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(schemaWithStateUpdated, "`"+table+"`")); err != nil {
+		t.Fatal(err)
+	}
+	old := time.UnixMilli(1_000_000).UTC()
+	recent := time.UnixMilli(9_000_000).UTC()
+	// Rows as a store of the earlier schema writes them: with Commit, before any Migrate
+	// of this version (the side tables are not there yet).
+	pre, err := mysqlstore.New(db, mysqlstore.Options{Table: table, Retention: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pre.Close() })
+	task := func(id string, state store.State, at time.Time) store.StoredTask {
+		return store.StoredTask{
+			ID: id, Kind: "k", Payload: []byte("p-" + id), Priority: store.Normal, RunAt: at, Timeout: time.Second,
+			MaxAttempts: 3, Fence: 5, State: state, CreatedAt: at, UpdatedAt: at, Group: "g", Key: "k-" + id,
+		}
+	}
+	stored := []store.StoredTask{
+		task("queued", store.Queued, old),
+		task("keyed", store.Queued, old),
+		task("done-old", store.Succeeded, old),
+		task("done-recent", store.Succeeded, recent),
+		task("canceled-old", store.Canceled, old),
+		task("failed", store.Failed, old),
+	}
+	stored[1].UniqueKey = "the-key"
+	stored[5].LastError, stored[5].Attempt = "boom", 3
+	var ins []store.Change
+	for _, tk := range stored {
+		ins = append(ins, store.Change{Op: store.OpInsert, Task: tk})
+	}
+	if res, err := pre.Commit(ctx, ins); err != nil || errors.Join(res...) != nil {
+		t.Fatalf("Commit() = %v, %v", errors.Join(res...), err)
+	}
+
+	// A writer commits all along: an online index drop does not stop it.
+	stop := make(chan struct{})
+	var writer sync.WaitGroup
+	var writes int
+	var writeErr error
+	writer.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			id := fmt.Sprintf("during-%04d", i)
+			res, err := pre.Commit(ctx, []store.Change{{Op: store.OpInsert, Task: task(id, store.Queued, recent)}})
+			if err == nil {
+				err = errors.Join(res...)
+			}
+			if err != nil {
+				writeErr = err
+				return
+			}
+			writes++
+		}
+	})
+	const stores = 4
+	ss := make([]*mysqlstore.Store, stores)
+	for i := range ss {
+		s, err := mysqlstore.New(db, mysqlstore.Options{Table: table, Retention: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		ss[i] = s
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, stores)
+	for i, s := range ss {
+		wg.Go(func() { errs[i] = s.Migrate(ctx) })
+	}
+	wg.Wait()
+	close(stop)
+	writer.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent Migrate() #%d = %v", i, err)
+		}
+	}
+	if writeErr != nil {
+		t.Fatalf("a commit during Migrate: %v", writeErr)
+	}
+	s := ss[0]
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate() again = %v", err)
+	}
+
+	rows, err := db.QueryContext(ctx, "SELECT index_name, GROUP_CONCAT(column_name ORDER BY seq_in_index) "+
+		"FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ? GROUP BY index_name", table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for rows.Next() {
+		var name, cols string
+		if err := rows.Scan(&name, &cols); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = cols
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"PRIMARY": "id", "live_key": "live_key", "state_owner_priority_run_at": "state,owner,priority,run_at"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("indexes after Migrate = %v, want %v", got, want)
+	}
+
+	for _, w := range stored {
+		g, err := s.Get(ctx, w.ID)
+		if err != nil {
+			t.Fatalf("Get(%s) = %v", w.ID, err)
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("Get(%s) after Migrate =\n%+v\nwant\n%+v", w.ID, g, w)
+		}
+	}
+	var during int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+table+"` WHERE id LIKE 'during-%'").Scan(&during); err != nil || during != writes {
+		t.Fatalf("rows committed during Migrate = %d, %v; want %d", during, err, writes)
+	}
+
+	// The key is held by its live task.
+	res, err := s.Commit(ctx, []store.Change{{Op: store.OpInsert, Task: func() store.StoredTask {
+		tk := task("keyed-2", store.Queued, recent)
+		tk.UniqueKey = "the-key"
+		return tk
+	}()}})
+	if err != nil || !errors.Is(res[0], store.ErrDuplicateKey) {
+		t.Fatalf("insert of a held key = %v, %v; want ErrDuplicateKey", res, err)
+	}
+	// A claim takes the pool's oldest, and its completion lands.
+	o, err := s.Join(ctx, "after", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, _, err := s.Claim(ctx, o, store.ClaimRequest{Now: old, Want: store.ByPriority[int]{Normal: 5}, Kinds: []string{"k"}})
+	if err != nil || len(claimed) != 2 {
+		t.Fatalf("Claim() = %+v, %v; want queued and keyed", claimed, err)
+	}
+	var ends []store.Change
+	for _, c := range claimed {
+		ends = append(ends, store.Change{Op: store.OpSucceed, Fence: c.Fence, Task: store.StoredTask{ID: c.ID, UpdatedAt: recent}})
+	}
+	if res, err := s.CommitAs(ctx, o, ends); err != nil || errors.Join(res...) != nil {
+		t.Fatalf("CommitAs(succeed) = %v, %v", errors.Join(res...), err)
+	}
+	// The purge deletes the completed rows older than its cutoff, and those alone.
+	n, err := s.PurgeCompleted(ctx, recent)
+	if err != nil || n != 2 {
+		t.Fatalf("PurgeCompleted() = %d, %v; want done-old and canceled-old", n, err)
+	}
+	for id, want := range map[string]bool{"done-old": false, "canceled-old": false, "done-recent": true, "failed": true, "queued": true} {
+		_, err := s.Get(ctx, id)
+		if have := err == nil; have != want || err != nil && !errors.Is(err, store.ErrUnknownTask) {
+			t.Errorf("Get(%s) after the purge = %v; want stored %v", id, err, want)
 		}
 	}
 }

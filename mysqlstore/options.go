@@ -46,11 +46,13 @@ type Options struct {
 	MaxPayload int
 
 	// Retention is how long completed tasks (succeeded, canceled) are kept after their
-	// last change before the store deletes them, checked every PurgeInterval against the
-	// wall clock. Dead letters and live tasks are never deleted by it. A batch retried
-	// after its tasks were deleted could insert them again, so keep it well above the
-	// time a caller retries a commit. If zero, RetentionDefault; if negative, completed
-	// tasks are kept until [Store.PurgeCompleted] deletes them.
+	// last change and their due time (RunAt) before the store deletes them, checked every
+	// PurgeInterval against the wall clock: a task that ended before it was due (one
+	// canceled while it waited, one run early) is kept until Retention after its due
+	// time. Dead letters and live tasks are never deleted by it. A batch retried after
+	// its tasks were deleted could insert them again, so keep it well above the time a
+	// caller retries a commit. If zero, RetentionDefault; if negative, completed tasks
+	// are kept until [Store.PurgeCompleted] deletes them.
 	Retention time.Duration
 
 	// DropCompleted, when true, keeps no trace of a task that completes (succeeds or is

@@ -198,26 +198,114 @@ func (s *Store) Purge(ctx context.Context, ids ...string) (int, error) {
 	return total, nil
 }
 
-// purgeRowsMax bounds the rows one DELETE of PurgeCompleted removes, so that a large purge
-// never holds many locks or a long transaction.
-const purgeRowsMax = 5000
+// purgeRowsMax bounds the rows one DELETE of a purge removes, so that a large purge
+// never holds many locks or a long transaction; purgeReadMax bounds the IDs one read of
+// PurgeCompleted returns.
+const (
+	purgeRowsMax = 5000
+	purgeReadMax = 100_000
+)
 
-// PurgeCompleted implements [store.Store.PurgeCompleted], deleting at most 5,000 rows a
-// statement until none is left.
+// PurgeCompleted implements [store.Store.PurgeCompleted]: reads of the IDs of the
+// completed tasks last changed before olderThan, on the completed states' ranges of the
+// index (state, owner, priority, run_at), each a consistent read of at most 100,000
+// (no lock), and DELETEs of those by primary key, 5,000 at a time, until a read finds
+// fewer. The reads look at every completed row, since none of the index's columns
+// bounds UpdatedAt; the purger of [Options.Retention] reads only the rows due before
+// its cutoff (see purgeDue).
 func (s *Store) PurgeCompleted(ctx context.Context, olderThan time.Time) (int, error) {
 	if err := s.checkOpen("purge completed"); err != nil {
 		return 0, err
 	}
-	q := newQuery(128).raw("DELETE FROM ").raw(s.table).raw(" WHERE state IN " + completedCodes + " AND updated_at < ").
-		int(millis(olderThan)).raw(" LIMIT ").int(purgeRowsMax).String()
+	before := millis(olderThan)
+	read := newQuery(256).raw("SELECT id FROM ").raw(s.table).raw(" FORCE INDEX (" + ownerIndexName + ") WHERE state IN " +
+		completedCodes + " AND updated_at < ").int(before).raw(" LIMIT ").int(purgeReadMax).String()
 	total := 0
 	for {
-		n, err := s.exec(ctx, "purge completed", q)
+		n, read, err := s.purgeRead(ctx, read, before)
 		total += n
-		if err != nil || n < purgeRowsMax {
+		if err != nil || read < purgeReadMax {
 			return total, err
 		}
 	}
+}
+
+// purgeDue deletes the completed tasks last changed and due before olderThan: the
+// purger's pass. It reads the owners of completed rows on the index (state, owner, …)
+// alone (a loose scan: one probe per owner), then, per 1,000 owners, the IDs of at most
+// 5,000 rows at a time from ranges of the index bounded by run_at, one per completed
+// state, owner and priority, each starting at the range's oldest due time: the rows
+// due after the cutoff, which ended recently, are never read. Each batch is one
+// consistent read and one DELETE by primary key, which locks only the rows it deletes,
+// never the index ranges where the tasks that end meanwhile go.
+func (s *Store) purgeDue(ctx context.Context, olderThan time.Time) (int, error) {
+	before := millis(olderThan)
+	var owners []uint64
+	q := "SELECT state, owner FROM " + s.table + " FORCE INDEX (" + ownerIndexName + ") WHERE state IN " + completedCodes +
+		" GROUP BY state, owner"
+	err := s.retry(ctx, "purge completed", func() error {
+		owners = owners[:0]
+		return scanAll(ctx, s.db, q, func(sc scanner) error {
+			var state uint8
+			var owner uint64
+			err := sc.Scan(&state, &owner)
+			owners = append(owners, owner)
+			return err
+		})
+	})
+	if err != nil {
+		return 0, err
+	}
+	slices.Sort(owners)
+	owners = slices.Compact(owners)
+	total := 0
+	for chunk := range slices.Chunk(owners, selectIDsMax) {
+		read := newQuery(256 + 24*len(chunk)).raw("SELECT id FROM ").raw(s.table).raw(" FORCE INDEX (" + ownerIndexName + ") WHERE state IN " +
+			completedCodes + " AND owner IN ").raw(uintList(chunk)).raw(" AND priority IN " + priorityCodes + " AND run_at < ").int(before).
+			raw(" AND updated_at < ").int(before).raw(" LIMIT ").int(purgeRowsMax).String()
+		for {
+			n, read, err := s.purgeRead(ctx, read, before)
+			total += n
+			if err != nil {
+				return total, err
+			}
+			if read < purgeRowsMax {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// purgeRead runs read, a consistent read of the IDs of completed rows last changed
+// before the unix ms before, and deletes those rows by primary key, purgeRowsMax at a
+// time, checking state and updated_at again. It returns the rows deleted and the IDs
+// read.
+func (s *Store) purgeRead(ctx context.Context, read string, before int64) (deleted, got int, err error) {
+	var ids []string
+	err = s.retry(ctx, "purge completed", func() error {
+		ids = ids[:0]
+		return scanAll(ctx, s.db, read, func(sc scanner) error {
+			var id string
+			err := sc.Scan(&id)
+			ids = append(ids, id)
+			return err
+		})
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	slices.Sort(ids)
+	for chunk := range slices.Chunk(ids, purgeRowsMax) {
+		q := newQuery(128 + len(chunk)*(2*len(chunk[0])+4)).raw("DELETE FROM ").raw(s.table).raw(" WHERE id IN ").hexList(chunk).
+			raw(" AND state IN " + completedCodes + " AND updated_at < ").int(before)
+		n, err := s.exec(ctx, "purge completed", q.String())
+		deleted += n
+		if err != nil {
+			return deleted, len(ids), err
+		}
+	}
+	return deleted, len(ids), nil
 }
 
 // exec runs one statement with retries and returns the rows it affected.

@@ -112,6 +112,10 @@ var (
 	liveCodes = codeList(store.Delayed, store.Queued, store.Running, store.Retrying)
 	// waitingCodes lists the live codes but Running: the states a pool task is claimed from.
 	waitingCodes = codeList(store.Delayed, store.Queued, store.Retrying)
+	// priorityCodes lists every priority's code: "priority IN priorityCodes AND run_at
+	// < …" bounds a range of the index (state, owner, priority, run_at) per priority.
+	priorityCodes = "(" + strconv.Itoa(int(priorityCode(store.High))) + "," + strconv.Itoa(int(priorityCode(store.Normal))) + "," +
+		strconv.Itoa(int(priorityCode(store.Low))) + ")"
 )
 
 func codeList(states ...store.State) string {

@@ -21,11 +21,17 @@ func (s *Store) statements(rows map[string]*row, ids []string, insertsFirst bool
 // updates returns the writes of the stored rows the batch changed, each of which checks
 // the row's fence and liveness itself, so that a row whose fence moved or which ended is
 // not touched. One row: an UPDATE … WHERE id = … AND fence = … AND state <= live. More:
-// per chunk of rows, a grouped UPDATE when the rows share most values (see grouped), as
-// they do when tasks start and end, or else a multi-row INSERT … ON DUPLICATE KEY UPDATE
-// (see upsertTail), one primary-key write per row whatever the values. Each statement
-// must report every row it names as changed (version is bumped so that an identical
-// rewrite counts too).
+// the rows are grouped into sets that write the same values (see setOf: the starts of a
+// batch, its ends, its retries of one due time and error), and each set of at least
+// setRowsMin rows is one UPDATE … WHERE id IN (…) AND fence = … AND state <= live that
+// sets each column to a literal (see setUpdates), at most setsMax of them; the rows of the
+// other sets, with values of their own, are one multi-row INSERT … ON DUPLICATE KEY
+// UPDATE (see upsertTail), one primary-key write per row whatever the values. Each ID is
+// written once. A store without the multi-statement pool (made by [New]), which pays a
+// round trip per statement, writes a batch of several sets as one upsert instead. Each
+// statement must report every row it names as changed (version is bumped so that an
+// identical rewrite counts too), and holds at most updateRowsMax rows and
+// statementBudget bytes.
 func (s *Store) updates(rows map[string]*row, ids []string) []statement {
 	var upd []*row
 	for _, id := range ids {
@@ -39,24 +45,149 @@ func (s *Store) updates(rows map[string]*row, ids []string) []statement {
 	case 1:
 		return []statement{s.updateOne(upd[0])}
 	}
-	slices.SortFunc(upd, func(a, b *row) int { return compareStrings(a.id, b.id) }) // one lock order
+	slices.SortFunc(upd, func(a, b *row) int { return compareStrings(a.id, b.id) }) // each statement in one lock order
+	sets := setsOf(upd)
+	single := s.multi == nil || s.multiOff.Load()
 	var stmts []statement
+	var rest []*row // the rows of no set's UPDATE
+	if single && len(sets) > 1 {
+		rest = upd
+	} else {
+		// The largest sets first; a stable sort keeps the others in order of their IDs.
+		slices.SortStableFunc(sets, func(a, b []*row) int { return len(b) - len(a) })
+		for i, set := range sets {
+			if i >= setsMax || len(set) < setRowsMin && len(sets) > 1 {
+				rest = append(rest, set...)
+				continue
+			}
+			stmts = append(stmts, s.setUpdates(set)...)
+		}
+		slices.SortFunc(rest, func(a, b *row) int { return compareStrings(a.id, b.id) })
+	}
+	if len(rest) == 1 {
+		return append(stmts, s.updateOne(rest[0]))
+	}
 	budget := s.statementBudget()
-	for len(upd) > 0 {
+	for len(rest) > 0 {
 		n, size := 0, 0
-		for n < len(upd) && n < updateRowsMax {
-			size += 2*len(upd[n].id) + 2*len(upd[n].lastError) + 96
+		for n < len(rest) && n < updateRowsMax {
+			size += 2*len(rest[n].id) + 2*len(rest[n].lastError) + 96
 			if n > 0 && size > budget {
 				break
 			}
 			n++
 		}
-		if st, ok := s.grouped(upd[:n], budget); ok {
-			stmts = append(stmts, st)
-		} else {
-			stmts = append(stmts, s.upsert(upd[:n], size))
+		stmts = append(stmts, s.upsert(rest[:n], size))
+		rest = rest[n:]
+	}
+	return stmts
+}
+
+// Bounds of the UPDATEs of a batch's sets of rows (see updates): a set of fewer rows
+// than setRowsMin, or beyond the setsMax largest, goes to the upsert, where a row costs
+// more than in an UPDATE of many but less than a statement of its own.
+const (
+	setRowsMin = 8
+	setsMax    = 8
+)
+
+// setKey is what a row's write sets, as setUpdate writes it: rows of one key are one
+// UPDATE.
+type setKey struct {
+	preFence, fence uint64
+	state           uint8
+	attempt         int // when setAttempt
+	runAt           int64
+	lastError       string
+	updatedAt       int64
+	setAttempt      bool
+	setRunAt        bool
+	setLastError    bool
+}
+
+func setOf(r *row) setKey {
+	k := setKey{
+		preFence: r.preFence, fence: r.fence, state: stateCode(r.state), updatedAt: millis(r.updatedAt),
+		setAttempt: r.setAttempt, setRunAt: r.setRunAt, setLastError: r.setLastError,
+	}
+	if r.setAttempt {
+		k.attempt = r.attempt
+	}
+	if r.setRunAt {
+		k.runAt = millis(r.runAt)
+	}
+	if r.setLastError {
+		k.lastError = r.lastError
+	}
+	return k
+}
+
+// setsOf groups rows (sorted by ID) by setOf, in order of their first rows; each set
+// keeps the rows' order.
+func setsOf(rows []*row) [][]*row {
+	index := make(map[setKey]int, 4)
+	var sets [][]*row
+	for _, r := range rows {
+		k := setOf(r)
+		i, ok := index[k]
+		if !ok {
+			i = len(sets)
+			index[k] = i
+			sets = append(sets, nil)
 		}
-		upd = upd[n:]
+		sets[i] = append(sets[i], r)
+	}
+	return sets
+}
+
+// setUpdates returns the UPDATEs of rows (sorted by ID) that write the same values:
+// UPDATE … SET state = …, … WHERE id IN (…) AND fence = … AND state <= live, one per
+// chunk of updateRowsMax rows or statementBudget bytes.
+func (s *Store) setUpdates(rows []*row) []statement {
+	k := setOf(rows[0])
+	head := newQuery(128 + 2*len(k.lastError))
+	head.raw("UPDATE ").raw(s.table).raw(" SET state = ").uint(uint64(k.state))
+	if k.fence != k.preFence {
+		head.raw(", fence = ").uint(k.fence)
+	}
+	if k.setAttempt {
+		head.raw(", attempt = ").int(int64(k.attempt))
+	}
+	if k.setRunAt {
+		head.raw(", run_at = ").int(k.runAt)
+	}
+	if k.setLastError {
+		head.raw(", last_error = ").hexString(k.lastError)
+	}
+	head.raw(", updated_at = ").int(k.updatedAt)
+	if k.state > stateCode(store.Retrying) {
+		head.raw(", live_key = NULL")
+	}
+	// id IN (…) first: the optimizer reads the primary key's ranges for it.
+	head.raw(", version = version + 1 WHERE id IN (")
+	tail := newQuery(64).raw(") AND fence = ").uint(k.preFence).raw(" AND state <= " + liveMaxCode).String()
+	budget := s.statementBudget() - head.Len() - len(tail)
+	var stmts []statement
+	for len(rows) > 0 {
+		n, size := 0, 0
+		for n < len(rows) && n < updateRowsMax {
+			size += 2*len(rows[n].id) + 4
+			if n > 0 && size > budget {
+				break
+			}
+			n++
+		}
+		q := newQuery(head.Len() + size + len(tail))
+		q.raw(head.String())
+		for i, r := range rows[:n] {
+			if i > 0 {
+				q.raw(",")
+			}
+			q.hexString(r.id)
+		}
+		q.raw(tail)
+		stmts = append(stmts, statement{sql: q.String(), want: int64(n)})
+		rows = rows[n:]
 	}
 	return stmts
 }
@@ -88,150 +219,6 @@ func (s *Store) upsert(rows []*row, size int) statement {
 	}
 	q.raw(upsertTail)
 	return statement{sql: q.String(), want: 2 * int64(len(rows))}
-}
-
-// groupedWhensMax bounds the WHEN branches of a grouped UPDATE: each row's value of a
-// column is found by trying the branches in turn (each an id IN (…) of sorted constants,
-// a binary search), so many distinct values make the upsert cheaper.
-const groupedWhensMax = 16
-
-// grouped returns one UPDATE of rows (sorted by id) that sets each column to a literal
-// when the rows share its value, or to CASE WHEN id IN (…) THEN v … END with one branch per
-// distinct value, and finds the rows by id IN (…) AND state <= live AND their fence. It
-// reports false when the rows have more than groupedWhensMax distinct values in all (as
-// retries with their own due times and errors do) or the statement would outgrow budget.
-func (s *Store) grouped(rows []*row, budget int) (statement, bool) {
-	all := func(*row) bool { return true }
-	fence := groupBy(rows, all, func(r *row) uint64 { return r.fence })
-	state := groupBy(rows, all, func(r *row) uint8 { return stateCode(r.state) })
-	attempt := groupBy(rows, func(r *row) bool { return r.setAttempt }, func(r *row) int { return r.attempt })
-	runAt := groupBy(rows, func(r *row) bool { return r.setRunAt }, func(r *row) int64 { return millis(r.runAt) })
-	lastError := groupBy(rows, func(r *row) bool { return r.setLastError }, func(r *row) string { return r.lastError })
-	updatedAt := groupBy(rows, all, func(r *row) int64 { return millis(r.updatedAt) })
-	ended := groupBy(rows, func(r *row) bool { return !r.state.Live() }, func(*row) bool { return true })
-	preFence := groupBy(rows, all, func(r *row) uint64 { return r.preFence })
-	whens := 0
-	for _, n := range []int{
-		whensOf(fence, rows), whensOf(state, rows), whensOf(attempt, rows), whensOf(runAt, rows),
-		whensOf(lastError, rows), whensOf(updatedAt, rows), whensOf(ended, rows), whensOf(preFence, rows),
-	} {
-		whens += n
-	}
-	if whens > groupedWhensMax {
-		return statement{}, false
-	}
-	size := 256
-	for _, r := range rows {
-		size += (2*len(r.id) + 4) * (2 + whens)
-	}
-	for _, g := range lastError {
-		size += 2*len(g.v) + 8
-	}
-	q := newQuery(size)
-	q.raw("UPDATE ").raw(s.table).raw(" SET ")
-	setGrouped(q, "fence", fence, rows, func(v uint64) { q.uint(v) })
-	q.raw(", ")
-	setGrouped(q, "state", state, rows, func(v uint8) { q.uint(uint64(v)) })
-	if len(attempt) > 0 {
-		q.raw(", ")
-		setGrouped(q, "attempt", attempt, rows, func(v int) { q.int(int64(v)) })
-	}
-	if len(runAt) > 0 {
-		q.raw(", ")
-		setGrouped(q, "run_at", runAt, rows, func(v int64) { q.int(v) })
-	}
-	if len(lastError) > 0 {
-		q.raw(", ")
-		setGrouped(q, "last_error", lastError, rows, func(v string) { q.hexString(v) })
-	}
-	q.raw(", ")
-	setGrouped(q, "updated_at", updatedAt, rows, func(v int64) { q.int(v) })
-	if len(ended) > 0 {
-		q.raw(", ")
-		setGrouped(q, "live_key", ended, rows, func(bool) { q.raw("NULL") })
-	}
-	// id IN (…) first: the optimizer reads the primary key's ranges for it.
-	q.raw(", version = version + 1 WHERE id IN (")
-	for i, r := range rows {
-		if i > 0 {
-			q.raw(",")
-		}
-		q.hexString(r.id)
-	}
-	q.raw(") AND state <= " + liveMaxCode + " AND fence = ")
-	if len(preFence) == 1 {
-		q.uint(preFence[0].v)
-	} else {
-		caseGrouped(q, preFence, func(v uint64) { q.uint(v) }, "NULL")
-	}
-	if q.Len() > budget {
-		return statement{}, false
-	}
-	return statement{sql: q.String(), want: int64(len(rows))}, true
-}
-
-// group is the rows of a batch that set a column to v, in the order of the batch's rows.
-type group[K comparable] struct {
-	v    K
-	rows []*row
-}
-
-// groupBy groups the rows for which has holds by their value key, in order of first
-// appearance.
-func groupBy[K comparable](rows []*row, has func(*row) bool, key func(*row) K) []group[K] {
-	var gs []group[K]
-	for _, r := range rows {
-		if !has(r) {
-			continue
-		}
-		k := key(r)
-		i := slices.IndexFunc(gs, func(g group[K]) bool { return g.v == k })
-		if i < 0 {
-			if len(gs) > groupedWhensMax { // too many: grouped gives up anyway
-				return append(gs, group[K]{v: k})
-			}
-			gs = append(gs, group[K]{v: k})
-			i = len(gs) - 1
-		}
-		gs[i].rows = append(gs[i].rows, r)
-	}
-	return gs
-}
-
-// whensOf returns how many WHEN branches setGrouped writes for gs.
-func whensOf[K comparable](gs []group[K], rows []*row) int {
-	if len(gs) == 1 && len(gs[0].rows) == len(rows) {
-		return 0
-	}
-	return len(gs)
-}
-
-// setGrouped writes "col = " and the value of each row: a literal when every row has
-// the same, otherwise a CASE that leaves the rows of no group as they are.
-func setGrouped[K comparable](q *query, col string, gs []group[K], rows []*row, lit func(K)) {
-	q.raw(col).raw(" = ")
-	if len(gs) == 1 && len(gs[0].rows) == len(rows) {
-		lit(gs[0].v)
-		return
-	}
-	caseGrouped(q, gs, lit, col)
-}
-
-// caseGrouped writes CASE WHEN id IN (…) THEN v … ELSE otherwise END.
-func caseGrouped[K comparable](q *query, gs []group[K], lit func(K), otherwise string) {
-	q.raw("CASE")
-	for _, g := range gs {
-		q.raw(" WHEN id IN (")
-		for i, r := range g.rows {
-			if i > 0 {
-				q.raw(",")
-			}
-			q.hexString(r.id)
-		}
-		q.raw(") THEN ")
-		lit(g.v)
-	}
-	q.raw(" ELSE ").raw(otherwise).raw(" END")
 }
 
 // updateOne returns the UPDATE of one stored row.

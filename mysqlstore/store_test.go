@@ -228,27 +228,36 @@ func TestDSNPasswordNeverShown(t *testing.T) {
 	}
 }
 
+// TestRetentionPurger: the purger deletes the completed tasks last changed and due
+// before Retention, and keeps the others: one that ended recently, a dead letter, and
+// one that ended long ago but is due in the future (canceled while it waited), which
+// PurgeCompleted deletes.
 func TestRetentionPurger(t *testing.T) {
 	s, db := setup(t, mysqlstore.Options{Retention: time.Hour, PurgeInterval: 20 * time.Millisecond})
 	ctx := context.Background()
 	old := time.Now().Add(-2 * time.Hour)
-	ch := []store.Change{insertChange("old", nil), insertChange("new", nil), insertChange("dead", nil)}
+	ch := []store.Change{insertChange("old", nil), insertChange("new", nil), insertChange("dead", nil), insertChange("future", nil)}
 	for i := range ch {
-		ch[i].Task.UpdatedAt = old
+		ch[i].Task.UpdatedAt, ch[i].Task.RunAt = old, old
 	}
+	ch[3].Task.RunAt = time.Now().Add(time.Hour)
 	ch = append(ch,
 		store.Change{Op: store.OpSucceed, Fence: 1, Task: store.StoredTask{ID: "old", UpdatedAt: old}},
 		store.Change{Op: store.OpSucceed, Fence: 1, Task: store.StoredTask{ID: "new", UpdatedAt: time.Now()}},
-		store.Change{Op: store.OpFail, Fence: 1, Task: store.StoredTask{ID: "dead", UpdatedAt: old}})
+		store.Change{Op: store.OpFail, Fence: 1, Task: store.StoredTask{ID: "dead", UpdatedAt: old}},
+		store.Change{Op: store.OpCancel, Fence: 1, Task: store.StoredTask{ID: "future", UpdatedAt: old}})
 	if res, err := s.Commit(ctx, ch); err != nil || errors.Join(res...) != nil {
 		t.Fatalf("Commit() = %v, %v", res, err)
 	}
-	axtest.Eventually(t, func() bool { return countRows(t, db, s.Table()) == 2 },
+	axtest.Eventually(t, func() bool { return countRows(t, db, s.Table()) == 3 },
 		"the purger to delete the old completed task")
-	for _, id := range []string{"new", "dead"} {
+	for _, id := range []string{"new", "dead", "future"} {
 		if _, err := s.Get(ctx, id); err != nil {
 			t.Errorf("Get(%q) = %v; it must survive the purge", id, err)
 		}
+	}
+	if n, err := s.PurgeCompleted(ctx, time.Now().Add(-time.Hour)); n != 1 || err != nil {
+		t.Errorf("PurgeCompleted() = %d, %v; want 1, the task canceled before it was due", n, err)
 	}
 }
 
