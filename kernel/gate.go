@@ -6,6 +6,7 @@ import (
 
 	"github.com/axsched/ax/internal/breaker"
 	"github.com/axsched/ax/internal/rate"
+	"github.com/axsched/ax/kernel/internal/fifo"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/timewheel"
 )
@@ -60,12 +61,12 @@ type groupState struct {
 	running int // permits held
 	waiting int // tasks in key queues
 	total   rate.Bucket
-	ready   ring[*keyState] // keys that may start but for the total limits
+	ready   fifo.Queue[*keyState] // keys that may start but for the total limits
 	paused  bool
 
 	totalTimer timer
 	sweepTimer timer
-	idle       ring[*keyState] // keys that went idle, to forget after KeyIdle
+	idle       fifo.Queue[*keyState] // keys that went idle, to forget after KeyIdle
 
 	throttled, pausedKeys, openBreakers int
 	pub                                 *groupPub
@@ -75,7 +76,7 @@ type groupState struct {
 type keyState struct {
 	g         *groupState
 	key       string
-	q         [queue.NumLevels]ring[*Handle]
+	q         [queue.NumLevels]fifo.Queue[*Handle]
 	n         int // tasks in q
 	running   int // permits held
 	rate      rate.Bucket
@@ -160,11 +161,11 @@ func (k *Kernel) gateIn(h *Handle, from State) {
 	}
 	x.inGate = true
 	if ks.owner == h {
-		ks.q[h.bucket].pushFront(h) // its retry: the key waited for it (Ordered)
+		ks.q[h.bucket].PushFront(h) // its retry: the key waited for it (Ordered)
 	} else {
 		k.ls.gate.seq++
 		x.order = k.ls.gate.seq
-		ks.q[h.bucket].push(h)
+		ks.q[h.bucket].Push(h)
 	}
 	ks.n++
 	g.waiting++
@@ -181,7 +182,7 @@ func (k *Kernel) gatePushFront(h *Handle) {
 		x.counted = true
 	}
 	x.inGate = true
-	ks.q[h.bucket].pushFront(h)
+	ks.q[h.bucket].PushFront(h)
 	ks.n++
 	ks.g.waiting++
 }
@@ -218,7 +219,7 @@ func (k *Kernel) gateRemove(h *Handle) bool {
 		return false
 	}
 	ks := x.ks
-	ks.q[h.bucket].remove(func(o *Handle) bool { return o == h })
+	ks.q[h.bucket].Remove(func(o *Handle) bool { return o == h })
 	x.inGate = false
 	ks.n--
 	ks.g.waiting--
@@ -233,7 +234,7 @@ func (k *Kernel) headLevel(ks *keyState) (queue.Level, bool) {
 		return k.orderedHead(ks)
 	}
 	for l := range queue.NumLevels {
-		if ks.q[l].len() > 0 && k.ls.gate.pausedLevels&(1<<l) == 0 {
+		if ks.q[l].Len() > 0 && k.ls.gate.pausedLevels&(1<<l) == 0 {
 			return queue.Level(l), true
 		}
 	}
@@ -280,7 +281,7 @@ func (k *Kernel) keyCanStart(ks *keyState) bool {
 func (k *Kernel) touchKey(ks *keyState) {
 	if !ks.inReady && k.keyCanStart(ks) {
 		ks.inReady = true
-		ks.g.ready.push(ks)
+		ks.g.ready.Push(ks)
 	}
 	k.serveGroup(ks.g)
 }
@@ -290,7 +291,7 @@ func (k *Kernel) touchKey(ks *keyState) {
 func (k *Kernel) serveGroup(g *groupState) {
 	d := g.def
 	now := k.ls.nowMono
-	for g.ready.len() > 0 {
+	for g.ready.Len() > 0 {
 		if g.paused || k.ls.closing {
 			return
 		}
@@ -304,14 +305,14 @@ func (k *Kernel) serveGroup(g *groupState) {
 			}
 			return
 		}
-		ks := g.ready.pop()
+		ks := g.ready.Pop()
 		ks.inReady = false
 		if !k.keyCanStart(ks) || !k.grant(ks) {
 			continue
 		}
 		if k.keyCanStart(ks) {
 			ks.inReady = true
-			g.ready.push(ks)
+			g.ready.Push(ks)
 		}
 	}
 }
@@ -335,7 +336,7 @@ func (k *Kernel) grant(ks *keyState) bool {
 		}
 		gen, admitted = gn, true
 	}
-	h := ks.q[lvl].pop()
+	h := ks.q[lvl].Pop()
 	if g.def.cfg.Ordered {
 		ks.owner = h
 	}
@@ -491,7 +492,7 @@ func (k *Kernel) keyMaybeIdle(ks *keyState) {
 	}
 	g := ks.g
 	ks.inIdle = true
-	g.idle.push(ks)
+	g.idle.Push(ks)
 	if g.sweepTimer.slot == 0 {
 		k.armGroup(g, &g.sweepTimer, slotSweep, ks.lastUsed+int64(g.def.cfg.KeyIdle))
 	}
@@ -503,12 +504,12 @@ func (k *Kernel) sweepKeys(g *groupState) {
 	now := k.ls.nowMono
 	idle := int64(g.def.cfg.KeyIdle)
 	next := int64(math.MaxInt64)
-	n := min(g.idle.len(), sweepMax)
-	if n < g.idle.len() {
+	n := min(g.idle.Len(), sweepMax)
+	if n < g.idle.Len() {
 		next = now + 1 // more to look at
 	}
 	for ; n > 0; n-- {
-		ks := g.idle.pop()
+		ks := g.idle.Pop()
 		if ks.n > 0 || ks.running > 0 || ks.paused {
 			ks.inIdle = false // it is queued again when it goes idle
 			continue
@@ -523,9 +524,9 @@ func (k *Kernel) sweepKeys(g *groupState) {
 			due = now + max(idle/4, 1) // its bucket refills, its breaker closes: look again
 		}
 		next = min(next, due)
-		g.idle.push(ks)
+		g.idle.Push(ks)
 	}
-	if g.idle.len() > 0 {
+	if g.idle.Len() > 0 {
 		k.armGroup(g, &g.sweepTimer, slotSweep, next)
 	}
 }
@@ -574,8 +575,8 @@ func (k *Kernel) closeGate() {
 	for _, g := range gs.groups {
 		for _, ks := range g.keys {
 			for l := range queue.NumLevels {
-				for ks.q[l].len() > 0 {
-					h := ks.q[l].pop()
+				for ks.q[l].Len() > 0 {
+					h := ks.q[l].Pop()
 					ks.n--
 					g.waiting--
 					h.ext.inGate = false
@@ -583,7 +584,7 @@ func (k *Kernel) closeGate() {
 				}
 			}
 		}
-		g.ready = ring[*keyState]{}
+		g.ready = fifo.Queue[*keyState]{}
 	}
 	for kind, hs := range gs.held {
 		for _, h := range hs {

@@ -42,8 +42,8 @@ func (k *Kernel) breakerRefused(ks *keyState, wake time.Time) {
 // failKey ends the tasks waiting in ks's queue with ErrCircuitOpen. Loop only.
 func (k *Kernel) failKey(ks *keyState) {
 	for l := range queue.NumLevels {
-		for ks.q[l].len() > 0 {
-			h := ks.q[l].pop()
+		for ks.q[l].Len() > 0 {
+			h := ks.q[l].Pop()
 			ks.n--
 			ks.g.waiting--
 			h.ext.inGate = false

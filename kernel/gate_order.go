@@ -16,7 +16,7 @@ func (k *Kernel) orderedHead(ks *keyState) (queue.Level, bool) {
 		l = int(o.bucket)
 	} else {
 		for i := range queue.NumLevels {
-			if ks.q[i].len() > 0 && (l < 0 || ks.q[i].peek().ext.order < ks.q[l].peek().ext.order) {
+			if ks.q[i].Len() > 0 && (l < 0 || ks.q[i].Peek().ext.order < ks.q[l].Peek().ext.order) {
 				l = i
 			}
 		}

@@ -96,7 +96,7 @@ func (k *Kernel) touchAll(g *groupState) {
 	for _, ks := range g.keys {
 		if ks.n > 0 && !ks.inReady && k.keyCanStart(ks) {
 			ks.inReady = true
-			g.ready.push(ks)
+			g.ready.Push(ks)
 		}
 	}
 	k.serveGroup(g)
