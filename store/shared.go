@@ -41,7 +41,10 @@ import (
 // A task that no owner holds is in the pool: inserted by [Store.Commit], or by
 // [SharedStore.CommitAs] with [Change.Pool]. [SharedStore.Claim] takes due pool tasks for
 // an owner with free slots and starts them in the same write: any kernel on the store may
-// run them, so work submitted to a busy process runs where slots are free.
+// run them, so work submitted to a busy process runs where slots are free. The kernel
+// that put a task in the pool may instead start it by ID in one of its commits: an
+// [OpStart] with [Change.Adopt], which applies only while the task is still in the
+// pool, so that a claim and an adopt never both take it.
 // [SharedStore.Rescue] leaves waiting pool tasks where they are.
 //
 // # Named leases
