@@ -62,7 +62,7 @@ func (s *Store) adopts(rows map[string]*row, ids []string, owner uint64) []state
 
 // adoptOne returns the UPDATE of one adopted row with whatever the batch left in it.
 func (s *Store) adoptOne(r *row, owner uint64) statement {
-	q := newQuery(256+2*len(r.id)+2*len(r.lastError)).raw("UPDATE ").raw(s.table).raw(" SET owner = ").uint(owner).
+	q := newQuery(256 + 2*len(r.id) + 2*len(r.lastError)).raw("UPDATE ").raw(s.table).raw(" SET owner = ").uint(owner).
 		raw(", fence = ").uint(r.fence).raw(", state = ").uint(uint64(stateCode(r.state)))
 	if r.setAttempt {
 		q.raw(", attempt = ").int(int64(r.attempt))
