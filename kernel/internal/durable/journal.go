@@ -33,8 +33,12 @@ type Entry[H, A comparable] struct {
 	Start A
 	// Due marks an insert of a task with a due time: it never starts in the commit
 	// that stores it.
-	Due  bool
-	comp bool // a cancel that undoes an insert whose submit was told it failed
+	Due bool
+	// Adopt marks the OpStart (with Change.Adopt) of a pool task H this kernel
+	// follows: the journal hands H back to the loop once committed, started or
+	// refused (JournalLoop.Adopted).
+	Adopt bool
+	comp  bool // a cancel that undoes an insert whose submit was told it failed
 	// pre: the OpStart the journal added behind the insert before it (H's), in the
 	// same commit.
 	pre bool
@@ -80,6 +84,10 @@ type JournalLoop[H, A comparable] interface {
 	// Orphan hands over, after Refuse, a pool task whose submit failed with its
 	// outcome unknown: it may be stored, and runs on h should this kernel claim it.
 	Orphan(h H)
+	// Adopted hands the loop the pool tasks whose adopting starts (Entry.Adopt) a
+	// commit stored, and those whose adopts the store refused: another owner took
+	// them first.
+	Adopted(started, refused []H)
 }
 
 // JournalConfig is what [NewJournal] needs. Every field but Owner and Log must be
@@ -134,11 +142,13 @@ type Journal[H, A comparable] struct {
 	reserved int
 
 	commits, changes, commitErrors, refused, prestarted *metrics.Counter
+	adopted, adoptRefused                               atomic.Uint64
 }
 
 // JournalCounts are a Journal's counters, read by the kernel's Stats and metrics.
 type JournalCounts struct {
 	Commits, Changes, CommitErrors, Refused, Prestarted uint64
+	Adopted, AdoptRefused                               uint64 // adopting starts stored, refused (Entry.Adopt)
 	Pending                                             int64 // changes waiting
 	Down                                                bool  // the store is known to be down
 }
@@ -173,7 +183,7 @@ func (j *Journal[H, A]) Pending() int64 { return j.pending.Load() }
 func (j *Journal[H, A]) Counts() JournalCounts {
 	return JournalCounts{
 		Commits: j.commits.Get(), Changes: j.changes.Get(), CommitErrors: j.commitErrors.Get(),
-		Refused: j.refused.Get(), Prestarted: j.prestarted.Get(), Pending: j.pending.Load(), Down: j.down.Load() != nil,
+		Refused: j.refused.Get(), Prestarted: j.prestarted.Get(), Adopted: j.adopted.Load(), AdoptRefused: j.adoptRefused.Load(), Pending: j.pending.Load(), Down: j.down.Load() != nil,
 	}
 }
 
@@ -576,7 +586,7 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 	if j.down.Swap(nil) != nil && j.log != nil {
 		j.log.Log(slog.LevelInfo, "kernel: the store answers again; durable submits resume")
 	}
-	var handed, prestarted []H
+	var handed, prestarted, adopted, adoptRefused []H
 	var started, refused []A
 	var noA A
 	var refusals []error
@@ -599,6 +609,12 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 			// stored Queued, handed over as such.
 		case e.comp:
 			// Undoing an insert that may not have landed: unknown is the expected answer.
+		case e.Adopt:
+			if r != nil {
+				adoptRefused = append(adoptRefused, e.H)
+			} else {
+				adopted = append(adopted, e.H)
+			}
 		case e.Start != noA:
 			// A refused start means another owner holds the task now: the attempt
 			// never runs here.
@@ -625,6 +641,11 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 	}
 	if len(started) > 0 || len(refused) > 0 {
 		j.loop.Started(started, refused, refusals)
+	}
+	if len(adopted) > 0 || len(adoptRefused) > 0 {
+		j.adopted.Add(uint64(len(adopted)))
+		j.adoptRefused.Add(uint64(len(adoptRefused)))
+		j.loop.Adopted(adopted, adoptRefused)
 	}
 	settleGroups(batch)
 	return true
