@@ -19,9 +19,14 @@ import (
 //     claims and starts the tasks in one write (SharedStore.Claim), and the loop
 //     hands them to the run queue (claimed, startClaimed). With nothing to claim it
 //     polls with backoff, or until the next pool task is due.
+//   - A due task this kernel put in the pool is started here through the journal
+//     (adopt.go: an OpStart with Change.Adopt) when a slot frees, before any claim;
+//     the claimer leaves those slots to such tasks, and claims other owners' work
+//     and delayed pool tasks.
 //   - The handle of a task this kernel put in the pool follows it: the task runs on
-//     the same handle if this kernel claims it, and the claimer reads the states of
-//     the others (SharedStore.States) so that their handles end as the store says.
+//     the same handle if this kernel adopts or claims it, and the claimer reads the
+//     states of the others (SharedStore.States) so that their handles end as the
+//     store says.
 
 // claimBudget reserves the slots for a claim: the free slots (less the tasks
 // queued here, which take them first), within the durable attempts' bound. Loop

@@ -209,6 +209,15 @@
 // after a lost answer reads, by primary key, the rows an earlier try of the call gave
 // its fence, and returns them as well, counted against Want.
 //
+// An adopt (an OpStart with [store.Change] Adopt, by which the kernel that put a task in
+// the pool starts it itself) rides in a group commit: one UPDATE by primary key for the
+// adopts that share their values (owner, fence, state, attempt, updated_at), found by id
+// IN (…) AND owner = 0 AND the fence AND a waiting state, so that a row a claim took (or
+// holds locked: the UPDATE waits for that claim's end, then finds the row Running) is
+// not touched; the batch is then planned again from the locked rows, which refuses that
+// adopt with [store.ErrStaleFence]. No epoch and no read: the adopted attempt's fence is
+// the pool row's plus one.
+//
 // [Store.RunNow] makes a waiting task of the pool or of its owner due in one
 // transaction at read committed: the renewal (owner row first), then one UPDATE by
 // primary key of run_at and updated_at, conditioned on the state, the owner (0 or the
