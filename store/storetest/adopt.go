@@ -204,3 +204,29 @@ func testAdoptRacesClaim(t *testing.T, s store.SharedStore) {
 		}
 	}
 }
+
+// testClaimMax: a claim with Max takes each priority's Want, then gives what a
+// priority could not fill to the others, High first, never more than Max in all.
+func testClaimMax(t *testing.T, s store.SharedStore) {
+	b := join(t, s, "b", longLease)
+	mustCommit(t, s,
+		pooled("h1", "k", store.High, at(0)),
+		pooled("n1", "k", store.Normal, at(0)), pooled("n2", "k", store.Normal, at(1)),
+		pooled("n3", "k", store.Normal, at(2)), pooled("n4", "k", store.Normal, at(3)),
+		pooled("l1", "k", store.Low, at(0)), pooled("l2", "k", store.Low, at(1)),
+	)
+	got, next := claim(t, s, b, store.ClaimRequest{Now: at(10), Want: store.ByPriority[int]{High: 3, Normal: 1, Low: 1}, Max: 5, Kinds: []string{"k"}})
+	if g := ids(got); fmt.Sprint(g) != "[h1 n1 n2 n3 l1]" {
+		t.Fatalf("Claim(Want 3/1/1, Max 5) = %v, want [h1 n1 n2 n3 l1] (High's unused share to Normal)", g)
+	}
+	if !next.Equal(at(1)) {
+		t.Fatalf("Claim() next = %v, want %v (l2, due and left)", next, at(1))
+	}
+	got, _ = claim(t, s, b, store.ClaimRequest{Now: at(10), Want: store.ByPriority[int]{High: 5, Normal: 5, Low: 5}, Max: 1, Kinds: []string{"k"}})
+	if g := ids(got); fmt.Sprint(g) != "[n4]" {
+		t.Fatalf("Claim(Max 1) = %v, want [n4] (Normal before Low)", g)
+	}
+	if _, _, err := s.Claim(context.Background(), b, store.ClaimRequest{Now: at(10), Want: store.ByPriority[int]{High: 1}, Max: -1, Kinds: []string{"k"}}); !errors.Is(err, store.ErrInvalidChange) {
+		t.Fatalf("Claim(Max -1) = %v, want ErrInvalidChange", err)
+	}
+}

@@ -47,6 +47,7 @@ func exerciseShared(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ClaimDue", testClaimDue},
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"ClaimThenRescue", testClaimThenRescue},
+		{"ClaimMax", testClaimMax},
 		{"Adopt", testAdopt},
 		{"AdoptAfterClaim", testAdoptAfterClaim},
 		{"AdoptRacesClaim", testAdoptRacesClaim},

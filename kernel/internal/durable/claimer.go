@@ -162,57 +162,17 @@ func (o *Owner) claimer() {
 	}
 }
 
-// claim claims up to b.Slots pool tasks of b.Kinds, shared among the priorities by
-// b.Quotas; the shares a priority could not use go, in a second claim, to the
-// others, High first.
+// claim claims, in one call, up to b.Slots pool tasks of b.Kinds, shared among the
+// priorities by b.Quotas; the store gives the shares a priority could not use to
+// the others, High first (store.ClaimRequest.Max).
 func (o *Owner) claim(b Budget) ([]store.StoredTask, time.Time, error) {
 	if len(b.Kinds) == 0 {
 		return nil, time.Time{}, nil
 	}
-	n := b.Slots
-	want := shareOut(n, b.Quotas)
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	req := store.ClaimRequest{Now: o.storeNow(), Want: want, Kinds: b.Kinds}
-	got, next, err := o.claimCall(ctx, req)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	left := n - len(got)
-	if left == 0 || next.IsZero() || next.After(req.Now) {
-		return got, next, nil
-	}
-	// Due tasks were left while slots are: the shares of the priorities that had
-	// fewer tasks than their share go to those that filled theirs (and may have
-	// more), High first.
-	var per store.ByPriority[int]
-	for _, t := range got {
-		switch t.Priority {
-		case store.High:
-			per.High++
-		case store.Low:
-			per.Low++
-		default:
-			per.Normal++
-		}
-	}
-	var more store.ByPriority[int]
-	if per.High == want.High {
-		more.High = left
-	}
-	if per.Normal == want.Normal {
-		more.Normal = left
-	}
-	if per.Low == want.Low {
-		more.Low = left
-	}
-	req.Want = capTotal(more, left)
-	req.Now = o.storeNow()
-	got2, next2, err := o.claimCall(ctx, req)
-	if err != nil {
-		return got, next, nil // the first claim stands
-	}
-	return append(got, got2...), next2, nil
+	req := store.ClaimRequest{Now: o.storeNow(), Want: shareOut(b.Slots, b.Quotas), Max: b.Slots, Kinds: b.Kinds}
+	return o.claimCall(ctx, req)
 }
 
 // storeNow returns the time on the store's clock, as the kernel's clock and the
@@ -252,16 +212,6 @@ func shareOut(n int, q [3]int) store.ByPriority[int] {
 		}
 	}
 	return store.ByPriority[int]{High: high, Normal: normal, Low: low}
-}
-
-// capTotal keeps the wants of w within total, High first.
-func capTotal(w store.ByPriority[int], total int) store.ByPriority[int] {
-	w.High = min(w.High, total)
-	total -= w.High
-	w.Normal = min(w.Normal, total)
-	total -= w.Normal
-	w.Low = min(w.Low, total)
-	return w
 }
 
 // readStates reads the states of followed pool tasks and hands those that ended
