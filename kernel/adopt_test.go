@@ -25,6 +25,11 @@ func TestSharedAdoptOwnOverflow(t *testing.T) {
 			Capacity: kernel.ByPriority[int]{High: 2, Normal: 2, Low: 2},
 		})
 		_ = k.Register("k", log.fn("a", nil))
+		// The claimer's first claim, at start, finds the pool empty; it polls next
+		// well after every task ran (the clock stands still while they run). A claim
+		// sent as the first pool rows land could take them before their handles
+		// reach the loop: it would start them on their handles (claimedEarly) too.
+		synctest.Wait()
 		var hs []*kernel.Handle
 		for b := range 5 {
 			ts := make([]kernel.DurableTask, 10)

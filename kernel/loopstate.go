@@ -34,9 +34,9 @@ type loopState struct {
 	// adoptQ holds, per level in FIFO order, the pool tasks this kernel follows that
 	// it may adopt (adopt.go); entries whose task left the pool meanwhile are skipped.
 	adoptQ      [queue.NumLevels][]*Handle
-	claimHungry bool // the claimer waits for a free slot to claim due pool work
-	dupID         map[string][]*Handle // further live named tasks sharing an ID of byID
-	readyMarked   bool                 // Kernel.ready is closed
+	claimHungry bool                 // the claimer waits for a free slot to claim due pool work
+	dupID       map[string][]*Handle // further live named tasks sharing an ID of byID
+	readyMarked bool                 // Kernel.ready is closed
 
 	rcl     *resolved // the config the loop applies
 	now     time.Time // the clock, read once per pass

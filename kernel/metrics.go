@@ -128,7 +128,7 @@ type StoreStats struct {
 	// its journal, without a claim; AdoptRefused those whose start found them taken
 	// by another kernel (which runs them).
 	Adopted, AdoptRefused uint64
-	Following int    // tasks this kernel put in the pool and follows (not claimed here)
+	Following             int // tasks this kernel put in the pool and follows (not claimed here)
 }
 
 // Terminal returns the number of tasks that ended, all priorities together.

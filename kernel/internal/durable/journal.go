@@ -149,8 +149,8 @@ type Journal[H, A comparable] struct {
 type JournalCounts struct {
 	Commits, Changes, CommitErrors, Refused, Prestarted uint64
 	Adopted, AdoptRefused                               uint64 // adopting starts stored, refused (Entry.Adopt)
-	Pending                                             int64 // changes waiting
-	Down                                                bool  // the store is known to be down
+	Pending                                             int64  // changes waiting
+	Down                                                bool   // the store is known to be down
 }
 
 // NewJournal starts a journal. Stop it with [Journal.Stop].
