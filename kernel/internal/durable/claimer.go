@@ -146,7 +146,7 @@ func (o *Owner) claimer() {
 		hungry = err == nil && (len(claimed) > 0 || !next.IsZero() && !next.After(o.storeNow()))
 		switch {
 		case err != nil:
-			if !errors.Is(err, store.ErrLeaseLost) && o.log != nil {
+			if !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, errStreamStopped) && o.log != nil {
 				o.log.Log(slog.LevelWarn, "kernel: claim pool tasks", "owner", o.Current().Name, "err", err)
 			}
 			backoff = min(max(2*backoff, claimPollMin), claimPollMax)
@@ -179,15 +179,35 @@ func (o *Owner) claim(b Budget) ([]store.StoredTask, time.Time, error) {
 // Skew tell it: claims compare the tasks' RunAt with it.
 func (o *Owner) storeNow() time.Time { return o.skew.ToStore(o.clk.Now()) }
 
+// claimCall makes the claim on the journal's goroutine, between two commits (the
+// journal's stream): a claim renews the lease, as every commit does, and so would
+// wait for the lock of the owner row that a commit in flight holds, and make the
+// next commit wait for it.
 func (o *Owner) claimCall(ctx context.Context, req store.ClaimRequest) ([]store.StoredTask, time.Time, error) {
-	var next time.Time
-	got, err := call(o.guard, "Claim", func() ([]store.StoredTask, error) {
-		ts, nx, err := o.store.Claim(ctx, o.Current(), req)
-		next = nx
-		return ts, err
-	})
+	var (
+		next time.Time
+		got  []store.StoredTask
+		err  error
+	)
+	claim := func() {
+		got, err = call(o.guard, "Claim", func() ([]store.StoredTask, error) {
+			ts, nx, err := o.store.Claim(ctx, o.Current(), req)
+			next = nx
+			return ts, err
+		})
+	}
+	if s := o.stream.Load(); s != nil {
+		if !(*s)(claim, o.stopCh) {
+			return nil, time.Time{}, errStreamStopped
+		}
+	} else {
+		claim()
+	}
 	return got, next, err
 }
+
+// errStreamStopped: the journal stopped before it made the claim.
+var errStreamStopped = errors.New("kernel: claim: the journal stopped")
 
 // shareOut splits n slots among the priorities by quotas (High, Normal, Low): each
 // gets its share, rounded down, and at least one while n allows; High takes the rest.
