@@ -347,11 +347,8 @@ func (c *Change) Validate() error {
 	if c.Adopt && c.Op != OpStart {
 		return invalidChange(c, "Adopt", "is only for OpStart")
 	}
-	switch c.Op {
-	case OpFail:
-		if t.State != 0 && !t.State.DeadLetter() {
-			return invalidChange(c, "Task.State", "must be Failed, TimedOut, Evicted or Abandoned")
-		}
+	if c.Op == OpFail && t.State != 0 && !t.State.DeadLetter() {
+		return invalidChange(c, "Task.State", "must be Failed, TimedOut, Evicted or Abandoned")
 	}
 	return nil
 }
