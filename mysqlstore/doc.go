@@ -185,7 +185,9 @@
 //     which may be another owner's task) and skips the rows another claim (or a commit)
 //     holds; of the locked rows of a priority, the first Want by run_at and id are
 //     claimed, and the others stay locked until the transaction ends; a priority of Want
-//     0 has no part;
+//     0 has no part. With [store.ClaimRequest] Max, every priority has a part of LIMIT
+//     2*Max, and the shares a priority cannot fill go to the others, High first
+//     (storekit.ClaimShares), so one claim fills the caller's free slots;
 //  3. takes a new epoch, above the owner's and the epoch part of the claimed rows'
 //     fences, and starts them with one UPDATE … WHERE id IN (…) AND owner = 0 AND state
 //     IN (waiting): owner, state Running, attempt + 1, the epoch's first fence,
