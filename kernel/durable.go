@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/axsched/ax/kernel/internal/durable"
@@ -103,6 +104,9 @@ type durables struct {
 	j          *journal
 	own        *durable.Owner // nil unless the store is a SharedStore
 	skew       durable.Skew   // the store's clock less Config.Clock: due times follow the store's
+	// poolDue counts the due pool tasks submitted here on their way to the loop, which
+	// adopts them (adopt.go): the claimer leaves their slots to them.
+	poolDue atomic.Int64
 }
 
 // payloadCapper is implemented by stores that cap payload sizes; the kernel then
@@ -502,6 +506,10 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 			}
 		}
 		h.dur.inPool = pool[i]
+		if pool[i] && st.State == Queued {
+			h.dur.poolDue = true
+			d.poolDue.Add(1)
+		}
 		entries = append(entries, jentry{C: store.Change{Op: store.OpInsert, Task: st, Pool: pool[i]}, H: h, Idx: i, Due: h.due})
 	}
 	if d.j.Every() > 0 {
@@ -557,9 +565,19 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 // abortDurable ends the record of a durable task that never reached the loop (the
 // kernel closed between its commit and its hand-over). Its row stays live.
 func (k *Kernel) abortDurable(h *Handle) {
+	k.poolLanded(h)
 	h.state.Store(uint32(Canceled))
 	h.finish(ErrClosed)
 	k.dur.dropKey(h.dur.unique)
+}
+
+// poolLanded takes h off the due pool tasks on their way to the loop
+// (durables.poolDue), once.
+func (k *Kernel) poolLanded(h *Handle) {
+	if h.dur.poolDue {
+		h.dur.poolDue = false
+		k.dur.poolDue.Add(-1)
+	}
 }
 
 // ceilMilli rounds t up to a whole millisecond.

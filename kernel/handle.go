@@ -285,6 +285,14 @@ type durTask struct {
 	fence       uint64        // loop-owned: the fence the store holds for the task
 	keepLive    bool          // loop-owned: the process stops; leave the row live
 	inPool      bool          // waits in the store's pool (see pool.go); loop-owned once handed over
+	// adopting: its adopting start is journaled and not answered yet; noAdopt: the
+	// store refused it (another kernel took the task); cancel: a Cancel that came
+	// meanwhile (see adopt.go). Loop-owned.
+	adopting, noAdopt bool
+	cancel            error
+	// poolDue: counted in durables.poolDue, from its submit until it reaches the
+	// loop (acceptPooled) or fails.
+	poolDue bool
 }
 
 // lazyTask is the compact record of a delayed fire-and-forget task. Immutable.

@@ -18,7 +18,7 @@ func (k *Kernel) loop() {
 		k.pass()
 		// A drain waits for the commits holding prestarts (prestart.go): their
 		// tasks were acknowledged and run here.
-		if (k.ls.draining || k.ls.closing) && k.ls.live == 0 && (k.ls.closing || k.ls.startReserved == 0) {
+		if (k.ls.draining || k.ls.closing) && k.ls.live == 0 && (k.ls.closing || k.ls.startReserved == 0 && k.ls.adoptReserved == 0) {
 			k.markReady()
 			k.stopExecutors()
 			k.drainPrestarts()
@@ -123,6 +123,7 @@ func (k *Kernel) pass() {
 	k.admitBacklog()
 	k.ls.wheel.Advance(k.ls.now, k.ls.fireFn)
 	k.dispatch()
+	k.adoptPool()
 	k.publish()
 }
 
@@ -186,7 +187,7 @@ func (k *Kernel) park() {
 		return
 	}
 	k.rq.loopWaiting = true
-	k.rq.loopWantsRoom = k.ls.buckets.Len() > 0 || k.ls.draining || k.ls.closing
+	k.rq.loopWantsRoom = k.ls.buckets.Len() > 0 || k.ls.draining || k.ls.closing || k.adoptWaiting() > 0
 	// An executor that finishes takes its next task from the run queue itself: the
 	// loop needs to refill it only once it runs low (a poke per completion cost the
 	// loop a pass, and the submitters waiting for room a wake-up, per task).

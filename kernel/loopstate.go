@@ -28,9 +28,15 @@ type loopState struct {
 	// startReserved counts the slots reserved for starts in a commit in flight (in
 	// durRunning too; see prestart.go).
 	startReserved int
-	claimHungry   bool                 // the claimer waits for a free slot to claim due pool work
-	dupID         map[string][]*Handle // further live named tasks sharing an ID of byID
-	readyMarked   bool                 // Kernel.ready is closed
+	// adoptReserved counts the slots reserved for adopting starts in the journal (in
+	// durRunning too; see adopt.go).
+	adoptReserved int
+	// adoptQ holds, per level in FIFO order, the pool tasks this kernel follows that
+	// it may adopt (adopt.go); entries whose task left the pool meanwhile are skipped.
+	adoptQ      [queue.NumLevels][]*Handle
+	claimHungry bool                 // the claimer waits for a free slot to claim due pool work
+	dupID       map[string][]*Handle // further live named tasks sharing an ID of byID
+	readyMarked bool                 // Kernel.ready is closed
 
 	rcl     *resolved // the config the loop applies
 	now     time.Time // the clock, read once per pass

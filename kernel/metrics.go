@@ -132,7 +132,11 @@ type StoreStats struct {
 	LeaseLost uint64 // commits refused because this kernel's lease had ended
 	Rescued   uint64 // tasks taken over from ended owners
 	Claimed   uint64 // tasks claimed from the pool
-	Following int    // tasks this kernel put in the pool and follows (not claimed here)
+	// Adopted counts the pool tasks this kernel put there and started itself through
+	// its journal, without a claim; AdoptRefused those whose start found them taken
+	// by another kernel (which runs them).
+	Adopted, AdoptRefused uint64
+	Following             int // tasks this kernel put in the pool and follows (not claimed here)
 }
 
 // Terminal returns the number of tasks that ended, all priorities together.
@@ -192,6 +196,7 @@ func (k *Kernel) Stats() Stats {
 		s.Store = StoreStats{
 			Commits: j.Commits, Changes: j.Changes, Errors: j.CommitErrors,
 			Refused: j.Refused, Prestarted: j.Prestarted, Pending: int(j.Pending), Down: j.Down,
+			Adopted: j.Adopted, AdoptRefused: j.AdoptRefused,
 		}
 		d.mu.Lock()
 		for _, ts := range d.held {

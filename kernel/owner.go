@@ -36,6 +36,7 @@ const (
 	durPrestarted                     // a commit stored these tasks started (hs), and frees its reservation (reserved)
 	durLeaseLapse                     // the lease may end soon without a renewal: cancel the running durable attempts
 	durOrphan                         // pool tasks whose submit's outcome is unknown (hs): they run here if claimed here
+	durAdopted                        // a commit stored the adopts of pool tasks (hs) and refused others (refusedHs)
 )
 
 // durMsg is a message of the durable seam to the loop: one batch, in a control
@@ -43,6 +44,7 @@ const (
 type durMsg struct {
 	kind        durKind
 	hs          []*Handle
+	refusedHs   []*Handle // durAdopted: the adopts the store refused
 	as, refused []*attempt
 	errs        []error // durStarted: why each of refused was
 	tasks       []store.StoredTask
@@ -69,6 +71,8 @@ func (k *Kernel) handleDurable(m *durMsg) {
 		k.poolEnded(m.tasks)
 	case durOrphan:
 		k.orphaned(m.hs)
+	case durAdopted:
+		k.adopted(m.hs, m.refusedHs)
 	case durStarted:
 		k.ungate(m.as)
 		k.abortGated(m.refused, m.errs)
@@ -146,10 +150,15 @@ func (l durableLoop) Started(started, refused []*attempt, errs []error) {
 // Refuse gives back the ticket and the unique key of an acknowledged insert whose
 // submit fails.
 func (l durableLoop) Refuse(h *Handle) {
+	l.k.poolLanded(h)
 	if !h.dur.inPool { // a pool task holds no ticket
 		l.k.release(h.ticket(), 1)
 	}
 	l.k.dur.dropKey(h.dur.unique)
+}
+
+func (l durableLoop) Adopted(started, refused []*Handle) {
+	l.k.control(ctrlMsg{kind: ctrlDurable, dur: &durMsg{kind: durAdopted, hs: started, refusedHs: refused}})
 }
 
 func (l durableLoop) Orphan(h *Handle) {

@@ -19,9 +19,14 @@ import (
 //     claims and starts the tasks in one write (SharedStore.Claim), and the loop
 //     hands them to the run queue (claimed, startClaimed). With nothing to claim it
 //     polls with backoff, or until the next pool task is due.
+//   - A due task this kernel put in the pool is started here through the journal
+//     (adopt.go: an OpStart with Change.Adopt) when a slot frees, before any claim;
+//     the claimer leaves those slots to such tasks, and claims other owners' work
+//     and delayed pool tasks.
 //   - The handle of a task this kernel put in the pool follows it: the task runs on
-//     the same handle if this kernel claims it, and the claimer reads the states of
-//     the others (SharedStore.States) so that their handles end as the store says.
+//     the same handle if this kernel adopts or claims it, and the claimer reads the
+//     states of the others (SharedStore.States) so that their handles end as the
+//     store says.
 
 // claimBudget reserves the slots for a claim: the free slots (less the tasks
 // queued here, which take them first), within the durable attempts' bound. Loop
@@ -38,7 +43,10 @@ func (k *Kernel) claimBudget(hungry bool) int {
 	q.mu.Lock()
 	free := q.limit - q.running - q.queued()
 	q.mu.Unlock()
-	n := min(free-k.ls.buckets.Len(), k.ls.rcl.cfg.MaxConcurrency-k.ls.durRunning)
+	// The pool tasks this kernel may adopt take the free slots first (adopt.go): a
+	// claim would take them too, in a transaction of its own.
+	n := min(free-k.ls.buckets.Len()-k.ls.adoptReserved-k.adoptWaiting()-int(k.dur.poolDue.Load()),
+		k.ls.rcl.cfg.MaxConcurrency-k.ls.durRunning)
 	if n <= 0 {
 		k.ls.claimHungry = hungry
 		return 0
@@ -51,6 +59,7 @@ func (k *Kernel) claimBudget(hungry bool) int {
 // acceptPooled takes in a task this kernel put in the pool: it waits there, counted
 // live here, until this kernel claims it or the store says it ended. Loop only.
 func (k *Kernel) acceptPooled(h *Handle) {
+	k.poolLanded(h)
 	k.ls.live++
 	k.ls.pendSubmitted[h.bucket]++
 	if t, ok := k.ls.claimedEarly[h.id]; ok {
@@ -76,6 +85,10 @@ func (k *Kernel) acceptPooled(h *Handle) {
 	}
 	k.ls.pool[h.id] = h
 	k.dur.own.Follow(h.id)
+	if to == Queued {
+		k.ls.adoptQ[h.bucket] = append(k.ls.adoptQ[h.bucket], h) // adopted here (adopt.go)
+		return
+	}
 	k.dur.own.ClaimNow()
 }
 
@@ -283,5 +296,12 @@ func (k *Kernel) endPool(to State, err error) {
 // store then says (readStates). Loop only.
 func (k *Kernel) cancelPooled(h *Handle) {
 	d := h.dur
+	if d.adopting {
+		// Its adopt's answer decides: a cancel of the running task, or of the pool's.
+		if d.cancel == nil {
+			d.cancel = ErrCanceled
+		}
+		return
+	}
 	k.ls.jbuf = append(k.ls.jbuf, jentry{C: store.Change{Op: store.OpCancel, Fence: d.fence, Task: store.StoredTask{ID: h.id, LastError: ErrCanceled.Error(), UpdatedAt: k.ls.now}}})
 }

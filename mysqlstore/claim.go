@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // The pool's claimable states and the priorities in the order Claim serves them.
@@ -25,8 +26,10 @@ var (
 // UNION ALL of one ordered range of the index (state, owner, priority, run_at) per
 // waiting state and wanted priority, each LIMIT 2*Want; locks those rows by primary key
 // with SELECT … FOR UPDATE SKIP LOCKED, so that it locks no row but those it may take
-// and never waits for the rows another claim holds; takes a new epoch above the epoch
-// part of their fences; starts the first Want of each priority with one UPDATE (owner
+// and never waits for the rows another claim holds (with Max, each range is read up to
+// 2*Max, since a priority may take up to Max); takes a new epoch above the epoch part
+// of their fences; starts the first Want of each priority (with Max, then the
+// shares left to those with more, High first: storekit.ClaimShares) with one UPDATE (owner
 // o, Running, attempt + 1, the epoch's first fence); and reads next with one
 // consistent read, a UNION ALL of the first row of each (waiting state, priority) range
 // of the pool whose kind is wanted. With no Kinds, it is the renewal alone. A retry
@@ -70,9 +73,9 @@ func checkClaim(req store.ClaimRequest) error {
 	for _, f := range []struct {
 		name string
 		want int
-	}{{"High", req.Want.High}, {"Normal", req.Want.Normal}, {"Low", req.Want.Low}} {
+	}{{"Want.High", req.Want.High}, {"Want.Normal", req.Want.Normal}, {"Want.Low", req.Want.Low}, {"Max", req.Max}} {
 		if f.want < 0 {
-			errs = append(errs, fmt.Errorf("mysqlstore: claim: ClaimRequest.Want.%s = %d: must be >= 0: %w", f.name, f.want, store.ErrInvalidChange))
+			errs = append(errs, fmt.Errorf("mysqlstore: claim: ClaimRequest.%s = %d: must be >= 0: %w", f.name, f.want, store.ErrInvalidChange))
 		}
 	}
 	return errors.Join(errs...)
@@ -108,10 +111,16 @@ func (s *Store) claimOnce(ctx context.Context, o *store.Owner, req store.ClaimRe
 			}
 		}
 		prior := len(out)
-		// Candidates per priority: up to claimSpare*want[i] from each waiting state's
-		// range, read without locks, then locked by primary key: only rows it may take.
+		// Candidates per priority: up to claimSpare times what it may take from each
+		// waiting state's range (its want; with Max, what is left of Max), read
+		// without locks, then locked by primary key: only rows it may take.
+		limit := want
+		maxLeft := req.Max - prior
+		if req.Max > 0 {
+			limit = [len(claimOrder)]int{maxLeft, maxLeft, maxLeft}
+		}
 		var cand [len(claimOrder)][]store.StoredTask
-		if q, ok := s.claimQuery(req.Kinds, now, want); ok {
+		if q, ok := s.claimQuery(req.Kinds, now, limit); ok {
 			var ids []string
 			err := scanAll(ctx, tx, q, func(sc scanner) error {
 				var id string
@@ -137,7 +146,14 @@ func (s *Store) claimOnce(ctx context.Context, o *store.Owner, req store.ClaimRe
 		floor := uint64(0)
 		for i := range cand {
 			slices.SortFunc(cand[i], compareRecovered)
-			for _, t := range cand[i][:min(len(cand[i]), max(want[i], 0))] {
+		}
+		shares := store.ClaimRequest{Want: store.ByPriority[int]{High: want[0], Normal: want[1], Low: want[2]}}
+		if req.Max > 0 {
+			shares.Max = maxLeft // none left: no candidates were read
+		}
+		take := storekit.ClaimShares(shares, func(i int) int { return len(cand[i]) })
+		for i := range cand {
+			for _, t := range cand[i][:take[i]] {
 				floor = max(floor, t.Fence>>32)
 				out = append(out, t)
 			}
@@ -198,16 +214,16 @@ func (s *Store) claimUpdate(ctx context.Context, tx *sql.Tx, owner, fence uint64
 const claimSpare = 2
 
 // claimQuery returns the consistent read (no lock) of the IDs of the due pool rows of
-// kinds: for each waiting state and each priority i with want[i] > 0, the first
-// claimSpare*want[i] rows of the range (state, 0, priority, ≤ now) of the index (state,
+// kinds: for each waiting state and each priority i with limit[i] > 0, the first
+// claimSpare*limit[i] rows of the range (state, 0, priority, ≤ now) of the index (state,
 // owner, priority, run_at), in index order (run_at, id), skipping rows of other kinds.
 // It reports false when no priority is wanted.
-func (s *Store) claimQuery(kinds []string, now int64, want [len(claimOrder)]int) (string, bool) {
+func (s *Store) claimQuery(kinds []string, now int64, limit [len(claimOrder)]int) (string, bool) {
 	kindList := newQuery(8 + len(kinds)*(2*store.KindMax+4)).hexList(kinds).String()
 	q := newQuery(1024 + 9*len(kindList))
 	parts := 0
 	for i, p := range claimOrder {
-		if want[i] <= 0 {
+		if limit[i] <= 0 {
 			continue
 		}
 		for _, st := range waitingStates {
@@ -217,7 +233,7 @@ func (s *Store) claimQuery(kinds []string, now int64, want [len(claimOrder)]int)
 			parts++
 			q.raw("(SELECT id FROM ").raw(s.table).raw(" WHERE state = ").uint(uint64(stateCode(st))).
 				raw(" AND owner = 0 AND priority = ").uint(uint64(priorityCode(p))).raw(" AND run_at <= ").int(now).
-				raw(" AND kind IN ").raw(kindList).raw(" ORDER BY run_at, id LIMIT ").int(int64(claimSpare * want[i])).raw(")")
+				raw(" AND kind IN ").raw(kindList).raw(" ORDER BY run_at, id LIMIT ").int(int64(claimSpare * limit[i])).raw(")")
 		}
 	}
 	return q.String(), parts > 0

@@ -49,6 +49,7 @@ func (s *Store) commit(ctx context.Context, o *store.Owner, changes []store.Chan
 		}
 	}
 	b := s.newBatch(changes)
+	b.owned = o != nil
 	if len(b.ids) == 0 { // every change refused before reaching the server
 		if o != nil {
 			if err := s.retryAs(ctx, "commit", o, func() error { return s.renew(ctx, s.db, o) }); err != nil {
@@ -94,6 +95,7 @@ type batch struct {
 	first   []int    // first[k]: index of the first change not refused of ids[k]
 	keys    []string // distinct unique keys of the live inserts not refused
 	next    []int    // next change of the same task, or -1
+	owned   bool     // committed by an owner (CommitAs): its inserts not of Change.Pool are the owner's
 	// insertsFirst: the optimistic plan runs the INSERT before the updates. True when a
 	// live insert with a unique key comes before a change that ends a task not inserted
 	// by the batch: that change may free the key, but only after the insert, which must
@@ -161,6 +163,12 @@ type row struct {
 
 	ins  *store.StoredTask // the row to insert, when the batch creates it
 	pool bool              // ins goes to the pool (Change.Pool): owner 0 whoever commits
+	// owned: the row has an owner (read, or inserted for the committing owner); an
+	// optimistic plan assumes a row it adopts has none, which the UPDATE checks.
+	owned bool
+	// adopt: the batch adopts the stored row (Change.Adopt): its UPDATE takes it for
+	// the committing owner, only from the pool (see adopts).
+	adopt bool
 
 	dirty                bool // an existing row the batch changes
 	setAttempt, setRunAt bool
@@ -338,7 +346,7 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 	ids := slices.Sorted(slices.Values(b.ids)) // one lock order for every committer
 	for chunk := range slices.Chunk(ids, selectIDsMax) {
 		q := newQuery(64 + len(chunk)*(2*store.StoredIDMax+4))
-		q.raw("SELECT id, fence, state, attempt, unique_key FROM ").raw(s.table).raw(" WHERE id IN (")
+		q.raw("SELECT id, fence, state, attempt, unique_key, owner <> 0 FROM ").raw(s.table).raw(" WHERE id IN (")
 		for i, id := range chunk {
 			if i > 0 {
 				q.raw(",")
@@ -349,7 +357,7 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 		err := scanAll(ctx, tx, q.String(), func(sc scanner) error {
 			r := &row{exists: true, present: true, keyKnown: true}
 			var code uint8
-			if err := sc.Scan(&r.id, &r.fence, &code, &r.attempt, &r.key); err != nil {
+			if err := sc.Scan(&r.id, &r.fence, &code, &r.attempt, &r.key, &r.owned); err != nil {
 				return err
 			}
 			st, err := decodeState(code)
@@ -409,13 +417,18 @@ func plan(b *batch, rows map[string]*row, holders map[string]string) []error {
 		c := &b.changes[i]
 		r := rows[c.Task.ID]
 		if c.Op == store.OpInsert {
-			results[i] = r.insert(c, holders)
+			results[i] = r.insert(c, holders, !b.owned)
 			continue
 		}
 		switch {
 		case !r.present:
 			results[i] = fmt.Errorf("mysqlstore: %s %q: %w", c.Op, c.Task.ID, store.ErrUnknownTask)
+		case c.Adopt && r.fence == c.Fence && !r.inPool():
+			results[i] = fmt.Errorf("mysqlstore: adopt %q: not in the pool (%s): %w", c.Task.ID, r.state, store.ErrStaleFence)
 		case r.state.Live() && r.fence == c.Fence:
+			if c.Adopt {
+				r.adopt, r.owned, r.pool = r.ins == nil, true, false
+			}
 			r.apply(c, holders)
 		case storekit.AlreadyApplied(b.changes, results, b.next, i, r.fence, r.state, r.attempt):
 			// The batch is a retry of one that landed: report what it reported then.
@@ -427,7 +440,17 @@ func plan(b *batch, rows map[string]*row, holders map[string]string) []error {
 	return results
 }
 
-func (r *row) insert(c *store.Change, holders map[string]string) error {
+// inPool reports whether the row is in the pool as the plan knows it: waiting, with no
+// owner (an inserted row: one of Change.Pool; a committing owner would hold the others).
+func (r *row) inPool() bool {
+	waiting := r.state == store.Queued || r.state == store.Delayed || r.state == store.Retrying
+	if r.ins != nil {
+		return waiting && r.pool
+	}
+	return waiting && !r.owned
+}
+
+func (r *row) insert(c *store.Change, holders map[string]string, noOwner bool) error {
 	if r.present {
 		return nil // our own row: the retry of a commit whose answer was lost
 	}
@@ -442,7 +465,7 @@ func (r *row) insert(c *store.Change, holders map[string]string) error {
 		t.Priority = store.Normal
 	}
 	t.LastError = storekit.TruncateLastError(t.LastError)
-	r.ins, r.pool = &t, c.Pool
+	r.ins, r.pool = &t, c.Pool || noOwner
 	r.present, r.fence, r.state, r.attempt, r.key, r.keyKnown = true, t.Fence, t.State, t.Attempt, t.UniqueKey, true
 	return nil
 }

@@ -220,7 +220,9 @@
 //     which may be another owner's task) and skips the rows another claim (or a commit)
 //     holds; of the locked rows of a priority, the first Want by run_at and id are
 //     claimed, and the others stay locked until the transaction ends; a priority of Want
-//     0 has no part;
+//     0 has no part. With [store.ClaimRequest] Max, every priority has a part of LIMIT
+//     2*Max, and the shares a priority cannot fill go to the others, High first
+//     (storekit.ClaimShares), so one claim fills the caller's free slots;
 //  3. takes a new epoch, above the owner's and the epoch part of the claimed rows'
 //     fences, and starts them with one UPDATE … WHERE id IN (…) AND owner = 0 AND state
 //     IN (waiting): owner, state Running, attempt + 1, the epoch's first fence,
@@ -243,6 +245,15 @@
 // rows of no owner and the rows of ended owners, which no claim locks. A claim retried
 // after a lost answer reads, by primary key, the rows an earlier try of the call gave
 // its fence, and returns them as well, counted against Want.
+//
+// An adopt (an OpStart with [store.Change] Adopt, by which the kernel that put a task in
+// the pool starts it itself) rides in a group commit: one UPDATE by primary key for the
+// adopts that share their values (owner, fence, state, attempt, updated_at), found by id
+// IN (…) AND owner = 0 AND the fence AND a waiting state, so that a row a claim took (or
+// holds locked: the UPDATE waits for that claim's end, then finds the row Running) is
+// not touched; the batch is then planned again from the locked rows, which refuses that
+// adopt with [store.ErrStaleFence]. No epoch and no read: the adopted attempt's fence is
+// the pool row's plus one.
 //
 // [Store.RunNow] makes a waiting task of the pool or of its owner due in one
 // transaction at read committed: the renewal (owner row first), then one UPDATE by

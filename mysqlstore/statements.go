@@ -12,10 +12,11 @@ import (
 // insertsFirst (see batch.insertsFirst). Inserted rows get owner (0: none), except those
 // of a Change with Pool, which get 0.
 func (s *Store) statements(rows map[string]*row, ids []string, insertsFirst bool, owner uint64) []statement {
+	upd := append(s.updates(rows, ids), s.adopts(rows, ids, owner)...)
 	if insertsFirst {
-		return append(s.inserts(rows, ids, owner), s.updates(rows, ids)...)
+		return append(s.inserts(rows, ids, owner), upd...)
 	}
-	return append(s.updates(rows, ids), s.inserts(rows, ids, owner)...)
+	return append(upd, s.inserts(rows, ids, owner)...)
 }
 
 // updates returns the writes of the stored rows the batch changed, each of which checks
@@ -35,7 +36,7 @@ func (s *Store) statements(rows map[string]*row, ids []string, insertsFirst bool
 func (s *Store) updates(rows map[string]*row, ids []string) []statement {
 	var upd []*row
 	for _, id := range ids {
-		if r := rows[id]; r.exists && r.dirty {
+		if r := rows[id]; r.exists && r.dirty && !r.adopt {
 			upd = append(upd, r)
 		}
 	}

@@ -41,7 +41,10 @@ import (
 // A task that no owner holds is in the pool: inserted by [Store.Commit], or by
 // [SharedStore.CommitAs] with [Change.Pool]. [SharedStore.Claim] takes due pool tasks for
 // an owner with free slots and starts them in the same write: any kernel on the store may
-// run them, so work submitted to a busy process runs where slots are free.
+// run them, so work submitted to a busy process runs where slots are free. The kernel
+// that put a task in the pool may instead start it by ID in one of its commits: an
+// [OpStart] with [Change.Adopt], which applies only while the task is still in the
+// pool, so that a claim and an adopt never both take it.
 // [SharedStore.Rescue] leaves waiting pool tasks where they are.
 //
 // # Named leases
@@ -90,7 +93,9 @@ type SharedStore interface {
 	// skipped, not waited for. It also returns the earliest RunAt of the waiting pool
 	// tasks of those kinds left unclaimed (the zero time if none), so the caller knows
 	// when to claim next. It returns an error wrapping [ErrLeaseLost] when o's lease
-	// has ended, and [ErrInvalidChange] for a negative want or a zero Now.
+	// has ended, and [ErrInvalidChange] for a negative Want or Max or a zero Now. With
+	// req.Max > 0 it claims at most Max tasks, each priority its Want first, then
+	// more of those that have more, High first (see [ClaimRequest]).
 	Claim(ctx context.Context, o Owner, req ClaimRequest) (claimed []StoredTask, next time.Time, err error)
 
 	// States returns the tasks among ids that the store holds, without their payloads
@@ -141,6 +146,12 @@ type ClaimRequest struct {
 	Now time.Time
 	// Want bounds the claimed tasks of each priority.
 	Want ByPriority[int]
+	// Max, when > 0, bounds the claimed tasks in all, and Want is then each
+	// priority's share of them: the share a priority cannot fill (it has fewer due
+	// tasks) goes to the others, High first, in the same claim. So one claim fills
+	// the free slots whatever the mix of the pool. Zero: each priority takes at most
+	// its Want, nothing more.
+	Max int
 	// Kinds are the task kinds the caller can run; tasks of other kinds stay.
 	Kinds []string
 }

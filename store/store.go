@@ -231,6 +231,15 @@ type Change struct {
 	// pool instead of giving it to the committing owner (see "The pool" in
 	// [SharedStore]). Tasks inserted with [Store.Commit] are in the pool anyway.
 	Pool bool
+	// Adopt, on an [OpStart], starts a task of the pool by ID (see "The pool" in
+	// [SharedStore]): it applies only when the task has no owner and waits (Queued,
+	// Delayed or Retrying) at the fence Change.Fence, and the task becomes the
+	// committing owner's ([SharedStore.CommitAs]; with [Store.Commit] it keeps no
+	// owner). A task that an owner holds (another kernel claimed it first), that runs
+	// or ended, or whose fence moved, is refused with [ErrStaleFence] and left as it
+	// is. It is how a kernel starts, through its group commits, the tasks it put in
+	// the pool itself, without a [SharedStore.Claim].
+	Adopt bool
 }
 
 // Limits every [Store] enforces; a change beyond them is refused with [ErrInvalidChange].
@@ -334,10 +343,12 @@ func (c *Change) Validate() error {
 		case t.Attempt < 1:
 			return invalidChange(c, "Task.Attempt", "must be >= 1")
 		}
-	case OpFail:
-		if t.State != 0 && !t.State.DeadLetter() {
-			return invalidChange(c, "Task.State", "must be Failed, TimedOut, Evicted or Abandoned")
-		}
+	}
+	if c.Adopt && c.Op != OpStart {
+		return invalidChange(c, "Adopt", "is only for OpStart")
+	}
+	if c.Op == OpFail && t.State != 0 && !t.State.DeadLetter() {
+		return invalidChange(c, "Task.State", "must be Failed, TimedOut, Evicted or Abandoned")
 	}
 	return nil
 }

@@ -182,8 +182,8 @@ func (s *MemoryStore) Rescue(ctx context.Context, o store.Owner, limit int) ([]s
 
 // Claim implements [store.SharedStore.Claim].
 func (s *MemoryStore) Claim(ctx context.Context, o store.Owner, req store.ClaimRequest) ([]store.StoredTask, time.Time, error) {
-	if req.Now.IsZero() || req.Want.High < 0 || req.Want.Normal < 0 || req.Want.Low < 0 {
-		return nil, time.Time{}, fmt.Errorf("storekit: memory store: claim: Now %v, Want %+v: Now must be set and Want >= 0: %w", req.Now, req.Want, store.ErrInvalidChange)
+	if req.Now.IsZero() || req.Want.High < 0 || req.Want.Normal < 0 || req.Want.Low < 0 || req.Max < 0 {
+		return nil, time.Time{}, fmt.Errorf("storekit: memory store: claim: Now %v, Want %+v, Max %d: Now must be set, Want and Max >= 0: %w", req.Now, req.Want, req.Max, store.ErrInvalidChange)
 	}
 	kinds := make(map[string]bool, len(req.Kinds))
 	for _, k := range req.Kinds {
@@ -215,11 +215,20 @@ func (s *MemoryStore) Claim(ctx context.Context, o store.Owner, req store.ClaimR
 			due = append(due, *t)
 		}
 		sortRecovered(due)
+		take := ClaimShares(req, func(i int) int {
+			n := 0
+			for _, c := range due {
+				if prioIndex(c.Priority) == i {
+					n++
+				}
+			}
+			return n
+		})
 		var taken [3]int
 		var fence uint64
 		for _, c := range due {
-			i, want := prioIndex(c.Priority), req.Want.Get(c.Priority)
-			if taken[i] >= want {
+			i := prioIndex(c.Priority)
+			if taken[i] >= take[i] {
 				if next.IsZero() || c.RunAt.Before(next) {
 					next = c.RunAt // due and left: claim again at once
 				}
@@ -240,6 +249,32 @@ func (s *MemoryStore) Claim(ctx context.Context, o store.Owner, req store.ClaimR
 		err = fmt.Errorf("storekit: memory store: claim by owner %s/%d: %w", o.Name, o.Epoch, store.ErrLeaseLost)
 	}
 	return out, next, err
+}
+
+// ClaimShares returns how many tasks of each priority (High, Normal, Low) a claim
+// of req takes when due(i) of priority i are there to take: each its Want, then,
+// with req.Max > 0, what is left of Max to those with more, High first, the whole
+// within Max (see [store.ClaimRequest]).
+func ClaimShares(req store.ClaimRequest, due func(i int) int) [3]int {
+	var take, have [3]int
+	want := [3]int{req.Want.High, req.Want.Normal, req.Want.Low}
+	left := req.Max
+	for i := range take {
+		have[i] = due(i)
+		take[i] = min(max(want[i], 0), have[i])
+		if req.Max > 0 {
+			take[i] = min(take[i], left)
+			left -= take[i]
+		}
+	}
+	for i := range take {
+		more := min(left, have[i]-take[i])
+		if more > 0 {
+			take[i] += more
+			left -= more
+		}
+	}
+	return take
 }
 
 func waiting(st store.State) bool {

@@ -89,9 +89,15 @@ func (s *MemoryStore) commitLocked(changes []store.Change, owner uint64) []error
 		switch {
 		case t == nil:
 			results[i] = fmt.Errorf("storekit: memory store: %s %q: %w", c.Op, c.Task.ID, store.ErrUnknownTask)
+		case c.Adopt && t.Fence == c.Fence && !s.inPoolLocked(t):
+			results[i] = fmt.Errorf("storekit: memory store: adopt %q: not in the pool (%s, owner %d): %w",
+				c.Task.ID, t.State, s.owner[t.ID], store.ErrStaleFence)
 		case t.State.Live() && t.Fence == c.Fence:
+			if c.Adopt && owner != 0 {
+				s.owner[t.ID] = owner
+			}
 			s.applyLocked(t, c)
-		case s.lookAhead(changes, results, &next, i, t):
+		case s.lookAhead(changes, results, &next, i, t) && (!c.Adopt || s.owner[t.ID] == owner):
 			// The batch is a retry of one that landed: report what it reported then.
 		default:
 			results[i] = fmt.Errorf("storekit: memory store: %s %q: fence %d, stored %d (%s): %w",
@@ -134,6 +140,13 @@ func (s *MemoryStore) insertLocked(c *store.Change, owner uint64) error {
 		s.live[t.UniqueKey] = t.ID
 	}
 	return nil
+}
+
+// inPoolLocked reports whether t is in the pool: waiting, with no owner. Called
+// with mu held.
+func (s *MemoryStore) inPoolLocked(t *store.StoredTask) bool {
+	_, owned := s.owner[t.ID]
+	return !owned && waiting(t.State)
 }
 
 // poolLocked keeps t's place in the pool index: a waiting task with no owner is in

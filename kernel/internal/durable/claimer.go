@@ -146,7 +146,7 @@ func (o *Owner) claimer() {
 		hungry = err == nil && (len(claimed) > 0 || !next.IsZero() && !next.After(o.storeNow()))
 		switch {
 		case err != nil:
-			if !errors.Is(err, store.ErrLeaseLost) && o.log != nil {
+			if !errors.Is(err, store.ErrLeaseLost) && !errors.Is(err, errStreamStopped) && o.log != nil {
 				o.log.Log(slog.LevelWarn, "kernel: claim pool tasks", "owner", o.Current().Name, "err", err)
 			}
 			backoff = min(max(2*backoff, claimPollMin), claimPollMax)
@@ -162,72 +162,52 @@ func (o *Owner) claimer() {
 	}
 }
 
-// claim claims up to b.Slots pool tasks of b.Kinds, shared among the priorities by
-// b.Quotas; the shares a priority could not use go, in a second claim, to the
-// others, High first.
+// claim claims, in one call, up to b.Slots pool tasks of b.Kinds, shared among the
+// priorities by b.Quotas; the store gives the shares a priority could not use to
+// the others, High first (store.ClaimRequest.Max).
 func (o *Owner) claim(b Budget) ([]store.StoredTask, time.Time, error) {
 	if len(b.Kinds) == 0 {
 		return nil, time.Time{}, nil
 	}
-	n := b.Slots
-	want := shareOut(n, b.Quotas)
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	req := store.ClaimRequest{Now: o.storeNow(), Want: want, Kinds: b.Kinds}
-	got, next, err := o.claimCall(ctx, req)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	left := n - len(got)
-	if left == 0 || next.IsZero() || next.After(req.Now) {
-		return got, next, nil
-	}
-	// Due tasks were left while slots are: the shares of the priorities that had
-	// fewer tasks than their share go to those that filled theirs (and may have
-	// more), High first.
-	var per store.ByPriority[int]
-	for _, t := range got {
-		switch t.Priority {
-		case store.High:
-			per.High++
-		case store.Low:
-			per.Low++
-		default:
-			per.Normal++
-		}
-	}
-	var more store.ByPriority[int]
-	if per.High == want.High {
-		more.High = left
-	}
-	if per.Normal == want.Normal {
-		more.Normal = left
-	}
-	if per.Low == want.Low {
-		more.Low = left
-	}
-	req.Want = capTotal(more, left)
-	req.Now = o.storeNow()
-	got2, next2, err := o.claimCall(ctx, req)
-	if err != nil {
-		return got, next, nil // the first claim stands
-	}
-	return append(got, got2...), next2, nil
+	req := store.ClaimRequest{Now: o.storeNow(), Want: shareOut(b.Slots, b.Quotas), Max: b.Slots, Kinds: b.Kinds}
+	return o.claimCall(ctx, req)
 }
 
 // storeNow returns the time on the store's clock, as the kernel's clock and the
 // Skew tell it: claims compare the tasks' RunAt with it.
 func (o *Owner) storeNow() time.Time { return o.skew.ToStore(o.clk.Now()) }
 
+// claimCall makes the claim on the journal's goroutine, between two commits (the
+// journal's stream): a claim renews the lease, as every commit does, and so would
+// wait for the lock of the owner row that a commit in flight holds, and make the
+// next commit wait for it.
 func (o *Owner) claimCall(ctx context.Context, req store.ClaimRequest) ([]store.StoredTask, time.Time, error) {
-	var next time.Time
-	got, err := call(o.guard, "Claim", func() ([]store.StoredTask, error) {
-		ts, nx, err := o.store.Claim(ctx, o.Current(), req)
-		next = nx
-		return ts, err
-	})
+	var (
+		next time.Time
+		got  []store.StoredTask
+		err  error
+	)
+	claim := func() {
+		got, err = call(o.guard, "Claim", func() ([]store.StoredTask, error) {
+			ts, nx, err := o.store.Claim(ctx, o.Current(), req)
+			next = nx
+			return ts, err
+		})
+	}
+	if s := o.stream.Load(); s != nil {
+		if !(*s)(claim, o.stopCh) {
+			return nil, time.Time{}, errStreamStopped
+		}
+	} else {
+		claim()
+	}
 	return got, next, err
 }
+
+// errStreamStopped: the journal stopped before it made the claim.
+var errStreamStopped = errors.New("kernel: claim: the journal stopped")
 
 // shareOut splits n slots among the priorities by quotas (High, Normal, Low): each
 // gets its share, rounded down, and at least one while n allows; High takes the rest.
@@ -252,16 +232,6 @@ func shareOut(n int, q [3]int) store.ByPriority[int] {
 		}
 	}
 	return store.ByPriority[int]{High: high, Normal: normal, Low: low}
-}
-
-// capTotal keeps the wants of w within total, High first.
-func capTotal(w store.ByPriority[int], total int) store.ByPriority[int] {
-	w.High = min(w.High, total)
-	total -= w.High
-	w.Normal = min(w.Normal, total)
-	total -= w.Normal
-	w.Low = min(w.Low, total)
-	return w
 }
 
 // readStates reads the states of followed pool tasks and hands those that ended

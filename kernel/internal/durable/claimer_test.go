@@ -35,13 +35,6 @@ func TestShareOut(t *testing.T) {
 	}
 }
 
-func TestCapTotal(t *testing.T) {
-	got := capTotal(store.ByPriority[int]{High: 3, Normal: 3, Low: 3}, 5)
-	if want := (store.ByPriority[int]{High: 3, Normal: 2}); got != want {
-		t.Errorf("capTotal = %+v, want %+v", got, want)
-	}
-}
-
 func TestFollowBatchRotates(t *testing.T) {
 	var f follow
 	ids := make([]string, store.StatesMax+3)

@@ -33,8 +33,12 @@ type Entry[H, A comparable] struct {
 	Start A
 	// Due marks an insert of a task with a due time: it never starts in the commit
 	// that stores it.
-	Due  bool
-	comp bool // a cancel that undoes an insert whose submit was told it failed
+	Due bool
+	// Adopt marks the OpStart (with Change.Adopt) of a pool task H this kernel
+	// follows: the journal hands H back to the loop once committed, started or
+	// refused (JournalLoop.Adopted).
+	Adopt bool
+	comp  bool // a cancel that undoes an insert whose submit was told it failed
 	// pre: the OpStart the journal added behind the insert before it (H's), in the
 	// same commit.
 	pre bool
@@ -80,6 +84,10 @@ type JournalLoop[H, A comparable] interface {
 	// Orphan hands over, after Refuse, a pool task whose submit failed with its
 	// outcome unknown: it may be stored, and runs on h should this kernel claim it.
 	Orphan(h H)
+	// Adopted hands the loop the pool tasks whose adopting starts (Entry.Adopt) a
+	// commit stored, and those whose adopts the store refused: another owner took
+	// them first.
+	Adopted(started, refused []H)
 }
 
 // JournalConfig is what [NewJournal] needs. Every field but Owner and Log must be
@@ -121,6 +129,7 @@ type Journal[H, A comparable] struct {
 	flushNow bool            // guarded by mu: commit without waiting for the snapshot tick
 	stopped  bool            // guarded by mu: the journal goroutine returned
 	room     chan struct{}   // guarded by mu: closed (and replaced) when the queue shrinks below limit
+	calls    []func()        // guarded by mu: store calls to make between two commits (InStream)
 	limit    int             // periodic snapshot mode: submits wait while this many changes wait
 	wake     chan struct{}   // size 1
 	stopCh   chan struct{}
@@ -132,15 +141,21 @@ type Journal[H, A comparable] struct {
 	// reserved: the slots the loop reserved for the prestarts of the commit being
 	// made; journal goroutine only.
 	reserved int
+	// beatAt: when the lone heartbeat is due: HeartbeatEvery after the last commit
+	// that renewed the lease, or after the last heartbeat tried; journal goroutine
+	// only.
+	beatAt time.Time
 
 	commits, changes, commitErrors, refused, prestarted *metrics.Counter
+	adopted, adoptRefused                               atomic.Uint64
 }
 
 // JournalCounts are a Journal's counters, read by the kernel's Stats and metrics.
 type JournalCounts struct {
 	Commits, Changes, CommitErrors, Refused, Prestarted uint64
-	Pending                                             int64 // changes waiting
-	Down                                                bool  // the store is known to be down
+	Adopted, AdoptRefused                               uint64 // adopting starts stored, refused (Entry.Adopt)
+	Pending                                             int64  // changes waiting
+	Down                                                bool   // the store is known to be down
 }
 
 // NewJournal starts a journal. Stop it with [Journal.Stop].
@@ -156,8 +171,60 @@ func NewJournal[H, A comparable](c JournalConfig[H, A]) *Journal[H, A] {
 	j.commitErrors = new(metrics.Counter)
 	j.refused = new(metrics.Counter)
 	j.prestarted = new(metrics.Counter)
+	if c.Owner != nil {
+		j.beatAt = j.clk.Now().Add(c.Owner.HeartbeatEvery()) // Join renewed the lease
+		c.Owner.setStream(j.InStream)
+	}
 	go j.run()
 	return j
+}
+
+// InStream runs f on the journal's goroutine between two commits, and waits for
+// it: a store call made there never waits for the lock of the owner row that a
+// commit of this journal holds (each commit renews the lease), nor makes a commit
+// wait for its own. It reports false, f not run (nor ever to be), once the journal
+// stopped or stop is closed before f began.
+func (j *Journal[H, A]) InStream(f func(), stop <-chan struct{}) bool {
+	done := make(chan struct{})
+	var state atomic.Int32 // 0 queued, 1 running, 2 given up
+	j.mu.Lock()
+	if j.stopped {
+		j.mu.Unlock()
+		return false
+	}
+	j.calls = append(j.calls, func() {
+		if state.CompareAndSwap(0, 1) {
+			f()
+			close(done)
+		}
+	})
+	j.mu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+	select {
+	case <-done:
+		return true
+	case <-j.doneCh:
+	case <-stop:
+	}
+	if state.CompareAndSwap(0, 2) {
+		return false
+	}
+	<-done // it began: wait for it
+	return true
+}
+
+// runCalls makes the store calls queued by InStream.
+func (j *Journal[H, A]) runCalls() {
+	j.mu.Lock()
+	calls := j.calls
+	j.calls = nil
+	j.mu.Unlock()
+	for _, f := range calls {
+		f()
+	}
 }
 
 // Every returns the snapshot period: 0 in acknowledged mode.
@@ -173,7 +240,7 @@ func (j *Journal[H, A]) Pending() int64 { return j.pending.Load() }
 func (j *Journal[H, A]) Counts() JournalCounts {
 	return JournalCounts{
 		Commits: j.commits.Get(), Changes: j.changes.Get(), CommitErrors: j.commitErrors.Get(),
-		Refused: j.refused.Get(), Prestarted: j.prestarted.Get(), Pending: j.pending.Load(), Down: j.down.Load() != nil,
+		Refused: j.refused.Get(), Prestarted: j.prestarted.Get(), Adopted: j.adopted.Load(), AdoptRefused: j.adoptRefused.Load(), Pending: j.pending.Load(), Down: j.down.Load() != nil,
 	}
 }
 
@@ -286,7 +353,7 @@ func (j *Journal[H, A]) run() {
 		j.mu.Lock()
 		j.stopped = true
 		left := j.queue
-		j.queue = nil
+		j.queue, j.calls = nil, nil
 		j.pending.Store(0)
 		j.mu.Unlock()
 		j.abandon(left)
@@ -295,6 +362,7 @@ func (j *Journal[H, A]) run() {
 	var buf []store.Change
 	lastCommit := j.clk.Now()
 	for {
+		j.runCalls()
 		j.mu.Lock()
 		n := len(j.queue)
 		flushNow := j.flushNow
@@ -375,16 +443,21 @@ func (j *Journal[H, A]) idle() bool {
 			return false
 		}
 	}
-	t := j.clk.Timer(own.HeartbeatEvery())
-	defer t.Stop()
-	select {
-	case <-j.wake:
-		return true
-	case <-j.stopCh:
-		return false
-	case <-t.C:
+	// The heartbeat is due HeartbeatEvery after the last renewal (or try), however
+	// often the journal wakes meanwhile (a claim in its stream wakes it).
+	if wait := j.clk.Until(j.beatAt); wait > 0 {
+		t := j.clk.Timer(wait)
+		defer t.Stop()
+		select {
+		case <-j.wake:
+			return true
+		case <-j.stopCh:
+			return false
+		case <-t.C:
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+	j.beatAt = j.clk.Now().Add(own.HeartbeatEvery())
 	_, err := own.Commit(ctx, nil, j.stopCh) // the lone heartbeat
 	cancel()
 	if err != nil && !errors.Is(err, store.ErrLeaseLost) && j.log != nil {
@@ -487,6 +560,7 @@ func (j *Journal[H, A]) unreserve(started []H) {
 // first in the next commit); its other changes go back to the front of the queue.
 func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), j.timeout)
+	t0 := j.clk.Now()
 	var (
 		results []error
 		err     error
@@ -573,10 +647,13 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 	}
 	j.commits.Inc()
 	j.changes.Add(len(changes))
+	if j.own != nil {
+		j.beatAt = t0.Add(j.own.HeartbeatEvery())
+	}
 	if j.down.Swap(nil) != nil && j.log != nil {
 		j.log.Log(slog.LevelInfo, "kernel: the store answers again; durable submits resume")
 	}
-	var handed, prestarted []H
+	var handed, prestarted, adopted, adoptRefused []H
 	var started, refused []A
 	var noA A
 	var refusals []error
@@ -599,6 +676,12 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 			// stored Queued, handed over as such.
 		case e.comp:
 			// Undoing an insert that may not have landed: unknown is the expected answer.
+		case e.Adopt:
+			if r != nil {
+				adoptRefused = append(adoptRefused, e.H)
+			} else {
+				adopted = append(adopted, e.H)
+			}
 		case e.Start != noA:
 			// A refused start means another owner holds the task now: the attempt
 			// never runs here.
@@ -625,6 +708,11 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 	}
 	if len(started) > 0 || len(refused) > 0 {
 		j.loop.Started(started, refused, refusals)
+	}
+	if len(adopted) > 0 || len(adoptRefused) > 0 {
+		j.adopted.Add(uint64(len(adopted)))
+		j.adoptRefused.Add(uint64(len(adoptRefused)))
+		j.loop.Adopted(adopted, adoptRefused)
 	}
 	settleGroups(batch)
 	return true

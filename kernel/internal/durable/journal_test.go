@@ -41,6 +41,8 @@ func (l *fakeJournalLoop) Started(started, refused []*attempt, errs []error) {
 
 func (l *fakeJournalLoop) Orphan(*task) {}
 
+func (l *fakeJournalLoop) Adopted(_, _ []*task) {}
+
 func (l *fakeJournalLoop) Refuse(h *task) {
 	l.mu.Lock()
 	l.refused = append(l.refused, h)

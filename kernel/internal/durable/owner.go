@@ -52,7 +52,10 @@ type Owner struct {
 	okUntil atomic.Int64                // unix ns: durable attempts may start without a commit until then
 
 	claimNow chan struct{} // size 1: claim at once (a task went to the pool)
-	follow   follow        // the pool tasks this kernel follows
+	// stream runs a store call on the journal's goroutine between its commits
+	// (Journal.InStream); nil until the journal starts.
+	stream   atomic.Pointer[func(func(), <-chan struct{}) bool]
+	follow   follow // the pool tasks this kernel follows
 	stopCh   chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup
@@ -148,6 +151,9 @@ func (o *Owner) renewed(t0 time.Time) {
 		}
 	}
 }
+
+// setStream makes the Owner's claims run through f (Journal.InStream).
+func (o *Owner) setStream(f func(func(), <-chan struct{}) bool) { o.stream.Store(&f) }
 
 // Doubt reports whether the lease may end before an attempt started now got going:
 // the kernel then starts a durable attempt only once a commit renewed the lease.
