@@ -66,18 +66,6 @@ func (k *Kernel) runFastItem(h *Handle, l light, now int64) bool {
 	if q.needsWakeWithin(now, fastOverdue) {
 		wake, spawn = q.takeForWake(now)
 	}
-	// Tasks pile up behind the executor on its way: a burst. The chain of wake-ups
-	// it starts may stop short of the last of them (runq.chainWake), and only the
-	// loop's stall check (Kernel.checkStall) restarts it, while the loop sleeps
-	// with the lane open. So the lane closes and the loop wakes: what follows goes
-	// the usual way.
-	poke := false
-	if wake == nil && !spawn && q.queued() > 1 {
-		k.in.fast = false
-		k.fastOpen.Store(false)
-		poke = k.in.loopWaiting
-		k.in.loopWaiting = false
-	}
 	// Yield to the executor woken for this task, or on its way (see below), unless
 	// the submissions come in a burst: a mean gap (over about 16 of them) under
 	// yieldGap. A burst is better spread over the other P than handed over task by
@@ -96,9 +84,6 @@ func (k *Kernel) runFastItem(h *Handle, l light, now int64) bool {
 	if spawn {
 		k.execWG.Add(1)
 		go k.runExecutor(newExecutor(), nil)
-	}
-	if poke {
-		k.poke()
 	}
 	if yield {
 		// As a send on an unbuffered channel does: the woken executor waits on this

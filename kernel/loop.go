@@ -90,6 +90,7 @@ func (k *Kernel) pass() {
 	k.flushCounts()
 
 	k.rq.mu.Lock()
+	k.rq.unwatched = false // the pass ends with a stall check
 	done := k.rq.done
 	k.rq.done = k.ls.spareDone
 	lightFailed := k.rq.lightFailed
@@ -187,6 +188,7 @@ func (k *Kernel) park() {
 		return
 	}
 	k.rq.loopWaiting = true
+	k.rq.unwatched = k.ls.stallAt == 0
 	k.rq.loopWantsRoom = k.ls.buckets.Len() > 0 || k.ls.draining || k.ls.closing || k.adoptWaiting() > 0
 	// An executor that finishes takes its next task from the run queue itself: the
 	// loop needs to refill it only once it runs low (a poke per completion cost the

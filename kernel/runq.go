@@ -28,14 +28,6 @@ type runq struct {
 	coming  int         // executors woken and not yet back under mu
 	wokenAt int64       // mono: when the last of them was woken or started
 
-	// tickets counts the admission tickets of the entries executors took, by level
-	// plus one (ritem.l.tk), until they are given back (takeTickets): a task picked
-	// ahead holds its ticket until an executor starts it, and the executor spares
-	// the count's atomic add. Index 0 counts the entries that held none, ever;
-	// noTicket counts those pushed, so that the difference is in the queue.
-	tickets  [queue.NumLevels + 1]int64
-	noTicket int64
-
 	pops     uint64 // attempts and light tasks popped, ever
 	popAt    int64  // mono: when an executor last popped
 	lastLong bool   // the task handed back last ran overdue or longer
@@ -61,10 +53,19 @@ type runq struct {
 	maxZombies  int
 
 	loopWaiting    bool // the loop parked and wants a poke on the next completion
+	unwatched      bool // ...with no stall check due (Kernel.checkStall): executors chain every wake-up (chainWake)
 	loopWantsRoom  bool // ...even one an executor settles itself (tasks wait, or the kernel drains)
 	loopRefillAt   int  // ...but, unless it drains, only once the run queue holds this many or fewer
 	stopping       bool // executors exit once nothing is left to run
 	workDoneClosed bool
+
+	// tickets counts the admission tickets of the entries executors took, by level
+	// plus one (ritem.l.tk), until they are given back (takeTickets): a task picked
+	// ahead holds its ticket until an executor starts it, and the executor spares
+	// the count's atomic add. Index 0 counts the entries that held none, ever;
+	// noTicket counts those pushed, so that the difference is in the queue.
+	tickets  [queue.NumLevels + 1]int64
+	noTicket int64
 }
 
 // overdue is how long an executor woken for waiting work may take to arrive
@@ -93,8 +94,12 @@ func (q *runq) needsWakeWithin(now, late int64) bool {
 // popping short tasks, those awake drain them, and waking more would only make
 // them contend for mu. If every executor awake then takes a long task at once,
 // the loop's stall check restarts the chain (Kernel.checkStall).
+//
+// While the loop sleeps with no stall check due (unwatched: it parked with nothing
+// in the run queue, and the fast lane fills it meanwhile), nobody would restart a
+// chain that stopped: each executor then wakes the next while work waits.
 func (q *runq) chainWake(now int64, long bool) bool {
-	return q.needsWake(now) && (long || q.lastLong || q.pops-q.wakeMark <= 1)
+	return q.needsWake(now) && (long || q.lastLong || q.unwatched || q.pops-q.wakeMark <= 1)
 }
 
 // takeForWake takes an idle executor to wake, or counts one to start (spawn),
