@@ -50,12 +50,17 @@ func (k *Kernel) release(lvl queue.Level, n int64) { k.waiting[lvl].Add(-n) }
 // takeTickets returns the tickets of the run-queue entries executors took since
 // the last call (runq.tickets), by level, and reports whether there were any.
 // Called with rq.mu held.
-func (q *runq) takeTickets() (t [queue.NumLevels]int64, any bool) {
+func (k *Kernel) takeTickets() (t [queue.NumLevels]int64, any bool) {
+	q := &k.rq
 	for l := range t {
 		t[l] = q.tickets[l+1]
 		any = any || t[l] > 0
 	}
 	q.tickets[1], q.tickets[2], q.tickets[3] = 0, 0, 0
+	if q.hinted {
+		q.hinted = false
+		k.ticketsBack.Store(false)
+	}
 	return t, any
 }
 
@@ -79,9 +84,12 @@ func (k *Kernel) releaseAll(t *[queue.NumLevels]int64) {
 // that finds no room calls it before it is refused, waits or evicts: the room those
 // tasks left is its room.
 func (k *Kernel) reclaimTickets() bool {
+	if !k.ticketsBack.Load() {
+		return false
+	}
 	q := &k.rq
 	q.mu.Lock()
-	t, any := q.takeTickets()
+	t, any := k.takeTickets()
 	q.mu.Unlock()
 	if any {
 		k.releaseAll(&t)
@@ -257,7 +265,8 @@ func (k *Kernel) takeLazyTicket(lvl queue.Level, rc *resolved) bool {
 		k.in.lazyTickets[lvl]--
 		return true
 	}
-	if k.waiting[lvl].Load()+2*lazyTicketBatch <= rc.capacity[lvl] {
+	if k.waiting[lvl].Load()+2*lazyTicketBatch <= rc.capacity[lvl] ||
+		k.reclaimTickets() && k.waiting[lvl].Load()+2*lazyTicketBatch <= rc.capacity[lvl] {
 		// Set before the tickets are taken: a submitter refused for them meanwhile
 		// sees it, and takes them back once this lock is free.
 		if !k.lazyReserve.Load() {

@@ -193,6 +193,10 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 			// The entry's ticket goes back with the loop's next pass; a submitter
 			// waiting for room meanwhile gets the parked loop poked for it.
 			q.tickets[it.l.tk]++
+			if it.l.tk != 0 && !q.hinted {
+				q.hinted = true
+				k.ticketsBack.Store(true)
+			}
 			if q.loopWaiting && it.l.tk != 0 && k.roomWanted() {
 				q.loopWaiting = false
 				poke = true

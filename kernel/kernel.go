@@ -61,6 +61,7 @@ type Kernel struct {
 	roomCh       chan struct{} // closed and replaced by the loop when room frees up
 	roomWaiters  atomic.Int32
 	roomSpinners atomic.Int32 // waiters yielding before they sleep (spinRoom)
+	ticketsBack  atomic.Bool  // runq.tickets may hold tickets: a hint for reclaimTickets, set once per pass
 	_            cacheLinePad
 
 	rq runq

@@ -220,7 +220,7 @@ func (k *Kernel) publish() {
 	}
 	k.evictable.Store(int64(k.ls.buckets.Bucket(queue.Low).Len()))
 	k.rq.mu.Lock()
-	tickets, started := k.rq.takeTickets()
+	tickets, started := k.takeTickets()
 	wake, spawn := k.checkStall()
 	claimRoom := k.ls.claimHungry && k.rq.limit-k.rq.running-k.rq.queued()-k.ls.buckets.Len() > 0 &&
 		k.ls.durRunning < k.ls.rcl.cfg.MaxConcurrency

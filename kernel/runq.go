@@ -66,6 +66,7 @@ type runq struct {
 	// noTicket counts those pushed, so that the difference is in the queue.
 	tickets  [queue.NumLevels + 1]int64
 	noTicket int64
+	hinted   bool // Kernel.ticketsBack was set since the tickets were last taken
 }
 
 // overdue is how long an executor woken for waiting work may take to arrive
