@@ -209,19 +209,18 @@ func (c *proxyConn) up() {
 		if act == proxyCut || c.isFrozen() {
 			continue // a stopped process sends nothing; drop what its socket still gets
 		}
+		if act == proxyFreeze || act == proxyDropCommit {
+			// Frozen before the statement leaves, so that downstream never forwards its
+			// answer, however soon it comes: it fires once the answer arrives.
+			c.mu.Lock()
+			c.frozen = true
+			c.mu.Unlock()
+		}
 		if _, err := c.server.Write(append(hdr[:], body...)); err != nil {
 			c.end()
 			return
 		}
-		switch act {
-		case proxyFreeze:
-			c.mu.Lock()
-			c.frozen = true // fired once the server's answer arrives (downstream)
-			c.mu.Unlock()
-		case proxyDropCommit:
-			c.mu.Lock()
-			c.frozen = true // the answer never reaches the client
-			c.mu.Unlock()
+		if act == proxyDropCommit {
 			_ = c.client.Close()
 			c.p.mu.Lock()
 			c.p.goDown(c)
