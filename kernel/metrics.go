@@ -196,16 +196,8 @@ func (k *Kernel) Stats() Stats {
 		s.Store = StoreStats{
 			Commits: j.Commits, Changes: j.Changes, Errors: j.CommitErrors,
 			Refused: j.Refused, Prestarted: j.Prestarted, Pending: int(j.Pending), Down: j.Down,
-			Adopted: j.Adopted, AdoptRefused: j.AdoptRefused,
+			Adopted: j.Adopted, AdoptRefused: j.AdoptRefused, Held: d.reg.Held(),
 		}
-		d.mu.Lock()
-		for _, ts := range d.held {
-			s.Store.Held += len(ts)
-		}
-		for _, ts := range d.heldGroups {
-			s.Store.Held += len(ts)
-		}
-		d.mu.Unlock()
 		if o := d.own; o != nil {
 			m, c := o.Current(), o.Counts()
 			s.Store.Owner, s.Store.Epoch = m.Name, m.Epoch

@@ -125,12 +125,7 @@ func (k *Kernel) claimed(tasks []store.StoredTask, reserved int) {
 			}
 			continue
 		default:
-			k.dur.mu.Lock()
-			fn := k.dur.kinds[t.Kind]
-			if t.UniqueKey != "" {
-				k.dur.keys[t.UniqueKey] = struct{}{}
-			}
-			k.dur.mu.Unlock()
+			fn := k.dur.reg.Claimed(t)
 			prio := normPriority(t.Priority)
 			maxAttempts := t.MaxAttempts
 			if maxAttempts <= 0 {
