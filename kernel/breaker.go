@@ -3,6 +3,7 @@ package kernel
 import (
 	"cmp"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/axsched/ax/internal/breaker"
@@ -164,7 +165,7 @@ func (s BreakerState) String() string {
 	case BreakerHalfOpen:
 		return "half-open"
 	default:
-		return "BreakerState(" + itoa(int(s)) + ")"
+		return "BreakerState(" + strconv.Itoa(int(s)) + ")"
 	}
 }
 

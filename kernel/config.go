@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
@@ -401,7 +402,7 @@ func (c *Config) Validate() error {
 	case c.Reserve.High < 0:
 		e.Bad("Reserve.High", c.Reserve.High, "must be >= 0")
 	case c.MaxConcurrency >= 0 && c.MaxConcurrency <= maxConcurrencyMax && c.Reserve.High >= conc:
-		e.Bad("Reserve.High", c.Reserve.High, "must be < MaxConcurrency ("+itoa(conc)+")")
+		e.Bad("Reserve.High", c.Reserve.High, "must be < MaxConcurrency ("+strconv.Itoa(conc)+")")
 	}
 	check.NonNeg(e, "AgeAfter", c.AgeAfter)
 	check.In(e, "Capacity.High", c.Capacity.High, capacityMax)
@@ -422,7 +423,7 @@ func (c *Config) Validate() error {
 	case c.MaxZombies < -1:
 		e.Bad("MaxZombies", c.MaxZombies, "must be >= -1")
 	case c.MaxZombies > maxZombiesMax:
-		e.Bad("MaxZombies", c.MaxZombies, "must be <= "+itoa(maxZombiesMax))
+		e.Bad("MaxZombies", c.MaxZombies, "must be <= "+strconv.Itoa(maxZombiesMax))
 	}
 	check.Upto(e, "ZombieGrace", c.ZombieGrace, zombieGraceMax)
 	check.Upto(e, "OnTimeoutWorkers", c.OnTimeoutWorkers, onTimeoutWorkersMax)
@@ -439,14 +440,14 @@ func (c *Config) Validate() error {
 		e.Bad("SharedPool", c.SharedPool, "needs a Store that is a SharedStore")
 	}
 	if len(c.Owner) > store.OwnerNameMax {
-		e.Bad("Owner", c.Owner, "must be at most "+itoa(store.OwnerNameMax)+" bytes (OwnerNameMax)")
+		e.Bad("Owner", c.Owner, "must be at most "+strconv.Itoa(store.OwnerNameMax)+" bytes (OwnerNameMax)")
 	}
 	if c.Lease != 0 && (c.Lease < leaseConfigMin || c.Lease > leaseConfigMax) {
 		e.Bad("Lease", c.Lease, "must be 0 (the default, 15 s) or from "+leaseConfigMin.String()+" to "+leaseConfigMax.String())
 	}
 	e.Add(validateGroups(c.Groups)...)
 	if !validName(c.Name) {
-		e.Bad("Name", c.Name, "must be at most "+itoa(nameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
+		e.Bad("Name", c.Name, "must be at most "+strconv.Itoa(nameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
 	}
 	return e.Err()
 }

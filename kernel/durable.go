@@ -127,6 +127,7 @@ func (k *Kernel) initDurable(c *Config) error {
 			return err
 		}
 		d.own, tasks = own, ts
+		k.ls.pool.Owner = own // before the loop starts
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
 		ts, err := storeCall(k, "Recover", func() ([]store.StoredTask, error) { return c.Store.Recover(ctx) })

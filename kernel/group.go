@@ -207,12 +207,12 @@ func (k *Kernel) pauseResume(sel Selector, pause bool) error {
 func validateGroups(groups map[string]GroupConfig) []error {
 	e := fields("Config.Groups")
 	if len(groups) > groupsMax {
-		e.Bad("", len(groups), "must hold at most "+itoa(groupsMax)+" groups")
+		e.Bad("", len(groups), "must hold at most "+strconv.Itoa(groupsMax)+" groups")
 	}
 	for name, g := range groups {
 		ge := fields("Config.Groups[" + strconv.Quote(name) + "]")
 		if name == "" || !validName(name) {
-			ge.Bad("", nil, "a group's name must be 1 to "+itoa(nameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
+			ge.Bad("", nil, "a group's name must be 1 to "+strconv.Itoa(nameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
 		}
 		ge.Add(g.PerKey.validate(ge.Prefix + ".PerKey")...)
 		if g.Ordered && g.PerKey.Concurrency > 1 {
