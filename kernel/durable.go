@@ -262,9 +262,9 @@ func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
 func (k *Kernel) SubmitDurable(ctx context.Context, t DurableTask) (*Handle, error) {
 	hs, err := k.submitDurable(ctx, []DurableTask{t}, false)
 	if err != nil {
-		var be *batchErrors
+		var be *check.Batch
 		if errors.As(err, &be) {
-			return nil, be.errs[0]
+			return nil, be.Errs[0]
 		}
 		return nil, err
 	}
@@ -279,33 +279,6 @@ func (k *Kernel) SubmitDurable(ctx context.Context, t DurableTask) (*Handle, err
 // comes with no handles.
 func (k *Kernel) SubmitDurableMany(ctx context.Context, ts []DurableTask) ([]*Handle, error) {
 	return k.submitDurable(ctx, ts, true)
-}
-
-// batchErrors holds per-task errors of a durable submit.
-type batchErrors struct{ errs []error }
-
-func (e *batchErrors) Error() string {
-	var b bytes.Buffer
-	for _, err := range e.errs {
-		if err == nil {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(err.Error()) // it names its task: DurableTask[i]
-	}
-	return b.String()
-}
-
-func (e *batchErrors) Unwrap() []error {
-	var out []error
-	for _, err := range e.errs {
-		if err != nil {
-			out = append(out, err)
-		}
-	}
-	return out
 }
 
 func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool) ([]*Handle, error) {
@@ -366,7 +339,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		fail(i, fmt.Errorf("kernel: %sUniqueKey %q: %w", prefix(i), keys[i], store.ErrDuplicateKey))
 	}
 	if failed == len(ts) {
-		return nil, &batchErrors{errs: errs}
+		return nil, &check.Batch{Errs: errs}
 	}
 	if err := d.j.AvailableErr(); err != nil {
 		d.reg.DropKeys(taken...)
@@ -480,7 +453,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 			return nil, ErrClosed
 		}
 		if failed > 0 {
-			return hs, &batchErrors{errs: errs}
+			return hs, &check.Batch{Errs: errs}
 		}
 		return hs, nil
 	}
@@ -502,7 +475,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		}
 	}
 	if anyFailed {
-		return hs, &batchErrors{errs: errs}
+		return hs, &check.Batch{Errs: errs}
 	}
 	return hs, nil
 }

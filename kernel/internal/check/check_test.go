@@ -74,3 +74,17 @@ func TestReports(t *testing.T) {
 		t.Fatalf("List() holds %d errors, want 2", len(e.List()))
 	}
 }
+
+func TestBatch(t *testing.T) {
+	a, c := errors.New("item[0]: bad"), errors.New("item[2]: worse")
+	b := &Batch{Errs: []error{a, nil, c}}
+	if got, want := b.Error(), "item[0]: bad\nitem[2]: worse"; got != want {
+		t.Fatalf("Error() = %q, want %q", got, want)
+	}
+	if !errors.Is(b, c) {
+		t.Fatal("errors.Is(batch, item 2's error) = false")
+	}
+	if got := b.Unwrap(); len(got) != 2 || got[0] != a || got[1] != c {
+		t.Fatalf("Unwrap() = %v, want [a c]", got)
+	}
+}

@@ -3,9 +3,10 @@
 // 1024]"). It holds the rules that recur across the kernel's configs and task
 // fields (a bound, a range, a length in bytes); the kernel keeps the fields, their
 // limits and the rules of its own, and makes each error ([Errs.New]: the kernel's
-// *ConfigError), so callers see one error type whatever checked it.
+// *ConfigError), so callers see one error type whatever checked it. [Batch] holds
+// the errors of a batch's items by index (a durable submit of many tasks).
 //
-// It knows no kernel type: Config.Validate, RetryPolicy, Limits, BreakerConfig,
-// GroupConfig, Task and DurableTask validation call it directly, on the caller's
+// It knows no kernel type: the validation of Config, RetryPolicy, Limits,
+// BreakerConfig, GroupConfig and DurableTask calls it directly, on the caller's
 // goroutine.
 package check
