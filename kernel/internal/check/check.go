@@ -3,6 +3,7 @@ package check
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -38,7 +39,7 @@ type Number interface {
 
 // NonNeg records field when v is below zero (or NaN): "must be >= 0".
 func NonNeg[T Number](e *Errs, field string, v T) {
-	if v < 0 || v != v {
+	if v < 0 || math.IsNaN(float64(v)) {
 		e.Bad(field, v, "must be >= 0")
 	}
 }
@@ -57,7 +58,7 @@ func Upto[T Number](e *Errs, field string, v, hi T) {
 // In records field when v is outside [0, hi] (or NaN): "must be in [0, hi]". It
 // reports whether v is in.
 func In[T Number](e *Errs, field string, v, hi T) bool {
-	if v < 0 || v > hi || v != v {
+	if v < 0 || v > hi || math.IsNaN(float64(v)) {
 		e.Bad(field, v, "must be in [0, "+fmt.Sprint(hi)+"]")
 		return false
 	}

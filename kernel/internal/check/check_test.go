@@ -84,7 +84,7 @@ func TestBatch(t *testing.T) {
 	if !errors.Is(b, c) {
 		t.Fatal("errors.Is(batch, item 2's error) = false")
 	}
-	if got := b.Unwrap(); len(got) != 2 || got[0] != a || got[1] != c {
+	if got := b.Unwrap(); len(got) != 2 || !errors.Is(got[0], a) || !errors.Is(got[1], c) {
 		t.Fatalf("Unwrap() = %v, want [a c]", got)
 	}
 }
