@@ -23,13 +23,7 @@ import (
 
 // adoptWaiting returns how many pool tasks wait to be adopted (stale entries
 // included). Loop only.
-func (k *Kernel) adoptWaiting() int {
-	n := 0
-	for l := range k.ls.adoptQ {
-		n += len(k.ls.adoptQ[l])
-	}
-	return n
-}
+func (k *Kernel) adoptWaiting() int { return k.ls.pool.AdoptWaiting() }
 
 // adoptPool journals the adopting starts of as many followed pool tasks as slots
 // are free. Loop only.
@@ -50,53 +44,19 @@ func (k *Kernel) adoptPool() {
 	n := min(free-k.ls.buckets.Len()-k.ls.claimReserved-k.ls.startReserved-k.ls.adoptReserved,
 		k.ls.rcl.cfg.MaxConcurrency-k.ls.durRunning)
 	if n <= 0 {
-		if k.adoptWaiting() > 2*len(k.ls.pool)+64 {
-			k.compactAdoptQ() // tasks that left the pool meanwhile
+		if k.adoptWaiting() > 2*k.ls.pool.Len()+64 {
+			k.ls.pool.CompactAdopt(k.adoptable) // tasks that left the pool meanwhile
 		}
 		return
 	}
-	var avail [queue.NumLevels]int
-	for l := range avail {
-		avail[l] = len(k.ls.adoptQ[l])
-	}
 	qs := k.ls.rcl.cfg.Quotas
-	take := splitByQuotas(n, [queue.NumLevels]int{qs.High, qs.Normal, qs.LowGuaranteed}, avail)
-	for l := range take {
-		aq := k.ls.adoptQ[l]
-		i := 0
-		for ; i < len(aq) && take[l] > 0; i++ {
-			h := aq[i]
-			aq[i] = nil
-			if !k.adoptable(h) {
-				continue
-			}
-			take[l]--
-			k.journalAdopt(h)
-		}
-		k.ls.adoptQ[l] = aq[i:]
-	}
-}
-
-// compactAdoptQ drops the entries of tasks no longer adoptable. Loop only.
-func (k *Kernel) compactAdoptQ() {
-	for l := range k.ls.adoptQ {
-		aq := k.ls.adoptQ[l]
-		n := 0
-		for _, h := range aq {
-			if k.adoptable(h) {
-				aq[n] = h
-				n++
-			}
-		}
-		clear(aq[n:])
-		k.ls.adoptQ[l] = aq[:n]
-	}
+	k.ls.pool.Adopt(n, [queue.NumLevels]int{qs.High, qs.Normal, qs.LowGuaranteed}, k.adoptable, k.journalAdopt)
 }
 
 // adoptable reports whether h, a followed pool task, may be adopted now. Loop only.
 func (k *Kernel) adoptable(h *Handle) bool {
 	d := h.dur
-	return d.inPool && !d.adopting && !d.noAdopt && k.ls.pool[h.id] == h && State(h.state.Load()) == Queued
+	return d.inPool && !d.adopting && !d.noAdopt && k.ls.pool.Follows(h.id, h) && State(h.state.Load()) == Queued
 }
 
 // journalAdopt journals the adopting start of h and reserves its slot. Loop only.
@@ -122,13 +82,12 @@ func (k *Kernel) adopted(started, refused []*Handle) {
 		d := h.dur
 		d.adopting = false
 		d.fence++ // the adopt's fence (journalAdopt's rule)
-		if k.ls.pool[h.id] != h {
+		if !k.ls.pool.Follows(h.id, h) {
 			// Its handle ended meanwhile (Close): the row stays Running, for a rescue
 			// once this kernel left, as for any attempt a Close interrupts.
 			continue
 		}
-		delete(k.ls.pool, h.id)
-		k.dur.own.Unfollow(h.id)
+		k.ls.pool.Unfollow(h.id)
 		d.inPool = false
 		if k.ls.closing {
 			d.keepLive = true
@@ -157,7 +116,7 @@ func (k *Kernel) adopted(started, refused []*Handle) {
 		k.ls.adoptReserved--
 		d := h.dur
 		d.adopting, d.noAdopt = false, true
-		if d.cancel != nil && k.ls.pool[h.id] == h {
+		if d.cancel != nil && k.ls.pool.Follows(h.id, h) {
 			d.cancel = nil
 			k.cancelPooled(h)
 		}
@@ -165,30 +124,4 @@ func (k *Kernel) adopted(started, refused []*Handle) {
 	if len(started)+len(refused) > 0 {
 		k.ls.freed = true
 	}
-}
-
-// splitByQuotas shares n among the levels by quotas, each taking at most avail[l]:
-// each level its share (rounded down), then what is left to the levels with more,
-// High first.
-func splitByQuotas(n int, quotas, avail [queue.NumLevels]int) [queue.NumLevels]int {
-	var take [queue.NumLevels]int
-	total := 0
-	for _, q := range quotas {
-		total += q
-	}
-	left := n
-	for l := range take {
-		share := n
-		if total > 0 {
-			share = n * quotas[l] / total
-		}
-		take[l] = min(share, avail[l])
-		left -= take[l]
-	}
-	for l := range take {
-		more := min(left, avail[l]-take[l])
-		take[l] += more
-		left -= more
-	}
-	return take
 }

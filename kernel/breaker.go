@@ -3,9 +3,11 @@ package kernel
 import (
 	"cmp"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/axsched/ax/internal/breaker"
+	"github.com/axsched/ax/kernel/internal/check"
 )
 
 // Defaults and limits of [BreakerConfig]. OpenFor and Probes follow
@@ -94,43 +96,26 @@ type BreakerConfig struct {
 // "." + field, e.g. `Config.Groups["x"].Breaker.FailureRatio`. Every config it
 // accepts is safe: doubling the open period cannot overflow.
 func (c *BreakerConfig) validate(prefix string) []error {
-	var errs []error
-	bad := func(field string, v any, reason string) {
-		errs = append(errs, &ConfigError{Field: prefix + "." + field, Value: v, Reason: reason})
-	}
-	if c.Window != 0 && (c.Window < breakerWindowMin || c.Window > breakerWindowMax) {
-		bad("Window", c.Window, "must be 0 or in ["+breakerWindowMin.String()+", "+breakerWindowMax.String()+"]")
-	}
-	if c.MinCalls < 0 || c.MinCalls > breakerMinCallsMax {
-		bad("MinCalls", c.MinCalls, "must be in [0, "+itoa(breakerMinCallsMax)+"]")
-	}
+	e := fields(prefix + ".")
+	check.ZeroOrIn(e, "Window", c.Window, breakerWindowMin, breakerWindowMax)
+	check.In(e, "MinCalls", c.MinCalls, breakerMinCallsMax)
 	ratio := func(field string, v float64) {
 		if math.IsNaN(v) || v < 0 || v > 1 {
-			bad(field, v, "must be 0 or in (0, 1]")
+			e.Bad(field, v, "must be 0 or in (0, 1]")
 		}
 	}
 	ratio("FailureRatio", c.FailureRatio)
-	if c.SlowCall < 0 {
-		bad("SlowCall", c.SlowCall, "must be >= 0")
-	}
+	check.NonNeg(e, "SlowCall", c.SlowCall)
 	ratio("SlowRatio", c.SlowRatio)
 	if c.SlowCall == 0 && c.SlowRatio > 0 && c.SlowRatio <= 1 {
-		bad("SlowRatio", c.SlowRatio, "must be 0 when SlowCall is 0 (no call is slow)")
+		e.Bad("SlowRatio", c.SlowRatio, "must be 0 when SlowCall is 0 (no call is slow)")
 	}
-	openOK := c.OpenFor == 0 || (c.OpenFor >= breakerOpenForMin && c.OpenFor <= breakerOpenForMax)
-	if !openOK {
-		bad("OpenFor", c.OpenFor, "must be 0 or in ["+breakerOpenForMin.String()+", "+breakerOpenForMax.String()+"]")
+	openOK := check.ZeroOrIn(e, "OpenFor", c.OpenFor, breakerOpenForMin, breakerOpenForMax)
+	if check.In(e, "MaxOpenFor", c.MaxOpenFor, breakerOpenForMax) && c.MaxOpenFor > 0 && openOK && c.MaxOpenFor < cmp.Or(c.OpenFor, breakerOpenForDefault) {
+		e.Bad("MaxOpenFor", c.MaxOpenFor, "must be 0 or >= OpenFor ("+cmp.Or(c.OpenFor, breakerOpenForDefault).String()+")")
 	}
-	switch {
-	case c.MaxOpenFor < 0 || c.MaxOpenFor > breakerOpenForMax:
-		bad("MaxOpenFor", c.MaxOpenFor, "must be in [0, "+breakerOpenForMax.String()+"]")
-	case c.MaxOpenFor > 0 && openOK && c.MaxOpenFor < cmp.Or(c.OpenFor, breakerOpenForDefault):
-		bad("MaxOpenFor", c.MaxOpenFor, "must be 0 or >= OpenFor ("+cmp.Or(c.OpenFor, breakerOpenForDefault).String()+")")
-	}
-	if c.Probes < 0 || c.Probes > breakerProbesMax {
-		bad("Probes", c.Probes, "must be in [0, "+itoa(breakerProbesMax)+"]")
-	}
-	return errs
+	check.In(e, "Probes", c.Probes, breakerProbesMax)
+	return e.List()
 }
 
 // withDefaults returns a copy of c with every zero field resolved. c must be valid.
@@ -180,7 +165,7 @@ func (s BreakerState) String() string {
 	case BreakerHalfOpen:
 		return "half-open"
 	default:
-		return "BreakerState(" + itoa(int(s)) + ")"
+		return "BreakerState(" + strconv.Itoa(int(s)) + ")"
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/axsched/ax/kernel/internal/durable"
 	"github.com/axsched/ax/store"
 )
 
@@ -59,37 +58,15 @@ func (k *Kernel) askID(ctx context.Context, name string, kind ctrlKind, id strin
 // cancelHeld cancels the recovered durable task id if it waits for its kind's
 // Register or its group's configuration: its row is stored Canceled. It reports how many it cancelled (0 or 1).
 func (k *Kernel) cancelHeld(id string) int {
-	var found store.StoredTask
-	if !k.withHeld(id, func(held map[string][]store.StoredTask, name string, i int) {
-		found = held[name][i]
-		if ts := slices.Delete(held[name], i, i+1); len(ts) == 0 {
-			delete(held, name)
-		} else {
-			held[name] = ts
-		}
-	}) {
+	if k.dur == nil {
 		return 0
 	}
-	k.dur.dropKey(found.UniqueKey)
+	found, ok := k.dur.reg.TakeHeld(id)
+	if !ok {
+		return 0
+	}
 	k.dur.j.Add([]jentry{{C: store.Change{Op: store.OpCancel, Fence: found.Fence, Task: store.StoredTask{ID: id, LastError: ErrCanceled.Error(), UpdatedAt: k.clk.Now()}}}})
 	return 1
-}
-
-// withHeld calls f, under the durables' mu, with the place of the recovered durable
-// task id if it waits for its kind's Register or its group's configuration, and
-// reports whether it found it.
-func (k *Kernel) withHeld(id string, f func(held map[string][]store.StoredTask, name string, i int)) bool {
-	d := k.dur
-	if d == nil {
-		return false
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	held, name, i := durable.FindHeld(id, d.held, d.heldGroups)
-	if held != nil {
-		f(held, name, i)
-	}
-	return held != nil
 }
 
 // index adds a named task to the loop's index of IDs. Loop only.

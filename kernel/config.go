@@ -5,11 +5,13 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/benbjohnson/clock"
 
+	"github.com/axsched/ax/kernel/internal/check"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/store"
 )
@@ -390,107 +392,64 @@ type Config struct {
 // Validate reports every invalid field as a [*ConfigError], joined with
 // [errors.Join]. The zero Config is valid.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(field string, v any, reason string) {
-		errs = append(errs, &ConfigError{Field: "Config." + field, Value: v, Reason: reason})
-	}
-	inRange := func(field string, v, hi int) {
-		switch {
-		case v < 0:
-			bad(field, v, "must be >= 0")
-		case v > hi:
-			bad(field, v, "must be <= "+itoa(hi))
-		}
-	}
-	inRange("MaxConcurrency", c.MaxConcurrency, maxConcurrencyMax)
-	inRange("Quotas.High", c.Quotas.High, quotaMax)
-	inRange("Quotas.Normal", c.Quotas.Normal, quotaMax)
-	inRange("Quotas.LowGuaranteed", c.Quotas.LowGuaranteed, quotaMax)
+	e := fields("Config.")
+	check.Upto(e, "MaxConcurrency", c.MaxConcurrency, maxConcurrencyMax)
+	check.Upto(e, "Quotas.High", c.Quotas.High, quotaMax)
+	check.Upto(e, "Quotas.Normal", c.Quotas.Normal, quotaMax)
+	check.Upto(e, "Quotas.LowGuaranteed", c.Quotas.LowGuaranteed, quotaMax)
 	conc := cmp.Or(c.MaxConcurrency, maxConcurrencyDefault)
 	switch {
 	case c.Reserve.High < 0:
-		bad("Reserve.High", c.Reserve.High, "must be >= 0")
+		e.Bad("Reserve.High", c.Reserve.High, "must be >= 0")
 	case c.MaxConcurrency >= 0 && c.MaxConcurrency <= maxConcurrencyMax && c.Reserve.High >= conc:
-		bad("Reserve.High", c.Reserve.High, "must be < MaxConcurrency ("+itoa(conc)+")")
+		e.Bad("Reserve.High", c.Reserve.High, "must be < MaxConcurrency ("+strconv.Itoa(conc)+")")
 	}
-	if c.AgeAfter < 0 {
-		bad("AgeAfter", c.AgeAfter, "must be >= 0")
-	}
-	for _, f := range []struct {
-		name string
-		v    int
-	}{{"Capacity.High", c.Capacity.High}, {"Capacity.Normal", c.Capacity.Normal}, {"Capacity.Low", c.Capacity.Low}} {
-		if f.v < 0 || f.v > capacityMax {
-			bad(f.name, f.v, "must be in [0, "+itoa(capacityMax)+"]")
-		}
-	}
-	if math.IsNaN(c.DegradeAt) || c.DegradeAt < 0 || c.DegradeAt > 1 {
-		bad("DegradeAt", c.DegradeAt, "must be in [0, 1]")
-	}
-	if c.Tick < 0 || (c.Tick > 0 && c.Tick < tickMin) || c.Tick > tickMax {
-		bad("Tick", c.Tick, "must be 0 or in ["+tickMin.String()+", "+tickMax.String()+"]")
-	}
-	for _, f := range []struct {
-		name string
-		v    time.Duration
-	}{{"DefaultTimeout.High", c.DefaultTimeout.High}, {"DefaultTimeout.Normal", c.DefaultTimeout.Normal}, {"DefaultTimeout.Low", c.DefaultTimeout.Low}} {
-		if f.v < 0 {
-			bad(f.name, f.v, "must be >= 0")
-		}
-	}
-	for _, f := range []struct {
-		name string
-		p    *RetryPolicy
-	}{{"Retry.High", &c.Retry.High}, {"Retry.Normal", &c.Retry.Normal}, {"Retry.Low", &c.Retry.Low}} {
-		errs = append(errs, f.p.validate("Config."+f.name)...)
-	}
-	if c.RetryBudget.Ratio < 0 || math.IsNaN(c.RetryBudget.Ratio) {
-		bad("RetryBudget.Ratio", c.RetryBudget.Ratio, "must be >= 0")
-	}
-	if c.RetryBudget.MinPerSecond < 0 {
-		bad("RetryBudget.MinPerSecond", c.RetryBudget.MinPerSecond, "must be >= 0")
-	}
-	if c.RetryBudget.Window < 0 {
-		bad("RetryBudget.Window", c.RetryBudget.Window, "must be >= 0")
-	}
+	check.NonNeg(e, "AgeAfter", c.AgeAfter)
+	check.In(e, "Capacity.High", c.Capacity.High, capacityMax)
+	check.In(e, "Capacity.Normal", c.Capacity.Normal, capacityMax)
+	check.In(e, "Capacity.Low", c.Capacity.Low, capacityMax)
+	check.In(e, "DegradeAt", c.DegradeAt, 1)
+	check.ZeroOrIn(e, "Tick", c.Tick, tickMin, tickMax)
+	check.NonNeg(e, "DefaultTimeout.High", c.DefaultTimeout.High)
+	check.NonNeg(e, "DefaultTimeout.Normal", c.DefaultTimeout.Normal)
+	check.NonNeg(e, "DefaultTimeout.Low", c.DefaultTimeout.Low)
+	e.Add(c.Retry.High.validate("Config.Retry.High")...)
+	e.Add(c.Retry.Normal.validate("Config.Retry.Normal")...)
+	e.Add(c.Retry.Low.validate("Config.Retry.Low")...)
+	check.NonNeg(e, "RetryBudget.Ratio", c.RetryBudget.Ratio)
+	check.NonNeg(e, "RetryBudget.MinPerSecond", c.RetryBudget.MinPerSecond)
+	check.NonNeg(e, "RetryBudget.Window", c.RetryBudget.Window)
 	switch {
 	case c.MaxZombies < -1:
-		bad("MaxZombies", c.MaxZombies, "must be >= -1")
+		e.Bad("MaxZombies", c.MaxZombies, "must be >= -1")
 	case c.MaxZombies > maxZombiesMax:
-		bad("MaxZombies", c.MaxZombies, "must be <= "+itoa(maxZombiesMax))
+		e.Bad("MaxZombies", c.MaxZombies, "must be <= "+strconv.Itoa(maxZombiesMax))
 	}
-	switch {
-	case c.ZombieGrace < 0:
-		bad("ZombieGrace", c.ZombieGrace, "must be >= 0")
-	case c.ZombieGrace > zombieGraceMax:
-		bad("ZombieGrace", c.ZombieGrace, "must be <= "+zombieGraceMax.String())
-	}
-	inRange("OnTimeoutWorkers", c.OnTimeoutWorkers, onTimeoutWorkersMax)
-	inRange("EventBuffer", c.EventBuffer, eventBufferMax)
+	check.Upto(e, "ZombieGrace", c.ZombieGrace, zombieGraceMax)
+	check.Upto(e, "OnTimeoutWorkers", c.OnTimeoutWorkers, onTimeoutWorkersMax)
+	check.Upto(e, "EventBuffer", c.EventBuffer, eventBufferMax)
 	switch {
 	case c.SnapshotEvery < 0:
-		bad("SnapshotEvery", c.SnapshotEvery, "must be >= 0")
+		e.Bad("SnapshotEvery", c.SnapshotEvery, "must be >= 0")
 	case c.SnapshotEvery > 0 && c.Store == nil:
-		bad("SnapshotEvery", c.SnapshotEvery, "needs a Store (periodic snapshots are of durable tasks)")
+		e.Bad("SnapshotEvery", c.SnapshotEvery, "needs a Store (periodic snapshots are of durable tasks)")
 	}
-	if c.StoreTimeout < 0 {
-		bad("StoreTimeout", c.StoreTimeout, "must be >= 0")
-	}
-	inRange("StoreBatch", c.StoreBatch, storeBatchMax)
+	check.NonNeg(e, "StoreTimeout", c.StoreTimeout)
+	check.Upto(e, "StoreBatch", c.StoreBatch, storeBatchMax)
 	if _, shared := c.Store.(store.SharedStore); c.SharedPool && !shared {
-		bad("SharedPool", c.SharedPool, "needs a Store that is a SharedStore")
+		e.Bad("SharedPool", c.SharedPool, "needs a Store that is a SharedStore")
 	}
 	if len(c.Owner) > store.OwnerNameMax {
-		bad("Owner", c.Owner, "must be at most "+itoa(store.OwnerNameMax)+" bytes (OwnerNameMax)")
+		e.Bad("Owner", c.Owner, "must be at most "+strconv.Itoa(store.OwnerNameMax)+" bytes (OwnerNameMax)")
 	}
 	if c.Lease != 0 && (c.Lease < leaseConfigMin || c.Lease > leaseConfigMax) {
-		bad("Lease", c.Lease, "must be 0 (the default, 15 s) or from "+leaseConfigMin.String()+" to "+leaseConfigMax.String())
+		e.Bad("Lease", c.Lease, "must be 0 (the default, 15 s) or from "+leaseConfigMin.String()+" to "+leaseConfigMax.String())
 	}
-	errs = append(errs, validateGroups(c.Groups)...)
+	e.Add(validateGroups(c.Groups)...)
 	if !validName(c.Name) {
-		bad("Name", c.Name, "must be at most "+itoa(nameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
+		e.Bad("Name", c.Name, "must be at most "+strconv.Itoa(nameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
 	}
-	return errors.Join(errs...)
+	return e.Err()
 }
 
 // validName reports whether name is a valid Config.Name (the empty name is).
@@ -516,26 +475,17 @@ func (p *RetryPolicy) Validate() error { return errors.Join(p.validate("RetryPol
 
 // validate checks a retry policy; prefix names it ("Config.Retry.Low", "Task.Retry").
 func (p *RetryPolicy) validate(prefix string) []error {
-	var errs []error
-	bad := func(field string, v any, reason string) {
-		errs = append(errs, &ConfigError{Field: prefix + "." + field, Value: v, Reason: reason})
-	}
-	if p.MaxAttempts < 0 {
-		bad("MaxAttempts", p.MaxAttempts, "must be >= 0")
-	}
-	if p.Base < 0 {
-		bad("Base", p.Base, "must be >= 0")
-	}
+	e := fields(prefix + ".")
+	check.NonNeg(e, "MaxAttempts", p.MaxAttempts)
+	check.NonNeg(e, "Base", p.Base)
 	if p.Multiplier != 0 && (p.Multiplier < 1 || math.IsNaN(p.Multiplier) || math.IsInf(p.Multiplier, 0)) {
-		bad("Multiplier", p.Multiplier, "must be 0 or a finite number >= 1")
+		e.Bad("Multiplier", p.Multiplier, "must be 0 or a finite number >= 1")
 	}
-	if p.Max < 0 {
-		bad("Max", p.Max, "must be >= 0")
-	}
+	check.NonNeg(e, "Max", p.Max)
 	if p.Jitter > JitterNone {
-		bad("Jitter", p.Jitter, "must be JitterFull, JitterEqual or JitterNone")
+		e.Bad("Jitter", p.Jitter, "must be JitterFull, JitterEqual or JitterNone")
 	}
-	return errs
+	return e.List()
 }
 
 // withDefaults returns the policy with its zero fields filled.

@@ -8,11 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/axsched/ax/kernel/internal/check"
 	"github.com/axsched/ax/kernel/internal/durable"
+	"github.com/axsched/ax/kernel/internal/registry"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/store"
 )
@@ -88,22 +89,16 @@ type DurableTask struct {
 // and Config.Retry, unless it is [Permanent]).
 type DurableFunc func(ctx context.Context, payload []byte) error
 
-// durables is the kernel's durable side: the registry of kinds, the unique keys of
-// live durable tasks, the tasks recovered for kinds not registered yet, and the
-// journal.
+// durables is the kernel's durable side: the registry of kinds (with the unique
+// keys of live durable tasks and the recovered tasks held for their kind or
+// group), and the journal.
 type durables struct {
-	mu    sync.Mutex
-	kinds map[string]DurableFunc        // guarded by mu
-	keys  map[string]struct{}           // guarded by mu: unique keys of live durable tasks
-	held  map[string][]store.StoredTask // guarded by mu: recovered tasks by kind, waiting for Register
-	// heldGroups holds, by group, recovered tasks of a registered kind whose group
-	// is not in Config.Groups, waiting for an Update that adds it. Guarded by mu.
-	heldGroups map[string][]store.StoredTask
-	prefix     string // immutable: the ID prefix of this kernel instance
-	maxBytes   int    // immutable: the store's payload cap, 0 if unknown
-	j          *journal
-	own        *durable.Owner // nil unless the store is a SharedStore
-	skew       durable.Skew   // the store's clock less Config.Clock: due times follow the store's
+	reg      *registry.Registry[DurableFunc] // immutable; safe for concurrent use
+	prefix   string                          // immutable: the ID prefix of this kernel instance
+	maxBytes int                             // immutable: the store's payload cap, 0 if unknown
+	j        *journal
+	own      *durable.Owner // nil unless the store is a SharedStore
+	skew     durable.Skew   // the store's clock less Config.Clock: due times follow the store's
 	// poolDue counts the due pool tasks submitted here on their way to the loop, which
 	// adopts them (adopt.go): the claimer leaves their slots to them.
 	poolDue atomic.Int64
@@ -115,11 +110,7 @@ type payloadCapper interface{ MaxPayload() int }
 
 // initDurable starts the journal and reads back the live tasks of the store.
 func (k *Kernel) initDurable(c *Config) error {
-	d := &durables{
-		kinds: make(map[string]DurableFunc),
-		keys:  make(map[string]struct{}),
-		held:  make(map[string][]store.StoredTask),
-	}
+	d := &durables{reg: registry.New[DurableFunc]()}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	d.prefix = "ax" + hex.EncodeToString(b[:]) + "-"
@@ -136,6 +127,7 @@ func (k *Kernel) initDurable(c *Config) error {
 			return err
 		}
 		d.own, tasks = own, ts
+		k.ls.pool.Owner = own // before the loop starts
 	} else {
 		ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
 		ts, err := storeCall(k, "Recover", func() ([]store.StoredTask, error) { return c.Store.Recover(ctx) })
@@ -145,12 +137,7 @@ func (k *Kernel) initDurable(c *Config) error {
 		}
 		tasks = ts
 	}
-	for _, t := range tasks {
-		d.held[t.Kind] = append(d.held[t.Kind], t)
-		if t.UniqueKey != "" {
-			d.keys[t.UniqueKey] = struct{}{}
-		}
-	}
+	d.reg.Sort(tasks) // no kind is registered yet: all are held
 	k.dur = d
 	d.j = newJournal(k, c)
 	return nil
@@ -180,29 +167,14 @@ func (k *Kernel) Register(kind string, fn DurableFunc) error {
 	if k.isClosed() {
 		return ErrClosed
 	}
-	d.mu.Lock()
-	if _, ok := d.kinds[kind]; ok {
-		d.mu.Unlock()
+	held, ok := d.reg.Register(kind, fn)
+	if !ok {
 		return fmt.Errorf("kernel: Register: kind %q is registered already", kind)
 	}
-	d.kinds[kind] = fn
-	held := d.held[kind]
-	delete(d.held, kind)
-	d.mu.Unlock()
 	if len(held) > 0 {
 		k.recover(held, fn)
 	}
 	return nil
-}
-
-// dropKey frees a unique key of a durable task that is no longer live.
-func (d *durables) dropKey(key string) {
-	if key == "" {
-		return
-	}
-	d.mu.Lock()
-	delete(d.keys, key)
-	d.mu.Unlock()
 }
 
 // newDurableHandle builds the record of a durable task, of group gd and key key
@@ -230,47 +202,32 @@ func (k *Kernel) newDurableHandle(t *Task, rc *resolved, fn DurableFunc, kind st
 
 // validate checks a durable task's fields, naming the bad ones.
 func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
-	var errs []error
-	bad := func(field string, v any, reason string) {
-		errs = append(errs, &ConfigError{Field: prefix + field, Value: v, Reason: reason})
+	e := fields(prefix)
+	if t.Kind == "" {
+		e.Bad("Kind", t.Kind, "must not be empty")
 	}
-	switch {
-	case t.Kind == "":
-		bad("Kind", t.Kind, "must not be empty")
-	case len(t.Kind) > store.KindMax:
-		errs = append(errs, &ConfigError{Field: prefix + "Kind", Reason: strconv.Itoa(len(t.Kind)) + " bytes: must be at most " + strconv.Itoa(store.KindMax) + " bytes (KindMax)"})
-	}
+	check.Bytes(e, "Kind", t.Kind, store.KindMax, "KindMax")
 	if !t.Priority.Valid() {
-		bad("Priority", t.Priority, "must be High, Normal or Low")
+		e.Bad("Priority", t.Priority, "must be High, Normal or Low")
 	}
-	if t.Delay < 0 {
-		bad("Delay", t.Delay, "must be >= 0")
-	}
+	check.NonNeg(e, "Delay", t.Delay)
 	if t.Delay > 0 && !t.At.IsZero() {
-		bad("At", t.At.Round(0), "must be zero when Delay is set")
+		e.Bad("At", t.At.Round(0), "must be zero when Delay is set")
 	}
-	if t.Timeout < 0 {
-		bad("Timeout", t.Timeout, "must be >= 0")
-	}
-	if t.MaxAttempts < 0 {
-		bad("MaxAttempts", t.MaxAttempts, "must be >= 0")
-	}
-	if len(t.UniqueKey) > store.UniqueKeyMax {
-		errs = append(errs, &ConfigError{Field: prefix + "UniqueKey", Reason: strconv.Itoa(len(t.UniqueKey)) + " bytes: must be at most " + strconv.Itoa(store.UniqueKeyMax) + " bytes (UniqueKeyMax)"})
-	}
+	check.NonNeg(e, "Timeout", t.Timeout)
+	check.NonNeg(e, "MaxAttempts", t.MaxAttempts)
+	check.Bytes(e, "UniqueKey", t.UniqueKey, store.UniqueKeyMax, "UniqueKeyMax")
 	if t.Key != "" && t.Group == "" {
-		bad("Key", t.Key, "needs a DurableTask.Group")
+		e.Bad("Key", t.Key, "needs a DurableTask.Group")
 	}
-	if len(t.Key) > store.GroupKeyMax {
-		errs = append(errs, &ConfigError{Field: prefix + "Key", Reason: strconv.Itoa(len(t.Key)) + " bytes: must be at most " + strconv.Itoa(store.GroupKeyMax) + " bytes (GroupKeyMax)"})
-	}
+	check.Bytes(e, "Key", t.Key, store.GroupKeyMax, "GroupKeyMax")
 	if t.Pool && !shared {
-		bad("Pool", t.Pool, "needs a Config.Store that is a SharedStore")
+		e.Bad("Pool", t.Pool, "needs a Config.Store that is a SharedStore")
 	}
 	if maxBytes > 0 && len(t.Payload) > maxBytes {
-		errs = append(errs, fmt.Errorf("kernel: %sPayload: %d bytes, the store takes at most %d: %w", prefix, len(t.Payload), maxBytes, store.ErrPayloadTooLarge))
+		e.Add(fmt.Errorf("kernel: %sPayload: %d bytes, the store takes at most %d: %w", prefix, len(t.Payload), maxBytes, store.ErrPayloadTooLarge))
 	}
-	return errors.Join(errs...)
+	return e.Err()
 }
 
 // SubmitDurable stores t and schedules it. It waits for room while the kernel is full
@@ -305,9 +262,9 @@ func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
 func (k *Kernel) SubmitDurable(ctx context.Context, t DurableTask) (*Handle, error) {
 	hs, err := k.submitDurable(ctx, []DurableTask{t}, false)
 	if err != nil {
-		var be *batchErrors
+		var be *check.Batch
 		if errors.As(err, &be) {
-			return nil, be.errs[0]
+			return nil, be.Errs[0]
 		}
 		return nil, err
 	}
@@ -322,33 +279,6 @@ func (k *Kernel) SubmitDurable(ctx context.Context, t DurableTask) (*Handle, err
 // comes with no handles.
 func (k *Kernel) SubmitDurableMany(ctx context.Context, ts []DurableTask) ([]*Handle, error) {
 	return k.submitDurable(ctx, ts, true)
-}
-
-// batchErrors holds per-task errors of a durable submit.
-type batchErrors struct{ errs []error }
-
-func (e *batchErrors) Error() string {
-	var b bytes.Buffer
-	for _, err := range e.errs {
-		if err == nil {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(err.Error()) // it names its task: DurableTask[i]
-	}
-	return b.String()
-}
-
-func (e *batchErrors) Unwrap() []error {
-	var out []error
-	for _, err := range e.errs {
-		if err != nil {
-			out = append(out, err)
-		}
-	}
-	return out
 }
 
 func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool) ([]*Handle, error) {
@@ -379,13 +309,12 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		}
 		return "DurableTask."
 	}
-	d.mu.Lock()
 	for i := range ts {
 		if err := ts[i].validate(prefix(i), d.maxBytes, d.own != nil); err != nil {
 			fail(i, err)
 			continue
 		}
-		fn, ok := d.kinds[ts[i].Kind]
+		fn, ok := d.reg.Func(ts[i].Kind)
 		if !ok {
 			fail(i, &ConfigError{Field: prefix(i) + "Kind", Value: ts[i].Kind, Reason: "is not registered (Kernel.Register)"})
 			continue
@@ -399,32 +328,21 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		fns[i] = fn
 	}
 	// Unique keys: refuse a key held by a live task, or twice in this batch.
-	var taken []string
+	keys := make([]string, len(ts))
 	for i := range ts {
-		key := ts[i].UniqueKey
-		if errs[i] != nil || key == "" {
-			continue
+		if errs[i] == nil {
+			keys[i] = ts[i].UniqueKey
 		}
-		if _, ok := d.keys[key]; ok {
-			fail(i, fmt.Errorf("kernel: %sUniqueKey %q: %w", prefix(i), key, store.ErrDuplicateKey))
-			continue
-		}
-		d.keys[key] = struct{}{}
-		taken = append(taken, key)
 	}
-	d.mu.Unlock()
-	dropKeys := func(keys []string) {
-		d.mu.Lock()
-		for _, key := range keys {
-			delete(d.keys, key)
-		}
-		d.mu.Unlock()
+	taken, dups := d.reg.TakeKeys(keys)
+	for _, i := range dups {
+		fail(i, fmt.Errorf("kernel: %sUniqueKey %q: %w", prefix(i), keys[i], store.ErrDuplicateKey))
 	}
 	if failed == len(ts) {
-		return nil, &batchErrors{errs: errs}
+		return nil, &check.Batch{Errs: errs}
 	}
 	if err := d.j.AvailableErr(); err != nil {
-		dropKeys(taken)
+		d.reg.DropKeys(taken...)
 		return nil, err
 	}
 
@@ -467,7 +385,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		}
 		if _, err := k.admit(ctx, queue.Level(l), need[l], rc, admitDurable); err != nil {
 			releaseAll()
-			dropKeys(taken)
+			d.reg.DropKeys(taken...)
 			return nil, err
 		}
 		got[l] = need[l]
@@ -517,7 +435,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		// then hand the tasks over at once — unless the journal is that far behind.
 		if err := d.j.WaitRoom(ctx); err != nil {
 			releaseAll()
-			dropKeys(taken)
+			d.reg.DropKeys(taken...)
 			return nil, err
 		}
 		d.j.Add(entries)
@@ -535,7 +453,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 			return nil, ErrClosed
 		}
 		if failed > 0 {
-			return hs, &batchErrors{errs: errs}
+			return hs, &check.Batch{Errs: errs}
 		}
 		return hs, nil
 	}
@@ -557,7 +475,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		}
 	}
 	if anyFailed {
-		return hs, &batchErrors{errs: errs}
+		return hs, &check.Batch{Errs: errs}
 	}
 	return hs, nil
 }
@@ -568,7 +486,7 @@ func (k *Kernel) abortDurable(h *Handle) {
 	k.poolLanded(h)
 	h.state.Store(uint32(Canceled))
 	h.finish(ErrClosed)
-	k.dur.dropKey(h.dur.unique)
+	k.dur.reg.DropKeys(h.dur.unique)
 }
 
 // poolLanded takes h off the due pool tasks on their way to the loop

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/axsched/ax/kernel/internal/registry"
 	"github.com/axsched/ax/store"
 )
 
@@ -13,7 +14,13 @@ import (
 // its key. A task whose group this kernel does not have (Config.Groups) is held
 // until an Update adds it (releaseGroups).
 func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
-	tasks, groups := k.dur.holdGroupless(tasks, k)
+	// The check and the hold are made under the registry's lock, which Update's
+	// releaseGroups takes after the new config is in force: a task is never held
+	// for a group that is there.
+	tasks, groups := registry.HoldGroupless(k.dur.reg, tasks, func() map[string]*groupDef { return k.rc.Load().groups },
+		func(t *store.StoredTask) {
+			k.log.warn("kernel: a recovered durable task names a group not in Config.Groups; it is held until an Update adds it", "task", t.ID, "group", t.Group)
+		})
 	rc := k.rc.Load()
 	now := k.clk.Now()
 	var hs []*Handle
@@ -28,7 +35,7 @@ func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
 		if t.State == Running && t.Attempt >= maxAttempts {
 			msg := "kernel: attempt " + strconv.Itoa(t.Attempt) + " of " + strconv.Itoa(maxAttempts) + " was interrupted (the process stopped) and it was the last"
 			dead = append(dead, jentry{C: store.Change{Op: store.OpFail, Fence: t.Fence, Task: store.StoredTask{ID: t.ID, State: Failed, LastError: msg, UpdatedAt: now}}})
-			k.dur.dropKey(t.UniqueKey)
+			k.dur.reg.DropKeys(t.UniqueKey)
 			continue
 		}
 		task := Task{ID: t.ID, Priority: prio, Timeout: t.Timeout}
@@ -54,38 +61,6 @@ func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
 	}
 }
 
-// holdGroupless takes out of tasks those whose group is not in k's Config.Groups
-// and holds them (heldGroups) until an Update adds it, and returns the others with
-// the groups it checked them against (the others' groups are all there). The check
-// and the hold are made under mu, which Update's releaseGroups takes after the new
-// config is in force: a task is never held for a group that is there.
-func (d *durables) holdGroupless(tasks []store.StoredTask, k *Kernel) ([]store.StoredTask, map[string]*groupDef) {
-	var keep []store.StoredTask
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	groups := k.rc.Load().groups
-	for i, t := range tasks {
-		if _, ok := groups[t.Group]; t.Group == "" || ok {
-			if keep != nil {
-				keep = append(keep, t)
-			}
-			continue
-		}
-		if keep == nil {
-			keep = append(make([]store.StoredTask, 0, len(tasks)), tasks[:i]...)
-		}
-		if d.heldGroups == nil {
-			d.heldGroups = make(map[string][]store.StoredTask)
-		}
-		d.heldGroups[t.Group] = append(d.heldGroups[t.Group], t)
-		k.log.warn("kernel: a recovered durable task names a group not in Config.Groups; it is held until an Update adds it", "task", t.ID, "group", t.Group)
-	}
-	if keep == nil {
-		return tasks, groups
-	}
-	return keep, groups
-}
-
 // releaseGroups schedules the held tasks of the groups rc has (an Update added
 // them).
 func (k *Kernel) releaseGroups(rc *resolved) {
@@ -93,15 +68,7 @@ func (k *Kernel) releaseGroups(rc *resolved) {
 	if d == nil {
 		return
 	}
-	var ts []store.StoredTask
-	d.mu.Lock()
-	for g, held := range d.heldGroups {
-		if _, ok := rc.groups[g]; ok {
-			ts = append(ts, held...)
-			delete(d.heldGroups, g)
-		}
-	}
-	d.mu.Unlock()
+	ts := d.reg.ReleaseGroups(func(g string) bool { _, ok := rc.groups[g]; return ok })
 	if len(ts) > 0 {
 		k.recoverStored(ts)
 	}
@@ -142,25 +109,7 @@ func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
 // recoverStored schedules tasks read back from the store (rescued ones): those of a
 // registered kind now, the others once their kind is registered.
 func (k *Kernel) recoverStored(ts []store.StoredTask) {
-	d := k.dur
-	byKind := make(map[string][]store.StoredTask)
-	d.mu.Lock()
-	for _, t := range ts {
-		if t.UniqueKey != "" {
-			d.keys[t.UniqueKey] = struct{}{}
-		}
-		if _, ok := d.kinds[t.Kind]; ok {
-			byKind[t.Kind] = append(byKind[t.Kind], t)
-		} else {
-			d.held[t.Kind] = append(d.held[t.Kind], t)
-		}
-	}
-	fns := make(map[string]DurableFunc, len(byKind))
-	for kind := range byKind {
-		fns[kind] = d.kinds[kind]
-	}
-	d.mu.Unlock()
-	for kind, group := range byKind {
-		k.recover(group, fns[kind])
+	for _, b := range k.dur.reg.Sort(ts) {
+		k.recover(b.Tasks, b.Fn)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/axsched/ax/kernel/internal/check"
 )
 
 // Errors that callers branch on. Compare with [errors.Is]: the kernel may wrap them
@@ -114,6 +116,14 @@ func (e *ConfigError) Error() string {
 		return "kernel: " + e.Field + ": " + e.Reason
 	}
 	return fmt.Sprintf("kernel: %s = %v: %s", e.Field, e.Value, e.Reason)
+}
+
+// fields collects the errors of bad fields as [*ConfigError] values, each field
+// named after prefix.
+func fields(prefix string) *check.Errs {
+	return &check.Errs{Prefix: prefix, New: func(field string, v any, reason string) error {
+		return &ConfigError{Field: field, Value: v, Reason: reason}
+	}}
 }
 
 // permanentError marks an error that must not be retried.

@@ -7,6 +7,7 @@ import (
 	"github.com/axsched/ax/internal/breaker"
 	"github.com/axsched/ax/internal/rate"
 	"github.com/axsched/ax/kernel/internal/fifo"
+	"github.com/axsched/ax/kernel/internal/metricfam"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/timewheel"
 )
@@ -69,7 +70,7 @@ type groupState struct {
 	idle       fifo.Queue[*keyState] // keys that went idle, to forget after KeyIdle
 
 	throttled, pausedKeys, openBreakers int
-	pub                                 *groupPub
+	pub                                 *metricfam.Group
 }
 
 // keyState is one key's loop state.
@@ -109,7 +110,7 @@ func (k *Kernel) group(d *groupDef) *groupState {
 	if gs.groups == nil {
 		gs.groups = make(map[string]*groupState)
 	}
-	g := &groupState{name: d.name, def: d, keys: make(map[string]*keyState), pub: k.groupPub(d.name)}
+	g := &groupState{name: d.name, def: d, keys: make(map[string]*keyState), pub: k.gpub.Get(d.name)}
 	if cur, ok := k.ls.rcl.groups[d.name]; ok {
 		g.def = cur
 	}
@@ -266,7 +267,7 @@ func (k *Kernel) keyCanStart(ks *keyState) bool {
 		}
 		if ks.timer.slot == 0 || ks.timer.at != wait {
 			if ks.timer.slot == 0 {
-				g.pub.throttles.Add(1)
+				g.pub.Throttles.Add(1)
 				k.note(g, ks.key, NoteThrottled, 0)
 			}
 			k.armKey(ks, wait)
@@ -546,7 +547,7 @@ func (k *Kernel) keyForgettable(ks *keyState) bool {
 
 // holdKey pauses ks for d after an attempt returned a RateLimitedError. Loop only.
 func (k *Kernel) holdKey(ks *keyState, d time.Duration) {
-	ks.g.pub.rateLimited.Add(1)
+	ks.g.pub.RateLimited.Add(1)
 	d = max(d, k.ls.rcl.cfg.Tick)
 	ks.holdUntil = max(ks.holdUntil, addMono(k.ls.nowMono, d))
 }

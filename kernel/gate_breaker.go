@@ -47,7 +47,7 @@ func (k *Kernel) failKey(ks *keyState) {
 			ks.n--
 			ks.g.waiting--
 			h.ext.inGate = false
-			ks.g.pub.circuitOpenFailed.Add(1)
+			ks.g.pub.CircuitOpenFailed.Add(1)
 			k.gateEnd(h, Failed, ErrCircuitOpen)
 		}
 	}
@@ -87,11 +87,11 @@ func (k *Kernel) breakerMoved(ks *keyState, from, to BreakerState) {
 	}
 	switch to {
 	case BreakerOpen:
-		g.pub.breakerOpened.Add(1)
+		g.pub.BreakerOpened.Add(1)
 	case BreakerHalfOpen:
-		g.pub.breakerHalfOpened.Add(1)
+		g.pub.BreakerHalfOpened.Add(1)
 	case BreakerClosed:
-		g.pub.breakerClosed.Add(1)
+		g.pub.BreakerClosed.Add(1)
 	}
 	k.note(g, ks.key, NoteBreaker, to)
 }

@@ -1,16 +1,6 @@
 package kernel
 
-import (
-	"sync/atomic"
-)
-
-// groupPub is what the loop publishes of a group for Stats and metrics.
-type groupPub struct {
-	waiting, running, keys, throttled, pausedKeys, openBreakers atomic.Int64
-	paused                                                      atomic.Bool
-	throttles, rateLimited, breakerOpened, breakerClosed        atomic.Uint64
-	breakerHalfOpened, circuitOpenFailed                        atomic.Uint64
-}
+import "github.com/axsched/ax/kernel/internal/metricfam"
 
 // GroupStats are the figures of one group (Stats.Groups).
 type GroupStats struct {
@@ -30,13 +20,14 @@ type GroupStats struct {
 	BreakerOpened, BreakerHalfOpened, BreakerClosed, CircuitOpenFailed uint64
 }
 
-func (p *groupPub) stats() GroupStats {
+// groupStats returns the figures of a group as Stats shows them.
+func groupStats(p *metricfam.Group) GroupStats {
 	return GroupStats{
-		Waiting: int(p.waiting.Load()), Running: int(p.running.Load()), Keys: int(p.keys.Load()),
-		ThrottledKeys: int(p.throttled.Load()), PausedKeys: int(p.pausedKeys.Load()), Paused: p.paused.Load(),
-		OpenBreakers: int(p.openBreakers.Load()), Throttles: p.throttles.Load(), RateLimited: p.rateLimited.Load(),
-		BreakerOpened: p.breakerOpened.Load(), BreakerHalfOpened: p.breakerHalfOpened.Load(),
-		BreakerClosed: p.breakerClosed.Load(), CircuitOpenFailed: p.circuitOpenFailed.Load(),
+		Waiting: int(p.Waiting.Load()), Running: int(p.Running.Load()), Keys: int(p.Keys.Load()),
+		ThrottledKeys: int(p.Throttled.Load()), PausedKeys: int(p.PausedKeys.Load()), Paused: p.Paused.Load(),
+		OpenBreakers: int(p.OpenBreakers.Load()), Throttles: p.Throttles.Load(), RateLimited: p.RateLimited.Load(),
+		BreakerOpened: p.BreakerOpened.Load(), BreakerHalfOpened: p.BreakerHalfOpened.Load(),
+		BreakerClosed: p.BreakerClosed.Load(), CircuitOpenFailed: p.CircuitOpenFailed.Load(),
 	}
 }
 
@@ -44,27 +35,12 @@ func (p *groupPub) stats() GroupStats {
 func (k *Kernel) publishGroups() {
 	for _, g := range k.ls.gate.groups {
 		p := g.pub
-		p.waiting.Store(int64(g.waiting))
-		p.running.Store(int64(g.running))
-		p.keys.Store(int64(len(g.keys)))
-		p.throttled.Store(int64(g.throttled))
-		p.pausedKeys.Store(int64(g.pausedKeys))
-		p.paused.Store(g.paused)
-		p.openBreakers.Store(int64(g.openBreakers))
+		p.Waiting.Store(int64(g.waiting))
+		p.Running.Store(int64(g.running))
+		p.Keys.Store(int64(len(g.keys)))
+		p.Throttled.Store(int64(g.throttled))
+		p.PausedKeys.Store(int64(g.pausedKeys))
+		p.Paused.Store(g.paused)
+		p.OpenBreakers.Store(int64(g.openBreakers))
 	}
-}
-
-// groupPub returns the published figures of group name, kept across updates.
-func (k *Kernel) groupPub(name string) *groupPub {
-	k.gpubMu.Lock()
-	defer k.gpubMu.Unlock()
-	if p, ok := k.gpub[name]; ok {
-		return p
-	}
-	if k.gpub == nil {
-		k.gpub = make(map[string]*groupPub)
-	}
-	p := new(groupPub)
-	k.gpub[name] = p
-	return p
 }

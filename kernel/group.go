@@ -11,6 +11,7 @@ import (
 	"github.com/axsched/ax/internal/breaker"
 	"github.com/axsched/ax/internal/keycount"
 	"github.com/axsched/ax/internal/rate"
+	"github.com/axsched/ax/kernel/internal/check"
 )
 
 // Defaults and limits of [GroupConfig].
@@ -204,59 +205,49 @@ func (k *Kernel) pauseResume(sel Selector, pause bool) error {
 
 // validateGroups checks Config.Groups.
 func validateGroups(groups map[string]GroupConfig) []error {
-	var errs []error
+	e := fields("Config.Groups")
 	if len(groups) > groupsMax {
-		errs = append(errs, &ConfigError{Field: "Config.Groups", Value: len(groups), Reason: "must hold at most " + itoa(groupsMax) + " groups"})
+		e.Bad("", len(groups), "must hold at most "+strconv.Itoa(groupsMax)+" groups")
 	}
 	for name, g := range groups {
-		prefix := "Config.Groups[" + strconv.Quote(name) + "]"
+		ge := fields("Config.Groups[" + strconv.Quote(name) + "]")
 		if name == "" || !validName(name) {
-			errs = append(errs, &ConfigError{Field: prefix, Reason: "a group's name must be 1 to " + itoa(nameMax) + " bytes of ASCII letters, digits, '_', '-' and '.'"})
+			ge.Bad("", nil, "a group's name must be 1 to "+strconv.Itoa(nameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
 		}
-		errs = append(errs, g.PerKey.validate(prefix+".PerKey")...)
+		ge.Add(g.PerKey.validate(ge.Prefix + ".PerKey")...)
 		if g.Ordered && g.PerKey.Concurrency > 1 {
-			errs = append(errs, &ConfigError{Field: prefix + ".PerKey.Concurrency", Value: g.PerKey.Concurrency, Reason: "must be 0 or 1 when Ordered is set"})
+			ge.Bad(".PerKey.Concurrency", g.PerKey.Concurrency, "must be 0 or 1 when Ordered is set")
 		}
-		errs = append(errs, g.Total.validate(prefix+".Total")...)
-		if g.MaxWaiting < 0 || g.MaxWaiting > capacityMax {
-			errs = append(errs, &ConfigError{Field: prefix + ".MaxWaiting", Value: g.MaxWaiting, Reason: "must be in [0, " + itoa(capacityMax) + "]"})
-		}
-		if g.KeyIdle < 0 {
-			errs = append(errs, &ConfigError{Field: prefix + ".KeyIdle", Value: g.KeyIdle, Reason: "must be >= 0"})
-		}
+		ge.Add(g.Total.validate(ge.Prefix + ".Total")...)
+		check.In(ge, ".MaxWaiting", g.MaxWaiting, capacityMax)
+		check.NonNeg(ge, ".KeyIdle", g.KeyIdle)
 		if g.Breaker != nil {
-			errs = append(errs, g.Breaker.validate(prefix+".Breaker")...)
+			ge.Add(g.Breaker.validate(ge.Prefix + ".Breaker")...)
 		}
+		e.Add(ge.List()...)
 	}
-	return errs
+	return e.List()
 }
 
 // validate checks limits; prefix names them.
 func (l *Limits) validate(prefix string) []error {
-	var errs []error
-	bad := func(field string, v any, reason string) {
-		errs = append(errs, &ConfigError{Field: prefix + "." + field, Value: v, Reason: reason})
-	}
-	if l.Concurrency < 0 || l.Concurrency > maxConcurrencyMax {
-		bad("Concurrency", l.Concurrency, "must be in [0, "+itoa(maxConcurrencyMax)+"]")
-	}
+	e := fields(prefix + ".")
+	check.In(e, "Concurrency", l.Concurrency, maxConcurrencyMax)
 	r := l.Rate
 	switch {
 	case r.N < 0:
-		bad("Rate.N", r.N, "must be >= 0")
+		e.Bad("Rate.N", r.N, "must be >= 0")
 	case r.N == 0 && r.Per != 0:
-		bad("Rate.Per", r.Per, "must be zero when Rate.N is")
+		e.Bad("Rate.Per", r.Per, "must be zero when Rate.N is")
 	case r.N == 0 && r.Burst != 0:
-		bad("Rate.Burst", r.Burst, "must be zero when Rate.N is")
+		e.Bad("Rate.Burst", r.Burst, "must be zero when Rate.N is")
 	case r.N > 0 && r.Per <= 0:
-		bad("Rate.Per", r.Per, "must be > 0 when Rate.N is set")
+		e.Bad("Rate.Per", r.Per, "must be > 0 when Rate.N is set")
 	case r.N > 0 && r.Per/time.Duration(r.N) == 0:
-		bad("Rate.N", r.N, "must be at most Rate.Per in nanoseconds (one token per ns)")
+		e.Bad("Rate.N", r.N, "must be at most Rate.Per in nanoseconds (one token per ns)")
 	}
-	if r.Burst < 0 || r.Burst > rateBurstMax {
-		bad("Rate.Burst", r.Burst, "must be in [0, "+itoa(rateBurstMax)+"]")
-	}
-	return errs
+	check.In(e, "Rate.Burst", r.Burst, rateBurstMax)
+	return e.List()
 }
 
 // cloneGroups deep-copies Config.Groups (each Breaker included).

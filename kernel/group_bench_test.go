@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -33,7 +34,7 @@ func (p *groupPool) submit(fn func(context.Context) error) {
 func BenchmarkGroupOverhead(b *testing.B) {
 	keys := make([]string, 1000)
 	for i := range keys {
-		keys[i] = "key-" + itoa(i)
+		keys[i] = "key-" + strconv.Itoa(i)
 	}
 	b.Run("group=none", func(b *testing.B) {
 		k, _ := New(Config{MaxConcurrency: benchConc})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -17,7 +18,7 @@ import (
 // an Ordered group's keys ran one attempt at a time. Every task ends once.
 func TestGroupModel(t *testing.T) {
 	for seed := range uint64(8) {
-		t.Run("seed"+itoa(int(seed)), func(t *testing.T) {
+		t.Run("seed"+strconv.Itoa(int(seed)), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { runGroupModel(t, seed) })
 		})
 	}
@@ -64,7 +65,7 @@ func runGroupModel(t *testing.T, seed uint64) {
 	n := 200 + rng.IntN(300)
 	for i := range n {
 		g := names[rng.IntN(len(names))]
-		key := itoa(rng.IntN(6))
+		key := strconv.Itoa(rng.IntN(6))
 		kr, gr := recOf(g+"/"+key), recOf(g)
 		d := time.Duration(rng.IntN(30)) * time.Millisecond
 		mode := rng.IntN(10)

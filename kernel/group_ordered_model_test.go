@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,7 +23,7 @@ import (
 // in the order they were submitted. At the end, every task ended as its plan says.
 func TestGroupOrderedModel(t *testing.T) {
 	for seed := range uint64(8) {
-		t.Run("seed"+itoa(int(seed)), func(t *testing.T) {
+		t.Run("seed"+strconv.Itoa(int(seed)), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { runOrderedModel(t, seed) })
 		})
 	}
@@ -64,13 +65,13 @@ func runOrderedModel(t *testing.T, seed uint64) {
 	})
 	keys := map[string]*orderedKey{}
 	for i := range 1 + rng.IntN(4) {
-		keys[itoa(i)] = &orderedKey{started: map[int]bool{}}
+		keys[strconv.Itoa(i)] = &orderedKey{started: map[int]bool{}}
 	}
 	n := 80 + rng.IntN(120)
 	plans := make([]*orderedPlan, n)
 	var paused [prios]bool
 	for i := range n {
-		p := &orderedPlan{idx: i, key: itoa(rng.IntN(len(keys))), maxTries: 1 + rng.IntN(3), d: time.Duration(rng.IntN(4)) * time.Millisecond}
+		p := &orderedPlan{idx: i, key: strconv.Itoa(rng.IntN(len(keys))), maxTries: 1 + rng.IntN(3), d: time.Duration(rng.IntN(4)) * time.Millisecond}
 		switch m := rng.IntN(10); {
 		case m < 4:
 			p.fails = 1 + rng.IntN(3)

@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -50,7 +51,7 @@ func TestGroupOrderedAcrossPriorities(t *testing.T) {
 		synctest.Wait()
 		var hs []*Handle
 		for i, p := range []Priority{Low, Normal, High, Low, High, Normal} {
-			hs = append(hs, mustSubmit(t, k, Task{Group: "g", Key: "k", Priority: p, Run: tr.run("k", p.String()+itoa(i), time.Millisecond, nil)}))
+			hs = append(hs, mustSubmit(t, k, Task{Group: "g", Key: "k", Priority: p, Run: tr.run("k", p.String()+strconv.Itoa(i), time.Millisecond, nil)}))
 		}
 		synctest.Wait()
 		close(block)
@@ -163,7 +164,7 @@ func TestGroupOrderedUpdate(t *testing.T) {
 		synctest.Wait()
 		hs := []*Handle{first}
 		for i, p := range []Priority{Low, High} {
-			hs = append(hs, mustSubmit(t, k, Task{Group: "g", Key: "k", Priority: p, Run: tr.run("k", p.String()+itoa(i), 0, nil)}))
+			hs = append(hs, mustSubmit(t, k, Task{Group: "g", Key: "k", Priority: p, Run: tr.run("k", p.String()+strconv.Itoa(i), 0, nil)}))
 		}
 		if err := k.Update(func(c *Config) { c.Groups["g"] = GroupConfig{Ordered: true} }); err != nil {
 			t.Fatal(err)

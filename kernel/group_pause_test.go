@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,7 +35,7 @@ func TestPauseResume(t *testing.T) {
 				var paused []*Handle
 				for i := range 10 {
 					task := tt.paused
-					task.Run = tr.run("paused", itoa(i), time.Millisecond, nil)
+					task.Run = tr.run("paused", strconv.Itoa(i), time.Millisecond, nil)
 					paused = append(paused, mustSubmit(t, k, task))
 				}
 				task := tt.free
@@ -79,7 +80,7 @@ func TestPauseStopsGrantedTasks(t *testing.T) {
 		tr := newTracker()
 		var hs []*Handle
 		for i := range 5 {
-			hs = append(hs, mustSubmit(t, k, Task{Group: "g", Key: "k", Run: tr.run("k", itoa(i), 0, nil)}))
+			hs = append(hs, mustSubmit(t, k, Task{Group: "g", Key: "k", Run: tr.run("k", strconv.Itoa(i), 0, nil)}))
 		}
 		synctest.Wait()
 		if st := k.Stats().Groups["g"]; st.Running != 5 {
@@ -230,7 +231,7 @@ func TestGroupEvents(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				if e.Note != 0 {
-					notes = append(notes, itoa(int(e.Note))+":"+e.Group+"/"+e.Key)
+					notes = append(notes, strconv.Itoa(int(e.Note))+":"+e.Group+"/"+e.Key)
 				} else if e.TaskID != "" {
 					groupOf[e.TaskID] = e.Group + "/" + e.Key
 				}
@@ -250,7 +251,7 @@ func TestGroupEvents(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		want := []string{itoa(int(NoteThrottled)) + ":g/k", itoa(int(NotePaused)) + ":g/k"}
+		want := []string{strconv.Itoa(int(NoteThrottled)) + ":g/k", strconv.Itoa(int(NotePaused)) + ":g/k"}
 		if strings.Join(notes, " ") != strings.Join(want, " ") {
 			t.Errorf("notes = %v, want %v", notes, want)
 		}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -211,7 +212,7 @@ func TestGroupBlockedKeyDoesNotDelayOthers(t *testing.T) {
 		start := time.Now()
 		var good []*Handle
 		for i := range 20 {
-			key := "good" + itoa(i%5)
+			key := "good" + strconv.Itoa(i%5)
 			good = append(good, mustSubmit(t, k, Task{Group: "g", Key: key, Priority: Low, Run: tr.run(key, "", time.Millisecond, nil)}))
 		}
 		waitAll(t, good)
@@ -235,7 +236,7 @@ func TestGroupPriorityOrderWithinKey(t *testing.T) {
 		synctest.Wait()
 		var hs []*Handle
 		for i, p := range []Priority{Low, Normal, High, Low, High, Normal} {
-			label := p.String() + itoa(i)
+			label := p.String() + strconv.Itoa(i)
 			hs = append(hs, mustSubmit(t, k, Task{Group: "g", Key: "k", Priority: p, Run: tr.run("k", label, time.Millisecond, nil)}))
 		}
 		synctest.Wait()
@@ -406,7 +407,7 @@ func TestGroupKeyIdleForgotten(t *testing.T) {
 		}})
 		const keys = 100_000
 		for i := range keys {
-			if err := k.TryGo(Task{Group: "g", Key: "key-" + itoa(i), Run: noop}); err != nil {
+			if err := k.TryGo(Task{Group: "g", Key: "key-" + strconv.Itoa(i), Run: noop}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,7 +86,7 @@ func (h *Handle) ID() string {
 	if h.id != "" {
 		return h.id
 	}
-	return "ax-" + itoa(int(h.seq))
+	return "ax-" + strconv.Itoa(int(h.seq))
 }
 
 // State returns the task's current state.

@@ -74,7 +74,7 @@ func (k *Kernel) journalRetry(h *Handle, at time.Time, err error) {
 // attempts): its row then stays live, for the next kernel on the store. Loop only.
 func (k *Kernel) journalEnd(h *Handle, to State, err error) {
 	d := h.dur
-	defer k.dur.dropKey(d.unique)
+	defer k.dur.reg.DropKeys(d.unique)
 	if d.keepLive || to == Abandoned || (to == Canceled && errors.Is(err, ErrClosed)) {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/axsched/ax/kernel/internal/callback"
+	"github.com/axsched/ax/kernel/internal/metricfam"
 	"github.com/axsched/ax/queue"
 )
 
@@ -88,11 +89,10 @@ type Kernel struct {
 	zmu  sync.Mutex
 	zset map[*zombie]struct{} // zombies now; guarded by zmu
 
-	gpubMu sync.Mutex
-	gpub   map[string]*groupPub // the published figures of each group; guarded by gpubMu
-	m      *kernelMetrics
-	dur    *durables // nil without Config.Store
-	_      cacheLinePad
+	gpub metricfam.GroupSet // the published figures of each group; safe for concurrent use
+	m    *kernelMetrics
+	dur  *durables // nil without Config.Store
+	_    cacheLinePad
 
 	ls loopState // loop-owned: only the loop goroutine reads or writes it
 }
@@ -190,7 +190,7 @@ func New(cfg Config) (*Kernel, error) {
 		k.events = callback.NewQueue(c.OnEvent, c.EventBuffer, k.m.callbackPanics)
 	}
 	for name := range rc.groups {
-		k.groupPub(name)
+		k.gpub.Get(name)
 	}
 	go k.loop()
 	// Returned before the loop ran, a kernel would take its first tasks the slow
@@ -318,7 +318,7 @@ func (k *Kernel) Update(fn func(*Config)) error {
 	}
 	k.cfg = next
 	for name := range rc.groups {
-		k.groupPub(name)
+		k.gpub.Get(name)
 	}
 	k.releaseGroups(rc)
 	return nil

@@ -6,8 +6,8 @@ import (
 
 	"github.com/axsched/ax/internal/retries"
 	"github.com/axsched/ax/kernel/internal/chunk"
+	"github.com/axsched/ax/kernel/internal/poolbook"
 	"github.com/axsched/ax/queue"
-	"github.com/axsched/ax/store"
 	"github.com/axsched/ax/timewheel"
 	"github.com/benbjohnson/clock"
 )
@@ -17,12 +17,11 @@ import (
 // others need (depths, counts) is published through atomics in kernelMetrics.
 type loopState struct {
 	byID map[string]*Handle // live named tasks (featNamed) by ID; Kernel.Cancel
-	pool map[string]*Handle // tasks this kernel put in a SharedStore's pool, until claimed here or ended (pool.go)
-	// claimedEarly holds the pool tasks this kernel submitted and claimed before their
-	// handles reached the loop (acceptPooled starts them), each with its slot reserved
-	// in durRunning.
-	claimedEarly map[string]store.StoredTask
-	orphans      map[string]*Handle // pool tasks whose submit's outcome is unknown, until claimed here (orphaned)
+	// pool is the tasks this kernel put in a SharedStore's pool, until claimed or
+	// adopted here or ended, with their adoption queues (adopt.go), the claims that
+	// came before their handles (each with its slot reserved in durRunning) and the
+	// orphans (pool.go).
+	pool poolbook.Book[*Handle]
 	// claimReserved counts the slots reserved for a claim in flight (in durRunning too).
 	claimReserved int
 	// startReserved counts the slots reserved for starts in a commit in flight (in
@@ -31,12 +30,9 @@ type loopState struct {
 	// adoptReserved counts the slots reserved for adopting starts in the journal (in
 	// durRunning too; see adopt.go).
 	adoptReserved int
-	// adoptQ holds, per level in FIFO order, the pool tasks this kernel follows that
-	// it may adopt (adopt.go); entries whose task left the pool meanwhile are skipped.
-	adoptQ      [queue.NumLevels][]*Handle
-	claimHungry bool                 // the claimer waits for a free slot to claim due pool work
-	dupID       map[string][]*Handle // further live named tasks sharing an ID of byID
-	readyMarked bool                 // Kernel.ready is closed
+	claimHungry   bool                 // the claimer waits for a free slot to claim due pool work
+	dupID         map[string][]*Handle // further live named tasks sharing an ID of byID
+	readyMarked   bool                 // Kernel.ready is closed
 
 	rcl     *resolved // the config the loop applies
 	now     time.Time // the clock, read once per pass

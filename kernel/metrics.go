@@ -7,6 +7,7 @@ import (
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/axsched/ax/internal/hist"
+	"github.com/axsched/ax/kernel/internal/metricfam"
 	"github.com/axsched/ax/queue"
 )
 
@@ -183,29 +184,19 @@ func (k *Kernel) Stats() Stats {
 	s.LogsDropped = m.logsDropped.Get()
 	s.CallbackPanics = m.callbackPanics.Get()
 	s.CallbacksAbandoned = int(m.callbacksAbandoned.Load())
-	k.gpubMu.Lock()
-	if len(k.gpub) > 0 {
-		s.Groups = make(map[string]GroupStats, len(k.gpub))
-		for name, p := range k.gpub {
-			s.Groups[name] = p.stats()
+	k.gpub.Each(func(name string, p *metricfam.Group) {
+		if s.Groups == nil {
+			s.Groups = make(map[string]GroupStats)
 		}
-	}
-	k.gpubMu.Unlock()
+		s.Groups[name] = groupStats(p)
+	})
 	if d := k.dur; d != nil {
 		j := d.j.Counts()
 		s.Store = StoreStats{
 			Commits: j.Commits, Changes: j.Changes, Errors: j.CommitErrors,
 			Refused: j.Refused, Prestarted: j.Prestarted, Pending: int(j.Pending), Down: j.Down,
-			Adopted: j.Adopted, AdoptRefused: j.AdoptRefused,
+			Adopted: j.Adopted, AdoptRefused: j.AdoptRefused, Held: d.reg.Held(),
 		}
-		d.mu.Lock()
-		for _, ts := range d.held {
-			s.Store.Held += len(ts)
-		}
-		for _, ts := range d.heldGroups {
-			s.Store.Held += len(ts)
-		}
-		d.mu.Unlock()
 		if o := d.own; o != nil {
 			m, c := o.Current(), o.Counts()
 			s.Store.Owner, s.Store.Epoch = m.Name, m.Epoch

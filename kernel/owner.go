@@ -101,14 +101,8 @@ func (l durableLoop) ClaimBudget(hungry bool) durable.Budget {
 	if n == 0 {
 		return durable.Budget{}
 	}
-	k.dur.mu.Lock()
-	kinds := make([]string, 0, len(k.dur.kinds))
-	for kind := range k.dur.kinds {
-		kinds = append(kinds, kind)
-	}
-	k.dur.mu.Unlock()
 	q := k.rc.Load().cfg.Quotas
-	return durable.Budget{Slots: n, Kinds: kinds, Quotas: [3]int{q.High, q.Normal, q.LowGuaranteed}}
+	return durable.Budget{Slots: n, Kinds: k.dur.reg.Kinds(), Quotas: [3]int{q.High, q.Normal, q.LowGuaranteed}}
 }
 
 func (l durableLoop) Claimed(tasks []store.StoredTask, reserved int) {
@@ -154,7 +148,7 @@ func (l durableLoop) Refuse(h *Handle) {
 	if !h.dur.inPool { // a pool task holds no ticket
 		l.k.release(h.ticket(), 1)
 	}
-	l.k.dur.dropKey(h.dur.unique)
+	l.k.dur.reg.DropKeys(h.dur.unique)
 }
 
 func (l durableLoop) Adopted(started, refused []*Handle) {

@@ -36,7 +36,7 @@ func (k *Kernel) claimBudget(hungry bool) int {
 	// it follows any.
 	// Nor while the lease is in doubt: claimed tasks start at once, and only a
 	// commit (SharedStore.CommitAs) renews the lease.
-	if k.ls.closing || k.ls.draining && len(k.ls.pool) == 0 || k.dur.own.Doubt() {
+	if k.ls.closing || k.ls.draining && k.ls.pool.Len() == 0 || k.dur.own.Doubt() {
 		return 0
 	}
 	q := &k.rq
@@ -62,9 +62,8 @@ func (k *Kernel) acceptPooled(h *Handle) {
 	k.poolLanded(h)
 	k.ls.live++
 	k.ls.pendSubmitted[h.bucket]++
-	if t, ok := k.ls.claimedEarly[h.id]; ok {
+	if t, ok := k.ls.pool.TakeEarly(h.id); ok {
 		// This kernel claimed it already (claimed): it starts now, on its handle.
-		delete(k.ls.claimedEarly, h.id)
 		k.ls.durRunning-- // the slot claimed kept; startClaimed takes it
 		h.dur.inPool = false
 		h.dur.fence = t.Fence
@@ -80,13 +79,9 @@ func (k *Kernel) acceptPooled(h *Handle) {
 	if k.events != nil {
 		k.emit(h, from, to, h.cur, nil)
 	}
-	if k.ls.pool == nil {
-		k.ls.pool = make(map[string]*Handle)
-	}
-	k.ls.pool[h.id] = h
-	k.dur.own.Follow(h.id)
+	k.ls.pool.Follow(h.id, h)
 	if to == Queued {
-		k.ls.adoptQ[h.bucket] = append(k.ls.adoptQ[h.bucket], h) // adopted here (adopt.go)
+		k.ls.pool.QueueAdopt(h.bucket, h) // adopted here (adopt.go)
 		return
 	}
 	k.dur.own.ClaimNow()
@@ -105,32 +100,22 @@ func (k *Kernel) claimed(tasks []store.StoredTask, reserved int) {
 	var orphans []*Handle
 	for i := range tasks {
 		t := &tasks[i]
-		h := k.ls.pool[t.ID]
+		h, followed := k.ls.pool.Get(t.ID)
 		switch {
-		case h != nil:
-			delete(k.ls.pool, t.ID)
-			k.dur.own.Unfollow(t.ID)
+		case followed:
+			k.ls.pool.Unfollow(t.ID)
 			h.dur.inPool = false
 		case strings.HasPrefix(t.ID, k.dur.prefix) && !k.ls.closing:
 			// Submitted here and claimed before its handle reached the loop: the
 			// handle starts it on arrival (acceptPooled), in the slot kept for it.
-			if k.ls.claimedEarly == nil {
-				k.ls.claimedEarly = make(map[string]store.StoredTask)
-			}
-			k.ls.claimedEarly[t.ID] = *t
+			k.ls.pool.Early(t)
 			k.ls.durRunning++
-			if oh := k.ls.orphans[t.ID]; oh != nil { // its handle never comes: start it on oh
-				delete(k.ls.orphans, t.ID)
+			if oh, ok := k.ls.pool.TakeOrphan(t.ID); ok { // its handle never comes: start it on oh
 				orphans = append(orphans, oh)
 			}
 			continue
 		default:
-			k.dur.mu.Lock()
-			fn := k.dur.kinds[t.Kind]
-			if t.UniqueKey != "" {
-				k.dur.keys[t.UniqueKey] = struct{}{}
-			}
-			k.dur.mu.Unlock()
+			fn := k.dur.reg.Claimed(t)
 			prio := normPriority(t.Priority)
 			maxAttempts := t.MaxAttempts
 			if maxAttempts <= 0 {
@@ -177,13 +162,10 @@ func (k *Kernel) orphaned(hs []*Handle) {
 	for _, h := range hs {
 		switch {
 		case k.ls.closing:
-		case k.ls.claimedEarly[h.id].ID != "":
+		case k.ls.pool.ClaimedEarly(h.id):
 			k.acceptPooled(h)
 		default:
-			if k.ls.orphans == nil {
-				k.ls.orphans = make(map[string]*Handle)
-			}
-			k.ls.orphans[h.id] = h
+			k.ls.pool.Orphan(h.id, h)
 		}
 	}
 }
@@ -220,12 +202,11 @@ func (k *Kernel) startClaimed(h *Handle, n int32) pick {
 func (k *Kernel) poolEnded(tasks []store.StoredTask) {
 	for i := range tasks {
 		t := &tasks[i]
-		h := k.ls.pool[t.ID]
-		if h == nil {
+		h, ok := k.ls.pool.Get(t.ID)
+		if !ok {
 			continue
 		}
-		delete(k.ls.pool, t.ID)
-		k.dur.own.Unfollow(t.ID)
+		k.ls.pool.Unfollow(t.ID)
 		h.dur.keepLive = true // the store has its end already
 		var err error
 		switch t.State {
@@ -275,12 +256,11 @@ func (k *Kernel) endFromPool(h *Handle, to State, err error) {
 // stops (of the delayed ones only, for a Shutdown, which drains the others): their
 // rows stay in the pool, for the other kernels. Loop only.
 func (k *Kernel) endPool(to State, err error) {
-	for id, h := range k.ls.pool {
+	for id, h := range k.ls.pool.All() {
 		if to == Abandoned && State(h.state.Load()) != Delayed {
 			continue
 		}
-		delete(k.ls.pool, id)
-		k.dur.own.Unfollow(id)
+		k.ls.pool.Unfollow(id)
 		h.dur.keepLive = true
 		if to == Abandoned {
 			k.m.abandoned[h.bucket].Inc()

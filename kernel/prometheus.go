@@ -3,7 +3,6 @@ package kernel
 import (
 	"errors"
 	"io"
-	"slices"
 
 	"github.com/VictoriaMetrics/metrics"
 
@@ -123,42 +122,7 @@ func (k *Kernel) appendSamples(p *metricfam.Page) {
 		one(metricfam.StoreClaimed, claimed)
 		one(metricfam.StoreFollowing, promtext.NonNeg(following))
 	}
-	k.appendGroupSamples(p, kl)
-}
-
-// appendGroupSamples appends the ax_group_* samples of k's groups, by name.
-func (k *Kernel) appendGroupSamples(page *metricfam.Page, kl string) {
-	k.gpubMu.Lock()
-	names := make([]string, 0, len(k.gpub))
-	for name := range k.gpub {
-		names = append(names, name)
-	}
-	pubs := make([]*groupPub, len(names))
-	slices.Sort(names)
-	for i, name := range names {
-		pubs[i] = k.gpub[name]
-	}
-	k.gpubMu.Unlock()
-	for i, name := range names {
-		p := pubs[i]
-		gl := promtext.JoinLabels(kl, `group="`+name+`"`) // validateGroups admits nothing that needs escaping
-		page.Add(metricfam.GroupWaiting, gl, promtext.NonNeg(p.waiting.Load()))
-		page.Add(metricfam.GroupRunning, gl, promtext.NonNeg(p.running.Load()))
-		page.Add(metricfam.GroupKeys, gl, promtext.NonNeg(p.keys.Load()))
-		page.Add(metricfam.GroupThrottledKeys, gl, promtext.NonNeg(p.throttled.Load()))
-		paused := uint64(0)
-		if p.paused.Load() {
-			paused = 1
-		}
-		page.Add(metricfam.GroupPaused, gl, paused)
-		page.Add(metricfam.GroupBreakersOpen, gl, promtext.NonNeg(p.openBreakers.Load()))
-		page.Add(metricfam.GroupThrottles, gl, p.throttles.Load())
-		page.Add(metricfam.GroupRateLimited, gl, p.rateLimited.Load())
-		page.Add(metricfam.GroupBreakerTransitions, promtext.JoinLabels(gl, `to="open"`), p.breakerOpened.Load())
-		page.Add(metricfam.GroupBreakerTransitions, promtext.JoinLabels(gl, `to="half_open"`), p.breakerHalfOpened.Load())
-		page.Add(metricfam.GroupBreakerTransitions, promtext.JoinLabels(gl, `to="closed"`), p.breakerClosed.Load())
-		page.Add(metricfam.GroupCircuitOpen, gl, p.circuitOpenFailed.Load())
-	}
+	k.gpub.Append(p, kl)
 }
 
 // promGroup is the kernels whose series one metrics set writes.

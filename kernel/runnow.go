@@ -3,9 +3,7 @@ package kernel
 import (
 	"context"
 	"fmt"
-	"time"
 
-	"github.com/axsched/ax/store"
 	"github.com/axsched/ax/timewheel"
 )
 
@@ -24,7 +22,7 @@ import (
 // context.Background(). Safe for concurrent use, also from inside a task.
 func (k *Kernel) RunNow(ctx context.Context, id string) (int, error) {
 	n := 0
-	if k.withHeld(id, func(held map[string][]store.StoredTask, name string, i int) { held[name][i].RunAt = time.Time{} }) {
+	if k.dur != nil && k.dur.reg.RunHeldNow(id) {
 		n = 1
 	}
 	c, err := k.askID(ctx, "RunNow", ctrlRunNowID, id)

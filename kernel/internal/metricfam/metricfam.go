@@ -1,7 +1,9 @@
 // Package metricfam lists the kernel's Prometheus metric families (name, type,
 // help text) in the order a page writes them, and holds one page's samples by
 // family. It knows the names, not where the figures come from: the kernel reads
-// its counters and gauges and adds them here (kernel/prometheus.go).
+// its counters and gauges and adds them here (kernel/prometheus.go). The figures
+// of the kernel's groups live here ([GroupSet]): the loop stores their gauges and
+// the gates add to their counters, Stats and the page read them.
 package metricfam
 
 import (

@@ -51,3 +51,30 @@ func TestWriteSkipsEmptyFamiliesAndKeepsOrder(t *testing.T) {
 		t.Fatalf("Write() =\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestGroupSet(t *testing.T) {
+	var s GroupSet
+	b := s.Get("b")
+	if s.Get("b") != b {
+		t.Fatal("Get(b) twice returned two groups")
+	}
+	s.Get("a").Paused.Store(true)
+	b.Waiting.Store(-1) // a gauge read while it moves
+	b.BreakerOpened.Add(2)
+	var p Page
+	s.Append(&p, `kernel="k"`)
+	if got := string(p[GroupPaused]); !strings.HasPrefix(got, `ax_group_paused{kernel="k",group="a"} 1`) {
+		t.Fatalf("GroupPaused samples = %q, want group a first, paused", got)
+	}
+	if got := string(p[GroupWaiting]); !strings.Contains(got, `ax_group_waiting{kernel="k",group="b"} 0`) {
+		t.Fatalf("GroupWaiting samples = %q, want b's negative gauge as 0", got)
+	}
+	if got := string(p[GroupBreakerTransitions]); !strings.Contains(got, `{kernel="k",group="b",to="open"} 2`) {
+		t.Fatalf("GroupBreakerTransitions samples = %q, want b's 2 openings", got)
+	}
+	n := 0
+	s.Each(func(string, *Group) { n++ })
+	if n != 2 {
+		t.Fatalf("Each() visited %d groups, want 2", n)
+	}
+}
