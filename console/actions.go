@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/axsched/ax/kernel"
@@ -166,6 +167,5 @@ func quote(s string) string {
 	if len(s) > 200 {
 		s = s[:200] + "..."
 	}
-	b, _ := json.Marshal(s)
-	return string(b)
+	return strconv.Quote(s)
 }
