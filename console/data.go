@@ -106,7 +106,7 @@ type storeData struct {
 }
 
 type pointData struct {
-	Time      time.Time                  `json:"time"`
+	Time      int64                      `json:"t_ms"` // Unix milliseconds
 	Submitted float64                    `json:"submitted_per_s"`
 	Ended     float64                    `json:"ended_per_s"`
 	Queued    int                        `json:"queued"`
@@ -248,7 +248,7 @@ func (c *console) overview(buf []point) overviewData {
 	pts := c.sm.points(buf)
 	d.Samples = make([]pointData, len(pts))
 	for i, p := range pts {
-		d.Samples[i] = pointData{Time: p.at, Submitted: p.submitted, Ended: p.ended, Queued: p.queued, Running: p.running, WaitMean: p.waitMean}
+		d.Samples[i] = pointData{Time: p.at.UnixMilli(), Submitted: p.submitted, Ended: p.ended, Queued: p.queued, Running: p.running, WaitMean: p.waitMean}
 	}
 	return d
 }

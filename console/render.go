@@ -162,7 +162,7 @@ func charts(ps []pointData) []chart {
 	if len(ps) < 2 {
 		return nil
 	}
-	from, to := ps[0].Time.Format("15:04:05"), ps[len(ps)-1].Time.Format("15:04:05")
+	from, to := time.UnixMilli(ps[0].Time).Format("15:04:05"), time.UnixMilli(ps[len(ps)-1].Time).Format("15:04:05")
 	series := func(title, unit string, lines []chartLine, vals [][]float64) chart {
 		top := 0.0
 		for _, vs := range vals {
