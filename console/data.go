@@ -106,12 +106,18 @@ type storeData struct {
 }
 
 type pointData struct {
-	Time      int64                      `json:"t_ms"` // Unix milliseconds
-	Submitted float64                    `json:"submitted_per_s"`
-	Ended     float64                    `json:"ended_per_s"`
-	Queued    int                        `json:"queued"`
-	Running   int                        `json:"running"`
-	WaitMean  kernel.ByPriority[float64] `json:"wait_mean_ms"`
+	Time      int64      `json:"t_ms"` // Unix milliseconds
+	Submitted float64    `json:"submitted_per_s"`
+	Ended     float64    `json:"ended_per_s"`
+	Queued    int        `json:"queued"`
+	Running   int        `json:"running"`
+	WaitMean  byPriority `json:"wait_mean_ms"`
+}
+
+type byPriority struct {
+	High   float64 `json:"high"`
+	Normal float64 `json:"normal"`
+	Low    float64 `json:"low"`
 }
 
 // groupsData is GET api/v1/groups.
@@ -248,7 +254,8 @@ func (c *console) overview(buf []point) overviewData {
 	pts := c.sm.points(buf)
 	d.Samples = make([]pointData, len(pts))
 	for i, p := range pts {
-		d.Samples[i] = pointData{Time: p.at.UnixMilli(), Submitted: p.submitted, Ended: p.ended, Queued: p.queued, Running: p.running, WaitMean: p.waitMean}
+		d.Samples[i] = pointData{Time: p.at.UnixMilli(), Submitted: p.submitted, Ended: p.ended, Queued: p.queued, Running: p.running,
+			WaitMean: byPriority{High: p.waitMean.High, Normal: p.waitMean.Normal, Low: p.waitMean.Low}}
 	}
 	return d
 }
