@@ -162,7 +162,7 @@ func TestPagesAndAPI(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res.Body.Close()
+		_ = res.Body.Close()
 		if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), ct) {
 			t.Errorf("GET /%s = %d %s, want 200 %s", path, res.StatusCode, res.Header.Get("Content-Type"), ct)
 		}
@@ -300,7 +300,7 @@ func TestMountedUnderPrefix(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res.Body.Close()
+			_ = res.Body.Close()
 			if loc := res.Header.Get("Location"); res.StatusCode != http.StatusFound || loc != "console/" {
 				t.Fatalf("GET /ops/console = %d Location %q, want 302 to console/", res.StatusCode, loc)
 			}
@@ -333,7 +333,7 @@ func TestMountedUnderPrefix(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				res.Body.Close()
+				_ = res.Body.Close()
 				if res.StatusCode != http.StatusOK {
 					t.Errorf("GET %s (linked) = %d, want 200", path, res.StatusCode)
 				}
@@ -352,7 +352,7 @@ func TestMountedUnderPrefix(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res.Body.Close()
+			_ = res.Body.Close()
 			loc, _ := res.Request.URL.Parse(res.Header.Get("Location"))
 			if res.StatusCode != http.StatusSeeOther || loc.Path != "/ops/console/groups" || loc.RawQuery != "done=pause" {
 				t.Fatalf("POST pause = %d Location %v, want 303 to /ops/console/groups?done=pause", res.StatusCode, loc)
@@ -384,7 +384,7 @@ func getURL(t *testing.T, u string) (int, string) {
 
 func readAll(t *testing.T, res *http.Response) string {
 	t.Helper()
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	var sb strings.Builder
 	buf := make([]byte, 32<<10)
 	for {

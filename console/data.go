@@ -254,8 +254,10 @@ func (c *console) overview(buf []point) overviewData {
 	pts := c.sm.points(buf)
 	d.Samples = make([]pointData, len(pts))
 	for i, p := range pts {
-		d.Samples[i] = pointData{Time: p.at.UnixMilli(), Submitted: p.submitted, Ended: p.ended, Queued: p.queued, Running: p.running,
-			WaitMean: byPriority{High: p.waitMean.High, Normal: p.waitMean.Normal, Low: p.waitMean.Low}}
+		d.Samples[i] = pointData{
+			Time: p.at.UnixMilli(), Submitted: p.submitted, Ended: p.ended, Queued: p.queued, Running: p.running,
+			WaitMean: byPriority{High: p.waitMean.High, Normal: p.waitMean.Normal, Low: p.waitMean.Low},
+		}
 	}
 	return d
 }

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -64,7 +63,7 @@ func (b *bundle) get(t *testing.T, path string) (int, string) {
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	body, err := io.ReadAll(res.Body)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
@@ -101,7 +100,7 @@ func (b *bundle) postForm(t *testing.T, path string, form url.Values, origin str
 		t.Fatalf("POST %s: %v", path, err)
 	}
 	_, _ = io.Copy(io.Discard, res.Body)
-	res.Body.Close()
+	_ = res.Body.Close()
 	return res
 }
 
@@ -128,21 +127,9 @@ func (b *bundle) postJSON(t *testing.T, path string, v any, tok string, hdr ...s
 	if err != nil {
 		t.Fatalf("POST %s: %v", path, err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	out, _ := io.ReadAll(res.Body)
 	return res.StatusCode, string(out)
 }
 
 var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-
-// block is a task function that returns when release is closed or its context
-// ends.
-func block(release <-chan struct{}) func(context.Context) error {
-	return func(ctx context.Context) error {
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil
-	}
-}

@@ -82,7 +82,7 @@ func TestSecurityHeaders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res.Body.Close()
+		_ = res.Body.Close()
 		h := res.Header
 		csp := h.Get("Content-Security-Policy")
 		for _, want := range []string{"default-src 'self'", "script-src 'self'", "frame-ancestors 'none'", "object-src 'none'"} {
@@ -364,7 +364,7 @@ func TestActionsChangeState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
+	_ = res.Body.Close()
 	if res.StatusCode != http.StatusUnsupportedMediaType {
 		t.Errorf("POST with text/plain = %d, want 415", res.StatusCode)
 	}
