@@ -133,3 +133,15 @@ func (b *bundle) postJSON(t *testing.T, path string, v any, tok string, hdr ...s
 }
 
 var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// serve serves a GET of path by b's handler directly and returns the body,
+// failing unless the status is 200.
+func serve(t *testing.T, b *bundle, path string) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	b.h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET %s = %d %s", path, rec.Code, rec.Body)
+	}
+	return rec.Body.String()
+}

@@ -49,8 +49,8 @@ type Options struct {
 	TrustedOrigins []string
 
 	// Interval is how often the console samples the kernel's Stats for its rates
-	// and charts, between 10 ms and 1 min; the pages refresh at the same pace,
-	// at least every 500 ms. If zero, 1 s.
+	// and charts, between 10 ms and 1 min; the pages refresh at the same pace, but
+	// at most twice a second. If zero, 1 s.
 	Interval time.Duration
 
 	// History is the number of samples the console keeps for its charts, at most
