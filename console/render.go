@@ -173,7 +173,7 @@ func charts(ps []pointData) []chart {
 		for i, vs := range vals {
 			lines[i].Points = polyline(vs, top)
 		}
-		return chart{Title: title, Top: strconv.FormatFloat(top, 'g', 4, 64) + unit, From: from, To: to, Lines: lines}
+		return chart{Title: title, Top: strconv.FormatFloat(top, 'f', 1, 64) + unit, From: from, To: to, Lines: lines}
 	}
 	sub, end := make([]float64, len(ps)), make([]float64, len(ps))
 	hi, no, lo := make([]float64, len(ps)), make([]float64, len(ps)), make([]float64, len(ps))
