@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -385,14 +386,9 @@ func getURL(t *testing.T, u string) (int, string) {
 func readAll(t *testing.T, res *http.Response) string {
 	t.Helper()
 	defer func() { _ = res.Body.Close() }()
-	var sb strings.Builder
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := res.Body.Read(buf)
-		sb.Write(buf[:n])
-		if err != nil {
-			break
-		}
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return sb.String()
+	return string(b)
 }

@@ -36,16 +36,9 @@ func state(t *testing.T, b *bundle, sched *schedule.Entry) string {
 	g := b.k.Stats().Groups["upstream"]
 	st := sched.Stats()
 	return strings.Join([]string{
-		"group paused " + boolText(g.Paused), "keys paused " + itoa(g.PausedKeys),
-		"schedule paused " + boolText(st.Paused), "fires " + itoa(int(st.Fires)),
+		"group paused " + strconv.FormatBool(g.Paused), "keys paused " + itoa(g.PausedKeys),
+		"schedule paused " + strconv.FormatBool(st.Paused), "fires " + itoa(int(st.Fires)),
 	}, ", ")
-}
-
-func boolText(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
