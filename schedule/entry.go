@@ -150,6 +150,16 @@ func (e *Entry) nextLocked() time.Time {
 	return e.next
 }
 
+// Spec returns the schedule's [Spec]: the one it was added with, or the last one
+// [Entry.Update] gave it. A Spec of [ParseCron] or [Every] has a String method
+// that returns its text.
+func (e *Entry) Spec() Spec {
+	s := e.o.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return e.spec
+}
+
 // Stats returns the schedule's figures.
 func (e *Entry) Stats() Stats {
 	s := e.o.s

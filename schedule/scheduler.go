@@ -330,21 +330,36 @@ func (s *Scheduler) register(e *Entry, o *Options, dur *durable) error {
 	return nil
 }
 
+// Entry returns the live schedule named name (its Options.Name or the generated
+// name), or nil when the scheduler has none: a removed schedule's name is free.
+// It takes the scheduler's lock.
+func (s *Scheduler) Entry(name string) *Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lookup(name)
+}
+
 // taken reports whether a live schedule is named name. mu held.
-func (s *Scheduler) taken(name string) bool {
-	if _, ok := s.named[name]; ok {
-		return true
+func (s *Scheduler) taken(name string) bool { return s.lookup(name) != nil }
+
+// lookup returns the live schedule named name, or nil. mu held.
+func (s *Scheduler) lookup(name string) *Entry {
+	if e, ok := s.named[name]; ok {
+		return e
 	}
 	digits, ok := strings.CutPrefix(name, namePrefix)
 	if !ok {
-		return false
+		return nil
 	}
 	seq, err := strconv.ParseUint(digits, 10, 64)
 	if err != nil || strconv.FormatUint(seq, 10) != digits {
-		return false
+		return nil
 	}
 	i, ok := slices.BinarySearchFunc(s.unnamed, seq, func(e *Entry, seq uint64) int { return cmp.Compare(e.seq, seq) })
-	return ok && s.unnamed[i].flags&flagRemoved == 0
+	if !ok || s.unnamed[i].flags&flagRemoved != 0 {
+		return nil
+	}
+	return s.unnamed[i]
 }
 
 // unregister takes the removed e out of the registry. mu held.

@@ -1,0 +1,171 @@
+package console
+
+import (
+	"crypto/hmac"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/schedule"
+)
+
+// actionBodyMax bounds an action's body.
+const actionBodyMax = 64 << 10
+
+var (
+	errActionsOff = errors.New("console: actions are disabled (console.Options.Actions)")
+	errBadToken   = errors.New("console: missing or wrong token (X-Console-Token header or token field)")
+	errNoSchedule = errors.New("console: no scheduler is attached (console.Options.Scheduler)")
+)
+
+// actionRequest is the body of an action: JSON, or a form's fields of the same
+// names.
+type actionRequest struct {
+	Group    string `json:"group"`
+	Key      string `json:"key"`
+	Priority string `json:"priority"` // "high", "normal" or "low"
+	Kind     string `json:"kind"`
+	Name     string `json:"name"` // a schedule's
+}
+
+// actionResult answers an action in JSON.
+type actionResult struct {
+	OK     bool   `json:"ok"`
+	Action string `json:"action"`
+	Target string `json:"target"`
+}
+
+// pages a form may return to (its "back" field).
+var backPages = map[string]bool{"": true, "groups": true, "schedules": true, "zombies": true}
+
+// act serves an action's POST: refused unless actions are enabled, the request
+// passes the same-origin check and carries the token; then applied.
+func (c *console) act(w http.ResponseWriter, r *http.Request, rel, action string) {
+	if !c.actions {
+		c.fail(w, r, rel, http.StatusForbidden, errActionsOff)
+		return
+	}
+	if err := c.cop.Check(r); err != nil {
+		c.fail(w, r, rel, http.StatusForbidden, errors.New("console: cross-origin request refused"))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, actionBodyMax)
+	var req actionRequest
+	token := r.Header.Get("X-Console-Token")
+	form := false
+	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	switch ct {
+	case "application/json":
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			c.fail(w, r, rel, http.StatusBadRequest, errors.New("console: the body is not an action's JSON: "+err.Error()))
+			return
+		}
+	case "application/x-www-form-urlencoded", "multipart/form-data":
+		if err := r.ParseMultipartForm(actionBodyMax); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+			c.fail(w, r, rel, http.StatusBadRequest, errors.New("console: the form does not parse: "+err.Error()))
+			return
+		}
+		form = true
+		f := r.PostForm
+		req = actionRequest{Group: f.Get("group"), Key: f.Get("key"), Priority: f.Get("priority"), Kind: f.Get("kind"), Name: f.Get("name")}
+		if token == "" {
+			token = f.Get("token")
+		}
+	default:
+		c.fail(w, r, rel, http.StatusUnsupportedMediaType, errors.New("console: an action's body is JSON or a form"))
+		return
+	}
+	if !hmac.Equal([]byte(token), []byte(c.token)) {
+		c.fail(w, r, rel, http.StatusForbidden, errBadToken)
+		return
+	}
+	target, code, err := c.apply(action, &req)
+	if err != nil {
+		c.fail(w, r, rel, code, err)
+		return
+	}
+	if form {
+		back := r.PostForm.Get("back")
+		if !backPages[back] {
+			back = ""
+		}
+		w.Header().Set("Location", base(rel)+back+"?done="+url.QueryEscape(action))
+		w.WriteHeader(http.StatusSeeOther)
+		return
+	}
+	writeJSON(w, http.StatusOK, actionResult{OK: true, Action: action, Target: target})
+}
+
+// apply carries out action and returns what it acted on, or the status and the
+// error that refused it.
+func (c *console) apply(action string, req *actionRequest) (string, int, error) {
+	switch action {
+	case ActionPause, ActionResume:
+		sel := kernel.Selector{Group: req.Group, Key: req.Key, Kind: req.Kind}
+		switch strings.ToLower(req.Priority) {
+		case "":
+		case "high":
+			sel.Priority = kernel.High
+		case "normal":
+			sel.Priority = kernel.Normal
+		case "low":
+			sel.Priority = kernel.Low
+		default:
+			return "", http.StatusBadRequest, errors.New(`console: priority must be "high", "normal" or "low"`)
+		}
+		var err error
+		if action == ActionPause {
+			err = c.k.Pause(sel)
+		} else {
+			err = c.k.Resume(sel)
+		}
+		if err != nil {
+			return "", statusOf(err), err
+		}
+		return sel.String(), 0, nil
+	}
+	if c.s == nil {
+		return "", http.StatusNotFound, errNoSchedule
+	}
+	e := c.s.Entry(req.Name)
+	if e == nil {
+		return "", http.StatusNotFound, errors.New("console: no schedule named " + quote(req.Name))
+	}
+	var err error
+	switch action {
+	case ActionSchedulePause:
+		err = e.Pause()
+	case ActionScheduleResume:
+		err = e.Resume()
+	case ActionScheduleTrigger:
+		err = e.Trigger()
+	}
+	if err != nil {
+		return "", statusOf(err), err
+	}
+	return req.Name, 0, nil
+}
+
+// statusOf is the HTTP status of an action's error.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, kernel.ErrClosed), errors.Is(err, schedule.ErrStopped):
+		return http.StatusServiceUnavailable
+	case errors.Is(err, schedule.ErrRemoved):
+		return http.StatusNotFound
+	}
+	return http.StatusBadRequest
+}
+
+// quote quotes s for an error message, keeping it short.
+func quote(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return strconv.Quote(s)
+}

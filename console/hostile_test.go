@@ -1,0 +1,164 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/axsched/ax/internal/axtest"
+	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/schedule"
+)
+
+// hostile are strings a task or a user may bring: markup, attribute breakers,
+// a textarea's end, a JavaScript URL and invalid UTF-8.
+var hostile = []string{
+	`<script>alert(1)</script>`,
+	`"><img src=x onerror=alert(2)>`,
+	`</textarea><script>alert(3)</script>`,
+	`javascript:alert(4)`,
+	"bad\xffutf8<b>x</b>",
+	`'-alert(5)-'`,
+}
+
+// asJSON is what s becomes in the JSON API: itself, with U+FFFD for each byte
+// of invalid UTF-8 (encoding/json's rule).
+func asJSON(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+
+// checkHTML fails unless body holds each of strs escaped, none of them raw, and
+// nothing that would run.
+func checkHTML(t *testing.T, page, body string, strs []string) {
+	t.Helper()
+	if !utf8.ValidString(body) {
+		t.Errorf("%s: the page is not valid UTF-8", page)
+	}
+	for _, s := range strs {
+		esc := template.HTMLEscapeString(asJSON(s))
+		if !strings.Contains(body, esc) {
+			t.Errorf("%s: no %q (%q escaped) in the page", page, esc, s)
+		}
+		if s != esc && strings.Contains(body, s) {
+			t.Errorf("%s: %q appears unescaped", page, s)
+		}
+	}
+	for _, bad := range []string{"<script>alert", "<img", "</textarea><script", `href="javascript:`} {
+		if strings.Contains(body, bad) {
+			t.Errorf("%s: %q in the page", page, bad)
+		}
+	}
+	if n := strings.Count(body, "<script"); n != 1 {
+		t.Errorf("%s: %d script elements, want 1", page, n)
+	}
+}
+
+func TestHostileStrings(t *testing.T) {
+	b := setup(t, Options{Actions: true, Interval: time.Minute})
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	fired := make(chan string, len(hostile))
+	for _, s := range hostile {
+		// A zombie whose task ID is s.
+		if _, err := b.k.TrySubmit(kernel.Task{ID: s, Timeout: time.Millisecond, Retry: &kernel.RetryPolicy{MaxAttempts: 1}, Run: func(context.Context) error {
+			<-release
+			return nil
+		}}); err != nil {
+			t.Fatalf("TrySubmit(ID %q) = %v", s, err)
+		}
+		// A schedule named s.
+		if _, err := b.s.Add(schedule.Every(time.Hour), func(ctx context.Context, _ schedule.Fire) error {
+			fired <- s
+			return nil
+		}, &schedule.Options{Name: s}); err != nil {
+			t.Fatalf("Add(Name %q) = %v", s, err)
+		}
+	}
+	axtest.Eventually(t, func() bool {
+		zs := b.k.Zombies()
+		if len(zs) != len(hostile) {
+			return false
+		}
+		for _, z := range zs {
+			if len(z.Stack) == 0 {
+				return false
+			}
+		}
+		return true
+	}, "the zombies with their stacks")
+
+	_, body := b.get(t, "zombies")
+	checkHTML(t, "zombies", body, hostile)
+	_, body = b.get(t, "schedules")
+	checkHTML(t, "schedules", body, hostile)
+
+	var zs zombiesData
+	b.getJSON(t, "api/v1/zombies", &zs)
+	var ss schedulesData
+	b.getJSON(t, "api/v1/schedules", &ss)
+	for _, s := range hostile {
+		var z, sc bool
+		for _, x := range zs.Zombies {
+			z = z || x.TaskID == asJSON(s)
+		}
+		for _, x := range ss.Schedules {
+			sc = sc || x.Name == asJSON(s)
+		}
+		if !z || !sc {
+			t.Errorf("JSON: zombie %v, schedule %v named %q; want both, intact", z, sc, s)
+		}
+	}
+	_, raw := b.get(t, "api/v1/schedules")
+	if strings.Contains(raw, "<script") || strings.Contains(raw, "<img") || !json.Valid([]byte(raw)) {
+		t.Errorf("the JSON holds raw markup or is invalid: %s", raw)
+	}
+
+	// The schedules' forms carry the names intact: triggering through the page's
+	// form fires the schedule of that name (names in valid UTF-8).
+	for _, s := range hostile {
+		if !utf8.ValidString(s) {
+			continue
+		}
+		res := b.postForm(t, "api/v1/schedules/trigger", url.Values{"token": {b.c.token}, "back": {"schedules"}, "name": {s}}, b.srv.URL)
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("trigger %q = %d, want 303", s, res.StatusCode)
+		}
+		if got := axtest.WaitOrTimeout(t, fired, "the triggered fire"); got != s {
+			t.Fatalf("trigger %q fired %q", s, got)
+		}
+	}
+
+	// Error texts that quote hostile input: a key of an unknown group, an unknown
+	// schedule; in a page (a form's POST) and in JSON.
+	for _, s := range hostile {
+		form := url.Values{"token": {b.c.token}, "group": {s}, "key": {s}}
+		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/api/v1/pause", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := readAll(t, res)
+		if res.StatusCode != http.StatusBadRequest {
+			t.Errorf("pause of group %q = %d, want 400", s, res.StatusCode)
+		}
+		for _, bad := range []string{"<script>alert", "<img", "</textarea><script"} {
+			if strings.Contains(body, bad) {
+				t.Errorf("error page for %q holds %q", s, bad)
+			}
+		}
+		code, out := b.postJSON(t, "api/v1/schedules/trigger", map[string]string{"name": s + "-missing"}, b.c.token)
+		var e errorData
+		if err := json.Unmarshal([]byte(out), &e); err != nil || code != http.StatusNotFound {
+			t.Fatalf("trigger of a missing schedule = %d %s", code, out)
+		}
+		if want := strconv.Quote(asJSON(s) + "-missing"); !strings.Contains(e.Error, want) {
+			t.Errorf("error %q does not name %q", e.Error, s)
+		}
+	}
+}
