@@ -211,6 +211,13 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 				a.startAt = now
 				a.exec = e
 				e.cur = a
+				if a.tokens {
+					// Its permit's rate tokens count from now: the loop takes them
+					// (gateStarted) and grants its key and group their next permit.
+					q.tokened = append(q.tokened, a)
+					poke = q.loopWaiting || poke
+					q.loopWaiting = false
+				}
 			} else {
 				e.light = it.l
 				e.lightRunning = true

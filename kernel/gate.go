@@ -62,8 +62,11 @@ type groupState struct {
 	running int // permits held
 	waiting int // tasks in key queues
 	total   rate.Bucket
-	ready   fifo.Queue[*keyState] // keys that may start but for the total limits
-	paused  bool
+	// unstarted counts the permits whose tasks wait in their buckets, their rate
+	// tokens not yet taken (attempt.tokens): while one does, a rate grants no other.
+	unstarted int
+	ready     fifo.Queue[*keyState] // keys that may start but for the total limits
+	paused    bool
 
 	totalTimer timer
 	sweepTimer timer
@@ -81,6 +84,7 @@ type keyState struct {
 	n         int // tasks in q
 	running   int // permits held
 	rate      rate.Bucket
+	unstarted int              // as groupState.unstarted, for the key's rate
 	holdUntil int64            // mono: a RateLimitedError paused the key until then
 	brUntil   int64            // mono: the breaker refused until then (0: not parked on time)
 	brProbe   bool             // the breaker refused until a probe's outcome
@@ -258,6 +262,9 @@ func (k *Kernel) keyCanStart(ks *keyState) bool {
 	if c := d.cfg.PerKey.Concurrency; c > 0 && ks.running >= c {
 		return false
 	}
+	if ks.unstarted > 0 && d.perKey.Interval != 0 {
+		return false // gateStarted touches the key
+	}
 	now := k.ls.nowMono
 	token := ks.rate.Next(d.perKey)
 	wait := max(ks.holdUntil, token, ks.brUntil)
@@ -298,6 +305,9 @@ func (k *Kernel) serveGroup(g *groupState) {
 		}
 		if c := d.cfg.Total.Concurrency; c > 0 && g.running >= c {
 			return // a permit's return serves the group again
+		}
+		if g.unstarted > 0 && d.total.Interval != 0 {
+			return // so does its start (gateStarted)
 		}
 		if at := g.total.Next(d.total); at > now {
 			g.total.Refuse(d.total)
@@ -351,12 +361,38 @@ func (k *Kernel) grant(ks *keyState) bool {
 	a.brGen, a.brAdmitted, a.brReported = gen, admitted, false
 	ks.running++
 	g.running++
-	now := k.ls.nowMono
-	ks.rate.Take(g.def.perKey, now)
-	g.total.Take(g.def.total, now)
-	ks.lastUsed = now
+	if g.def.perKey.Interval != 0 || g.def.total.Interval != 0 {
+		// The tokens are taken once the task starts (gateStarted), so that its rates
+		// space the starts, however long its bucket and the run queue hold it.
+		a.tokens = true
+		ks.unstarted++
+		g.unstarted++
+	}
+	ks.lastUsed = k.ls.nowMono
 	k.pushBucket(h)
 	return true
+}
+
+// gateStarted takes the rate tokens of a's permit at the time its executor started
+// it, and gives its key and group their turn for the next permit. Loop only.
+func (k *Kernel) gateStarted(a *attempt) {
+	if !a.tokens {
+		return // Close returned its permit
+	}
+	ks := k.untoken(a)
+	g := ks.g
+	ks.rate.Take(g.def.perKey, a.startAt)
+	g.total.Take(g.def.total, a.startAt)
+	k.touchKey(ks)
+}
+
+// untoken clears a's pending tokens (attempt.tokens) and returns its key. Loop only.
+func (k *Kernel) untoken(a *attempt) *keyState {
+	a.tokens = false
+	ks := a.h.ext.ks
+	ks.unstarted--
+	ks.g.unstarted--
+	return ks
 }
 
 // gateClaimed gives a claimed durable task of a group (see claimed) its permit
@@ -389,6 +425,9 @@ func (k *Kernel) gateClaimed(h *Handle) {
 func (k *Kernel) gateRelease(a *attempt) {
 	k.breakerDone(a, breaker.Ignored) // if not reported: it never ran
 	a.permit = false
+	if a.tokens {
+		k.untoken(a) // it never started: its tokens are not spent
+	}
 	ks := a.h.ext.ks
 	ks.running--
 	ks.g.running--

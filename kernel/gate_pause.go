@@ -128,6 +128,9 @@ func (k *Kernel) pullBack(match func(h *Handle, x *taskExt) bool) {
 		h := back[i]
 		a := h.cur
 		a.permit = false
+		if a.tokens {
+			k.untoken(a)
+		}
 		k.breakerDone(a, breaker.Ignored)
 		ks := h.ext.ks
 		ks.running--

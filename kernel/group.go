@@ -34,6 +34,12 @@ const (
 // wakes). A larger Burst lets up to Burst starts go at once after a quiet spell (as
 // x/time/rate's burst does), so a window of length Per may then hold up to
 // N + Burst - 1 starts (and as many more after a late one).
+//
+// A token counts from its task's start, not from its permit: while a task whose
+// permit a rate allowed waits in its bucket or the run queue (the kernel is
+// saturated), the key (or the group, for Total.Rate) grants no other permit, and
+// the next token counts from when that task started. So a backlog never bunches a
+// rate's starts.
 type Rate struct {
 	// N tokens per Per. If zero, no rate limit (Per and Burst must be zero too).
 	N int

@@ -17,7 +17,7 @@ import (
 // Burst + (w+late)/interval starts in any window of length w (rate.Bucket.Take);
 // an Ordered group's keys ran one attempt at a time. Every task ends once.
 func TestGroupModel(t *testing.T) {
-	for seed := range uint64(8) {
+	for seed := range uint64(40) {
 		t.Run("seed"+strconv.Itoa(int(seed)), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { runGroupModel(t, seed) })
 		})

@@ -602,3 +602,48 @@ func TestGroupRateOffTick(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupRateSpacesStarts holds a key's and a group's rates to the tasks' starts,
+// not to their permits: the slot is busy while the key's tasks come, its Low task
+// takes the key's token and waits in its bucket, and High tasks of the key come
+// meanwhile. Once the slot frees, the starts keep the rate's spacing: a permit waits
+// for its start before the key (or the group's total) grants another, and its tokens
+// count from that start.
+func TestGroupRateSpacesStarts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gc   GroupConfig
+		keys int // the High tasks' keys
+	}{
+		{"per key", GroupConfig{PerKey: Limits{Rate: Rate{N: 3, Per: 300 * time.Millisecond}}}, 1},
+		{"total", GroupConfig{Total: Limits{Rate: Rate{N: 3, Per: 300 * time.Millisecond}}}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				k := newTestKernel(t, Config{MaxConcurrency: 1, Groups: map[string]GroupConfig{"g": tc.gc}})
+				tr := newTracker()
+				blocker := mustSubmit(t, k, Task{Priority: Low, Run: tr.run("blocker", "", 250*time.Millisecond, nil)})
+				synctest.Wait()
+				hs := []*Handle{blocker, mustSubmit(t, k, Task{Group: "g", Key: "k0", Priority: Low, Run: tr.run("g", "low", 0, nil)})}
+				for i := range 4 {
+					advance(60 * time.Millisecond)
+					hs = append(hs, mustSubmit(t, k, Task{Group: "g", Key: "k" + strconv.Itoa(i%tc.keys), Priority: High, Run: tr.run("g", "high", 0, nil)}))
+				}
+				waitAll(t, hs)
+				starts := tr.starts["g"]
+				if len(starts) != 5 {
+					t.Fatalf("%d starts of the group's tasks, want 5", len(starts))
+				}
+				if starts[0] < 250*time.Millisecond {
+					t.Errorf("first start at %v, before the slot freed (250 ms)", starts[0])
+				}
+				for i := 1; i < len(starts); i++ {
+					// A start may count at its token's time up to two ticks late.
+					if gap := starts[i] - starts[i-1]; gap < 100*time.Millisecond-2*tickDefault {
+						t.Errorf("start %d came %v after the previous (starts %v), want the rate's 100 ms", i, gap, starts)
+					}
+				}
+			})
+		})
+	}
+}

@@ -23,6 +23,7 @@ type runq struct {
 	rings       [queue.NumLevels]*queue.Ring[ritem]
 	done        []*attempt  // finished attempts, swapped out by the loop
 	lightFailed []lightDone // light tasks that failed, swapped out by the loop
+	tokened     []*attempt  // started attempts whose permits' rate tokens wait for the loop (attempt.tokens)
 
 	idle    []*executor // parked executors, most recent last
 	coming  int         // executors woken and not yet back under mu
