@@ -299,14 +299,18 @@
 //
 // A transaction of a live owner holds the owner's row from its renewal to its end, so
 // the owner's next renewal waits for it. Such a transaction waits for a task row only
-// when a transaction of another owner holds that row: never a claim's (a claim locks
-// only the pool rows it may take) nor a rescue's (a rescue takes the rows of ended
-// owners alone), but a row or unique key another commit holds. Each such wait is
-// bounded by [Options.LockWait] (innodb_lock_wait_timeout, set on every connection of
-// a store made by [Open]), after which the transaction rolls back, releasing the owner's
-// row, and is retried: a transaction stuck in one process costs the other owners a
-// failed commit at worst, never their leases. The bound costs no round trip of a
-// commit: the driver sets it once per connection.
+// when a transaction of another owner holds that row: a row or unique key another
+// commit holds, or a pool row it adopts ([store.Change.Adopt]) that another owner's
+// claim has locked; never a rescue's (a rescue takes the rows of ended owners alone).
+// Each such wait is bounded by [Options.LockWait] (innodb_lock_wait_timeout, set on
+// every connection of a store made by [Open]), after which the transaction rolls back,
+// releasing the owner's row, and is retried: a transaction stuck in one process costs
+// the other owners a failed commit at worst. An adopt is the exception: while a claim
+// stuck in another process keeps the row locked, each retry of the commit that adopts
+// it waits again, and its renewal rolls back with it, until the stuck owner's lease
+// ends and a rescue kills its connection; with a lease no longer than the stuck
+// owner's, the adopting owner may lose its lease meanwhile. The bound costs no round
+// trip of a commit: the driver sets it once per connection.
 //
 // KILL needs no privilege for connections of the same user; killing another user's
 // connection takes CONNECTION ADMIN (MariaDB) or CONNECTION_ADMIN (MySQL), and a user
