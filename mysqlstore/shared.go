@@ -180,6 +180,7 @@ func (s *Store) Join(ctx context.Context, name string, lease time.Duration) (sto
 	if err != nil {
 		return store.Owner{}, err
 	}
+	s.joined(o.Epoch)
 	s.pruneEpochs(o.Epoch)
 	return o, nil
 }

@@ -208,6 +208,17 @@ func (s *Store) startsOf(epoch uint64) *ownerStarts {
 	return os
 }
 
+// joined records the set of an owner that just joined: empty, at version 0, so that
+// its first commit needs no read of it.
+func (s *Store) joined(epoch uint64) {
+	os := s.startsOf(epoch)
+	os.sem <- struct{}{}
+	if os.set == nil {
+		os.set = newStartSet()
+	}
+	<-os.sem
+}
+
 // forgetStarts drops the store's record of an owner that lost its lease or left.
 func (s *Store) forgetStarts(epoch uint64) {
 	s.startsMu.Lock()
@@ -398,9 +409,7 @@ func (s *Store) renewSetQuery(o *store.Owner, set *startSet, fresh []*row) strin
 	if len(set.pages) > 0 && set.pages[0].dirty {
 		size += 2 * set.pages[0].bytes
 	}
-	for _, r := range fresh {
-		size += 2*len(r.id) + 4
-	}
+	size += len(fresh) * (2*store.StoredIDMax + 4)
 	q := newQuery(size).raw("UPDATE ").raw(s.owners).raw(" SET expires_at = " + nowSQL + " + INTERVAL lease_us MICROSECOND, " + connIDSQL)
 	if set.dirty() {
 		if set.pages[0].dirty {
@@ -411,26 +420,34 @@ func (s *Store) renewSetQuery(o *store.Owner, set *startSet, fresh []*row) strin
 	}
 	q.raw(" WHERE epoch = ").uint(o.Epoch).raw(" AND name = ").hexString(o.Name).raw(" AND " + liveOwnerSQL + " AND started_v = ").uint(set.version)
 	if len(fresh) > 0 {
-		// One part per stored fence: the rows the kernel inserted share fence 1.
-		byFence := make(map[uint64][]string)
-		var fences []uint64
-		for _, r := range fresh {
-			if _, ok := byFence[r.preFence]; !ok {
-				fences = append(fences, r.preFence)
-			}
-			byFence[r.preFence] = append(byFence[r.preFence], r.id)
-		}
-		q.raw(" AND (SELECT COUNT(*) FROM ").raw(s.table).raw(" FORCE INDEX (PRIMARY) WHERE owner = ").uint(o.Epoch).
-			raw(" AND state <= " + liveMaxCode + " AND (")
-		for i, f := range fences {
-			if i > 0 {
-				q.raw(" OR ")
-			}
-			q.raw("id IN ").hexList(byFence[f]).raw(" AND fence = ").uint(f)
-		}
-		q.raw(") LOCK IN SHARE MODE) = ").int(int64(len(fresh)))
+		q.raw(" AND (").raw(s.startCheck(o.Epoch, fresh)).raw(") = ").int(int64(len(fresh)))
 	}
 	return q.String()
+}
+
+// startCheck returns the count of the rows of fresh that are owner's, live, at their
+// preFence: a range of the primary key per distinct fence, read with shared locks.
+func (s *Store) startCheck(owner uint64, fresh []*row) string {
+	// One part per stored fence: the rows the kernel inserted share fence 1.
+	byFence := make(map[uint64][]string)
+	var fences []uint64
+	size := 256
+	for _, r := range fresh {
+		if _, ok := byFence[r.preFence]; !ok {
+			fences = append(fences, r.preFence)
+		}
+		byFence[r.preFence] = append(byFence[r.preFence], r.id)
+		size += 2*len(r.id) + 4
+	}
+	q := newQuery(size + 32*len(fences)).raw("SELECT COUNT(*) FROM ").raw(s.table).raw(" FORCE INDEX (PRIMARY) WHERE owner = ").uint(owner).
+		raw(" AND state <= " + liveMaxCode + " AND (")
+	for i, f := range fences {
+		if i > 0 {
+			q.raw(" OR ")
+		}
+		q.raw("id IN ").hexList(byFence[f]).raw(" AND fence = ").uint(f)
+	}
+	return q.raw(") LOCK IN SHARE MODE").String()
 }
 
 // renewWith runs renewal (see renewSetQuery) in tx: errLost when o's lease ended,
