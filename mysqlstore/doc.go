@@ -193,7 +193,7 @@
 //
 // An entry speaks for its task while the task row is still where the start found it:
 // live, its owner the set's owner, its fence pre. Every read of tasks ([Store.Get],
-// [Store.Recover], [SharedStore.States], [Store.Rescue], the locking plan of a commit)
+// [Store.Recover], [Store.States], [Store.Rescue], the locking plan of a commit)
 // reads the rows, then the sets of their owners, and shows a row an entry speaks for
 // as the entry says: Running, with the entry's attempt, fence and UpdatedAt. Get,
 // Recover and States read both in one read-only transaction (one snapshot). Any write

@@ -411,8 +411,12 @@ func TestQueriesUseAnIndex(t *testing.T) {
 			"",
 		},
 		{"schedule fire", fire, "PRIMARY", []string{"range", "const"}, ""},
-		{"renewal's check of starts", s.startCheck(owners[0].Epoch, []*row{{id: "a00009", preFence: 1}, {id: "a00019", preFence: 1}, {id: "a00029", preFence: 3}}),
-			"PRIMARY", []string{"range"}, ""},
+		{
+			"renewal's check of starts", s.startCheck(owners[0].Epoch, []*row{{id: "a00009", preFence: 1}, {id: "a00019", preFence: 1}, {id: "a00029", preFence: 3}}),
+			"PRIMARY",
+			[]string{"range"},
+			"",
+		},
 	} {
 		rows, err := db.Query("EXPLAIN " + tc.query)
 		if err != nil {

@@ -43,7 +43,10 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 		for _, def := range []struct{ schema, table string }{
-			{ownersSchema, s.owners}, {leasesSchema, s.leases}, {epochsSchema, s.epochs}, {schedSchema, s.sched},
+			{ownersSchema, s.owners},
+			{leasesSchema, s.leases},
+			{epochsSchema, s.epochs},
+			{schedSchema, s.sched},
 			{startsSchema, s.startsTable},
 		} {
 			if _, err := s.db.ExecContext(ctx, fmt.Sprintf(def.schema, def.table)); err != nil {

@@ -177,8 +177,10 @@ func TestMigrateAddsStartSets(t *testing.T) {
 	ctx := context.Background()
 	s, db := setup(t, mysqlstore.Options{})
 	owners := "`" + s.Table() + "_owners`"
-	for _, q := range []string{"DROP TABLE " + owners, fmt.Sprintf(ownersSchemaBeforeStarts, owners), "DROP TABLE `" + s.Table() + "_starts`",
-		"INSERT INTO " + owners + " (epoch, name, lease_us, expires_at) VALUES (5, 'old', 60000000, UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE)"} {
+	for _, q := range []string{
+		"DROP TABLE " + owners, fmt.Sprintf(ownersSchemaBeforeStarts, owners), "DROP TABLE `" + s.Table() + "_starts`",
+		"INSERT INTO " + owners + " (epoch, name, lease_us, expires_at) VALUES (5, 'old', 60000000, UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE)",
+	} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatal(err)
 		}

@@ -191,8 +191,10 @@ func scanTaskWith(sc scanner, extra ...any) (store.StoredTask, error) {
 		prio, state                uint8
 		runAt, timeout, created, u int64
 	)
-	err := sc.Scan(append([]any{&t.ID, &t.Kind, &t.Payload, &prio, &runAt, &timeout, &t.MaxAttempts, &t.Attempt,
-		&t.Fence, &t.UniqueKey, &state, &t.LastError, &created, &u, &t.Group, &t.Key}, extra...)...)
+	err := sc.Scan(append([]any{
+		&t.ID, &t.Kind, &t.Payload, &prio, &runAt, &timeout, &t.MaxAttempts, &t.Attempt,
+		&t.Fence, &t.UniqueKey, &state, &t.LastError, &created, &u, &t.Group, &t.Key,
+	}, extra...)...)
 	if err != nil {
 		return t, err
 	}
