@@ -19,11 +19,15 @@
 // New tasks go in with a multi-row INSERT of their final rows. Stored tasks are changed
 // by one UPDATE per set of rows that write the same values, each ID written once:
 //
-//	UPDATE <table> SET state = 3, fence = 8, attempt = 1, updated_at = 1767225600000,
-//	    version = version + 1 WHERE id IN (X'…', X'…', …) AND fence = 7 AND state <= 4
+//	UPDATE <table> SET state = 5, updated_at = 1767225600000, live_key = NULL,
+//	    version = version + 1 WHERE id IN (X'…', X'…', …) AND fence = 8 AND state <= 4
+//	    AND owner IN (0, 12)
 //
-// The starts of a batch are one or a few such sets (one per distinct UpdatedAt, in
-// milliseconds), its ends as many; a set of fewer than 8 rows, or beyond the 8 largest,
+// (the owner condition: only in a commit's optimistic plan, see "Starts"). The ends of
+// a batch are one or a few such sets (one per distinct UpdatedAt, in milliseconds),
+// and so are the starts it writes in task rows; the starts of an owner's own stored
+// tasks are no task-row write at all, but entries of the owner's start set (see
+// "Starts"). A set of fewer than 8 rows, or beyond the 8 largest,
 // joins the rows with values of their own (retries with their own due times and
 // errors) in one multi-row INSERT … ON DUPLICATE KEY UPDATE whose assignments apply a
 // row only when its stored fence is the one the change expects and the task is live.
@@ -176,7 +180,9 @@
 // check above. A CommitAs of no changes is the UPDATE alone: the heartbeat of an idle
 // owner. A batch retried after a lost answer renews again, which is harmless; when its
 // lease ended in between, the error wraps [store.ErrOutcomeUnknown] as well as
-// ErrLeaseLost, since the first try may have applied.
+// ErrLeaseLost, since the first try may have applied. A batch that changes stored
+// tasks renews with the UPDATE shown in "Starts", which also writes the owner's start
+// set and checks the version it was planned with.
 //
 // # Starts
 //
@@ -223,7 +229,7 @@
 //	WHERE epoch = ? AND name = ? AND ended = 0 AND expires_at > UTC_TIMESTAMP(6)
 //	  AND started_v = 7
 //	  AND (SELECT COUNT(*) FROM <table> FORCE INDEX (PRIMARY) WHERE owner = ?
-//	       AND state <= 3 AND (id IN (X'…', …) AND fence = 1 OR …)
+//	       AND state <= 4 AND (id IN (X'…', …) AND fence = 1 OR …)
 //	       LOCK IN SHARE MODE) = 100
 //
 // So a batch of starts alone is START TRANSACTION, that UPDATE and COMMIT: two round
