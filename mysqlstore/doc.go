@@ -187,15 +187,15 @@
 // # Starts
 //
 // A task runs only once its start is committed, and after a crash a task that was
-// started counts an attempt, so every start is stored; but a start is the most
-// frequent write there is, and a task row rewritten for it moves its state index
-// entry, to move it again at the end. So the start of a task by its owner is recorded
+// started counts an attempt, so every start is stored; but a start written in the
+// task row rewrites the row and moves its state index entry, which the end moves
+// again. So the start of a task by its owner is recorded
 // in the owner's start set instead, which the owner row holds: the row every commit of
 // the owner rewrites anyway to renew the lease. An entry holds the task's ID, the
 // fence its row has (pre), and the attempt's fence, attempt and UpdatedAt, a dozen
 // bytes besides the ID; a page holds up to 8 KiB of them (page 0 in the started
 // column, the others in <table>_starts), so a set is as large as the owner's running
-// tasks, about one page per 180 tasks of IDs of 36 bytes.
+// tasks, an entry about 46 to 51 bytes for an ID of 36 (160 to 180 a page).
 //
 // An entry speaks for its task while the task row is still where the start found it:
 // live, its owner the set's owner, its fence pre. Every read of tasks ([Store.Get],

@@ -41,7 +41,7 @@ func (e startEntry) overlay(t *store.StoredTask) {
 }
 
 // startPageBytes bounds the encoding of one page of a set: MaxConcurrency tasks of
-// IDs of 36 bytes fill about MaxConcurrency/180 pages.
+// IDs of 36 bytes, 46 to 51 bytes an entry, fill about MaxConcurrency/170 pages.
 const startPageBytes = 8 << 10
 
 // startFormat is the first byte of every encoded page.
