@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -66,8 +67,16 @@ func newStartSet() *startSet {
 	return &startSet{entries: make(map[string]startEntry)}
 }
 
+// entrySize is the length of appendEntry's encoding of the entry.
 func entrySize(id string, e startEntry) int {
-	return len(appendEntry(make([]byte, 0, 64+len(id)), id, e))
+	zigzag := uint64(e.updated<<1) ^ uint64(e.updated>>63)
+	return uvarintLen(uint64(len(id))) + len(id) + uvarintLen(e.pre) + uvarintLen(e.fence-e.pre) +
+		uvarintLen(uint64(e.attempt)) + uvarintLen(zigzag)
+}
+
+// uvarintLen is the length of binary.AppendUvarint's encoding of v.
+func uvarintLen(v uint64) int {
+	return (bits.Len64(v|1) + 6) / 7
 }
 
 func appendEntry(b []byte, id string, e startEntry) []byte {
@@ -153,13 +162,7 @@ func (s *startSet) encode(p int) []byte {
 	}
 	b := make([]byte, 1, pg.bytes)
 	b[0] = startFormat
-	for _, id := range slices.Sorted(func(yield func(string) bool) {
-		for id := range pg.ids {
-			if !yield(id) {
-				return
-			}
-		}
-	}) {
+	for id := range pg.ids {
 		b = appendEntry(b, id, s.entries[id])
 	}
 	return b
