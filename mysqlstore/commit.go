@@ -61,12 +61,25 @@ func (s *Store) commit(ctx context.Context, o *store.Owner, changes []store.Chan
 		}
 		return b.pre, nil
 	}
+	var starts *ownerStarts
+	if o != nil && b.changesStored {
+		// The batch changes stored tasks: its starts of o's tasks go to o's start set,
+		// and its other changes read it (see doc.go, "Starts").
+		starts = s.startsOf(o.Epoch)
+		select {
+		case starts.sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, s.wrap("commit", ctx.Err())
+		}
+		defer func() { <-starts.sem }()
+		b.toSet = true
+	}
 	optimistic := true
 	var results []error
 	err := s.retryAs(ctx, "commit", o, func() error {
 		if optimistic {
 			optimistic = false // whatever happens, a retry plans from locked rows
-			res, err := s.commitOnce(ctx, b, true, o)
+			res, err := s.commitOnce(ctx, b, true, o, starts)
 			if err == nil {
 				results = res
 				return nil
@@ -75,13 +88,16 @@ func (s *Store) commit(ctx context.Context, o *store.Owner, changes []store.Chan
 				return err
 			}
 		}
-		res, err := s.commitOnce(ctx, b, false, o)
+		res, err := s.commitOnce(ctx, b, false, o, starts)
 		if err == nil {
 			results = res
 		}
 		return err
 	})
 	if err != nil {
+		if errors.Is(err, store.ErrLeaseLost) {
+			s.forgetStarts(o.Epoch)
+		}
 		return nil, err
 	}
 	return results, nil
@@ -96,6 +112,10 @@ type batch struct {
 	keys    []string // distinct unique keys of the live inserts not refused
 	next    []int    // next change of the same task, or -1
 	owned   bool     // committed by an owner (CommitAs): its inserts not of Change.Pool are the owner's
+	// changesStored: some change not refused is not an insert.
+	changesStored bool
+	// toSet: the starts of the committing owner's stored tasks go to its start set.
+	toSet bool
 	// insertsFirst: the optimistic plan runs the INSERT before the updates. True when a
 	// live insert with a unique key comes before a change that ends a task not inserted
 	// by the batch: that change may free the key, but only after the insert, which must
@@ -130,6 +150,9 @@ func (s *Store) newBatch(changes []store.Change) *batch {
 			seenID[t.ID] = true
 			b.ids = append(b.ids, t.ID)
 			b.first = append(b.first, i)
+		}
+		if changes[i].Op != store.OpInsert {
+			b.changesStored = true
 		}
 		if changes[i].Op == store.OpInsert {
 			inserted[t.ID] = true
@@ -169,6 +192,16 @@ type row struct {
 	// adopt: the batch adopts the stored row (Change.Adopt): its UPDATE takes it for
 	// the committing owner, only from the pool (see adopts).
 	adopt bool
+	// mine: the stored row is the committing owner's (read, or assumed when
+	// optimistic, which the renewal then checks for the rows the batch starts).
+	mine bool
+	by   uint64 // the stored row's owner (read)
+	// inSet: the row is in its owner's start set, which the fields above show
+	// (Running, the set's attempt and fence); preFence is the stored row's fence.
+	inSet bool
+	// started: the batch starts the row and changes nothing else of it: the start
+	// goes to the owner's start set, not to the row.
+	started bool
 
 	dirty                bool // an existing row the batch changes
 	setAttempt, setRunAt bool
@@ -179,12 +212,14 @@ type row struct {
 }
 
 // commitOnce runs the batch in one transaction. Optimistic: rows are assumed as the batch
-// expects them (inserted IDs new, others live at the first change's fence), and errReplan
-// says they were not. Otherwise the rows are read and locked first. With an owner o, the
-// transaction renews o's lease before it touches a task row (the lock order of owner rows
-// before task rows), and inserts write o.Epoch as the tasks' owner (0, the pool, for
-// those of a Change with Pool).
-func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *store.Owner) ([]error, error) {
+// expects them (inserted IDs new, others live at the first change's fence, or as o's
+// start set records them), and errReplan says they were not. Otherwise the rows are
+// read and locked first. With an owner o, the transaction renews o's lease before it
+// touches a task row (the lock order of owner rows before task rows), and inserts write
+// o.Epoch as the tasks' owner (0, the pool, for those of a Change with Pool). With
+// starts (b.toSet), the starts of o's stored tasks are written to o's start set, which
+// the renewal (optimistic) or an UPDATE of the locked owner row writes.
+func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *store.Owner, starts *ownerStarts) ([]error, error) {
 	var owner uint64
 	if o != nil {
 		owner = o.Epoch
@@ -192,11 +227,26 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *st
 	rows := make(map[string]*row, len(b.ids))
 	holders := make(map[string]string) // unique key → ID of the live task holding it
 	if optimistic {
+		var set *startSet
+		if starts != nil {
+			set = starts.set
+			if set == nil {
+				var err error
+				if set, err = s.loadSet(ctx, s.db, owner); err != nil {
+					return nil, err
+				}
+			}
+			starts.set = nil // unknown until this transaction commits
+		}
 		for k, id := range b.ids {
 			r := &row{id: id, attempt: -1}
 			if c := &b.changes[b.first[k]]; c.Op != store.OpInsert {
 				// Assumed stored and live at the fence the batch expects; the UPDATE checks it.
 				r.exists, r.present, r.preFence, r.fence, r.state = true, true, c.Fence, c.Fence, store.Queued
+				r.mine = b.toSet
+				if e, ok := set.get(id); ok {
+					r.inSet, r.preFence, r.fence, r.state, r.attempt, r.updatedAt = true, e.pre, e.fence, store.Running, e.attempt, fromMillis(e.updated)
+				}
 			}
 			rows[id] = r
 		}
@@ -207,7 +257,13 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *st
 			}
 		}
 		checks := s.absentChecks(rows, b.ids)
-		stmts := s.statements(rows, b.ids, b.insertsFirst, owner)
+		stmts := s.statements(rows, b.ids, b.insertsFirst, owner, ownerGuard(owner))
+		var renewal string
+		if set != nil {
+			fresh := toSet(set, rows, b.ids)
+			renewal = s.renewSetQuery(o, set, fresh)
+			stmts = append(stmts, s.pageWrites(owner, set)...)
+		}
 		switch {
 		case o != nil:
 			// The renewal and the writes in one transaction, below.
@@ -225,43 +281,72 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *st
 			return results, maybeApplied(s.run(ctx, s.db, stmts[0], true))
 		}
 		stmts = append(checks, stmts...)
-		if s.multiFits(o, stmts) {
-			return results, s.multiTx(ctx, o, stmts)
+		var err error
+		if s.multiFits(o, append(stmts[:len(stmts):len(stmts)], statement{sql: renewal})) {
+			err = s.multiTxWith(ctx, o, renewal, stmts)
+		} else {
+			err = s.inTx(ctx, nil, func(tx *sql.Tx) error {
+				if renewal != "" {
+					if err := s.renewWith(ctx, tx, o, renewal); err != nil {
+						return err
+					}
+				} else if o != nil {
+					if err := s.renew(ctx, tx, o); err != nil {
+						return err
+					}
+				}
+				for _, st := range stmts {
+					if err := s.run(ctx, tx, st, true); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
 		}
-		return results, s.inTx(ctx, nil, func(tx *sql.Tx) error {
-			if o != nil {
-				if err := s.renew(ctx, tx, o); err != nil {
-					return err
-				}
-			}
-			for _, st := range stmts {
-				if err := s.run(ctx, tx, st, true); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		if err == nil && set != nil {
+			set.written(set.next())
+			starts.set = set
+		}
+		return results, err
 	}
 	var results []error
+	var set *startSet
 	// Read committed: no gap locks on the IDs and keys read but absent, so fewer deadlocks
 	// between concurrent commits; a racing insert shows up as a duplicate entry instead.
 	err := s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
+		set = nil
 		if o != nil {
 			if err := s.renew(ctx, tx, o); err != nil {
 				return err
 			}
 		}
-		if err := s.lockRows(ctx, tx, b, rows, holders); err != nil {
+		if starts != nil {
+			// o's row is locked: the set read is the one to write over.
+			var err error
+			if set, err = s.loadSet(ctx, tx, owner); err != nil {
+				return err
+			}
+		}
+		if err := s.lockRows(ctx, tx, b, rows, holders, owner, set); err != nil {
 			return err
 		}
 		results = plan(b, rows, holders)
-		for _, st := range s.statements(rows, b.ids, false, owner) {
+		stmts := s.statements(rows, b.ids, false, owner, "")
+		if set != nil {
+			toSet(set, rows, b.ids)
+			stmts = append(stmts, s.setWrites(owner, set)...)
+		}
+		for _, st := range stmts {
 			if err := s.run(ctx, tx, st, false); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+	if err == nil && set != nil {
+		set.written(set.next())
+		starts.set = set
+	}
 	return results, err
 }
 
@@ -342,11 +427,13 @@ func (s *Store) run(ctx context.Context, db execer, st statement, optimistic boo
 }
 
 // lockRows reads and locks the batch's rows and the holders of its inserts' unique keys.
-func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[string]*row, holders map[string]string) error {
+// A row of owner (when not 0) that set records is given the state the set records.
+func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[string]*row, holders map[string]string, owner uint64, set *startSet) error {
 	ids := slices.Sorted(slices.Values(b.ids)) // one lock order for every committer
+	var others []uint64                        // the owners of the live rows of other owners
 	for chunk := range slices.Chunk(ids, selectIDsMax) {
 		q := newQuery(64 + len(chunk)*(2*store.StoredIDMax+4))
-		q.raw("SELECT id, fence, state, attempt, unique_key, owner <> 0 FROM ").raw(s.table).raw(" WHERE id IN (")
+		q.raw("SELECT id, fence, state, attempt, unique_key, owner FROM ").raw(s.table).raw(" WHERE id IN (")
 		for i, id := range chunk {
 			if i > 0 {
 				q.raw(",")
@@ -356,15 +443,26 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 		q.raw(") FOR UPDATE")
 		err := scanAll(ctx, tx, q.String(), func(sc scanner) error {
 			r := &row{exists: true, present: true, keyKnown: true}
-			var code uint8
-			if err := sc.Scan(&r.id, &r.fence, &code, &r.attempt, &r.key, &r.owned); err != nil {
+			var (
+				code uint8
+				by   uint64
+			)
+			if err := sc.Scan(&r.id, &r.fence, &code, &r.attempt, &r.key, &by); err != nil {
 				return err
 			}
 			st, err := decodeState(code)
 			if err != nil {
 				return err
 			}
-			r.state, r.preFence = st, r.fence
+			r.state, r.preFence, r.owned, r.mine, r.by = st, r.fence, by != 0, by != 0 && by == owner, by
+			if e, ok := set.get(r.id); ok && r.mine && e.applies(r.fence, st) {
+				r.inSet, r.fence, r.state, r.attempt = true, e.fence, store.Running, e.attempt
+			} else if ok {
+				set.remove(r.id) // an entry the row moved past: none should be left
+			}
+			if r.owned && !r.mine && st.Live() {
+				others = append(others, by)
+			}
 			rows[r.id] = r
 			if r.key != "" && st.Live() {
 				holders[r.key] = r.id
@@ -373,6 +471,20 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 		})
 		if err != nil {
 			return err
+		}
+	}
+	if len(others) > 0 {
+		// Their start sets: the rows are locked, so an owner adds no start of them
+		// until this transaction ends (its renewal's check waits for the rows).
+		slices.Sort(others)
+		sets, err := s.readSets(ctx, tx, slices.Compact(others))
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if e, ok := sets[r.by][r.id]; ok && r.owned && !r.mine && e.applies(r.fence, r.state) {
+				r.inSet, r.fence, r.state, r.attempt = true, e.fence, store.Running, e.attempt
+			}
 		}
 	}
 	for _, id := range b.ids {
@@ -429,7 +541,7 @@ func plan(b *batch, rows map[string]*row, holders map[string]string) []error {
 			if c.Adopt {
 				r.adopt, r.owned, r.pool = r.ins == nil, true, false
 			}
-			r.apply(c, holders)
+			r.apply(c, holders, b.toSet)
 		case storekit.AlreadyApplied(b.changes, results, b.next, i, r.fence, r.state, r.attempt):
 			// The batch is a retry of one that landed: report what it reported then.
 		default:
@@ -470,7 +582,11 @@ func (r *row) insert(c *store.Change, holders map[string]string, noOwner bool) e
 	return nil
 }
 
-func (r *row) apply(c *store.Change, holders map[string]string) {
+// apply applies c to the row. With toSet, a start of the owner's stored row that the
+// batch changed no other way goes to the owner's start set (started) instead of the
+// row; any other change of a row in the set, or started, writes the row whole (its
+// attempt and fence from the set too).
+func (r *row) apply(c *store.Change, holders map[string]string, toSet bool) {
 	switch c.Op {
 	case store.OpStart:
 		r.attempt, r.fence, r.setAttempt = c.Task.Attempt, c.Task.Fence, true
@@ -485,7 +601,8 @@ func (r *row) apply(c *store.Change, holders map[string]string) {
 		}
 	}
 	r.state, r.updatedAt = c.ResultState(), c.Task.UpdatedAt
-	if t := r.ins; t != nil { // a row of this batch: change the row to insert
+	switch t := r.ins; {
+	case t != nil: // a row of this batch: change the row to insert
 		t.Attempt, t.Fence, t.State, t.UpdatedAt = r.attempt, r.fence, r.state, r.updatedAt
 		if r.setRunAt {
 			t.RunAt = r.runAt
@@ -493,8 +610,13 @@ func (r *row) apply(c *store.Change, holders map[string]string) {
 		if r.setLastError {
 			t.LastError = r.lastError
 		}
-	} else {
+	case toSet && c.Op == store.OpStart && !c.Adopt && !r.adopt && r.mine && !r.dirty:
+		r.started = true
+	default:
 		r.dirty = true
+		if r.inSet {
+			r.setAttempt = true // the row holds the attempt before the set's
+		}
 	}
 	if !r.state.Live() && r.keyKnown && r.key != "" && holders[r.key] == r.id {
 		delete(holders, r.key)

@@ -19,11 +19,15 @@
 // New tasks go in with a multi-row INSERT of their final rows. Stored tasks are changed
 // by one UPDATE per set of rows that write the same values, each ID written once:
 //
-//	UPDATE <table> SET state = 3, fence = 8, attempt = 1, updated_at = 1767225600000,
-//	    version = version + 1 WHERE id IN (X'…', X'…', …) AND fence = 7 AND state <= 4
+//	UPDATE <table> SET state = 5, updated_at = 1767225600000, live_key = NULL,
+//	    version = version + 1 WHERE id IN (X'…', X'…', …) AND fence = 8 AND state <= 4
+//	    AND owner IN (0, 12)
 //
-// The starts of a batch are one or a few such sets (one per distinct UpdatedAt, in
-// milliseconds), its ends as many; a set of fewer than 8 rows, or beyond the 8 largest,
+// (the owner condition: only in a commit's optimistic plan, see "Starts"). The ends of
+// a batch are one or a few such sets (one per distinct UpdatedAt, in milliseconds),
+// and so are the starts it writes in task rows; the starts of an owner's own stored
+// tasks are no task-row write at all, but entries of the owner's start set (see
+// "Starts"). A set of fewer than 8 rows, or beyond the 8 largest,
 // joins the rows with values of their own (retries with their own due times and
 // errors) in one multi-row INSERT … ON DUPLICATE KEY UPDATE whose assignments apply a
 // row only when its stored fence is the one the change expects and the task is live.
@@ -69,12 +73,16 @@
 // each write of a task moves at most one secondary index entry:
 //
 //   - an insert writes the row, its state index entry and its live_key entry;
-//   - a start (Queued → Running) rewrites the row's state, attempt, fence, updated_at
-//     and version in place, and moves its state index entry;
+//   - a start by the task's owner writes no task row at all: it goes to the owner's
+//     start set, in the owner row that the commit's renewal rewrites anyway (see
+//     "Starts"); a start that rides on an insert, a retry or an end of the same batch,
+//     or by no owner, rewrites the row's state, attempt, fence, updated_at and version
+//     in place, and moves its state index entry;
 //   - an end (Succeeded, Failed, …) rewrites state, updated_at and version in place
-//     (last_error too for a failure) and moves its state index entry from the live
-//     state to the terminal one; it sets live_key to NULL, which moves that entry only
-//     for a task that held a key;
+//     (last_error too for a failure; attempt and fence too after a start recorded in
+//     the set) and moves its state index entry from the live state to the terminal
+//     one; it sets live_key to NULL, which moves that entry only for a task that held
+//     a key;
 //   - a retry moves the state index entry (state and run_at), and so does a claim
 //     (owner, state, attempt, fence, updated_at), a rescue (owner, fence) and a
 //     requeue.
@@ -91,13 +99,18 @@
 // once.
 // The store's throughput is in docs/performance.md.
 //
-// Four more tables are named after it, which is why a table name is at most [TableMax]
+// Five more tables are named after it, which is why a table name is at most [TableMax]
 // bytes:
 //
 //   - <table>_owners: one row per membership: epoch (primary key), name, lease_us,
 //     expires_at (DATETIME(6), UTC on the server's clock), ended, set when the owner
-//     left, was replaced by a new epoch of its name, or had tasks rescued, and conn_id,
-//     the CONNECTION_ID() of the row's last writer (see "Stuck transactions").
+//     left, was replaced by a new epoch of its name, or had tasks rescued, conn_id,
+//     the CONNECTION_ID() of the row's last writer (see "Stuck transactions"), and the
+//     owner's start set (see "Starts"): started (BLOB, its first page) and started_v
+//     (a count of the set's writes).
+//   - <table>_starts: the further pages of the start sets that outgrow one page:
+//     epoch and page (primary key), entries (BLOB). Empty unless an owner runs more
+//     tasks at once than a page holds.
 //   - <table>_leases: one row per named lease while granted: name (primary key),
 //     holder, fence and expires_at.
 //   - <table>_epochs: an AUTO_INCREMENT counter. Each epoch and each named-lease fence is
@@ -121,7 +134,9 @@
 // index build, which reads the whole table) to a task table that lacks them, dropping the
 // index (state, priority, run_at) it replaces, the grp and gkey columns (in place where
 // the server can; the rows already stored get ”, no group) to a task table that lacks
-// them, and the conn_id column to an owner table that lacks it. It drops the index
+// them, the conn_id, started and started_v columns to an owner table that lacks them
+// (in place: MariaDB >= 10.3 and MySQL >= 8.0 add a column with a default without
+// copying the table), and creates <table>_starts. It drops the index
 // (state, updated_at) that task tables of earlier versions have: ALTER TABLE … DROP KEY
 // state_updated_at, ALGORITHM=INPLACE, LOCK=NONE, a change of the table's metadata that
 // neither copies the table nor blocks its readers and writers. Stores of earlier
@@ -165,7 +180,90 @@
 // check above. A CommitAs of no changes is the UPDATE alone: the heartbeat of an idle
 // owner. A batch retried after a lost answer renews again, which is harmless; when its
 // lease ended in between, the error wraps [store.ErrOutcomeUnknown] as well as
-// ErrLeaseLost, since the first try may have applied.
+// ErrLeaseLost, since the first try may have applied. A batch that changes stored
+// tasks renews with the UPDATE shown in "Starts", which also writes the owner's start
+// set and checks the version it was planned with.
+//
+// # Starts
+//
+// A task runs only once its start is committed, and after a crash a task that was
+// started counts an attempt, so every start is stored; but a start written in the
+// task row rewrites the row and moves its state index entry, which the end moves
+// again. So the start of a task by its owner is recorded
+// in the owner's start set instead, which the owner row holds: the row every commit of
+// the owner rewrites anyway to renew the lease. An entry holds the task's ID, the
+// fence its row has (pre), and the attempt's fence, attempt and UpdatedAt, a dozen
+// bytes besides the ID; a page holds up to 8 KiB of them (page 0 in the started
+// column, the others in <table>_starts), so a set is as large as the owner's running
+// tasks, an entry about 46 to 51 bytes for an ID of 36 (160 to 180 a page).
+//
+// An entry speaks for its task while the task row is still where the start found it:
+// live, its owner the set's owner, its fence pre. Every read of tasks ([Store.Get],
+// [Store.Recover], [Store.States], [Store.Rescue], the locking plan of a commit)
+// reads the rows, then the sets of their owners, and shows a row an entry speaks for
+// as the entry says: Running, with the entry's attempt, fence and UpdatedAt. Get,
+// Recover and States read both in one read-only transaction (one snapshot). Any write
+// that moves a row on (an end, a retry, a rescue, a claim) changes its fence or makes
+// it terminal, so an entry left behind says nothing; the owner drops the entry in the
+// same commit anyway.
+//
+// What a commit writes, for owner o:
+//
+//   - a start of a task row of o (live at the change's fence), with no other change of
+//     it in the batch: an entry of o's set, nothing in the task row;
+//   - a change of a task in the set (an end, a retry): the row, whole (state, attempt
+//     and fence from the set too), checked against the row's stored fence; the entry
+//     is dropped;
+//   - a claim ([Store.Claim]) and an adopt (an OpStart with [store.Change] Adopt) start
+//     the task in its row, as the write that gives the row its owner, and so does a
+//     start in the batch that inserts the task: one row write either way. A later
+//     start of such a task by its owner (after a retry) goes to the set;
+//   - a commit by no owner ([Store.Commit]) writes starts in the rows.
+//
+// The store keeps each owner's set in memory between its commits, together with the
+// started_v it was read or written at, and plans a batch with it. The optimistic plan
+// writes the set's changed first page and the new started_v in the renewal itself:
+//
+//	UPDATE <table>_owners SET expires_at = …, conn_id = CONNECTION_ID(),
+//	    started = X'…', started_v = 8
+//	WHERE epoch = ? AND name = ? AND ended = 0 AND expires_at > UTC_TIMESTAMP(6)
+//	  AND started_v = 7
+//	  AND (SELECT COUNT(*) FROM <table> FORCE INDEX (PRIMARY) WHERE owner = ?
+//	       AND state <= 4 AND (id IN (X'…', …) AND fence = 1 OR …)
+//	       LOCK IN SHARE MODE) = 100
+//
+// So a batch of starts alone is START TRANSACTION, that UPDATE and COMMIT: two round
+// trips and one row written, where starts in the task rows rewrite a row and move an
+// index entry each. The count checks that the rows started for the first time are o's,
+// live, at the fences the plan assumed (a read of the primary key per start, no
+// write); its shared locks make a writer that holds one of those rows finish first,
+// and one that comes later wait for this commit and then read the set. When the
+// renewal changes no row (the lease ended, another commit of o wrote the set, or a
+// row is not where the plan assumed), the transaction is rolled back and the batch
+// planned again from locked rows: the renewal, a read of o's set, the rows locked with
+// SELECT … FOR UPDATE and seen through the sets of their owners, then the writes,
+// and an UPDATE of o's row for the set. The further pages of a set are written with
+// one INSERT … ON DUPLICATE KEY UPDATE of the changed pages in the same transaction.
+// A commit whose outcome is unknown drops the set from memory; the next one reads it.
+// The updates of an optimistic plan also require owner IN (0, o): a row of another
+// owner may be in that owner's set, which only the locking plan reads.
+//
+// A rescue reads the sets of the ended owners it locked, returns the tasks they record
+// Running at their attempt (so they count it, as any attempt that could have begun),
+// and the others as they wait, their attempt unchanged: a task whose start was never
+// committed never counts an attempt, and no task becomes a dead letter for work that
+// never began. The rescue's UPDATE writes the Running state, attempt and UpdatedAt of
+// the started ones into their rows with the new fence. A stale owner cannot record a
+// start: its renewal fails, and with it the whole commit. An owner restarted under its
+// name gets a new epoch and an empty set; the old epoch's set stays with its ended
+// row until a rescue (the restarted owner's, at once) has taken its tasks, and is
+// deleted with that row. [Store.RunNow] reads the caller's set and leaves a task it
+// records alone.
+//
+// Stores of versions that write starts in the task rows do not read the sets: run one
+// version on a table at a time (a rolling upgrade may let an old rescuer take a task
+// started in a set as never started, which runs it again without counting the
+// attempt).
 //
 // # Rescue and lock order
 //
@@ -178,15 +276,18 @@
 //  2. locks the rows of ended owners with SELECT … FOR UPDATE SKIP LOCKED: an owner whose
 //     row is locked is in a commit, and is left for a later rescue (but see "Stuck
 //     transactions");
-//  3. locks the live tasks of those owners and the Running tasks of no owner with
+//  3. reads the start sets of those owners (see "Starts"), locks the live tasks of
+//     those owners and the Running tasks of no owner with
 //     SELECT … FOR UPDATE on ranges of the index (state, owner, …) (forced, so that it
 //     never scans and waits for the rows of other owners), in recovery order; with a
 //     limit, every candidate is locked until the transaction ends, not only the first
 //     limit. The waiting tasks of no owner are the pool's (see "The pool"): a rescue
 //     neither takes nor locks them;
 //  4. takes a new epoch, above the epoch part of those tasks' fences, and gives them
-//     the rescuer as owner and the epoch's first fence;
-//  5. deletes the ended owners left without a live task, and marks the others ended.
+//     the rescuer as owner and the epoch's first fence (and to those a set records
+//     started, the state Running and the set's attempt and UpdatedAt);
+//  5. deletes the ended owners left without a live task (and their sets' further
+//     pages), and marks the others ended.
 //
 // So a commit by an ended owner either renewed (and committed) before the rescue locked
 // its row, and the rescue then sees it live and leaves its tasks alone, or it waits for

@@ -77,7 +77,7 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 			rows[id] = &row{id: id, attempt: -1, exists: true, present: true, preFence: c.Fence, fence: c.Fence, state: store.Queued}
 		}
 		plan(b, rows, map[string]string{})
-		stmts := s.statements(rows, b.ids, false, 0)
+		stmts := s.statements(rows, b.ids, false, 0, "")
 		if len(stmts) != tc.statements {
 			t.Errorf("%d rows, multi %v: %d statements, want %d", n, tc.multi, len(stmts), tc.statements)
 		}
@@ -411,6 +411,12 @@ func TestQueriesUseAnIndex(t *testing.T) {
 			"",
 		},
 		{"schedule fire", fire, "PRIMARY", []string{"range", "const"}, ""},
+		{
+			"renewal's check of starts", s.startCheck(owners[0].Epoch, []*row{{id: "a00009", preFence: 1}, {id: "a00019", preFence: 1}, {id: "a00029", preFence: 3}}),
+			"PRIMARY",
+			[]string{"range"},
+			"",
+		},
 	} {
 		rows, err := db.Query("EXPLAIN " + tc.query)
 		if err != nil {

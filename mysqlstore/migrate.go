@@ -12,8 +12,9 @@ import (
 // EXISTS), checks that an existing task table has the columns the store needs, adds the
 // owner column and its index, and the group and key columns (grp, gkey: empty for the
 // rows stored before, tasks of no group), to a task table that lacks them, drops the
-// index (state, updated_at) of a task table that has it (online), the conn_id
-// column to an owner table that lacks it and the last_fire column to a schedule table
+// index (state, updated_at) of a task table that has it (online), the conn_id,
+// started and started_v columns to an owner table that lacks them (in place), the
+// table of the start sets' further pages (<table>_starts) and the last_fire column to a schedule table
 // that lacks it, and checks that the server's max_allowed_packet holds a statement with
 // the largest payload. It is idempotent and safe to call from several
 // processes at once.
@@ -42,14 +43,20 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 		for _, def := range []struct{ schema, table string }{
-			{ownersSchema, s.owners}, {leasesSchema, s.leases}, {epochsSchema, s.epochs}, {schedSchema, s.sched},
+			{ownersSchema, s.owners},
+			{leasesSchema, s.leases},
+			{epochsSchema, s.epochs},
+			{schedSchema, s.sched},
+			{startsSchema, s.startsTable},
 		} {
 			if _, err := s.db.ExecContext(ctx, fmt.Sprintf(def.schema, def.table)); err != nil {
 				return err
 			}
 		}
-		if err := s.addColumn(ctx, s.opts.Table+ownersSuffix, s.owners, "conn_id", connIDColumn); err != nil {
-			return err
+		for _, c := range []struct{ name, def string }{{"conn_id", connIDColumn}, {"started", startedColumn}, {"started_v", startedVColumn}} {
+			if err := s.addColumn(ctx, s.opts.Table+ownersSuffix, s.owners, c.name, c.def); err != nil {
+				return err
+			}
 		}
 		return s.addColumn(ctx, s.opts.Table+schedSuffix, s.sched, "last_fire", lastFireColumn)
 	})

@@ -124,8 +124,8 @@ func TestDrop(t *testing.T) {
 	count := func() int {
 		t.Helper()
 		var n int
-		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN (?, ?, ?, ?, ?)",
-			s.Table(), s.Table()+"_owners", s.Table()+"_leases", s.Table()+"_epochs", s.Table()+"_sched").Scan(&n)
+		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name IN (?, ?, ?, ?, ?, ?)",
+			s.Table(), s.Table()+"_owners", s.Table()+"_leases", s.Table()+"_epochs", s.Table()+"_sched", s.Table()+"_starts").Scan(&n)
 		if err != nil {
 			t.Fatalf("count tables: %v", err)
 		}
@@ -134,8 +134,8 @@ func TestDrop(t *testing.T) {
 	if _, err := s.Join(ctx, "drop-test", time.Minute); err != nil { // makes sure the side tables are used
 		t.Fatalf("Join() error = %v", err)
 	}
-	if n := count(); n != 5 {
-		t.Fatalf("%d tables after Migrate, want 5", n)
+	if n := count(); n != 6 {
+		t.Fatalf("%d tables after Migrate, want 6", n)
 	}
 	for i := range 2 {
 		if err := s.Drop(ctx); err != nil {
@@ -148,8 +148,118 @@ func TestDrop(t *testing.T) {
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatalf("Migrate() after Drop error = %v", err)
 	}
-	if n := count(); n != 5 {
-		t.Fatalf("%d tables after Migrate again, want 5", n)
+	if n := count(); n != 6 {
+		t.Fatalf("%d tables after Migrate again, want 6", n)
+	}
+}
+
+// ownersSchemaBeforeStarts is the owner table as stores that record starts in the task
+// rows create it: no start set.
+const ownersSchemaBeforeStarts = `CREATE TABLE %s (
+	epoch      BIGINT UNSIGNED NOT NULL,
+	name       VARBINARY(64)   NOT NULL,
+	lease_us   BIGINT          NOT NULL,
+	expires_at DATETIME(6)     NOT NULL COMMENT 'UTC, server clock',
+	ended      TINYINT UNSIGNED NOT NULL DEFAULT 0 COMMENT '1: left, replaced or rescued; never renewed again',
+	conn_id    BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'CONNECTION_ID() of the last writer',
+	PRIMARY KEY (epoch),
+	KEY name (name)
+) ENGINE=InnoDB`
+
+// TestMigrateAddsStartSets migrates tables made by stores that record starts in the
+// task rows (an owner table without started and started_v, no _starts table), with a
+// live member whose tasks wait and run there, from several stores at once and then
+// again: the columns and the table are added once; the member of before keeps its
+// lease, its running task still reads Running, its new starts go to its set (and read
+// Running), and a rescue after it leaves returns the tasks that began Running at their
+// attempt and the one that never began waiting.
+func TestMigrateAddsStartSets(t *testing.T) {
+	ctx := context.Background()
+	s, db := setup(t, mysqlstore.Options{})
+	owners := "`" + s.Table() + "_owners`"
+	for _, q := range []string{
+		"DROP TABLE " + owners, fmt.Sprintf(ownersSchemaBeforeStarts, owners), "DROP TABLE `" + s.Table() + "_starts`",
+		"INSERT INTO " + owners + " (epoch, name, lease_us, expires_at) VALUES (5, 'old', 60000000, UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE)",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The tasks of the member of before, as such a store writes them: o-run's start
+	// in its row.
+	for id, st := range map[string][2]int{"o-wait": {2, 0}, "o-later": {2, 0}, "o-run": {3, 1}} {
+		_, err := db.ExecContext(ctx, "INSERT INTO `"+s.Table()+"` (id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, "+
+			"fence, unique_key, live_key, state, last_error, created_at, updated_at, owner) VALUES (?, 'k', '', 2, 0, 0, 5, ?, ?, '', NULL, ?, '', 0, 0, 5)",
+			id, st[1], 1+st[1], st[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const stores = 3
+	var wg sync.WaitGroup
+	errs := make([]error, stores)
+	for i := range stores {
+		si, err := mysqlstore.New(db, mysqlstore.Options{Table: s.Table(), Retention: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = si.Close() })
+		wg.Go(func() { errs[i] = si.Migrate(ctx) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Migrate() #%d = %v", i, err)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate() again = %v", err)
+	}
+	var cols int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? "+
+		"AND COLUMN_NAME IN ('started', 'started_v')", s.Table()+"_owners").Scan(&cols); err != nil || cols != 2 {
+		t.Fatalf("start set columns after Migrate = %d, %v; want 2", cols, err)
+	}
+	old := store.Owner{Name: "old", Epoch: 5, Lease: time.Minute}
+	get := func(id string) store.StoredTask {
+		t.Helper()
+		tk, err := s.Get(ctx, id)
+		if err != nil {
+			t.Fatalf("Get(%q) = %v", id, err)
+		}
+		return tk
+	}
+	if tk := get("o-run"); tk.State != store.Running || tk.Attempt != 1 {
+		t.Fatalf("o-run after Migrate = %v attempt %d, want running attempt 1", tk.State, tk.Attempt)
+	}
+	start := store.Change{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: "o-wait", Attempt: 1, Fence: 2, UpdatedAt: time.UnixMilli(1000)}}
+	res, err := s.CommitAs(ctx, old, []store.Change{start})
+	if err != nil || res[0] != nil {
+		t.Fatalf("CommitAs(start) by the member of before = %v, %v", res, err)
+	}
+	if tk := get("o-wait"); tk.State != store.Running || tk.Attempt != 1 || tk.Fence != 2 {
+		t.Fatalf("o-wait after its start = %v attempt %d fence %d, want running attempt 1 fence 2", tk.State, tk.Attempt, tk.Fence)
+	}
+	var state int
+	if err := db.QueryRowContext(ctx, "SELECT state FROM `"+s.Table()+"` WHERE id = 'o-wait'").Scan(&state); err != nil || state != 2 {
+		t.Fatalf("o-wait's row state = %d, %v; want 2 (queued): the start is in the owner's set", state, err)
+	}
+	if err := s.Leave(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.Join(ctx, "new", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Rescue(ctx, o, 0)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("Rescue() = %d tasks, %v; want 3", len(got), err)
+	}
+	for _, tk := range got {
+		want := map[string]store.State{"o-wait": store.Running, "o-run": store.Running, "o-later": store.Queued}[tk.ID]
+		if tk.State != want || (want == store.Running) != (tk.Attempt == 1) {
+			t.Errorf("rescued %q = %v attempt %d, want %v", tk.ID, tk.State, tk.Attempt, want)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,8 +57,12 @@ func TestMatchesMemoryStore(t *testing.T) {
 			}
 			// Noisy batches (most of them planned again from locked rows), then mostly
 			// clean ones, where a single stale change meets the optimistic statements.
-			compareWithModel(t, s, "n", 11, 20, 7)
-			compareWithModel(t, s, "c", 12, 400, 40)
+			compareWithModel(t, s, "n", 11, 20, 7, false)
+			compareWithModel(t, s, "c", 12, 400, 40, false)
+			// The same, committed by an owner: the starts of its stored tasks go to its
+			// start set, and every later change and read goes through it.
+			compareWithModel(t, s, "on", 13, 20, 7, true)
+			compareWithModel(t, s, "oc", 14, 400, 40, true)
 		})
 	}
 }
@@ -73,10 +78,27 @@ func containsByte(s string, c byte) bool {
 
 // compareWithModel commits random batches over tasks named prefix+number to s and to a
 // MemoryStore. About one change in unknown names a task never inserted, and one in stale
-// a stale fence.
-func compareWithModel(t *testing.T, s store.Store, prefix string, seed uint64, unknown, stale int) {
+// a stale fence. With owned, an owner of each store commits them (CommitAs), then
+// leaves, and an owner of each rescues the tasks: the rescued tasks must match too
+// (but their fences, of each store's own epochs).
+func compareWithModel(t *testing.T, s store.Store, prefix string, seed uint64, unknown, stale int, owned bool) {
 	ctx := context.Background()
 	ref := storekit.NewMemoryStore()
+	commitRef, commitS := ref.Commit, s.Commit
+	var refOwner, sOwner store.Owner
+	if owned {
+		var err error
+		if refOwner, err = ref.Join(ctx, prefix, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if sOwner, err = s.(store.SharedStore).Join(ctx, prefix, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		commitRef = func(ctx context.Context, b []store.Change) ([]error, error) { return ref.CommitAs(ctx, refOwner, b) }
+		commitS = func(ctx context.Context, b []store.Change) ([]error, error) {
+			return s.(store.SharedStore).CommitAs(ctx, sOwner, b)
+		}
+	}
 	rng := rand.New(rand.NewPCG(seed, 1))
 	const tasks = 60
 	type model struct {
@@ -151,11 +173,11 @@ func compareWithModel(t *testing.T, s store.Store, prefix string, seed uint64, u
 			b = append(b, c)
 		}
 	commit:
-		want, err := ref.Commit(ctx, b)
+		want, err := commitRef(ctx, b)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.Commit(ctx, b)
+		got, err := commitS(ctx, b)
 		if err != nil {
 			t.Fatalf("batch %d: Commit() error = %v", bi, err)
 		}
@@ -184,6 +206,50 @@ func compareWithModel(t *testing.T, s store.Store, prefix string, seed uint64, u
 			}
 		}
 		prev = b
+	}
+	if !owned {
+		return
+	}
+	rescued := func(ss store.SharedStore, o store.Owner) map[string]string {
+		t.Helper()
+		if err := ss.Leave(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		r, err := ss.Join(ctx, prefix+"-rescuer", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts, err := ss.Rescue(ctx, r, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, tk := range ts {
+			if !strings.HasPrefix(tk.ID, prefix) {
+				continue // a running row of no owner that an earlier comparison on s left
+			}
+			if tk.Fence>>32 < r.Epoch {
+				t.Errorf("rescued %q with fence %#x, below the rescuer's epoch %d", tk.ID, tk.Fence, r.Epoch)
+			}
+			stored, err := ss.Get(ctx, tk.ID)
+			if err != nil || describeTask(stored) != describeTask(tk) {
+				t.Errorf("Get(%q) after the rescue = %s, %v; want what Rescue returned: %s", tk.ID, describeTask(stored), err, describeTask(tk))
+			}
+			tk.Fence = 0
+			out[tk.ID] = describeTask(tk)
+		}
+		return out
+	}
+	want, got := rescued(ref, refOwner), rescued(s.(store.SharedStore), sOwner)
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("rescued %q = %q, MemoryStore says %q", id, got[id], w)
+		}
+	}
+	for id := range got {
+		if _, ok := want[id]; !ok {
+			t.Errorf("rescued %q, which MemoryStore does not rescue", id)
+		}
 	}
 }
 

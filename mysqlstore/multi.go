@@ -43,12 +43,21 @@ func (s *Store) multiFits(o *store.Owner, stmts []statement) bool {
 // check. A connection whose transaction may be left open (its ROLLBACK or COMMIT
 // failed) is closed, which ends the transaction on the server.
 func (s *Store) multiTx(ctx context.Context, o *store.Owner, stmts []statement) error {
-	size := 64
+	return s.multiTxWith(ctx, o, "", stmts)
+}
+
+// multiTxWith is multiTx whose renewal is renewal (see renewSetQuery), or o's plain
+// renewal when renewal is empty.
+func (s *Store) multiTxWith(ctx context.Context, o *store.Owner, renewal string, stmts []statement) error {
+	size := 64 + len(renewal)
 	for _, st := range stmts {
 		size += len(st.sql) + 1
 	}
 	q := newQuery(size + 256).raw("START TRANSACTION")
-	if o != nil {
+	switch {
+	case renewal != "":
+		q.raw(";").raw(renewal)
+	case o != nil:
 		s.renewQuery(q.raw(";"), o)
 	}
 	for _, st := range stmts {

@@ -64,7 +64,7 @@ func TestMultiTxRollsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale := s.updateOne(&row{id: "a", fence: 3, state: store.Running, preFence: 2, updatedAt: now})
+	stale := s.updateOne(&row{id: "a", fence: 3, state: store.Running, preFence: 2, updatedAt: now}, "")
 	for _, tc := range []struct {
 		name  string
 		owner *store.Owner
@@ -96,7 +96,7 @@ func TestMultiTxRollsBack(t *testing.T) {
 	if _, err := s.CommitAs(ctx, o, []store.Change{b}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("CommitAs() by an owner that left = %v, want ErrLeaseLost", err)
 	}
-	good := s.updateOne(&row{id: "a", fence: 2, state: store.Running, preFence: 1, updatedAt: now})
+	good := s.updateOne(&row{id: "a", fence: 2, state: store.Running, preFence: 1, updatedAt: now}, "")
 	if err := s.multiTx(ctx, nil, []statement{insert("c"), good}); err != nil {
 		t.Fatalf("multiTx() after the rollbacks = %v", err)
 	}

@@ -18,16 +18,61 @@ func (s *Store) Recover(ctx context.Context) ([]store.StoredTask, error) {
 	}
 	var out []store.StoredTask
 	err := s.retry(ctx, "recover", func() error {
-		out = out[:0]
-		return scanAll(ctx, s.db, "SELECT "+columns+" FROM "+s.table+" WHERE state <= "+liveMaxCode+
-			" ORDER BY priority, run_at, id", func(sc scanner) error {
-			t, err := scanTask(sc)
-			out = append(out, t)
-			return err
-		})
+		var err error
+		out, err = s.readOverlaid(ctx, "SELECT "+columns+", owner FROM "+s.table+" WHERE state <= "+liveMaxCode+
+			" ORDER BY priority, run_at, id", false)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// readOverlaid reads the tasks of query, which selects the columns of scanTask (or
+// columnsNoPayload), then owner, and gives those whose owner's start set records
+// their start the state it records (see doc.go, "Starts"). When some of the rows are
+// live rows of an owner, it reads them and the sets in one read-only transaction at
+// repeatable read, so from one snapshot; unless first, it reads them so only.
+func (s *Store) readOverlaid(ctx context.Context, query string, first bool) ([]store.StoredTask, error) {
+	var ts []ownedTask
+	read := func(q queryer) error {
+		ts = ts[:0]
+		return scanAll(ctx, q, query, func(sc scanner) error {
+			t, err := scanOwned(sc)
+			ts = append(ts, t)
+			return err
+		})
+	}
+	owned := func() bool {
+		for i := range ts {
+			if ts[i].owner != 0 && ts[i].State.Live() {
+				return true
+			}
+		}
+		return false
+	}
+	if first {
+		if err := read(s.db); err != nil {
+			return nil, err
+		}
+	}
+	if !first || owned() {
+		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+		if err != nil {
+			return nil, err
+		}
+		defer tx.Rollback() //nolint:errcheck // read only: nothing to keep
+		if err := read(tx); err != nil {
+			return nil, err
+		}
+		if err := s.overlaySets(ctx, tx, ts); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]store.StoredTask, len(ts))
+	for i := range ts {
+		out[i] = ts[i].StoredTask
 	}
 	return out, nil
 }
@@ -37,27 +82,20 @@ func (s *Store) Get(ctx context.Context, id string) (store.StoredTask, error) {
 	if err := s.checkOpen("get"); err != nil {
 		return store.StoredTask{}, err
 	}
-	var (
-		t     store.StoredTask
-		found bool
-	)
-	q := newQuery(128).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE id = ").hexString(id)
+	var ts []store.StoredTask
+	q := newQuery(128).raw("SELECT " + columns + ", owner FROM ").raw(s.table).raw(" WHERE id = ").hexString(id)
 	err := s.retry(ctx, "get", func() error {
-		found = false
-		return scanAll(ctx, s.db, q.String(), func(sc scanner) error {
-			var err error
-			t, err = scanTask(sc)
-			found = true
-			return err
-		})
+		var err error
+		ts, err = s.readOverlaid(ctx, q.String(), true)
+		return err
 	})
 	if err != nil {
 		return store.StoredTask{}, err
 	}
-	if !found {
+	if len(ts) == 0 {
 		return store.StoredTask{}, fmt.Errorf("mysqlstore: get %q: %w", id, store.ErrUnknownTask)
 	}
-	return t, nil
+	return ts[0], nil
 }
 
 // DeadLetters implements [store.Store.DeadLetters].
@@ -337,21 +375,18 @@ func (s *Store) States(ctx context.Context, ids []string) ([]store.StoredTask, e
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	q := newQuery(64 + len(ids)*(2*32+3)).raw("SELECT " + columnsNoPayload + " FROM ").raw(s.table).raw(" WHERE id IN ").hexList(ids)
+	q := newQuery(64 + len(ids)*(2*32+3)).raw("SELECT " + columnsNoPayload + ", owner FROM ").raw(s.table).raw(" WHERE id IN ").hexList(ids)
 	var out []store.StoredTask
 	err := s.retry(ctx, "states", func() error {
-		out = out[:0]
-		return scanAll(ctx, s.db, q.String(), func(sc scanner) error {
-			t, err := scanTask(sc)
-			if err == nil {
-				t.Payload = nil
-				out = append(out, t)
-			}
-			return err
-		})
+		var err error
+		out, err = s.readOverlaid(ctx, q.String(), true)
+		return err
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i := range out {
+		out[i].Payload = nil
 	}
 	return out, nil
 }

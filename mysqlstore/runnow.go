@@ -9,7 +9,8 @@ import (
 )
 
 // RunNow implements [store.SharedStore.RunNow] in one transaction at read committed:
-// it renews o's lease, then one UPDATE moves run_at (and updated_at) to now on the
+// it renews o's lease, reads o's start set (a task it records runs, and is left
+// alone), then one UPDATE moves run_at (and updated_at) to now on the
 // row id when it is waiting, in the pool or o's, and due later; when that changes no
 // row, one locking read tells whether the row is waiting there and due already. Both
 // statements use the primary key. A retry after a lost answer finds the row moved
@@ -30,6 +31,14 @@ func (s *Store) RunNow(ctx context.Context, o store.Owner, now time.Time, id str
 			found = false
 			if err := s.renew(ctx, tx, &o); err != nil {
 				return err
+			}
+			// A task of o's start set runs: o's row is locked, so the set is final.
+			sets, err := s.readSets(ctx, tx, []uint64{o.Epoch})
+			if err != nil {
+				return err
+			}
+			if _, ok := sets[o.Epoch][id]; ok {
+				return nil
 			}
 			res, err := tx.ExecContext(ctx, update)
 			if err != nil {

@@ -180,6 +180,7 @@ func (s *Store) Join(ctx context.Context, name string, lease time.Duration) (sto
 	if err != nil {
 		return store.Owner{}, err
 	}
+	s.joined(o.Epoch)
 	s.pruneEpochs(o.Epoch)
 	return o, nil
 }
@@ -312,11 +313,22 @@ func (s *Store) rescueOnce(ctx context.Context, o *store.Owner, limit int, taken
 		if limit > 0 && prior >= limit {
 			return nil
 		}
+		// The ended owners' start sets: their rows are locked, so the sets are final.
+		sets, err := s.readSets(ctx, tx, ended)
+		if err != nil {
+			return err
+		}
 		floor := uint64(0)
-		err := scanAll(ctx, tx, s.rescueQuery(ended, max(0, limit-prior), limit > 0), func(sc scanner) error {
-			t, err := scanTask(sc)
+		var started []bool // of out[prior:]: its owner's set records its start
+		err = scanAll(ctx, tx, s.rescueQuery(ended, max(0, limit-prior), limit > 0), func(sc scanner) error {
+			t, err := scanOwned(sc)
+			e, ok := sets[t.owner][t.ID]
+			if ok = ok && t.owner != 0 && e.applies(t.Fence, t.State); ok {
+				e.overlay(&t.StoredTask)
+			}
 			floor = max(floor, t.Fence>>32)
-			out = append(out, t)
+			out = append(out, t.StoredTask)
+			started = append(started, ok)
 			return err
 		})
 		if err != nil {
@@ -334,14 +346,14 @@ func (s *Store) rescueOnce(ctx context.Context, o *store.Owner, limit int, taken
 				fresh[i].Fence = fence
 			}
 			*taken = append(*taken, rescued{epoch: e, ids: ids}) // before COMMIT: its answer may be lost
-			q := newQuery(128 + len(ids)*(2*store.StoredIDMax+4)).raw("UPDATE ").raw(s.table).raw(" SET owner = ").uint(o.Epoch).
-				raw(", fence = ").uint(fence).raw(", version = version + 1 WHERE id IN ").hexList(ids).raw(" AND state <= " + liveMaxCode)
-			res, err := tx.ExecContext(ctx, q.String())
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil || n != int64(len(ids)) {
-				return errors.Join(err, fmt.Errorf("rescue updated %d rows, want %d for locked rows", n, len(ids)))
+			for _, st := range s.rescueUpdates(o.Epoch, fence, fresh, started) {
+				res, err := tx.ExecContext(ctx, st.sql)
+				if err != nil {
+					return err
+				}
+				if n, err := res.RowsAffected(); err != nil || n != st.want {
+					return errors.Join(err, fmt.Errorf("rescue updated %d rows, want %d for locked rows", n, st.want))
+				}
 			}
 		}
 		if prior > 0 {
@@ -351,9 +363,19 @@ func (s *Store) rescueOnce(ctx context.Context, o *store.Owner, limit int, taken
 			return nil
 		}
 		list := uintList(ended)
-		if _, err := tx.ExecContext(ctx, "DELETE FROM "+s.owners+" WHERE epoch IN "+list+" AND NOT EXISTS (SELECT 1 FROM "+
-			s.table+" t WHERE t.state IN "+liveCodes+" AND t.owner = "+s.owners+".epoch)"); err != nil {
+		res, err := tx.ExecContext(ctx, "DELETE FROM "+s.owners+" WHERE epoch IN "+list+" AND NOT EXISTS (SELECT 1 FROM "+
+			s.table+" t WHERE t.state IN "+liveCodes+" AND t.owner = "+s.owners+".epoch)")
+		if err != nil {
 			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n > 0 && len(sets) > 0 {
+			// The further pages of the sets of the owners just forgotten.
+			if _, err := tx.ExecContext(ctx, "DELETE FROM "+s.startsTable+" WHERE epoch IN "+list+" AND epoch NOT IN (SELECT epoch FROM "+
+				s.owners+" WHERE epoch IN "+list+")"); err != nil {
+				return err
+			}
 		}
 		_, err = tx.ExecContext(ctx, "UPDATE "+s.owners+" SET ended = 1, "+connIDSQL+" WHERE epoch IN "+list+" AND ended = 0")
 		return err
@@ -364,6 +386,49 @@ func (s *Store) rescueOnce(ctx context.Context, o *store.Owner, limit int, taken
 	return out, nil
 }
 
+// rescueUpdates returns the UPDATEs that give the rescued tasks ts owner and fence: one
+// for the tasks whose start no set records, and one per attempt and UpdatedAt for
+// those whose start their owner's set records (started[i]), whose rows then take the
+// state the set records (Running, its attempt and UpdatedAt).
+func (s *Store) rescueUpdates(owner, fence uint64, ts []store.StoredTask, started []bool) []statement {
+	type shape struct {
+		attempt int
+		updated int64
+	}
+	var (
+		plain  []string
+		shapes []shape
+		by     = make(map[shape][]string)
+	)
+	for i := range ts {
+		if !started[i] {
+			plain = append(plain, ts[i].ID)
+			continue
+		}
+		k := shape{ts[i].Attempt, millis(ts[i].UpdatedAt)}
+		if _, ok := by[k]; !ok {
+			shapes = append(shapes, k)
+		}
+		by[k] = append(by[k], ts[i].ID)
+	}
+	var stmts []statement
+	head := func(n int) *query {
+		return newQuery(160 + n*(2*store.StoredIDMax+4)).raw("UPDATE ").raw(s.table).raw(" SET owner = ").uint(owner).
+			raw(", fence = ").uint(fence)
+	}
+	if len(plain) > 0 {
+		q := head(len(plain)).raw(", version = version + 1 WHERE id IN ").hexList(plain).raw(" AND state <= " + liveMaxCode)
+		stmts = append(stmts, statement{sql: q.String(), want: int64(len(plain))})
+	}
+	for _, k := range shapes {
+		ids := by[k]
+		q := head(len(ids)).raw(", state = ").uint(uint64(stateCode(store.Running))).raw(", attempt = ").int(int64(k.attempt)).
+			raw(", updated_at = ").int(k.updated).raw(", version = version + 1 WHERE id IN ").hexList(ids).raw(" AND state <= " + liveMaxCode)
+		stmts = append(stmts, statement{sql: q.String(), want: int64(len(ids))})
+	}
+	return stmts
+}
+
 // rescueQuery returns the SELECT … FOR UPDATE of the live rows of the ended owners and of
 // the Running rows of no owner (0), in recovery order, at most limit of them when
 // limited. It reads ranges of the index (state, owner, …), one per live state and ended
@@ -372,7 +437,7 @@ func (s *Store) rescueOnce(ctx context.Context, o *store.Owner, limit int, taken
 // Claim may hold, nor the task rows that a live owner's commit (or a transaction left
 // open) holds.
 func (s *Store) rescueQuery(ended []uint64, limit int, limited bool) string {
-	q := newQuery(256 + 24*len(ended)).raw("SELECT " + columns + " FROM ").raw(s.table).
+	q := newQuery(256 + 24*len(ended)).raw("SELECT " + columns + ", owner FROM ").raw(s.table).
 		raw(" FORCE INDEX (" + ownerIndexName + ") WHERE (state = ").uint(uint64(stateCode(store.Running))).raw(" AND owner = 0)")
 	if len(ended) > 0 {
 		q.raw(" OR (state IN " + liveCodes + " AND owner IN ").raw(uintList(ended)).raw(")")
@@ -432,6 +497,7 @@ func (s *Store) Leave(ctx context.Context, o store.Owner) error {
 	q := newQuery(192 + 2*len(o.Name)).raw("UPDATE ").raw(s.owners).raw(" SET expires_at = LEAST(expires_at, " + nowSQL + "), ended = 1, " + connIDSQL + " WHERE epoch = ").
 		uint(o.Epoch).raw(" AND name = ").hexString(o.Name)
 	_, err := s.exec(ctx, "leave", q.String())
+	s.forgetStarts(o.Epoch)
 	return err
 }
 

@@ -181,14 +181,20 @@ func scanAll(ctx context.Context, db queryer, query string, f func(scanner) erro
 }
 
 // scanTask reads the columns of columns into a task.
-func scanTask(sc scanner) (store.StoredTask, error) {
+func scanTask(sc scanner) (store.StoredTask, error) { return scanTaskWith(sc) }
+
+// scanTaskWith is scanTask of a row whose task columns are followed by more, scanned
+// into extra.
+func scanTaskWith(sc scanner, extra ...any) (store.StoredTask, error) {
 	var (
 		t                          store.StoredTask
 		prio, state                uint8
 		runAt, timeout, created, u int64
 	)
-	err := sc.Scan(&t.ID, &t.Kind, &t.Payload, &prio, &runAt, &timeout, &t.MaxAttempts, &t.Attempt,
-		&t.Fence, &t.UniqueKey, &state, &t.LastError, &created, &u, &t.Group, &t.Key)
+	err := sc.Scan(append([]any{
+		&t.ID, &t.Kind, &t.Payload, &prio, &runAt, &timeout, &t.MaxAttempts, &t.Attempt,
+		&t.Fence, &t.UniqueKey, &state, &t.LastError, &created, &u, &t.Group, &t.Key,
+	}, extra...)...)
 	if err != nil {
 		return t, err
 	}

@@ -10,9 +10,10 @@ import (
 // statements returns the writes of the planned rows: updates of stored rows first (they
 // may free unique keys that the inserts take), then INSERTs; or the other way round when
 // insertsFirst (see batch.insertsFirst). Inserted rows get owner (0: none), except those
-// of a Change with Pool, which get 0.
-func (s *Store) statements(rows map[string]*row, ids []string, insertsFirst bool, owner uint64) []statement {
-	upd := append(s.updates(rows, ids), s.adopts(rows, ids, owner)...)
+// of a Change with Pool, which get 0. guard (see ownerGuard) is a further condition of
+// every update of a stored row.
+func (s *Store) statements(rows map[string]*row, ids []string, insertsFirst bool, owner uint64, guard string) []statement {
+	upd := append(s.updates(rows, ids, guard), s.adopts(rows, ids, owner)...)
 	if insertsFirst {
 		return append(s.inserts(rows, ids, owner), upd...)
 	}
@@ -33,7 +34,7 @@ func (s *Store) statements(rows map[string]*row, ids []string, insertsFirst bool
 // statement must report every row it names as changed (version is bumped so that an
 // identical rewrite counts too), and holds at most updateRowsMax rows and
 // statementBudget bytes.
-func (s *Store) updates(rows map[string]*row, ids []string) []statement {
+func (s *Store) updates(rows map[string]*row, ids []string, guard string) []statement {
 	var upd []*row
 	for _, id := range ids {
 		if r := rows[id]; r.exists && r.dirty && !r.adopt {
@@ -44,7 +45,7 @@ func (s *Store) updates(rows map[string]*row, ids []string) []statement {
 	case 0:
 		return nil
 	case 1:
-		return []statement{s.updateOne(upd[0])}
+		return []statement{s.updateOne(upd[0], guard)}
 	}
 	slices.SortFunc(upd, func(a, b *row) int { return compareStrings(a.id, b.id) }) // each statement in one lock order
 	sets := setsOf(upd)
@@ -61,12 +62,12 @@ func (s *Store) updates(rows map[string]*row, ids []string) []statement {
 				rest = append(rest, set...)
 				continue
 			}
-			stmts = append(stmts, s.setUpdates(set)...)
+			stmts = append(stmts, s.setUpdates(set, guard)...)
 		}
 		slices.SortFunc(rest, func(a, b *row) int { return compareStrings(a.id, b.id) })
 	}
 	if len(rest) == 1 {
-		return append(stmts, s.updateOne(rest[0]))
+		return append(stmts, s.updateOne(rest[0], guard))
 	}
 	budget := s.statementBudget()
 	for len(rest) > 0 {
@@ -78,7 +79,7 @@ func (s *Store) updates(rows map[string]*row, ids []string) []statement {
 			}
 			n++
 		}
-		stmts = append(stmts, s.upsert(rest[:n], size))
+		stmts = append(stmts, s.upsert(rest[:n], size, guard))
 		rest = rest[n:]
 	}
 	return stmts
@@ -144,7 +145,7 @@ func setsOf(rows []*row) [][]*row {
 // setUpdates returns the UPDATEs of rows (sorted by ID) that write the same values:
 // UPDATE … SET state = …, … WHERE id IN (…) AND fence = … AND state <= live, one per
 // chunk of updateRowsMax rows or statementBudget bytes.
-func (s *Store) setUpdates(rows []*row) []statement {
+func (s *Store) setUpdates(rows []*row, guard string) []statement {
 	k := setOf(rows[0])
 	head := newQuery(128 + 2*len(k.lastError))
 	head.raw("UPDATE ").raw(s.table).raw(" SET state = ").uint(uint64(k.state))
@@ -166,7 +167,7 @@ func (s *Store) setUpdates(rows []*row) []statement {
 	}
 	// id IN (…) first: the optimizer reads the primary key's ranges for it.
 	head.raw(", version = version + 1 WHERE id IN (")
-	tail := newQuery(64).raw(") AND fence = ").uint(k.preFence).raw(" AND state <= " + liveMaxCode).String()
+	tail := newQuery(64 + len(guard)).raw(") AND fence = ").uint(k.preFence).raw(" AND state <= " + liveMaxCode).raw(guard).String()
 	budget := s.statementBudget() - head.Len() - len(tail)
 	var stmts []statement
 	for len(rows) > 0 {
@@ -194,8 +195,9 @@ func (s *Store) setUpdates(rows []*row) []statement {
 }
 
 // upsert returns the INSERT … ON DUPLICATE KEY UPDATE of rows; size estimates its length.
-func (s *Store) upsert(rows []*row, size int) statement {
-	q := newQuery(len(upsertHead) + len(upsertTail) + size + 64)
+func (s *Store) upsert(rows []*row, size int, guard string) statement {
+	tail := upsertTail(guard)
+	q := newQuery(len(upsertHead) + len(tail) + size + 64)
 	q.raw("INSERT INTO ").raw(s.table).raw(upsertHead)
 	for i, r := range rows {
 		if i > 0 {
@@ -218,12 +220,12 @@ func (s *Store) upsert(rows []*row, size int) statement {
 			int(int64(attempt)).raw(",").uint(r.fence).raw(",'',").uint(uint64(stateCode(r.state))).raw(",").
 			hexString(lastError).raw(",0,").int(millis(r.updatedAt)).raw(",").uint(r.preFence).raw(")")
 	}
-	q.raw(upsertTail)
+	q.raw(tail)
 	return statement{sql: q.String(), want: 2 * int64(len(rows))}
 }
 
 // updateOne returns the UPDATE of one stored row.
-func (s *Store) updateOne(r *row) statement {
+func (s *Store) updateOne(r *row, guard string) statement {
 	q := newQuery(256 + 2*len(r.id) + 2*len(r.lastError))
 	q.raw("UPDATE ").raw(s.table).raw(" SET fence = ").uint(r.fence).raw(", state = ").uint(uint64(stateCode(r.state)))
 	if r.setAttempt {
@@ -240,7 +242,7 @@ func (s *Store) updateOne(r *row) statement {
 		q.raw(", live_key = NULL")
 	}
 	q.raw(", version = version + 1 WHERE id = ").hexString(r.id).raw(" AND fence = ").uint(r.preFence).
-		raw(" AND state <= " + liveMaxCode)
+		raw(" AND state <= " + liveMaxCode).raw(guard)
 	return statement{sql: q.String(), want: 1}
 }
 
@@ -257,23 +259,38 @@ const (
 // written by an upsert, whose assignments read them with VALUES().
 const upsertHead = " (id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at, version) VALUES "
 
-// upsertTail applies an upsert row to the stored row when the stored fence is the
-// pre-fence and the task is live (ok below), and leaves it untouched otherwise.
+// upsertTail returns the tail that applies an upsert row to the stored row when the
+// stored fence is the pre-fence, the task is live and guard holds (ok below), and
+// leaves it untouched otherwise.
 // Assignments run left to right and see the values assigned before them (unless the
 // server's sql_mode has SIMULTANEOUS_ASSIGNMENT), so state and fence, which ok reads,
 // come last; fence's own test holds under both rules: after the state assignment, the
 // state is the new one exactly when ok held (or the row was terminal in that very state
 // at the pre-fence, for an op that keeps the fence: a no-op).
-var upsertTail = strings.NewReplacer("OK", "fence = VALUES(version) AND state <= "+liveMaxCode).Replace(
-	" ON DUPLICATE KEY UPDATE" +
-		" attempt = IF(OK AND VALUES(max_attempts) & 1, VALUES(attempt), attempt)," +
-		" run_at = IF(OK AND VALUES(max_attempts) & 2, VALUES(run_at), run_at)," +
-		" last_error = IF(OK AND VALUES(max_attempts) & 4, VALUES(last_error), last_error)," +
-		" updated_at = IF(OK, VALUES(updated_at), updated_at)," +
-		" live_key = IF(OK AND VALUES(state) > " + liveMaxCode + ", NULL, live_key)," +
-		" version = IF(OK, version + 1, version)," +
-		" state = IF(OK, VALUES(state), state)," +
-		" fence = IF(fence = VALUES(version) AND (state <= " + liveMaxCode + " OR state = VALUES(state)), VALUES(fence), fence)")
+func upsertTail(guard string) string {
+	return strings.NewReplacer("OK", "fence = VALUES(version) AND state <= "+liveMaxCode+guard, "GUARD", guard).Replace(upsertTailOK)
+}
+
+var upsertTailOK = " ON DUPLICATE KEY UPDATE" +
+	" attempt = IF(OK AND VALUES(max_attempts) & 1, VALUES(attempt), attempt)," +
+	" run_at = IF(OK AND VALUES(max_attempts) & 2, VALUES(run_at), run_at)," +
+	" last_error = IF(OK AND VALUES(max_attempts) & 4, VALUES(last_error), last_error)," +
+	" updated_at = IF(OK, VALUES(updated_at), updated_at)," +
+	" live_key = IF(OK AND VALUES(state) > " + liveMaxCode + ", NULL, live_key)," +
+	" version = IF(OK, version + 1, version)," +
+	" state = IF(OK, VALUES(state), state)," +
+	" fence = IF(fence = VALUES(version)GUARD AND (state <= " + liveMaxCode + " OR state = VALUES(state)), VALUES(fence), fence)"
+
+// ownerGuard is the guard of the updates of an optimistic plan by owner (0: none): the
+// row must be the owner's or the pool's. A row of another owner may be in that owner's
+// start set (see doc.go, "Starts"), which only the locking plan reads: the guard sends
+// its changes there. The locking plan needs no guard.
+func ownerGuard(owner uint64) string {
+	if owner == 0 {
+		return " AND owner = 0"
+	}
+	return newQuery(32).raw(" AND owner IN (0,").uint(owner).raw(")").String()
+}
 
 // dropped reports whether a task the batch inserts is not written at all: with
 // Options.DropCompleted, one that completes in the batch and holds no unique key.

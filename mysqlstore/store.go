@@ -24,16 +24,18 @@ import (
 // [Open], create its tables with [Store.Migrate], and Close it when done. It is safe for
 // concurrent use.
 type Store struct {
-	db      *sql.DB  // immutable
-	ownDB   bool     // immutable; Close closes db (made by Open)
-	multi   *sql.DB  // immutable; the multi-statement pool of commits (multiTx), made by Open; nil from New
-	opts    Options  // immutable; defaults resolved
-	table   string   // immutable; `name`, quoted for SQL
-	owners  string   // immutable; the owner table, quoted
-	leases  string   // immutable; the named-lease table, quoted
-	epochs  string   // immutable; the epoch counter table, quoted
-	sched   string   // immutable; the schedule table, quoted
-	secrets []string // immutable; strings removed from every error and log line
+	db     *sql.DB // immutable
+	ownDB  bool    // immutable; Close closes db (made by Open)
+	multi  *sql.DB // immutable; the multi-statement pool of commits (multiTx), made by Open; nil from New
+	opts   Options // immutable; defaults resolved
+	table  string  // immutable; `name`, quoted for SQL
+	owners string  // immutable; the owner table, quoted
+	leases string  // immutable; the named-lease table, quoted
+	epochs string  // immutable; the epoch counter table, quoted
+	sched  string  // immutable; the schedule table, quoted
+	// startsTable is the table of the start sets' pages beyond the owner row's, quoted.
+	startsTable string   // immutable
+	secrets     []string // immutable; strings removed from every error and log line
 	// multiOff is set when the server refused a multi-statement query as unparsable
 	// (a proxy that does not take them): commits then go statement by statement.
 	multiOff atomic.Bool
@@ -48,6 +50,8 @@ type Store struct {
 	packet   atomic.Int64 // max_allowed_packet; 0 until read
 
 	kills atomic.Int64 // connections of stuck transactions killed by rescues (see freeStuck)
+
+	startsState // the start sets of the owners that commit through this store
 }
 
 var (
@@ -122,18 +126,20 @@ func newStore(db *sql.DB, own bool, opts Options, secrets []string) *Store {
 	o := opts.withDefaults()
 	base, stop := context.WithCancel(context.Background())
 	s := &Store{
-		db:      db,
-		ownDB:   own,
-		opts:    o,
-		table:   "`" + o.Table + "`",
-		owners:  "`" + o.Table + ownersSuffix + "`",
-		leases:  "`" + o.Table + leasesSuffix + "`",
-		epochs:  "`" + o.Table + epochsSuffix + "`",
-		sched:   "`" + o.Table + schedSuffix + "`",
-		secrets: secrets,
-		log:     o.Logger,
-		base:    base,
-		stop:    stop,
+		db:     db,
+		ownDB:  own,
+		opts:   o,
+		table:  "`" + o.Table + "`",
+		owners: "`" + o.Table + ownersSuffix + "`",
+		leases: "`" + o.Table + leasesSuffix + "`",
+		epochs: "`" + o.Table + epochsSuffix + "`",
+		sched:  "`" + o.Table + schedSuffix + "`",
+
+		startsTable: "`" + o.Table + startsSuffix + "`",
+		secrets:     secrets,
+		log:         o.Logger,
+		base:        base,
+		stop:        stop,
 	}
 	if o.Retention > 0 {
 		s.purgeDone.Go(s.purger)
@@ -172,14 +178,14 @@ func (s *Store) Close() error {
 }
 
 // Drop deletes the store's tables (the task table and those named after it with the
-// suffixes _owners, _leases, _epochs and _sched) and everything in them: the inverse of
+// suffixes _owners, _leases, _epochs, _sched and _starts) and everything in them: the inverse of
 // [Store.Migrate], for tests and benchmarks. It is idempotent (DROP TABLE IF EXISTS).
 // Do not call it while a kernel uses the store.
 func (s *Store) Drop(ctx context.Context) error {
 	if err := s.checkOpen("drop"); err != nil {
 		return err
 	}
-	for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix, schedSuffix} {
+	for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix, schedSuffix, startsSuffix} {
 		q := "DROP TABLE IF EXISTS `" + s.opts.Table + suffix + "`"
 		if err := s.retry(ctx, "drop", func() error { _, err := s.db.ExecContext(ctx, q); return err }); err != nil {
 			return err
@@ -193,6 +199,7 @@ const (
 	ownersSuffix = "_owners"
 	leasesSuffix = "_leases"
 	epochsSuffix = "_epochs"
+	startsSuffix = "_starts"
 )
 
 // schema is the task table's definition; %s is the quoted table name. Do not renumber
@@ -257,6 +264,8 @@ const ownersSchema = `CREATE TABLE IF NOT EXISTS %s (
 	expires_at DATETIME(6)     NOT NULL COMMENT 'UTC, server clock',
 	ended      TINYINT UNSIGNED NOT NULL DEFAULT 0 COMMENT '1: left, replaced or rescued; never renewed again',
 	` + connIDColumn + `,
+	` + startedColumn + `,
+	` + startedVColumn + `,
 	PRIMARY KEY (epoch),
 	KEY name (name)
 ) ENGINE=InnoDB`
@@ -266,6 +275,24 @@ const ownersSchema = `CREATE TABLE IF NOT EXISTS %s (
 // owner row sets it to CONNECTION_ID(), so that a rescue can tell which connection holds
 // the row in a transaction left open (see freeStuck).
 const connIDColumn = "conn_id BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'CONNECTION_ID() of the last writer'"
+
+// The owner table's columns of the owner's start set (see doc.go, "Starts"), which
+// Migrate adds to an owner table that lacks them: started holds page 0 of the set,
+// started_v counts the writes of the set (every page of it), by which a commit checks
+// that the set it planned with is the stored one.
+const (
+	startedColumn  = "started BLOB NULL COMMENT 'page 0 of the start set'"
+	startedVColumn = "started_v BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'bumped by every write of the start set'"
+)
+
+// startsSchema holds the pages of the owners' start sets beyond the first, which
+// the owner row holds: rows only of owners with more starts than a page holds.
+const startsSchema = `CREATE TABLE IF NOT EXISTS %s (
+	epoch   BIGINT UNSIGNED NOT NULL,
+	page    INT UNSIGNED    NOT NULL,
+	entries BLOB            NULL,
+	PRIMARY KEY (epoch, page)
+) ENGINE=InnoDB`
 
 // leasesSchema is the named-lease table: one row per name while granted.
 const leasesSchema = `CREATE TABLE IF NOT EXISTS %s (
