@@ -211,12 +211,15 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 				a.startAt = now
 				a.exec = e
 				e.cur = a
-				if a.tokens {
-					// Its permit's rate tokens count from now: the loop takes them
-					// (gateStarted) and grants its key and group their next permit.
-					q.tokened = append(q.tokened, a)
-					poke = q.loopWaiting || poke
-					q.loopWaiting = false
+				if a.unstarted {
+					// Its key and group wait for its start to grant another permit
+					// under their rates (gateStarted): the loop hears of it at its next
+					// pass, at once if a key or a group waits for it (runq.ratedPoke).
+					q.rated = append(q.rated, a)
+					if q.loopWaiting && q.ratedPoke {
+						q.loopWaiting = false
+						poke = true
+					}
 				}
 			} else {
 				e.light = it.l

@@ -39,6 +39,9 @@ type gateState struct {
 	held         map[string][]*Handle // durable tasks of paused kinds, in order
 	heldN        int
 	seq          uint64 // the order of the last task that came to a key's queue (taskExt.order)
+	// startWaits counts the keys and groups whose rates wait for a permit's task to
+	// start (waitsStart): executors then poke the parked loop on such a start.
+	startWaits int
 }
 
 // gateSlot is the target of a gate wheel entry.
@@ -62,11 +65,12 @@ type groupState struct {
 	running int // permits held
 	waiting int // tasks in key queues
 	total   rate.Bucket
-	// unstarted counts the permits whose tasks wait in their buckets, their rate
-	// tokens not yet taken (attempt.tokens): while one does, a rate grants no other.
-	unstarted int
-	ready     fifo.Queue[*keyState] // keys that may start but for the total limits
-	paused    bool
+	// unstarted counts the permits under a rate whose tasks have not started
+	// (attempt.unstarted): while one waits, the rate grants no other permit.
+	unstarted  int
+	waitsStart bool                  // a ready key waits for such a start (gateState.startWaits)
+	ready      fifo.Queue[*keyState] // keys that may start but for the total limits
+	paused     bool
 
 	totalTimer timer
 	sweepTimer timer
@@ -78,24 +82,25 @@ type groupState struct {
 
 // keyState is one key's loop state.
 type keyState struct {
-	g         *groupState
-	key       string
-	q         [queue.NumLevels]fifo.Queue[*Handle]
-	n         int // tasks in q
-	running   int // permits held
-	rate      rate.Bucket
-	unstarted int              // as groupState.unstarted, for the key's rate
-	holdUntil int64            // mono: a RateLimitedError paused the key until then
-	brUntil   int64            // mono: the breaker refused until then (0: not parked on time)
-	brProbe   bool             // the breaker refused until a probe's outcome
-	br        *breaker.Breaker // nil without GroupConfig.Breaker
-	brState   BreakerState     // br's state as last reported (breakerMoved)
-	paused    bool
-	inReady   bool
-	inIdle    bool
-	lastUsed  int64 // mono
-	timer     timer
-	owner     *Handle // Ordered: the task that holds the key until it ends (gate_order.go)
+	g          *groupState
+	key        string
+	q          [queue.NumLevels]fifo.Queue[*Handle]
+	n          int // tasks in q
+	running    int // permits held
+	rate       rate.Bucket
+	unstarted  int              // as groupState.unstarted, for the key's rate
+	waitsStart bool             // its next task waits for such a start (gateState.startWaits)
+	holdUntil  int64            // mono: a RateLimitedError paused the key until then
+	brUntil    int64            // mono: the breaker refused until then (0: not parked on time)
+	brProbe    bool             // the breaker refused until a probe's outcome
+	br         *breaker.Breaker // nil without GroupConfig.Breaker
+	brState    BreakerState     // br's state as last reported (breakerMoved)
+	paused     bool
+	inReady    bool
+	inIdle     bool
+	lastUsed   int64 // mono
+	timer      timer
+	owner      *Handle // Ordered: the task that holds the key until it ends (gate_order.go)
 }
 
 // timer is a gate wheel entry.
@@ -263,6 +268,7 @@ func (k *Kernel) keyCanStart(ks *keyState) bool {
 		return false
 	}
 	if ks.unstarted > 0 && d.perKey.Interval != 0 {
+		k.waitStart(&ks.waitsStart)
 		return false // gateStarted touches the key
 	}
 	now := k.ls.nowMono
@@ -307,6 +313,7 @@ func (k *Kernel) serveGroup(g *groupState) {
 			return // a permit's return serves the group again
 		}
 		if g.unstarted > 0 && d.total.Interval != 0 {
+			k.waitStart(&g.waitsStart)
 			return // so does its start (gateStarted)
 		}
 		if at := g.total.Next(d.total); at > now {

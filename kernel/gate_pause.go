@@ -128,8 +128,8 @@ func (k *Kernel) pullBack(match func(h *Handle, x *taskExt) bool) {
 		h := back[i]
 		a := h.cur
 		a.permit = false
-		if a.tokens {
-			k.untoken(a)
+		if a.unstarted {
+			k.unstart(a)
 		}
 		k.breakerDone(a, breaker.Ignored)
 		ks := h.ext.ks

@@ -2,10 +2,10 @@ package kernel
 
 import "github.com/axsched/ax/internal/breaker"
 
-// A permit's life: the gate grants it to a key's head task (grant), whose rate
-// tokens count once the task starts (gateStarted), or at once for a claimed task
-// (gateClaimed); it returns when the attempt's function returns or the task leaves
-// its bucket without running (gateRelease).
+// A permit's life: the gate grants it to a key's head task (grant), or at once to
+// a claimed task (gateClaimed); under a rate, its key and group grant no other
+// until its task starts (gateStarted); it returns when the attempt's function
+// returns or the task leaves its bucket without running (gateRelease).
 
 // grant gives a permit to ks's head task and moves it to its bucket. It reports
 // false if the key's breaker refused. keyCanStart and the group's total limits
@@ -40,38 +40,59 @@ func (k *Kernel) grant(ks *keyState) bool {
 	a.brGen, a.brAdmitted, a.brReported = gen, admitted, false
 	ks.running++
 	g.running++
+	now := k.ls.nowMono
+	ks.rate.Take(g.def.perKey, now)
+	g.total.Take(g.def.total, now)
 	if g.def.perKey.Interval != 0 || g.def.total.Interval != 0 {
-		// The tokens are taken once the task starts (gateStarted), so that its rates
-		// space the starts, however long its bucket and the run queue hold it.
-		a.tokens = true
+		// Until the task starts (its bucket and the run queue may hold it while the
+		// kernel is saturated), its rates grant no other permit: so a backlog never
+		// releases their starts in a bunch.
+		a.unstarted = true
 		ks.unstarted++
 		g.unstarted++
 	}
-	ks.lastUsed = k.ls.nowMono
+	ks.lastUsed = now
 	k.pushBucket(h)
 	return true
 }
 
-// gateStarted takes the rate tokens of a's permit at the time its executor started
-// it, and gives its key and group their turn for the next permit. Loop only.
+// gateStarted hears that a's task started: its key and group may grant their next
+// permits under their rates. Loop only.
 func (k *Kernel) gateStarted(a *attempt) {
-	if !a.tokens {
-		return // Close returned its permit
-	}
-	ks := k.untoken(a)
-	g := ks.g
-	ks.rate.Take(g.def.perKey, a.startAt)
-	g.total.Take(g.def.total, a.startAt)
-	k.touchKey(ks)
+	if a.unstarted {
+		k.touchKey(k.unstart(a))
+	} // else Close returned its permit
 }
 
-// untoken clears a's pending tokens (attempt.tokens) and returns its key. Loop only.
-func (k *Kernel) untoken(a *attempt) *keyState {
-	a.tokens = false
+// unstart clears a's attempt.unstarted and returns its key. Loop only.
+func (k *Kernel) unstart(a *attempt) *keyState {
+	a.unstarted = false
 	ks := a.h.ext.ks
 	ks.unstarted--
 	ks.g.unstarted--
+	if ks.unstarted == 0 {
+		k.startWaited(&ks.waitsStart)
+	}
+	if ks.g.unstarted == 0 {
+		k.startWaited(&ks.g.waitsStart)
+	}
 	return ks
+}
+
+// waitStart marks a key or a group (its waitsStart flag f) as waiting for a
+// permit's task to start, and startWaited clears the mark. Loop only.
+func (k *Kernel) waitStart(f *bool) {
+	if !*f {
+		*f = true
+		k.ls.gate.startWaits++
+	}
+}
+
+func (k *Kernel) startWaited(f *bool) {
+	if *f {
+		*f = false
+		k.ls.gate.startWaits--
+	}
 }
 
 // gateClaimed gives a claimed durable task of a group (see claimed) its permit
@@ -104,8 +125,8 @@ func (k *Kernel) gateClaimed(h *Handle) {
 func (k *Kernel) gateRelease(a *attempt) {
 	k.breakerDone(a, breaker.Ignored) // if not reported: it never ran
 	a.permit = false
-	if a.tokens {
-		k.untoken(a) // it never started: its tokens are not spent
+	if a.unstarted {
+		k.unstart(a) // it never started
 	}
 	ks := a.h.ext.ks
 	ks.running--

@@ -35,11 +35,11 @@ const (
 // x/time/rate's burst does), so a window of length Per may then hold up to
 // N + Burst - 1 starts (and as many more after a late one).
 //
-// A token counts from its task's start, not from its permit: while a task whose
-// permit a rate allowed waits in its bucket or the run queue (the kernel is
-// saturated), the key (or the group, for Total.Rate) grants no other permit, and
-// the next token counts from when that task started. So a backlog never bunches a
-// rate's starts.
+// A task takes its token with its permit, before it enters its bucket, and may
+// start later than that while a saturated kernel keeps it waiting for a slot; such
+// a late start is the "one more" above. While it waits, its key (or its group, for
+// Total.Rate) grants no other permit under the rate, so that a backlog never
+// releases more than that one late start beside the rate's own.
 type Rate struct {
 	// N tokens per Per. If zero, no rate limit (Per and Burst must be zero too).
 	N int

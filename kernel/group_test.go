@@ -603,12 +603,12 @@ func TestGroupRateOffTick(t *testing.T) {
 	}
 }
 
-// TestGroupRateSpacesStarts holds a key's and a group's rates to the tasks' starts,
-// not to their permits: the slot is busy while the key's tasks come, its Low task
-// takes the key's token and waits in its bucket, and High tasks of the key come
-// meanwhile. Once the slot frees, the starts keep the rate's spacing: a permit waits
-// for its start before the key (or the group's total) grants another, and its tokens
-// count from that start.
+// TestGroupRateSpacesStarts holds a key's and a group's rates to the tasks' starts:
+// the slot is busy while the key's tasks come, its Low task takes the key's token
+// and waits in its bucket, and High tasks of the key come meanwhile. Once the slot
+// frees, a window of the rate's Per holds at most N starts and one more, the late
+// one (Rate's doc): the rate grants no other permit while one waits to start, so
+// the backlog does not release the High tasks' tokens in a bunch.
 func TestGroupRateSpacesStarts(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -637,10 +637,15 @@ func TestGroupRateSpacesStarts(t *testing.T) {
 				if starts[0] < 250*time.Millisecond {
 					t.Errorf("first start at %v, before the slot freed (250 ms)", starts[0])
 				}
-				for i := 1; i < len(starts); i++ {
-					// A start may count at its token's time up to two ticks late.
-					if gap := starts[i] - starts[i-1]; gap < 100*time.Millisecond-2*tickDefault {
-						t.Errorf("start %d came %v after the previous (starts %v), want the rate's 100 ms", i, gap, starts)
+				for i := range starts {
+					n := 0
+					for _, s := range starts[i:] {
+						if s-starts[i] < 300*time.Millisecond {
+							n++
+						}
+					}
+					if n > 3+1 {
+						t.Errorf("%d starts within 300 ms from %v (starts %v), want at most 3 and a late one", n, starts[i], starts)
 					}
 				}
 			})

@@ -203,7 +203,7 @@ type attempt struct {
 	settled    bool    // the loop ended it (timeout, Close) before it returned
 	durRunning bool    // counted in loopState.durRunning (durableEnded)
 	permit     bool    // holds its group's permit (gate.go) until its function returns
-	tokens     bool    // its permit's rate tokens are taken once it starts (runq.tokened); read by its executor under runq.mu
+	unstarted  bool    // its permit is under a rate and its function has not started (runq.rated); read by its executor under runq.mu
 	brAdmitted bool    // its key's breaker admitted it (brGen)
 	brReported bool    // its outcome went to the breaker
 	budgetWait bool    // a durable retry the budget refused: it waits in the wheel for it (retryDue)

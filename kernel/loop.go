@@ -95,8 +95,8 @@ func (k *Kernel) pass() {
 	k.rq.done = k.ls.spareDone
 	lightFailed := k.rq.lightFailed
 	k.rq.lightFailed = k.ls.spareLight
-	tokened := k.rq.tokened
-	k.rq.tokened = k.ls.spareTokened
+	rated := k.rq.rated
+	k.rq.rated = k.ls.spareRated
 	k.ls.live -= k.rq.selfSettled
 	k.rq.selfSettled = 0
 	fastStarted := k.rq.fastStarted
@@ -106,11 +106,11 @@ func (k *Kernel) pass() {
 		k.ls.live += fastStarted
 		k.ls.budget.FirstN(k.ls.now, fastStarted)
 	}
-	for _, a := range tokened { // before done: an attempt's start before its end
+	for _, a := range rated { // before done: an attempt's start before its end
 		k.gateStarted(a)
 	}
-	clear(tokened)
-	k.ls.spareTokened = tokened[:0]
+	clear(rated)
+	k.ls.spareRated = rated[:0]
 	for _, a := range done {
 		k.settleAttempt(a)
 	}
@@ -189,12 +189,13 @@ func (k *Kernel) park() {
 	k.in.mu.Unlock()
 	k.ls.spareTasks, k.ls.lazyDone = trimmed(k.ls.spareTasks), nil
 	k.rq.mu.Lock()
-	if len(k.rq.done) > 0 || len(k.rq.lightFailed) > 0 || len(k.rq.tokened) > 0 || k.rq.selfSettled > 0 ||
+	if len(k.rq.done) > 0 || len(k.rq.lightFailed) > 0 || len(k.rq.rated) > 0 || k.rq.selfSettled > 0 ||
 		k.rq.holdsTickets() && k.roomWanted() {
 		k.rq.mu.Unlock()
 		return
 	}
 	k.rq.loopWaiting = true
+	k.rq.ratedPoke = k.ls.gate.startWaits > 0
 	k.rq.unwatched = k.ls.stallAt == 0
 	k.rq.loopWantsRoom = k.ls.buckets.Len() > 0 || k.ls.draining || k.ls.closing || k.adoptWaiting() > 0
 	// An executor that finishes takes its next task from the run queue itself: the

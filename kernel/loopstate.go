@@ -78,14 +78,14 @@ type loopState struct {
 
 	gate gateState // groups and pauses (gate.go)
 
-	spareTasks   []qitem
-	spareLight   []lightDone
-	spareTokened []*attempt
-	lazyDone     *lazyChunk           // chunks emptied since the last swap, for the intake to reuse
-	parked       chunk.Heap[lazyTask] // full chunks of lazy tasks waiting for their first due
-	spareCtrl    []ctrlMsg
-	spareDone    []*attempt
-	picked       []pick
+	spareTasks []qitem
+	spareLight []lightDone
+	spareRated []*attempt
+	lazyDone   *lazyChunk           // chunks emptied since the last swap, for the intake to reuse
+	parked     chunk.Heap[lazyTask] // full chunks of lazy tasks waiting for their first due
+	spareCtrl  []ctrlMsg
+	spareDone  []*attempt
+	picked     []pick
 }
 
 // initLoop builds the loop's structures for the first config.

@@ -23,7 +23,8 @@ type runq struct {
 	rings       [queue.NumLevels]*queue.Ring[ritem]
 	done        []*attempt  // finished attempts, swapped out by the loop
 	lightFailed []lightDone // light tasks that failed, swapped out by the loop
-	tokened     []*attempt  // started attempts whose permits' rate tokens wait for the loop (attempt.tokens)
+	rated       []*attempt  // started attempts whose keys and groups wait for the loop to hear of it (attempt.unstarted)
+	ratedPoke   bool        // the parked loop wants a poke for such a start (gateState.startWaits)
 
 	idle    []*executor // parked executors, most recent last
 	coming  int         // executors woken and not yet back under mu
