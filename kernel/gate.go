@@ -5,9 +5,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/internal/breaker"
-	"github.com/axsched/ax/internal/rate"
 	"github.com/axsched/ax/kernel/internal/fifo"
-	"github.com/axsched/ax/kernel/internal/metricfam"
 	"github.com/axsched/ax/queue"
 	"github.com/axsched/ax/timewheel"
 )
@@ -26,89 +24,6 @@ import (
 // held back by its own rate, a RetryAfter or an open breaker has one wheel entry
 // at the time it may go on; the group has one for its total rate and one to
 // forget idle keys. Everything here is loop-owned.
-
-// gateState is the loop's gate: every group's state, the wheel entries of keys and
-// groups, and what Pause holds.
-type gateState struct {
-	groups map[string]*groupState
-	slots  []gateSlot // targets of gate wheel entries, by lazyTask.meta
-	free   []uint64   // free slots
-
-	pausedLevels queue.Mask
-	pausedKinds  map[string]bool
-	held         map[string][]*Handle // durable tasks of paused kinds, in order
-	heldN        int
-	seq          uint64 // the order of the last task that came to a key's queue (taskExt.order)
-	// startWaits counts the keys and groups whose rates wait for a permit's task to
-	// start (waitsStart): executors then poke the parked loop on such a start.
-	startWaits int
-}
-
-// gateSlot is the target of a gate wheel entry.
-type gateSlot struct {
-	ks   *keyState   // a key's wake-up
-	g    *groupState // a group's total-rate wake-up (ks nil) or sweep (sweep)
-	kind uint8
-}
-
-const (
-	slotKey uint8 = iota + 1
-	slotTotal
-	slotSweep
-)
-
-// groupState is one group's loop state.
-type groupState struct {
-	name    string
-	def     *groupDef // the config in force
-	keys    map[string]*keyState
-	running int // permits held
-	waiting int // tasks in key queues
-	total   rate.Bucket
-	// unstarted counts the permits under a rate whose tasks have not started
-	// (attempt.unstarted): while one waits, the rate grants no other permit.
-	unstarted  int
-	waitsStart bool                  // a ready key waits for such a start (gateState.startWaits)
-	ready      fifo.Queue[*keyState] // keys that may start but for the total limits
-	paused     bool
-
-	totalTimer timer
-	sweepTimer timer
-	idle       fifo.Queue[*keyState] // keys that went idle, to forget after KeyIdle
-
-	throttled, pausedKeys, openBreakers int
-	pub                                 *metricfam.Group
-}
-
-// keyState is one key's loop state.
-type keyState struct {
-	g          *groupState
-	key        string
-	q          [queue.NumLevels]fifo.Queue[*Handle]
-	n          int // tasks in q
-	running    int // permits held
-	rate       rate.Bucket
-	unstarted  int              // as groupState.unstarted, for the key's rate
-	waitsStart bool             // its next task waits for such a start (gateState.startWaits)
-	holdUntil  int64            // mono: a RateLimitedError paused the key until then
-	brUntil    int64            // mono: the breaker refused until then (0: not parked on time)
-	brProbe    bool             // the breaker refused until a probe's outcome
-	br         *breaker.Breaker // nil without GroupConfig.Breaker
-	brState    BreakerState     // br's state as last reported (breakerMoved)
-	paused     bool
-	inReady    bool
-	inIdle     bool
-	lastUsed   int64 // mono
-	timer      timer
-	owner      *Handle // Ordered: the task that holds the key until it ends (gate_order.go)
-}
-
-// timer is a gate wheel entry.
-type timer struct {
-	h    timewheel.Handle[timerEntry]
-	at   int64 // mono; meaningful while slot > 0
-	slot uint64
-}
 
 // group returns the state of group d, making it on first use. Loop only.
 func (k *Kernel) group(d *groupDef) *groupState {
@@ -332,6 +247,139 @@ func (k *Kernel) serveGroup(g *groupState) {
 			ks.inReady = true
 			g.ready.Push(ks)
 		}
+	}
+}
+
+// grant gives a permit to ks's head task and moves it to its bucket. It reports
+// false if the key's breaker refused. keyCanStart and the group's total limits
+// allowed it. Loop only.
+func (k *Kernel) grant(ks *keyState) bool {
+	g := ks.g
+	lvl, _ := k.headLevel(ks)
+	var gen uint32
+	admitted := false
+	if ks.br != nil {
+		ok, gn, wake := ks.br.Admit(k.ls.now)
+		if st := breakerState(ks.br.State(k.ls.now)); st != ks.brState {
+			k.breakerMoved(ks, ks.brState, st) // open turned half-open in Admit
+		}
+		if !ok {
+			k.breakerRefused(ks, wake)
+			return false
+		}
+		gen, admitted = gn, true
+	}
+	h := ks.q[lvl].Pop()
+	if g.def.cfg.Ordered {
+		ks.owner = h
+	}
+	ks.n--
+	g.waiting--
+	x := h.ext
+	x.inGate = false
+	gateUncount(h)
+	a := h.cur
+	a.permit = true
+	a.brGen, a.brAdmitted, a.brReported = gen, admitted, false
+	ks.running++
+	g.running++
+	now := k.ls.nowMono
+	ks.rate.Take(g.def.perKey, now)
+	g.total.Take(g.def.total, now)
+	if g.def.perKey.Interval != 0 || g.def.total.Interval != 0 {
+		// Until the task starts (its bucket and the run queue may hold it while the
+		// kernel is saturated), its rates grant no other permit: so a backlog never
+		// releases their starts in a bunch.
+		a.unstarted = true
+		ks.unstarted++
+		g.unstarted++
+	}
+	ks.lastUsed = now
+	k.pushBucket(h)
+	return true
+}
+
+// gateStarted hears that a's task started: its key and group may grant their next
+// permits under their rates. Loop only.
+func (k *Kernel) gateStarted(a *attempt) {
+	if a.unstarted {
+		k.touchKey(k.unstart(a))
+	} // else Close returned its permit
+}
+
+// unstart clears a's attempt.unstarted and returns its key. Loop only.
+func (k *Kernel) unstart(a *attempt) *keyState {
+	a.unstarted = false
+	ks := a.h.ext.ks
+	ks.unstarted--
+	ks.g.unstarted--
+	if ks.unstarted == 0 {
+		k.startWaited(&ks.waitsStart)
+	}
+	if ks.g.unstarted == 0 {
+		k.startWaited(&ks.g.waitsStart)
+	}
+	return ks
+}
+
+// waitStart marks a key or a group (its waitsStart flag f) as waiting for a
+// permit's task to start, and startWaited clears the mark. Loop only.
+func (k *Kernel) waitStart(f *bool) {
+	if !*f {
+		*f = true
+		k.ls.gate.startWaits++
+	}
+}
+
+func (k *Kernel) startWaited(f *bool) {
+	if *f {
+		*f = false
+		k.ls.gate.startWaits--
+	}
+}
+
+// gateClaimed gives a claimed durable task of a group (see claimed) its permit
+// at once, past its key's and group's limits if need be: the claim started the
+// attempt in the store already, so it cannot wait. It counts against the limits
+// like any permit (other tasks of the key wait for it), spends the rate tokens and
+// is returned when the attempt's function returns; the breaker is not asked. Loop
+// only.
+func (k *Kernel) gateClaimed(h *Handle) {
+	x := groupExt(h)
+	if x == nil {
+		return
+	}
+	ks := k.keyFor(x)
+	g := ks.g
+	gateUncount(h)
+	a := h.cur
+	a.permit = true
+	a.brGen, a.brAdmitted, a.brReported = 0, false, false
+	ks.running++
+	g.running++
+	now := k.ls.nowMono
+	ks.rate.Take(g.def.perKey, now)
+	g.total.Take(g.def.total, now)
+	ks.lastUsed = now
+}
+
+// gateRelease returns the permit of attempt a: its function returned, or it left
+// its bucket without running. Loop only.
+func (k *Kernel) gateRelease(a *attempt) {
+	k.breakerDone(a, breaker.Ignored) // if not reported: it never ran
+	a.permit = false
+	if a.unstarted {
+		k.unstart(a) // it never started
+	}
+	ks := a.h.ext.ks
+	ks.running--
+	ks.g.running--
+	ks.lastUsed = k.ls.nowMono
+	if ks.n > 0 {
+		k.touchKey(ks)
+	} else {
+		k.serveGroup(ks.g)
+		k.keyMaybeIdle(ks)
 	}
 }
 
