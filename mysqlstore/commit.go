@@ -74,7 +74,7 @@ func (s *Store) commit(ctx context.Context, o *store.Owner, changes []store.Chan
 		defer func() { <-starts.sem }()
 		b.toSet = true
 	}
-	optimistic := len(b.adopts) == 0
+	optimistic := true
 	var results []error
 	err := s.retryAs(ctx, "commit", o, func() error {
 		if optimistic {
@@ -114,10 +114,9 @@ type batch struct {
 	owned   bool     // committed by an owner (CommitAs): its inserts not of Change.Pool are the owner's
 	// changesStored: some change not refused is not an insert.
 	changesStored bool
-	// adopts: the IDs of the changes not refused with Change.Adopt. Their rows are
-	// locked with SKIP LOCKED: a commit never waits for a pool row another owner's
-	// claim holds, and the adopt of such a row is refused (lockRows). So a batch that
-	// adopts is always planned from locked rows.
+	// adopts: the IDs of the changes not refused with Change.Adopt. A plan from locked
+	// rows locks theirs with SKIP LOCKED (lockRows): it never waits for a pool row
+	// another owner's claim holds, and refuses the adopt of such a row.
 	adopts map[string]bool
 	// toSet: the starts of the committing owner's stored tasks go to its start set.
 	toSet bool

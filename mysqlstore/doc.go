@@ -36,8 +36,7 @@
 // proves that every row applied. When the batch cannot be applied optimistically (an
 // ID exists already, a fence moved, a unique key is taken), the transaction is rolled
 // back and planned again from the rows locked with SELECT … FOR UPDATE, so each change
-// gets its exact outcome (a batch that adopts pool rows is planned so from the start,
-// see "The pool"). Deadlocks (1213), lock wait timeouts (1205) and lost
+// gets its exact outcome. Deadlocks (1213), lock wait timeouts (1205) and lost
 // connections are retried with backoff ([Options.Retries]); a batch whose answer was
 // lost is simply committed again, which the [store.Store] contract makes safe. When
 // the retries run out, the error wraps [store.ErrOutcomeUnknown] if a try sent COMMIT
@@ -349,14 +348,15 @@
 // its fence, and returns them as well, counted against Want.
 //
 // An adopt (an OpStart with [store.Change] Adopt, by which the kernel that put a task
-// in the pool starts it itself) rides in a group commit planned from locked rows: the
-// adopted rows are read with SELECT … FOR UPDATE SKIP LOCKED, so that the commit never
-// waits for a row another owner's claim holds; such a row (a consistent read tells it
-// from an absent one) refuses its adopt with [store.ErrStaleFence], as does a row a
-// claim took already. Then one UPDATE by primary key for the adopts that share their
-// values (owner, fence, state, attempt, updated_at), found by id IN (…) AND owner = 0
-// AND the fence AND a waiting state. No epoch: the adopted attempt's fence is the pool
-// row's plus one.
+// in the pool starts it itself) rides in a group commit: one UPDATE by primary key for
+// the adopts that share their values (owner, fence, state, attempt, updated_at), found
+// by id IN (…) AND owner = 0 AND the fence AND a waiting state, so that a row a claim
+// took is not touched, and the batch is planned again from locked rows, which refuses
+// that adopt with [store.ErrStaleFence]. That plan reads the adopted rows with SELECT
+// … FOR UPDATE SKIP LOCKED: a row another owner's claim holds (a consistent read tells
+// it from an absent one) refuses its adopt too, so the UPDATE that found such a row
+// waits at most [Options.LockWait], once. No epoch: the adopted attempt's fence is the
+// pool row's plus one.
 //
 // [Store.RunNow] makes a waiting task of the pool or of its owner due in one
 // transaction at read committed: the renewal (owner row first), then one UPDATE by
@@ -402,11 +402,11 @@
 //
 // A transaction of a live owner holds the owner's row from its renewal to its end, so
 // the owner's next renewal waits for it. Such a transaction waits for a task row only
-// when a transaction of another owner holds that row: never a claim's (a claim locks
-// only the pool rows it may take, and an adopt skips those) nor a rescue's (a rescue
-// takes the rows of ended owners alone), but a row or unique key another commit holds.
-// Each such wait is bounded by [Options.LockWait] (innodb_lock_wait_timeout, set on
-// every connection of a store made by [Open]), after which the transaction rolls back,
+// when a transaction of another owner holds that row: a row or unique key another
+// commit holds, or, once per commit, a pool row it adopts that a claim holds (see "The
+// pool"); never a rescue's (a rescue takes the rows of ended owners alone). Each such
+// wait is bounded by [Options.LockWait] (innodb_lock_wait_timeout, set on every
+// connection of a store made by [Open]), after which the transaction rolls back,
 // releasing the owner's row, and is retried: a transaction stuck in one process costs
 // the other owners a failed commit at worst, never their leases. The bound costs no
 // round trip of a commit: the driver sets it once per connection.
