@@ -114,6 +114,10 @@ type batch struct {
 	owned   bool     // committed by an owner (CommitAs): its inserts not of Change.Pool are the owner's
 	// changesStored: some change not refused is not an insert.
 	changesStored bool
+	// adopts: the IDs of the changes not refused with Change.Adopt. A plan from locked
+	// rows locks theirs with SKIP LOCKED (lockRows): it never waits for a pool row
+	// another owner's claim holds, and refuses the adopt of such a row.
+	adopts map[string]bool
 	// toSet: the starts of the committing owner's stored tasks go to its start set.
 	toSet bool
 	// insertsFirst: the optimistic plan runs the INSERT before the updates. True when a
@@ -154,6 +158,12 @@ func (s *Store) newBatch(changes []store.Change) *batch {
 		if changes[i].Op != store.OpInsert {
 			b.changesStored = true
 		}
+		if changes[i].Adopt {
+			if b.adopts == nil {
+				b.adopts = make(map[string]bool)
+			}
+			b.adopts[t.ID] = true
+		}
 		if changes[i].Op == store.OpInsert {
 			inserted[t.ID] = true
 			if t.UniqueKey != "" && t.State.Live() {
@@ -192,6 +202,9 @@ type row struct {
 	// adopt: the batch adopts the stored row (Change.Adopt): its UPDATE takes it for
 	// the committing owner, only from the pool (see adopts).
 	adopt bool
+	// busy: the row exists and another transaction holds its lock (an adopted row a
+	// claim took, see batch.adopts): every change of it is refused.
+	busy bool
 	// mine: the stored row is the committing owner's (read, or assumed when
 	// optimistic, which the renewal then checks for the rows the batch starts).
 	mine bool
@@ -429,9 +442,30 @@ func (s *Store) run(ctx context.Context, db execer, st statement, optimistic boo
 // lockRows reads and locks the batch's rows and the holders of its inserts' unique keys.
 // A row of owner (when not 0) that set records is given the state the set records.
 func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[string]*row, holders map[string]string, owner uint64, set *startSet) error {
-	ids := slices.Sorted(slices.Values(b.ids)) // one lock order for every committer
-	var others []uint64                        // the owners of the live rows of other owners
-	for chunk := range slices.Chunk(ids, selectIDsMax) {
+	var ids, adopted []string // one lock order for every committer
+	for _, id := range b.ids {
+		if b.adopts[id] {
+			adopted = append(adopted, id)
+		} else {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	slices.Sort(adopted)
+	var others []uint64 // the owners of the live rows of other owners
+	chunks := func(yield func(chunk []string, skip bool) bool) {
+		for chunk := range slices.Chunk(ids, selectIDsMax) {
+			if !yield(chunk, false) {
+				return
+			}
+		}
+		for chunk := range slices.Chunk(adopted, selectIDsMax) {
+			if !yield(chunk, true) {
+				return
+			}
+		}
+	}
+	for chunk, skip := range chunks {
 		q := newQuery(64 + len(chunk)*(2*store.StoredIDMax+4))
 		q.raw("SELECT id, fence, state, attempt, unique_key, owner FROM ").raw(s.table).raw(" WHERE id IN (")
 		for i, id := range chunk {
@@ -441,6 +475,9 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 			q.hexString(id)
 		}
 		q.raw(") FOR UPDATE")
+		if skip {
+			q.raw(" SKIP LOCKED")
+		}
 		err := scanAll(ctx, tx, q.String(), func(sc scanner) error {
 			r := &row{exists: true, present: true, keyKnown: true}
 			var (
@@ -485,6 +522,24 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 			if e, ok := sets[r.by][r.id]; ok && r.owned && !r.mine && e.applies(r.fence, r.state) {
 				r.inSet, r.fence, r.state, r.attempt = true, e.fence, store.Running, e.attempt
 			}
+		}
+	}
+	var skipped []string // adopted rows SKIP LOCKED passed over, or absent
+	for _, id := range adopted {
+		if rows[id] == nil {
+			skipped = append(skipped, id)
+		}
+	}
+	for chunk := range slices.Chunk(skipped, selectIDsMax) {
+		q := newQuery(64 + len(chunk)*(2*store.StoredIDMax+4)).raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").hexList(chunk)
+		err := scanAll(ctx, tx, q.String(), func(sc scanner) error { // read committed: no lock, no wait
+			var id string
+			err := sc.Scan(&id)
+			rows[id] = &row{id: id, exists: true, present: true, busy: true, attempt: -1}
+			return err
+		})
+		if err != nil {
+			return err
 		}
 	}
 	for _, id := range b.ids {
@@ -533,6 +588,8 @@ func plan(b *batch, rows map[string]*row, holders map[string]string) []error {
 			continue
 		}
 		switch {
+		case r.busy:
+			results[i] = fmt.Errorf("mysqlstore: %s %q: another owner holds the row (a claim takes it): %w", c.Op, c.Task.ID, store.ErrStaleFence)
 		case !r.present:
 			results[i] = fmt.Errorf("mysqlstore: %s %q: %w", c.Op, c.Task.ID, store.ErrUnknownTask)
 		case c.Adopt && r.fence == c.Fence && !r.inPool():

@@ -347,14 +347,16 @@
 // after a lost answer reads, by primary key, the rows an earlier try of the call gave
 // its fence, and returns them as well, counted against Want.
 //
-// An adopt (an OpStart with [store.Change] Adopt, by which the kernel that put a task in
-// the pool starts it itself) rides in a group commit: one UPDATE by primary key for the
-// adopts that share their values (owner, fence, state, attempt, updated_at), found by id
-// IN (…) AND owner = 0 AND the fence AND a waiting state, so that a row a claim took (or
-// holds locked: the UPDATE waits for that claim's end, then finds the row Running) is
-// not touched; the batch is then planned again from the locked rows, which refuses that
-// adopt with [store.ErrStaleFence]. No epoch and no read: the adopted attempt's fence is
-// the pool row's plus one.
+// An adopt (an OpStart with [store.Change] Adopt, by which the kernel that put a task
+// in the pool starts it itself) rides in a group commit: one UPDATE by primary key for
+// the adopts that share their values (owner, fence, state, attempt, updated_at), found
+// by id IN (…) AND owner = 0 AND the fence AND a waiting state, so that a row a claim
+// took is not touched, and the batch is planned again from locked rows, which refuses
+// that adopt with [store.ErrStaleFence]. That plan reads the adopted rows with SELECT
+// … FOR UPDATE SKIP LOCKED: a row another owner's claim holds (a consistent read tells
+// it from an absent one) refuses its adopt too, so the UPDATE that found such a row
+// waits at most [Options.LockWait], once. No epoch: the adopted attempt's fence is the
+// pool row's plus one.
 //
 // [Store.RunNow] makes a waiting task of the pool or of its owner due in one
 // transaction at read committed: the renewal (owner row first), then one UPDATE by
@@ -401,17 +403,13 @@
 // A transaction of a live owner holds the owner's row from its renewal to its end, so
 // the owner's next renewal waits for it. Such a transaction waits for a task row only
 // when a transaction of another owner holds that row: a row or unique key another
-// commit holds, or a pool row it adopts ([store.Change.Adopt]) that another owner's
-// claim has locked; never a rescue's (a rescue takes the rows of ended owners alone).
-// Each such wait is bounded by [Options.LockWait] (innodb_lock_wait_timeout, set on
-// every connection of a store made by [Open]), after which the transaction rolls back,
+// commit holds, or, once per commit, a pool row it adopts that a claim holds (see "The
+// pool"); never a rescue's (a rescue takes the rows of ended owners alone). Each such
+// wait is bounded by [Options.LockWait] (innodb_lock_wait_timeout, set on every
+// connection of a store made by [Open]), after which the transaction rolls back,
 // releasing the owner's row, and is retried: a transaction stuck in one process costs
-// the other owners a failed commit at worst. An adopt is the exception: while a claim
-// stuck in another process keeps the row locked, each retry of the commit that adopts
-// it waits again, and its renewal rolls back with it, until the stuck owner's lease
-// ends and a rescue kills its connection; with a lease no longer than the stuck
-// owner's, the adopting owner may lose its lease meanwhile. The bound costs no round
-// trip of a commit: the driver sets it once per connection.
+// the other owners a failed commit at worst, never their leases. The bound costs no
+// round trip of a commit: the driver sets it once per connection.
 //
 // KILL needs no privilege for connections of the same user; killing another user's
 // connection takes CONNECTION ADMIN (MariaDB) or CONNECTION_ADMIN (MySQL), and a user

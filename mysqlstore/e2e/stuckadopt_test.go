@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
+)
+
+// TestStuckClaimKeepsAdoptersLease freezes one owner's connection inside a claim that
+// locked a pool row, and checks that the owner who put that row in the pool, and
+// adopts it meanwhile (an OpStart with Change.Adopt), keeps its lease: its commit
+// waits for the frozen claim's lock once at most (Options.LockWait), the adopt is
+// refused (another owner holds the row), and its renewals go on.
+func TestStuckClaimKeepsAdoptersLease(t *testing.T) {
+	db := openDB(t)
+	table := ownTable(t, db, "stuckadopt")
+	direct, proxied, p := proxyStores(t, table, mysqlstore.Options{Retention: -1, LockWait: time.Second})
+	const lease = 3 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	now := time.Now()
+
+	adopter, err := direct.Join(ctx, "adopter", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen, err := proxied.Join(ctx, "frozen", lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitAs(t, direct, adopter, insertChange("p1", now, true)) // the adopter's overflow
+
+	p.setRule(queryHas(proxyFreeze, "SKIP LOCKED"))
+	claimCtx, claimCancel := context.WithCancel(ctx)
+	claimDone := make(chan error, 1)
+	go func() {
+		_, _, err := proxied.Claim(claimCtx, frozen, store.ClaimRequest{Now: now, Want: store.ByPriority[int]{Normal: 1}, Kinds: []string{"k"}})
+		claimDone <- err
+	}()
+	defer func() {
+		claimCancel()
+		<-claimDone
+	}()
+	select {
+	case <-p.firing():
+	case err := <-claimDone:
+		claimDone <- err
+		t.Fatalf("the claim returned (%v) before it froze", err)
+	}
+
+	// The adopter renews every lease/6 from now on, and must keep its lease.
+	stop := make(chan struct{})
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		renewErrs []error
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(lease / 6)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			c, cc := context.WithTimeout(ctx, lease)
+			_, err := direct.CommitAs(c, adopter, nil)
+			cc()
+			if err != nil {
+				mu.Lock()
+				renewErrs = append(renewErrs, err)
+				mu.Unlock()
+			}
+		}
+	}()
+	adopt := store.Change{Op: store.OpStart, Adopt: true, Fence: 1, Task: store.StoredTask{ID: "p1", Attempt: 1, Fence: 2, UpdatedAt: time.Now()}}
+	t0 := time.Now()
+	c, cc := context.WithTimeout(ctx, 2*lease)
+	res, err := direct.CommitAs(c, adopter, []store.Change{adopt})
+	cc()
+	took := time.Since(t0)
+	if err != nil {
+		t.Errorf("CommitAs(adopt of a row a frozen claim locked) = %v after %v; want the adopt refused, the commit applied", err, took)
+	} else if res[0] == nil {
+		t.Errorf("the adopt of a row a frozen claim locked applied")
+	}
+	// It may wait for the row once, Options.LockWait (1 s), before it plans from the
+	// locked rows, which skip it.
+	if took > 2*time.Second {
+		t.Errorf("the adopting commit took %v, more than one LockWait (1 s) and a margin: it waited for the frozen claim", took)
+	}
+	<-time.After(lease) // a lease more: the adopter must still hold its own
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(renewErrs) > 0 {
+		t.Errorf("the adopter's renewals failed while a claim of its pool row was frozen: %v", renewErrs)
+	}
+}
