@@ -43,7 +43,9 @@ func TestStuckClaimKeepsAdoptersLease(t *testing.T) {
 	}()
 	defer func() {
 		claimCancel()
-		<-claimDone
+		if err := <-claimDone; err != nil {
+			t.Logf("the frozen claim ended: %v", err) // its context ended
+		}
 	}()
 	select {
 	case <-p.firing():
