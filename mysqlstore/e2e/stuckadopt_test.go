@@ -34,25 +34,7 @@ func TestStuckClaimKeepsAdoptersLease(t *testing.T) {
 	}
 	commitAs(t, direct, adopter, insertChange("p1", now, true)) // the adopter's overflow
 
-	p.setRule(queryHas(proxyFreeze, "SKIP LOCKED"))
-	claimCtx, claimCancel := context.WithCancel(ctx)
-	claimDone := make(chan error, 1)
-	go func() {
-		_, _, err := proxied.Claim(claimCtx, frozen, store.ClaimRequest{Now: now, Want: store.ByPriority[int]{Normal: 1}, Kinds: []string{"k"}})
-		claimDone <- err
-	}()
-	defer func() {
-		claimCancel()
-		if err := <-claimDone; err != nil {
-			t.Logf("the frozen claim ended: %v", err) // its context ended
-		}
-	}()
-	select {
-	case <-p.firing():
-	case err := <-claimDone:
-		claimDone <- err
-		t.Fatalf("the claim returned (%v) before it froze", err)
-	}
+	defer freezeClaim(t, ctx, p, proxied, frozen, store.ClaimRequest{Now: now, Want: store.ByPriority[int]{Normal: 1}, Kinds: []string{"k"}})()
 
 	// The adopter renews every lease/6 from now on, and must keep its lease.
 	stop := make(chan struct{})

@@ -46,6 +46,34 @@ func proxyStores(t *testing.T, table string, opts mysqlstore.Options) (direct, p
 	return direct, proxied, p
 }
 
+// freezeClaim starts a claim by o on proxied that freezes right after its locking
+// statement (SKIP LOCKED), as a process stopped inside it would, and waits until it
+// froze. The returned func ends it (its context) and waits for it.
+func freezeClaim(t *testing.T, ctx context.Context, p *sqlProxy, proxied *mysqlstore.Store, o store.Owner, req store.ClaimRequest) func() {
+	t.Helper()
+	p.setRule(queryHas(proxyFreeze, "SKIP LOCKED"))
+	claimCtx, claimCancel := context.WithCancel(ctx)
+	claimDone := make(chan error, 1)
+	go func() {
+		_, _, err := proxied.Claim(claimCtx, o, req)
+		claimDone <- err
+	}()
+	end := func() {
+		claimCancel()
+		if err := <-claimDone; err != nil {
+			t.Logf("the frozen claim ended: %v", err) // its context ended
+		}
+	}
+	select {
+	case <-p.firing():
+	case err := <-claimDone:
+		claimDone <- err
+		end()
+		t.Fatalf("the claim returned (%v) before it froze", err)
+	}
+	return end
+}
+
 func insertChange(id string, now time.Time, pool bool) store.Change {
 	return store.Change{Op: store.OpInsert, Pool: pool, Task: store.StoredTask{
 		ID: id, Kind: "k", Priority: store.Normal, RunAt: now, Fence: 1, State: store.Queued,
@@ -144,25 +172,7 @@ func TestStuckClaimKeepsOthersLeases(t *testing.T) {
 
 	// The frozen owner claims more than the pool holds, so its claim reads past the
 	// pool's range, and freezes right after its locking statement.
-	p.setRule(queryHas(proxyFreeze, "SKIP LOCKED"))
-	claimCtx, claimCancel := context.WithCancel(ctx)
-	claimDone := make(chan error, 1)
-	go func() {
-		_, _, err := proxied.Claim(claimCtx, frozen, store.ClaimRequest{Now: now, Want: store.ByPriority[int]{Normal: 5}, Kinds: []string{"k"}})
-		claimDone <- err
-	}()
-	defer func() {
-		claimCancel()
-		if err := <-claimDone; err != nil {
-			t.Logf("the frozen claim ended: %v", err) // its context ended
-		}
-	}()
-	select {
-	case <-p.firing():
-	case err := <-claimDone:
-		claimDone <- err
-		t.Fatalf("the claim returned (%v) before it froze", err)
-	}
+	defer freezeClaim(t, ctx, p, proxied, frozen, store.ClaimRequest{Now: now, Want: store.ByPriority[int]{Normal: 5}, Kinds: []string{"k"}})()
 	frozeAt = p.when()
 
 	// The rescuer rescues every lease/4, and must not wait behind the frozen claim
