@@ -2,7 +2,6 @@ package mysqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
@@ -101,7 +100,7 @@ func planList(q *store.TaskQuery) listPlan {
 	switch {
 	case q.State != 0:
 		p.kind = 's'
-		if q.State == store.Running {
+		if q.State == store.Running && !q.Pool { // pool tasks are in no start set
 			p.segs = append(p.segs, segment{set: true, prefix: "1", cols: []string{"id"}})
 			p.owner = owner
 		}
@@ -236,12 +235,13 @@ type listed struct {
 	pos  listPos
 }
 
-// ListTasks implements [store.TaskLister.ListTasks]. It reads one consistent snapshot
-// (a read-only transaction) and never scans the task table: every statement reads a
-// range of an index (see planList), at most the page's rows plus one of each range
-// when the index holds every filter, at most listWindow entries of each otherwise. A
-// task that its owner started and whose start is recorded in the owner's start set
-// lists as Running.
+// ListTasks implements [store.TaskLister.ListTasks]. It never scans the task table:
+// every statement reads a range of an index (see planList), at most the page's rows
+// plus one of each range when the index holds every filter, at most listWindow
+// entries of each otherwise. A task that its owner started and whose start is
+// recorded in the owner's start set lists as Running. Its statements run outside a
+// transaction, one round trip each: a task that changes while a page is read may
+// show the state it had just before.
 func (s *Store) ListTasks(ctx context.Context, q store.TaskQuery) (store.TaskPage, error) {
 	if err := s.checkOpen("list tasks"); err != nil {
 		return store.TaskPage{}, err
@@ -263,11 +263,9 @@ func (s *Store) ListTasks(ctx context.Context, q store.TaskQuery) (store.TaskPag
 	}
 	var page store.TaskPage
 	err := s.retry(ctx, "list tasks", func() error {
-		return s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, func(tx *sql.Tx) error {
-			var err error
-			page, err = s.listPage(ctx, tx, &q, &p, from)
-			return err
-		})
+		var err error
+		page, err = s.listPage(ctx, s.db, &q, &p, from)
+		return err
 	})
 	return page, err
 }
@@ -535,8 +533,8 @@ func (s *Store) overlayListed(ctx context.Context, tx queryer, rows []listed) er
 }
 
 // LookupTask implements [store.TaskLister.LookupTask]: one read by primary key, the
-// payload left out unless asked for, and the owner's start set when the task is live
-// and has an owner.
+// payload left out unless asked for, then the owner's start set when the task is
+// live and has an owner, outside a transaction.
 func (s *Store) LookupTask(ctx context.Context, id string, payload bool) (store.TaskInfo, error) {
 	if err := s.checkOpen("lookup task"); err != nil {
 		return store.TaskInfo{}, err
@@ -551,27 +549,25 @@ func (s *Store) LookupTask(ctx context.Context, id string, payload bool) (store.
 		found bool
 	)
 	err := s.retry(ctx, "lookup task", func() error {
-		return s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, func(tx *sql.Tx) error {
-			rows, found = rows[:0], false
-			err := scanAll(ctx, tx, stmt, func(sc scanner) error {
-				var (
-					size  int
-					prio  uint8
-					runAt int64
-					owner uint64
-				)
-				t, err := scanTaskWith(sc, &owner, &size, &prio, &runAt)
-				if !payload {
-					t.Payload = nil
-				}
-				rows, found = append(rows, listed{info: store.TaskInfo{StoredTask: t, Owner: owner, PayloadSize: size}}), true
-				return err
-			})
-			if err != nil || !found {
-				return err
+		rows, found = rows[:0], false
+		err := scanAll(ctx, s.db, stmt, func(sc scanner) error {
+			var (
+				size  int
+				prio  uint8
+				runAt int64
+				owner uint64
+			)
+			t, err := scanTaskWith(sc, &owner, &size, &prio, &runAt)
+			if !payload {
+				t.Payload = nil
 			}
-			return s.overlayListed(ctx, tx, rows)
+			rows, found = append(rows, listed{info: store.TaskInfo{StoredTask: t, Owner: owner, PayloadSize: size}}), true
+			return err
 		})
+		if err != nil || !found {
+			return err
+		}
+		return s.overlayListed(ctx, s.db, rows)
 	})
 	if err != nil {
 		return store.TaskInfo{}, err
