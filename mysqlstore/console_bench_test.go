@@ -30,15 +30,22 @@ const (
 // BenchmarkConsoleTasks serves the console's overview and tasks pages from a kernel
 // on a table of 1,000,000 durable rows (93 % succeeded and 5 % failed, spread
 // over the IDs, and the newest 2 % delayed; ten kinds, five groups of a hundred
-// keys) and reports each request's p50 and p99.
-// The table is filled once with multi-row INSERTs and kept; it is skipped when no
+// keys) and reports each request's p50 and p99. The filters of a kind and of a
+// group run with the listing's indexes (Options.ListIndexes) and without. The table
+// is filled once with multi-row INSERTs and kept; it is skipped when no
 // MariaDB answers.
 //
 //	cd mysqlstore && go test -run '^$' -bench ConsoleTasks -benchtime 2000x
 func BenchmarkConsoleTasks(b *testing.B) {
-	s := consoleBenchStore(b)
+	for _, idx := range []bool{false, true} {
+		b.Run(fmt.Sprintf("ListIndexes=%v", idx), func(b *testing.B) { benchConsoleTasks(b, idx) })
+	}
+}
+
+func benchConsoleTasks(b *testing.B, listIndexes bool) {
+	s := consoleBenchStore(b, listIndexes)
 	ctx := context.Background()
-	k, err := kernel.New(kernel.Config{Store: s, Owner: "console-bench"})
+	k, err := kernel.New(kernel.Config{Store: s, Owner: fmt.Sprintf("console-bench-%v", listIndexes)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -50,7 +57,7 @@ func BenchmarkConsoleTasks(b *testing.B) {
 	// Deep pages start near the end of their ranges: cursors of rows found by
 	// one read of the index each, made as the store makes them.
 	deep := func(q store.TaskQuery, sql string) string {
-		p := planList(&q)
+		p := planList(&q, s.opts.ListIndexes)
 		seg := len(p.segs) - 1
 		var vals []any
 		row := s.db.QueryRowContext(ctx, sql)
@@ -77,21 +84,28 @@ func BenchmarkConsoleTasks(b *testing.B) {
 	deepKind := deep(store.TaskQuery{Kind: "kind3"}, "SELECT id FROM "+s.table+" FORCE INDEX ("+kindIndexName+
 		") WHERE kind = 'kind3' ORDER BY id DESC LIMIT 1 OFFSET 5000")
 	deepAll := deep(store.TaskQuery{}, "SELECT id FROM "+s.table+" ORDER BY id DESC LIMIT 1 OFFSET 5000")
-	for _, bc := range []struct{ name, path string }{
-		{"overview", "/"},
-		{"overview-api", "/api/v1/overview"},
-		{"tasks/first", "/tasks"},
-		{"tasks/deep", "/tasks?after=" + url.QueryEscape(deepAll)},
-		{"tasks/state=failed/first", "/tasks?state=failed"},
-		{"tasks/state=succeeded/deep", "/tasks?state=succeeded&after=" + url.QueryEscape(deepState)},
-		{"tasks/state=failed,kind=kind2/first", "/tasks?state=failed&kind=kind2"},
-		{"tasks/state=succeeded,kind=kind3/deep", "/tasks?state=succeeded&kind=kind3&after=" + url.QueryEscape(deepState)},
-		{"tasks/kind=kind3/deep", "/tasks?kind=kind3&after=" + url.QueryEscape(deepKind)},
-		{"tasks/group=g2,key=k42/first", "/tasks?group=g2&key=k42"},
-		{"tasks/state=failed,kind=kind3/none", "/tasks?state=failed&kind=kind3"},
-		{"api/tasks/state=failed,kind=kind2/first", "/api/v1/tasks?state=failed&kind=kind2"},
-		{"api/task", "/api/v1/tasks/b0500000"},
+	for _, bc := range []struct {
+		name, path string
+		listing    bool // served by the listing's indexes when they are on: run with and without
+	}{
+		{"overview", "/", false},
+		{"overview-api", "/api/v1/overview", false},
+		{"tasks/first", "/tasks", false},
+		{"tasks/deep", "/tasks?after=" + url.QueryEscape(deepAll), false},
+		{"tasks/state=failed/first", "/tasks?state=failed", false},
+		{"tasks/state=succeeded/deep", "/tasks?state=succeeded&after=" + url.QueryEscape(deepState), false},
+		{"tasks/state=failed,kind=kind2/first", "/tasks?state=failed&kind=kind2", false},
+		{"tasks/state=succeeded,kind=kind3/deep", "/tasks?state=succeeded&kind=kind3&after=" + url.QueryEscape(deepState), false},
+		{"tasks/state=failed,kind=kind3/none", "/tasks?state=failed&kind=kind3", false},
+		{"tasks/kind=kind3/first", "/tasks?kind=kind3", true},
+		{"tasks/kind=kind3/deep", "/tasks?kind=kind3&after=" + url.QueryEscape(deepKind), true},
+		{"tasks/group=g2,key=k42/first", "/tasks?group=g2&key=k42", true},
+		{"api/tasks/state=failed,kind=kind2/first", "/api/v1/tasks?state=failed&kind=kind2", false},
+		{"api/task", "/api/v1/tasks/b0500000", false},
 	} {
+		if listIndexes && !bc.listing {
+			continue
+		}
 		b.Run(bc.name, func(b *testing.B) {
 			req := httptest.NewRequest(http.MethodGet, bc.path, nil)
 			var ds []time.Duration
@@ -117,7 +131,7 @@ func BenchmarkConsoleTasks(b *testing.B) {
 
 // consoleBenchStore returns a store on consoleBenchTable, filled with its rows, or
 // skips b when no database answers.
-func consoleBenchStore(b *testing.B) *Store {
+func consoleBenchStore(b *testing.B, listIndexes bool) *Store {
 	b.Helper()
 	dsn := os.Getenv("AX_MYSQL_DSN")
 	if dsn == "" {
@@ -138,7 +152,7 @@ func consoleBenchStore(b *testing.B) *Store {
 	if err := db.PingContext(ctx); err != nil {
 		b.Skipf("no MariaDB at %s: %v", dsn, err)
 	}
-	s, err := New(db, Options{Table: consoleBenchTable, Retention: -1})
+	s, err := New(db, Options{Table: consoleBenchTable, Retention: -1, ListIndexes: listIndexes})
 	if err != nil {
 		b.Fatal(err)
 	}

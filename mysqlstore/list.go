@@ -66,13 +66,14 @@ var allStateCodes = func() []uint8 {
 //     run_at, id order; Running also reads the owners' start sets first (a task its
 //     owner started keeps its waiting row);
 //   - an Owner or Pool alone: the state index, one range per state and owner;
-//   - a Group: the index (grp, gkey), in gkey then id order;
-//   - a Kind: the index (kind), in id order;
-//   - nothing: the primary key.
+//   - a Group, with the listing's indexes (indexed): the index (grp, gkey), in gkey
+//     then id order;
+//   - a Kind, with the listing's indexes: the index (kind), in id order;
+//   - else: the primary key.
 //
 // The filters an index does not hold are checked on the rows, within listWindow
 // entries of each range.
-func planList(q *store.TaskQuery) listPlan {
+func planList(q *store.TaskQuery, indexed bool) listPlan {
 	owner, hasOwner := q.Owner, q.Owner != 0 || q.Pool
 	var p listPlan
 	var residual []string
@@ -107,7 +108,7 @@ func planList(q *store.TaskQuery) listPlan {
 		p.segs = append(p.segs, stateSeg(stateCode(q.State)))
 		addKind()
 		addGroup()
-	case q.Group != "":
+	case q.Group != "" && indexed:
 		p.kind = 'g'
 		sg := segment{index: groupIndexName, prefix: "grp = " + newQuery(16).hexString(q.Group).String(), cols: []string{"gkey", "id"}}
 		if q.Key != "" {
@@ -116,7 +117,7 @@ func planList(q *store.TaskQuery) listPlan {
 		}
 		p.segs = []segment{sg}
 		addKind()
-	case q.Kind != "":
+	case q.Kind != "" && indexed:
 		p.kind = 'k'
 		p.segs = []segment{{index: kindIndexName, prefix: "kind = " + newQuery(16).hexString(q.Kind).String(), cols: []string{"id"}}}
 	case hasOwner:
@@ -124,13 +125,15 @@ func planList(q *store.TaskQuery) listPlan {
 		for _, c := range allStateCodes {
 			p.segs = append(p.segs, stateSeg(c))
 		}
-		return p
+		addKind()
+		addGroup()
 	default:
 		p.kind = 'p'
 		p.segs = []segment{{index: "PRIMARY", prefix: "id >= X''", cols: []string{"id"}}} // a range, for the plan's sake
-		return p
+		addKind()
+		addGroup()
 	}
-	if hasOwner && q.State == 0 {
+	if hasOwner && p.kind != 's' && p.kind != 'o' { // not in the index's prefix
 		residual = append(residual, fmt.Sprintf("owner = %d", owner))
 	}
 	p.residual = strings.Join(residual, " AND ")
@@ -249,7 +252,7 @@ func (s *Store) ListTasks(ctx context.Context, q store.TaskQuery) (store.TaskPag
 	if err := q.Validate(); err != nil {
 		return store.TaskPage{}, fmt.Errorf("mysqlstore: list tasks: %w", err)
 	}
-	p := planList(&q)
+	p := planList(&q, s.opts.ListIndexes)
 	var from *listPos
 	for _, c := range []struct{ field, cursor string }{{"After", q.After}, {"Before", q.Before}} {
 		if c.cursor == "" {
