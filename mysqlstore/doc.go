@@ -69,10 +69,16 @@
 //     letters ([Store.DeadLetters]) ranges of state; and the completed rows the
 //     retention purge reads, oldest due first (see [Store.PurgeCompleted]).
 //
+// With [Options.ListIndexes], two more serve the operators' listing
+// ([Store.ListTasks]): (kind) and (grp, gkey), the tasks of a kind, of a group or of
+// a group's key. Their columns never change after the insert, so they cost an insert
+// (and a purge) one entry each and no other write anything.
+//
 // No other index holds state or updated_at, the columns every state change writes, so
 // each write of a task moves at most one secondary index entry:
 //
-//   - an insert writes the row, its state index entry and its live_key entry;
+//   - an insert writes the row, its state index entry and its live_key entry (and
+//     its entries of the listing's indexes, with Options.ListIndexes);
 //   - a start by the task's owner writes no task row at all: it goes to the owner's
 //     start set, in the owner row that the commit's renewal rewrites anyway (see
 //     "Starts"); a start that rides on an insert, a retry or an end of the same batch,
@@ -93,7 +99,8 @@
 //
 // grp (VARBINARY(64)) and gkey (VARBINARY(255)) hold the task's group and key
 // ([store.StoredTask] Group and Key, from DurableTask.Group and Key), ” for none:
-// written by inserts only, returned by every read of tasks, in no index. The store only keeps them: it enforces no group
+// written by inserts only, returned by every read of tasks, in no index but the
+// listing's (grp, gkey). The store only keeps them: it enforces no group
 // limit. Each kernel enforces its own Config.Groups on the tasks it runs, so the limits
 // are per process: N processes with PerKey.Concurrency 5 run up to 5N tasks of a key at
 // once.

@@ -247,7 +247,7 @@ const (
 
 // The group and key columns of a task (store.StoredTask.Group and Key), which Migrate
 // adds to a task table that lacks them. Written by inserts only: they never change.
-// No index holds them: the store never searches by them.
+// Only the listing's index (grp, gkey) holds them, with [Options.ListIndexes].
 const (
 	groupColumn = "grp VARBINARY(" + groupMaxStr + ") NOT NULL DEFAULT '' COMMENT 'group (DurableTask.Group), empty for none'"
 	keyColumn   = "gkey VARBINARY(" + keyMaxStr + ") NOT NULL DEFAULT '' COMMENT 'key within the group (DurableTask.Key)'"
