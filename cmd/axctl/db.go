@@ -29,7 +29,7 @@ func openDB(dsn, table string) (*db, error) {
 	s, err := mysqlstore.Open(dsn, mysqlstore.Options{Table: table, Retention: -1})
 	if err != nil {
 		var oe *mysqlstore.OptionError
-		if errors.As(err, &oe) && oe.Field == "Table" {
+		if errors.As(err, &oe) && oe.Field == "Options.Table" {
 			return nil, usagef("--table = %q: %s", table, oe.Reason)
 		}
 		return nil, usagef("--dsn: %v", err)
