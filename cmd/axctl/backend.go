@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/axsched/ax/store"
@@ -9,16 +10,15 @@ import (
 
 // backend is what a command acts on: the database or a console.
 type backend interface {
-	// tasks returns a page of tasks matching f, by ID, after f.after.
+	// tasks returns a page of the tasks matching f (a page may hold fewer than
+	// f.limit tasks while Next is not empty: the store bounds its reads).
 	tasks(ctx context.Context, f taskFilter) (taskPage, error)
 	// task returns one task, or an error wrapping store.ErrUnknownTask.
 	task(ctx context.Context, id string) (taskRow, error)
 	// deadLetters returns a page of dead letters, by ID, after after.
 	deadLetters(ctx context.Context, limit int, after string) (taskPage, error)
-	// countDead counts the dead letters.
-	countDead(ctx context.Context) (int, error)
-	// requeue requeues the dead letters among ids and returns the IDs requeued.
-	requeue(ctx context.Context, ids []string) ([]string, error)
+	// requeue requeues the dead letters among ids and returns how many it requeued.
+	requeue(ctx context.Context, ids []string) (int, error)
 	// purge deletes the dead letters among ids and returns how many it deleted.
 	purge(ctx context.Context, ids []string) (int, error)
 	owners(ctx context.Context) ([]ownerRow, error)
@@ -30,16 +30,20 @@ type backend interface {
 
 // taskFilter selects the tasks of tasks list.
 type taskFilter struct {
-	state, kind, group, key, owner string
-	after                          string
-	limit                          int
+	state, kind, group, key string
+	owner                   string // an owner's name or epoch, or "pool"
+	after, before           string // cursors
+	limit                   int
 }
 
-// taskPage is a page of tasks and the ID to pass as --after for the next one
-// ("" after the last page).
+// taskPage is a page of tasks and the cursors to pass as --after for the next
+// page and as --before for the previous one (empty when there is none).
 type taskPage struct {
 	Tasks []taskRow `json:"tasks"`
 	Next  string    `json:"next,omitempty"`
+	Prev  string    `json:"prev,omitempty"`
+
+	hint string // printed on stderr after the table
 }
 
 // taskRow is a task as axctl prints it: a stored task without its payload (it may
@@ -52,7 +56,8 @@ type taskRow struct {
 	Group        string    `json:"group,omitempty"`
 	Key          string    `json:"key,omitempty"`
 	UniqueKey    string    `json:"unique_key,omitempty"`
-	Owner        string    `json:"owner,omitempty"`
+	Owner        string    `json:"owner,omitempty"`       // the owner's name (its epoch where the name is unknown)
+	OwnerEpoch   uint64    `json:"owner_epoch,omitempty"` // the owner's epoch; 0: the pool, or none
 	Attempt      int       `json:"attempt"`
 	MaxAttempts  int       `json:"max_attempts"`
 	Fence        uint64    `json:"fence"`
@@ -107,4 +112,19 @@ type scheduleRow struct {
 	Refused       uint64    `json:"refused,omitempty"`
 	LastOutcome   string    `json:"last_outcome,omitempty"`
 	LastOutcomeAt time.Time `json:"last_outcome_at,omitzero"`
+}
+
+// taskRowOfInfo is taskRowOf for a task a store.TaskLister returned; names maps
+// owners' epochs to their names.
+func taskRowOfInfo(ti *store.TaskInfo, names map[uint64]string) taskRow {
+	r := taskRowOf(&ti.StoredTask)
+	r.PayloadBytes = ti.PayloadSize
+	r.OwnerEpoch = ti.Owner
+	if ti.Owner != 0 {
+		r.Owner = names[ti.Owner]
+		if r.Owner == "" {
+			r.Owner = strconv.FormatUint(ti.Owner, 10)
+		}
+	}
+	return r
 }

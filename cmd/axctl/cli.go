@@ -73,7 +73,7 @@ type options struct {
 
 	// the commands'
 	state, kind, group, key, owner, priority string
-	after                                    string
+	after, before                            string
 	limit                                    int
 	all, yes, stacks                         bool
 }

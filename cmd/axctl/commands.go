@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -20,8 +21,9 @@ var commands = []command{
 			fs.StringVar(&o.kind, "kind", "", "only tasks of this kind")
 			fs.StringVar(&o.group, "group", "", "only tasks of this group")
 			fs.StringVar(&o.key, "key", "", "only tasks of this key (with --group)")
-			fs.StringVar(&o.owner, "owner", "", "only tasks this owner holds (its name)")
+			fs.StringVar(&o.owner, "owner", "", "only tasks this owner holds: its name or epoch, or pool (no owner)")
 			pageFlags(fs, o)
+			fs.StringVar(&o.before, "before", "", "the page before this cursor (the prev a page printed)")
 		},
 		run: tasksList,
 	},
@@ -47,14 +49,16 @@ var commands = []command{
 	{name: "groups", help: "the groups: waiting, running, keys, throttles, breakers", target: urlOnly, run: groupsCmd},
 	{
 		name: "zombies", help: "the functions still running past their timeout", target: urlOnly, run: zombiesCmd,
-		flags: func(fs *flag.FlagSet, o *options) { fs.BoolVar(&o.stacks, "stacks", false, "print each zombie's stack") },
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.BoolVar(&o.stacks, "stacks", false, "print each zombie's stack")
+		},
 	},
 	{name: "pause", help: "pause a group, a key of a group, a priority or a kind", target: urlOnly, flags: selectorFlags, run: pauseCmd},
 	{name: "resume", help: "resume a group, a key of a group, a priority or a kind", target: urlOnly, flags: selectorFlags, run: resumeCmd},
 }
 
 func pageFlags(fs *flag.FlagSet, o *options) {
-	fs.StringVar(&o.after, "after", "", "start after this ID (the last of the page before)")
+	fs.StringVar(&o.after, "after", "", "the page after this cursor (the next a page printed)")
 	fs.IntVar(&o.limit, "limit", limitDefault, fmt.Sprintf("the page's size, 1 to %d", limitMax))
 }
 
@@ -131,6 +135,14 @@ func tfmt(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05")
 }
 
+// shortTime formats a time for a list: UTC, without the year.
+func shortTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("01-02 15:04:05")
+}
+
 // msfmt formats milliseconds for a table.
 func msfmt(ms float64) string {
 	switch {
@@ -153,8 +165,9 @@ func itoa[T ~int | ~int64 | ~uint64](n T) string { return strconv.FormatInt(int6
 // --- tasks
 
 var taskCols = []column{
-	{title: "ID"}, {title: "KIND"}, {title: "STATE", fixed: true}, {title: "PRI", fixed: true},
-	{title: "GROUP/KEY"}, {title: "OWNER"}, {title: "ATT", right: true, fixed: true}, {title: "RUN AT (UTC)", fixed: true}, {title: "LAST ERROR"},
+	{title: "ID", min: 14}, {title: "KIND", min: 12}, {title: "STATE", fixed: true}, {title: "PRI", fixed: true},
+	{title: "GROUP/KEY", min: 10}, {title: "OWNER", min: 8}, {title: "ATT", right: true, fixed: true},
+	{title: "RUN AT (UTC)", fixed: true}, {title: "LAST ERROR"},
 }
 
 func taskCells(t *taskRow) []string {
@@ -166,7 +179,11 @@ func taskCells(t *taskRow) []string {
 	if t.MaxAttempts > 0 {
 		att += "/" + itoa(t.MaxAttempts)
 	}
-	return []string{t.ID, t.Kind, t.State, t.Priority, gk, t.Owner, att, tfmt(t.RunAt), firstLine(t.LastError)}
+	owner := t.Owner
+	if owner == "" && contains([]string{"delayed", "queued", "retrying"}, t.State) {
+		owner = "pool"
+	}
+	return []string{t.ID, t.Kind, t.State, t.Priority, gk, owner, att, shortTime(t.RunAt), firstLine(t.LastError)}
 }
 
 // firstLine is s up to its first line break, marked when it goes on.
@@ -192,13 +209,22 @@ func (c *cli) printPage(p taskPage, cols []column, cells func(*taskRow) []string
 	if err := c.table(cols, rows); err != nil {
 		return err
 	}
+	if p.Prev != "" {
+		fmt.Fprintf(c.stderr, "previous page: --before %s\n", strconv.Quote(p.Prev))
+	}
 	if p.Next != "" {
-		fmt.Fprintf(c.stderr, "more: --after %s\n", strconv.Quote(p.Next))
+		fmt.Fprintf(c.stderr, "next page: --after %s\n", strconv.Quote(p.Next))
+	}
+	if p.hint != "" {
+		fmt.Fprintln(c.stderr, p.hint)
 	}
 	return nil
 }
 
-var taskStates = []string{"delayed", "queued", "running", "retrying", "succeeded", "failed", "timed_out", "canceled", "evicted", "abandoned", "live", "dead"}
+var taskStates = []string{"delayed", "queued", "running", "retrying", "succeeded", "failed", "timed_out", "canceled", "evicted", "abandoned"}
+
+// deadStates are the states of dead letters.
+var deadStates = []string{"failed", "timed_out", "evicted", "abandoned"}
 
 func tasksList(ctx context.Context, c *cli, _ []string) error {
 	o := &c.o
@@ -211,7 +237,12 @@ func tasksList(ctx context.Context, c *cli, _ []string) error {
 	if o.key != "" && o.group == "" {
 		return usagef("--key = %q: needs --group (a key belongs to a group)", o.key)
 	}
-	p, err := c.b.tasks(ctx, taskFilter{state: o.state, kind: o.kind, group: o.group, key: o.key, owner: o.owner, after: o.after, limit: o.limit})
+	if o.after != "" && o.before != "" {
+		return usagef("--before: give --after or --before, not both")
+	}
+	p, err := c.b.tasks(ctx, taskFilter{
+		state: o.state, kind: o.kind, group: o.group, key: o.key, owner: o.owner, after: o.after, before: o.before, limit: o.limit,
+	})
 	if err != nil {
 		return err
 	}
@@ -272,8 +303,8 @@ func tasksShow(ctx context.Context, c *cli, args []string) error {
 // --- dead letters
 
 var deadCols = []column{
-	{title: "ID"}, {title: "KIND"}, {title: "STATE", fixed: true}, {title: "ATT", right: true, fixed: true},
-	{title: "UPDATED (UTC)", fixed: true}, {title: "LAST ERROR"},
+	{title: "ID", min: 20}, {title: "KIND", min: 16}, {title: "STATE", fixed: true}, {title: "ATT", right: true, fixed: true},
+	{title: "UPDATED (UTC)", fixed: true}, {title: "LAST ERROR", min: 16},
 }
 
 func deadCells(t *taskRow) []string {
@@ -307,31 +338,26 @@ func (c *cli) idsOrAll(name string, ids []string) error {
 	return nil
 }
 
-// allDead calls f with every dead letter's ID, a page at a time, and stops at its
-// first error. f must take the page's tasks out of the dead letters (or count on
-// the next page starting after them).
-func (c *cli) allDead(ctx context.Context, f func(ids []string) error) error {
-	after := ""
-	for {
-		p, err := c.b.deadLetters(ctx, limitMax, after)
-		if err != nil {
-			return err
+// allDead returns the IDs of every dead letter, walking each dead state's pages.
+func (c *cli) allDead(ctx context.Context) ([]string, error) {
+	var ids []string
+	for _, st := range deadStates {
+		f := taskFilter{state: st, limit: limitMax}
+		for {
+			p, err := c.b.tasks(ctx, f)
+			if err != nil {
+				return nil, err
+			}
+			for i := range p.Tasks {
+				ids = append(ids, p.Tasks[i].ID)
+			}
+			if p.Next == "" {
+				break
+			}
+			f.after = p.Next
 		}
-		if len(p.Tasks) == 0 {
-			return nil
-		}
-		ids := make([]string, len(p.Tasks))
-		for i := range p.Tasks {
-			ids[i] = p.Tasks[i].ID
-		}
-		if err := f(ids); err != nil {
-			return err
-		}
-		if p.Next == "" {
-			return nil
-		}
-		after = p.Next
 	}
+	return ids, nil
 }
 
 // skipped is an ID a dead-letter command left alone, and why.
@@ -340,126 +366,13 @@ type skipped struct {
 	Reason string `json:"reason"` // "unknown", or the task's state
 }
 
-// whySkipped tells for each of ids why it was left alone, and returns the exit
-// error: not found when one is unknown, else refused.
-func (c *cli) whySkipped(ctx context.Context, what string, ids []string) ([]skipped, error) {
-	var (
-		out     []skipped
-		unknown bool
-	)
-	for _, id := range ids {
-		t, err := c.b.task(ctx, id)
-		switch {
-		case exitCode(err) == exitNotFound:
-			out = append(out, skipped{ID: id, Reason: "unknown"})
-			unknown = true
-		case err != nil:
-			return nil, err
-		default:
-			out = append(out, skipped{ID: id, Reason: t.State})
-		}
-	}
-	if len(out) == 0 {
-		return nil, nil
-	}
-	for _, s := range out {
-		reason := "no such task"
-		if s.Reason != "unknown" {
-			reason = "not a dead letter: " + s.Reason
-		}
-		fmt.Fprintf(c.stderr, "axctl: %s %s: %s\n", what, strconv.Quote(s.ID), reason)
-	}
-	if unknown {
-		return out, notFoundf("%s: %d of the IDs were left alone (above)", what, len(out))
-	}
-	return out, refusedf("%s: %d of the IDs were left alone (above)", what, len(out))
-}
-
-func deadRequeue(ctx context.Context, c *cli, ids []string) error {
-	if err := c.idsOrAll("dead requeue", ids); err != nil {
-		return err
-	}
-	var requeued []string
-	var exitErr error
-	var left []skipped
-	if c.o.all {
-		err := c.allDead(ctx, func(page []string) error {
-			got, err := c.b.requeue(ctx, page)
-			requeued = append(requeued, got...)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-	} else {
-		got, err := c.b.requeue(ctx, ids)
-		if err != nil {
-			return err
-		}
-		requeued = got
-		done := make(map[string]bool, len(got))
-		for _, id := range got {
-			done[id] = true
-		}
-		var rest []string
-		for _, id := range ids {
-			if !done[id] {
-				rest = append(rest, id)
-				done[id] = true
-			}
-		}
-		left, exitErr = c.whySkipped(ctx, "dead requeue", rest)
-		if left == nil && exitErr != nil {
-			return exitErr
-		}
-	}
-	if requeued == nil {
-		requeued = []string{}
-	}
-	if c.o.json {
-		if err := c.printJSON(struct {
-			Requeued []string  `json:"requeued"`
-			Skipped  []skipped `json:"skipped,omitempty"`
-		}{requeued, left}); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(c.stdout, "requeued %d dead letter(s)\n", len(requeued))
-	}
-	return exitErr
-}
-
-func deadPurge(ctx context.Context, c *cli, ids []string) error {
-	if err := c.idsOrAll("dead purge", ids); err != nil {
-		return err
-	}
-	purged := 0
-	var exitErr error
-	var left []skipped
-	if c.o.all {
-		n, err := c.b.countDead(ctx)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return c.printPurged(0, nil)
-		}
-		if err := c.confirm(fmt.Sprintf("purge all %d dead letters? They are deleted for good.", n)); err != nil {
-			return err
-		}
-		err = c.allDead(ctx, func(page []string) error {
-			got, err := c.b.purge(ctx, page)
-			purged += got
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		return c.printPurged(purged, nil)
-	}
-	// Tell first which IDs are no dead letters: the purge only counts.
-	var dead, rest []string
+// deadOf reads the tasks named ids (each once) and returns those that are dead
+// letters, and the others with why they are left alone, which it reports on
+// stderr. Its error is the exit status the command ends with once it acted on
+// the dead letters: not found when an ID is unknown, else refused.
+func (c *cli) deadOf(ctx context.Context, what string, ids []string) (dead []string, left []skipped, exit error, err error) {
 	seen := make(map[string]bool, len(ids))
+	unknown := false
 	for _, id := range ids {
 		if seen[id] {
 			continue
@@ -468,33 +381,94 @@ func deadPurge(ctx context.Context, c *cli, ids []string) error {
 		t, err := c.b.task(ctx, id)
 		switch {
 		case exitCode(err) == exitNotFound:
-			rest = append(rest, id)
+			left = append(left, skipped{ID: id, Reason: "unknown"})
+			unknown = true
 		case err != nil:
-			return err
+			return nil, nil, nil, err
 		case isDead(t.State):
 			dead = append(dead, id)
 		default:
-			rest = append(rest, id)
+			left = append(left, skipped{ID: id, Reason: t.State})
 		}
 	}
-	left, exitErr = c.whySkipped(ctx, "dead purge", rest)
-	if left == nil && exitErr != nil {
-		return exitErr
-	}
-	if len(dead) > 0 {
-		if err := c.confirm(fmt.Sprintf("purge %d dead letter(s)? They are deleted for good.", len(dead))); err != nil {
-			return err
+	for _, s := range left {
+		reason := "no such task"
+		if s.Reason != "unknown" {
+			reason = "not a dead letter: " + s.Reason
 		}
-		n, err := c.b.purge(ctx, dead)
-		if err != nil {
-			return err
-		}
-		purged = n
+		fmt.Fprintf(c.stderr, "axctl: %s %s: %s\n", what, strconv.Quote(s.ID), reason)
 	}
-	if err := c.printPurged(purged, left); err != nil {
+	switch {
+	case unknown:
+		exit = notFoundf("%s: %d of the IDs were left alone (above)", what, len(left))
+	case len(left) > 0:
+		exit = refusedf("%s: %d of the IDs were left alone (above)", what, len(left))
+	}
+	return dead, left, exit, nil
+}
+
+// deadIDs returns the dead letters a command acts on: every one with --all, else
+// those among ids.
+func (c *cli) deadIDs(ctx context.Context, what string, ids []string) (dead []string, left []skipped, exit error, err error) {
+	if err := c.idsOrAll(what, ids); err != nil {
+		return nil, nil, nil, err
+	}
+	if c.o.all {
+		dead, err = c.allDead(ctx)
+		return dead, nil, nil, err
+	}
+	return c.deadOf(ctx, what, ids)
+}
+
+func deadRequeue(ctx context.Context, c *cli, ids []string) error {
+	dead, left, exit, err := c.deadIDs(ctx, "dead requeue", ids)
+	if err != nil {
 		return err
 	}
-	return exitErr
+	n := 0
+	if len(dead) > 0 {
+		if n, err = c.b.requeue(ctx, dead); err != nil {
+			return err
+		}
+	}
+	if c.o.json {
+		err = c.printJSON(struct {
+			Requeued int       `json:"requeued"`
+			Skipped  []skipped `json:"skipped,omitempty"`
+		}{n, left})
+	} else {
+		_, err = fmt.Fprintf(c.stdout, "requeued %d dead letter(s)\n", n)
+	}
+	return cmp.Or(err, exit)
+}
+
+func deadPurge(ctx context.Context, c *cli, ids []string) error {
+	dead, left, exit, err := c.deadIDs(ctx, "dead purge", ids)
+	if err != nil {
+		return err
+	}
+	n := 0
+	if len(dead) > 0 {
+		what := fmt.Sprintf("%d dead letter(s)", len(dead))
+		if c.o.all {
+			what = fmt.Sprintf("all %d dead letters", len(dead))
+		}
+		if err := c.confirm("purge " + what + "? They are deleted for good."); err != nil {
+			return err
+		}
+		if n, err = c.b.purge(ctx, dead); err != nil {
+			return err
+		}
+	}
+	if c.o.json {
+		err = c.printJSON(struct {
+			Purged  int       `json:"purged"`
+			Skipped []skipped `json:"skipped,omitempty"`
+		}{n, left})
+	} else {
+		_, err = fmt.Fprintf(c.stdout, "purged %d dead letter(s)\n", n)
+	}
+	return cmp.Or(err, exit)
 }
 
 func isDead(state string) bool {
@@ -503,17 +477,6 @@ func isDead(state string) bool {
 		return true
 	}
 	return false
-}
-
-func (c *cli) printPurged(n int, left []skipped) error {
-	if c.o.json {
-		return c.printJSON(struct {
-			Purged  int       `json:"purged"`
-			Skipped []skipped `json:"skipped,omitempty"`
-		}{n, left})
-	}
-	_, err := fmt.Fprintf(c.stdout, "purged %d dead letter(s)\n", n)
-	return err
 }
 
 // --- owners, schedules, migrate

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -48,19 +50,98 @@ func (d *db) wrap(err error) error {
 	return err
 }
 
+// ownerNames maps the store's owners' epochs to their names.
+func (d *db) ownerNames(ctx context.Context) (map[uint64]string, []store.OwnerInfo, error) {
+	os, err := d.s.Owners(ctx)
+	if err != nil {
+		return nil, nil, d.wrap(err)
+	}
+	names := make(map[uint64]string, len(os))
+	for _, o := range os {
+		names[o.Epoch] = o.Name
+	}
+	return names, os, nil
+}
+
+// ownerQuery sets q's owner filter from --owner: "pool", an epoch, or a name (its
+// live owner's epoch, else its latest).
+func ownerQuery(q *store.TaskQuery, owner string, os []store.OwnerInfo) error {
+	switch owner {
+	case "":
+		return nil
+	case "pool":
+		q.Pool = true
+		return nil
+	}
+	if n, err := strconv.ParseUint(owner, 10, 64); err == nil && n > 0 {
+		q.Owner = n
+		return nil
+	}
+	var best *store.OwnerInfo
+	for i := range os {
+		o := &os[i]
+		if o.Name == owner && (best == nil || (o.Live && !best.Live) || (o.Live == best.Live && o.Epoch > best.Epoch)) {
+			best = o
+		}
+	}
+	if best == nil {
+		return notFoundf("--owner = %q: no owner of that name (axctl owners lists them); give a name, an epoch or pool", owner)
+	}
+	q.Owner = best.Epoch
+	return nil
+}
+
 func (d *db) tasks(ctx context.Context, f taskFilter) (taskPage, error) {
-	return taskPage{}, usagef("tasks list: the store has no task listing yet")
+	names, os, err := d.ownerNames(ctx)
+	if err != nil {
+		return taskPage{}, err
+	}
+	q := store.TaskQuery{Kind: f.kind, Group: f.group, Key: f.key, After: f.after, Before: f.before, Limit: f.limit}
+	if f.state != "" {
+		q.State = stateOf(f.state)
+	}
+	if err := ownerQuery(&q, f.owner, os); err != nil {
+		return taskPage{}, err
+	}
+	p, err := d.s.ListTasks(ctx, q)
+	if errors.Is(err, store.ErrInvalidQuery) {
+		return taskPage{}, usagef("%s", strings.TrimPrefix(err.Error(), "store: invalid query: "))
+	}
+	if err != nil {
+		return taskPage{}, d.wrap(err)
+	}
+	out := taskPage{Tasks: make([]taskRow, len(p.Tasks)), Next: p.Next, Prev: p.Prev}
+	for i := range p.Tasks {
+		out.Tasks[i] = taskRowOfInfo(&p.Tasks[i], names)
+	}
+	return out, nil
+}
+
+// stateOf is the state named s, or 0.
+func stateOf(s string) store.State {
+	for st := store.Delayed; st <= store.Abandoned; st++ {
+		if st.String() == s {
+			return st
+		}
+	}
+	return 0
 }
 
 func (d *db) task(ctx context.Context, id string) (taskRow, error) {
-	t, err := d.s.Get(ctx, id)
+	t, err := d.s.LookupTask(ctx, id, false)
 	if err != nil {
 		if errors.Is(err, store.ErrUnknownTask) {
 			return taskRow{}, notFoundf("no task %q in %s", id, d.s.Table())
 		}
 		return taskRow{}, d.wrap(err)
 	}
-	return taskRowOf(&t), nil
+	var names map[uint64]string
+	if t.Owner != 0 {
+		if names, _, err = d.ownerNames(ctx); err != nil {
+			return taskRow{}, err
+		}
+	}
+	return taskRowOfInfo(&t, names), nil
 }
 
 func (d *db) deadLetters(ctx context.Context, limit int, after string) (taskPage, error) {
@@ -84,24 +165,15 @@ func pageOf(ts []store.StoredTask, limit int) taskPage {
 	return p
 }
 
-func (d *db) countDead(ctx context.Context) (int, error) {
-	n, err := d.s.CountDeadLetters(ctx)
-	return n, d.wrap(err)
-}
-
 // requeue requeues ids at the store's time, into the pool: the next claim of a
 // kernel with room for their kind runs them.
-func (d *db) requeue(ctx context.Context, ids []string) ([]string, error) {
+func (d *db) requeue(ctx context.Context, ids []string) (int, error) {
 	now, err := d.s.Now(ctx)
 	if err != nil {
-		return nil, d.wrap(err)
+		return 0, d.wrap(err)
 	}
 	ts, err := d.s.Requeue(ctx, now, ids...)
-	out := make([]string, len(ts))
-	for i := range ts {
-		out[i] = ts[i].ID
-	}
-	return out, d.wrap(err)
+	return len(ts), d.wrap(err)
 }
 
 func (d *db) purge(ctx context.Context, ids []string) (int, error) {

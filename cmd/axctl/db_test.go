@@ -31,7 +31,7 @@ func TestDeadList(t *testing.T) {
 
 	// Keyset paging: the first page says where the next starts, on stderr.
 	first := b.run("dead", "list", "--limit", "2")
-	if first.code != exitOK || !strings.Contains(first.stderr, `more: --after "b-timed-out-`) {
+	if first.code != exitOK || !strings.Contains(first.stderr, `next page: --after "b-timed-out-`) {
 		t.Fatalf("dead list --limit 2 = %d, stderr %q; want 0 and a --after hint", first.code, first.stderr)
 	}
 	var p taskPage
@@ -54,6 +54,84 @@ func TestDeadList(t *testing.T) {
 	}
 	if out := b.ok("dead", "list", "--json"); strings.Contains(out, "secret-token") {
 		t.Errorf("dead list --json shows the payload: %s", out)
+	}
+}
+
+func TestTasksList(t *testing.T) {
+	b := setupDB(t, "list")
+	deadLetters(b)
+	ctx := context.Background()
+	o, err := b.s.Join(ctx, "api-1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := store.StoredTask{ID: "g-running", Kind: "report.build", State: store.Running, Attempt: 1, Fence: store.FenceOfEpoch(o.Epoch) + 1}
+	run.CreatedAt, run.UpdatedAt, run.RunAt = t0, t0, t0
+	if res, err := b.s.CommitAs(ctx, o, []store.Change{{Op: store.OpInsert, Task: run}}); err != nil || res[0] != nil {
+		t.Fatalf("CommitAs() = %v, %v", res, err)
+	}
+	golden(t, "tasks_list", b.ok("tasks", "list"))
+
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--state", "failed"}, []string{"a-failed"}},
+		{[]string{"--kind", "report.build"}, []string{"c-evicted", "g-running"}},
+		{[]string{"--group", "upstream", "--key", "mx.example"}, []string{"a-failed"}},
+		{[]string{"--owner", "api-1"}, []string{"g-running"}},
+		{[]string{"--owner", itoa(o.Epoch)}, []string{"g-running"}},
+		{[]string{"--owner", "pool", "--state", "queued"}, []string{"d-queued"}},
+	} {
+		var p taskPage
+		b.jsonOf(&p, append([]string{"tasks", "list"}, tt.args...)...)
+		var ids []string
+		for _, tk := range p.Tasks {
+			ids = append(ids, tk.ID)
+			if tk.ID == "g-running" && (tk.Owner != "api-1" || tk.OwnerEpoch != o.Epoch) {
+				t.Errorf("g-running's owner = %q (%d), want api-1 (%d)", tk.Owner, tk.OwnerEpoch, o.Epoch)
+			}
+		}
+		slices.Sort(ids)
+		if !slices.Equal(ids, tt.want) {
+			t.Errorf("tasks list %q = %q, want %q", tt.args, ids, tt.want)
+		}
+	}
+	res := b.run("tasks", "list", "--owner", "nobody")
+	if res.code != exitNotFound || !strings.Contains(res.stderr, `--owner = "nobody"`) {
+		t.Errorf("tasks list --owner nobody = %d %q; want %d", res.code, res.stderr, exitNotFound)
+	}
+	res = b.run("tasks", "list", "--after", "garbage")
+	if res.code != exitUsage || !strings.Contains(res.stderr, "After") {
+		t.Errorf("tasks list --after garbage = %d %q; want %d naming the cursor", res.code, res.stderr, exitUsage)
+	}
+
+	// Pages: following next visits every task once; prev goes back.
+	var seen []string
+	f := []string{"tasks", "list", "--limit", "2"}
+	var pages []taskPage
+	for {
+		var p taskPage
+		b.jsonOf(&p, f...)
+		pages = append(pages, p)
+		for _, tk := range p.Tasks {
+			seen = append(seen, tk.ID)
+		}
+		if p.Next == "" {
+			break
+		}
+		f = []string{"tasks", "list", "--limit", "2", "--after", p.Next}
+	}
+	slices.Sort(seen)
+	if len(seen) != 6 || slices.Compact(slices.Clone(seen)) == nil || len(slices.Compact(seen)) != 6 {
+		t.Errorf("tasks list pages visited %q, want the 6 tasks once each", seen)
+	}
+	if len(pages) > 1 && pages[1].Prev != "" {
+		var back taskPage
+		b.jsonOf(&back, "tasks", "list", "--limit", "2", "--before", pages[1].Prev)
+		if len(back.Tasks) != len(pages[0].Tasks) || back.Tasks[0].ID != pages[0].Tasks[0].ID {
+			t.Errorf("tasks list --before = %+v, want the first page %+v", back.Tasks, pages[0].Tasks)
+		}
 	}
 }
 
@@ -82,17 +160,17 @@ func TestDeadRequeue(t *testing.T) {
 	deadLetters(b)
 
 	var got struct {
-		Requeued []string  `json:"requeued"`
+		Requeued int       `json:"requeued"`
 		Skipped  []skipped `json:"skipped"`
 	}
 	b.jsonOf(&got, "dead", "requeue", "a-failed")
-	if !slices.Equal(got.Requeued, []string{"a-failed"}) || b.state("a-failed") != store.Queued {
+	if got.Requeued != 1 || len(got.Skipped) != 0 || b.state("a-failed") != store.Queued {
 		t.Fatalf("dead requeue a-failed = %+v, state %v; want it requeued", got, b.state("a-failed"))
 	}
 
 	// A live task is refused (4), an unknown one not found (3); the others are requeued.
-	res := b.run("dead", "requeue", "c-evicted", "d-queued")
-	if res.code != exitRefused || !strings.Contains(res.stderr, `"d-queued": not a dead letter: queued`) || b.state("c-evicted") != store.Queued {
+	res := b.run("dead", "requeue", "c-evicted", "d-queued", "c-evicted")
+	if res.code != exitRefused || res.stdout != "requeued 1 dead letter(s)\n" || !strings.Contains(res.stderr, `"d-queued": not a dead letter: queued`) || b.state("c-evicted") != store.Queued {
 		t.Errorf("dead requeue c-evicted d-queued = %d, %q, c-evicted %v; want %d naming d-queued", res.code, res.stderr, b.state("c-evicted"), exitRefused)
 	}
 	res = b.run("dead", "requeue", "zz-unknown")
@@ -140,12 +218,18 @@ func TestDeadPurge(t *testing.T) {
 		t.Errorf("dead purge --yes c-evicted d-queued = %d %q; want %d, c-evicted gone and d-queued kept", res.code, res.stderr, exitRefused)
 	}
 
+	b.insert(store.StoredTask{ID: "g-abandoned", State: store.Abandoned}, store.StoredTask{ID: "h-failed", State: store.Failed})
+	b.r.stdin = "no\n"
+	res = b.run("dead", "purge", "--all")
+	if res.code != exitRefused || !strings.Contains(res.stderr, "purge all 3 dead letters?") || b.state("h-failed") != store.Failed {
+		t.Fatalf("dead purge --all, answered no = %d %q; want %d, asking about 3", res.code, res.stderr, exitRefused)
+	}
 	var got struct {
 		Purged int `json:"purged"`
 	}
 	b.jsonOf(&got, "dead", "purge", "--all", "--yes")
-	if got.Purged != 1 || b.state("d-queued") != store.Queued || b.state("e-done") != store.Succeeded {
-		t.Errorf("dead purge --all --yes = %+v; want 1 purged, the live and succeeded tasks kept", got)
+	if got.Purged != 3 || b.state("d-queued") != store.Queued || b.state("e-done") != store.Succeeded {
+		t.Errorf("dead purge --all --yes = %+v; want 3 purged, the live and succeeded tasks kept", got)
 	}
 }
 

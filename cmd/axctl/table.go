@@ -14,6 +14,7 @@ type column struct {
 	title string
 	right bool // aligned right (numbers)
 	fixed bool // never shortened (times, states)
+	min   int  // shortened below this many characters only when the others cannot give more
 }
 
 // cellMin is the fewest characters a shortened column keeps.
@@ -21,8 +22,8 @@ const cellMin = 4
 
 // writeTable writes rows under the columns' titles, two spaces between columns,
 // in at most width characters a line: while the line is too long, the widest
-// column that may shrink loses a character, and a cell longer than its column
-// ends with "…". Cells are made printable first: control characters, invalid
+// column that may shrink (above its minimum first) loses a character, and a
+// cell longer than its column ends with "…". Cells are made printable first: control characters, invalid
 // UTF-8 and other unprintable runes are written as Go escapes (\n, \x1b,
 // \u202e), so a task's strings cannot move the cursor or hide text.
 func writeTable(w io.Writer, width int, cols []column, rows [][]string) error {
@@ -56,18 +57,24 @@ func writeTable(w io.Writer, width int, cols []column, rows [][]string) error {
 	for _, n := range widths {
 		total += n
 	}
-	for total > width {
-		widest := -1
-		for i, c := range cols {
-			if !c.fixed && widths[i] > cellMin && (widest < 0 || widths[i] > widths[widest]) {
-				widest = i
+	for floor := range 2 { // above the columns' minimums first, then down to cellMin
+		for total > width {
+			widest := -1
+			for i, c := range cols {
+				least := cellMin
+				if floor == 0 {
+					least = max(c.min, cellMin)
+				}
+				if !c.fixed && widths[i] > least && (widest < 0 || widths[i] > widths[widest]) {
+					widest = i
+				}
 			}
+			if widest < 0 {
+				break // nothing left to shorten at this floor
+			}
+			widths[widest]--
+			total--
 		}
-		if widest < 0 {
-			break // nothing left to shorten: the line stays long
-		}
-		widths[widest]--
-		total--
 	}
 	var b strings.Builder
 	for _, line := range cells {

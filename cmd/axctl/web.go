@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -65,7 +67,10 @@ func (w *web) do(ctx context.Context, rel string, in, out any) error {
 		}
 		body = bytes.NewReader(b)
 	}
-	u := w.base.JoinPath(rel)
+	u, err := w.base.Parse(rel) // rel: a relative path, escaped, and its query
+	if err != nil {
+		return err
+	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
 		return err
@@ -125,6 +130,9 @@ func (w *web) statusError(method, rel string, code int, data []byte) error {
 	err := fmt.Errorf("console: %s %s: %d %s: %s", method, rel, code, http.StatusText(code), msg)
 	switch code {
 	case http.StatusNotFound:
+		if strings.Contains(ae.Error, "no store is attached") {
+			return usagef("%s %s: the console at %s has no store (console.Options.Store): use --dsn", method, rel, w.base)
+		}
 		if ae.Error == "console: not found" || ae.Error == "" {
 			return usagef("%s %s: the console at %s serves no such path (an older console, or --url is not its mount point)", method, rel, w.base)
 		}
@@ -198,30 +206,137 @@ func (w *web) raw(ctx context.Context, rel string) (json.RawMessage, error) {
 	return m, err
 }
 
-var errNoTasksAPI = errors.New("the console serves no durable tasks: use --dsn")
-
-func (w *web) tasks(context.Context, taskFilter) (taskPage, error) {
-	return taskPage{}, &cliError{code: exitUsage, err: errNoTasksAPI}
+// consoleTask is a task of api/v1/tasks and api/v1/tasks/{id}.
+type consoleTask struct {
+	ID          string    `json:"id"`
+	Kind        string    `json:"kind"`
+	State       string    `json:"state"`
+	Priority    string    `json:"priority"`
+	Group       string    `json:"group"`
+	Key         string    `json:"key"`
+	UniqueKey   string    `json:"unique_key"`
+	Attempt     int       `json:"attempt"`
+	MaxAttempts int       `json:"max_attempts"`
+	TimeoutMS   float64   `json:"timeout_ms"`
+	Fence       uint64    `json:"fence"`
+	Owner       uint64    `json:"owner"`
+	RunAt       time.Time `json:"run_at"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	LastError   string    `json:"last_error"`
+	PayloadSize int       `json:"payload_size"`
 }
 
-func (w *web) task(context.Context, string) (taskRow, error) {
-	return taskRow{}, &cliError{code: exitUsage, err: errNoTasksAPI}
+func (t *consoleTask) row() taskRow {
+	r := taskRow{
+		ID: t.ID, Kind: t.Kind, State: t.State, Priority: t.Priority, Group: t.Group, Key: t.Key, UniqueKey: t.UniqueKey,
+		Attempt: t.Attempt, MaxAttempts: t.MaxAttempts, Fence: t.Fence, OwnerEpoch: t.Owner, RunAt: utc(t.RunAt),
+		TimeoutMS: int64(t.TimeoutMS), PayloadBytes: t.PayloadSize, LastError: t.LastError,
+		CreatedAt: utc(t.CreatedAt), UpdatedAt: utc(t.UpdatedAt),
+	}
+	if t.Owner != 0 {
+		r.Owner = strconv.FormatUint(t.Owner, 10)
+	}
+	return r
 }
 
-func (w *web) deadLetters(context.Context, int, string) (taskPage, error) {
-	return taskPage{}, &cliError{code: exitUsage, err: errNoTasksAPI}
+func (w *web) tasks(ctx context.Context, f taskFilter) (taskPage, error) {
+	q := url.Values{}
+	for _, kv := range [][2]string{{"state", f.state}, {"kind", f.kind}, {"group", f.group}, {"key", f.key}, {"owner", f.owner}, {"after", f.after}, {"before", f.before}} {
+		if kv[1] != "" {
+			q.Set(kv[0], kv[1])
+		}
+	}
+	if f.owner != "" && f.owner != "pool" {
+		if n, err := strconv.ParseUint(f.owner, 10, 64); err != nil || n == 0 {
+			return taskPage{}, usagef("--owner = %q: a console filters by an owner's epoch, or pool", f.owner)
+		}
+	}
+	q.Set("limit", strconv.Itoa(f.limit))
+	var v struct {
+		Tasks      []consoleTask `json:"tasks"`
+		Next, Prev string
+	}
+	if err := w.do(ctx, "api/v1/tasks?"+q.Encode(), nil, &v); err != nil {
+		return taskPage{}, err
+	}
+	p := taskPage{Tasks: make([]taskRow, len(v.Tasks)), Next: v.Next, Prev: v.Prev}
+	for i := range v.Tasks {
+		p.Tasks[i] = v.Tasks[i].row()
+	}
+	return p, nil
 }
 
-func (w *web) countDead(context.Context) (int, error) {
-	return 0, &cliError{code: exitUsage, err: errNoTasksAPI}
+func (w *web) task(ctx context.Context, id string) (taskRow, error) {
+	var t consoleTask
+	if err := w.do(ctx, "api/v1/tasks/"+url.PathEscape(id), nil, &t); err != nil {
+		return taskRow{}, err
+	}
+	return t.row(), nil
 }
 
-func (w *web) requeue(context.Context, []string) ([]string, error) {
-	return nil, &cliError{code: exitUsage, err: errNoTasksAPI}
+// deadLetters lists the first dead letters of each dead state, as a console
+// filters by one state: their first limit by ID. It pages no further.
+func (w *web) deadLetters(ctx context.Context, limit int, after string) (taskPage, error) {
+	if after != "" {
+		return taskPage{}, usagef("--after: a console lists dead letters by state: page with axctl tasks list --state STATE --after CURSOR")
+	}
+	var (
+		out  taskPage
+		more []string
+	)
+	for _, st := range deadStates {
+		p, err := w.tasks(ctx, taskFilter{state: st, limit: limit})
+		if err != nil {
+			return taskPage{}, err
+		}
+		out.Tasks = append(out.Tasks, p.Tasks...)
+		if p.Next != "" {
+			more = append(more, st)
+		}
+	}
+	slices.SortFunc(out.Tasks, func(a, b taskRow) int { return strings.Compare(a.ID, b.ID) })
+	if len(out.Tasks) > limit {
+		out.Tasks = out.Tasks[:limit]
+		more = []string{"STATE"}
+	}
+	if len(more) > 0 {
+		out.hint = "more: axctl tasks list --state " + strings.Join(more, "|") + " pages them one state at a time"
+	}
+	return out, nil
 }
 
-func (w *web) purge(context.Context, []string) (int, error) {
-	return 0, &cliError{code: exitUsage, err: errNoTasksAPI}
+// taskAction posts a task action with ids, in chunks of what a console takes at
+// once, and returns the tasks it changed. A conflict (none of the IDs was a dead
+// letter) changes none.
+func (w *web) taskAction(ctx context.Context, action string, ids []string, confirm bool) (int, error) {
+	n := 0
+	for chunk := range slices.Chunk(ids, limitMax) {
+		var a struct {
+			Count int `json:"count"`
+		}
+		err := w.do(ctx, "api/v1/tasks/"+action, struct {
+			IDs     []string `json:"ids"`
+			Confirm bool     `json:"confirm,omitempty"`
+		}{chunk, confirm}, &a)
+		var ce *cliError
+		if errors.As(err, &ce) && ce.code == exitRefused && strings.Contains(err.Error(), "409") {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		n += a.Count
+	}
+	return n, nil
+}
+
+func (w *web) requeue(ctx context.Context, ids []string) (int, error) {
+	return w.taskAction(ctx, "requeue", ids, false)
+}
+
+func (w *web) purge(ctx context.Context, ids []string) (int, error) {
+	return w.taskAction(ctx, "purge", ids, true)
 }
 
 func (w *web) owners(context.Context) ([]ownerRow, error) {
