@@ -153,20 +153,45 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return c.main(ctx, args)
 }
 
+// errWriter keeps the first error of its writes: a command writes its output
+// and learns at the end whether it all went out (a closed pipe).
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
+
+// outf and outln write to stdout; a failed write ends the command with an error.
+func (c *cli) outf(format string, a ...any) { _, _ = fmt.Fprintf(c.stdout, format, a...) }
+func (c *cli) outln(a ...any)               { _, _ = fmt.Fprintln(c.stdout, a...) }
+
 // main parses args, runs the command and returns the exit status; errors go to
 // stderr.
 func (c *cli) main(ctx context.Context, args []string) int {
+	ew := &errWriter{w: c.stdout}
+	c.stdout = ew
 	err := c.exec(ctx, args)
+	if err == nil && ew.err != nil {
+		err = fmt.Errorf("writing the output: %w", ew.err)
+	}
 	if err == nil {
 		return exitOK
 	}
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
 	}
-	fmt.Fprintf(c.stderr, "axctl: %v\n", err)
+	_, _ = fmt.Fprintf(c.stderr, "axctl: %v\n", err)
 	code := exitCode(err)
 	if code == exitUsage {
-		fmt.Fprintln(c.stderr, "run 'axctl help' for the commands and flags")
+		_, _ = fmt.Fprintln(c.stderr, "run 'axctl help' for the commands and flags")
 	}
 	return code
 }
@@ -329,7 +354,7 @@ func (c *cli) confirm(question string) error {
 	if c.o.yes {
 		return nil
 	}
-	fmt.Fprintf(c.stderr, "%s [y/N] ", question)
+	_, _ = fmt.Fprintf(c.stderr, "%s [y/N] ", question)
 	var line []byte
 	buf := make([]byte, 1)
 	for {

@@ -71,7 +71,7 @@ func selectorFlags(fs *flag.FlagSet, o *options) {
 
 // usage writes the commands and the global flags.
 func (c *cli) usage(w io.Writer) {
-	fmt.Fprint(w, `axctl: the operator's command line for ax.
+	_, _ = fmt.Fprint(w, `axctl: the operator's command line for ax.
 
 usage: axctl [global flags] COMMAND [ARGS] [flags]
 
@@ -80,21 +80,21 @@ Against the database (--dsn) or a kernel's console (--url):
 	for i := range commands {
 		cmd := &commands[i]
 		if cmd.target == urlOnly && (i == 0 || commands[i-1].target != urlOnly) {
-			fmt.Fprintln(w, "\nAgainst a console only (--url): the in-memory figures and controls:")
+			_, _ = fmt.Fprintln(w, "\nAgainst a console only (--url): the in-memory figures and controls:")
 		}
 		suffix := ""
 		if cmd.target == dbOnly {
 			suffix = " (--dsn only)"
 		}
-		fmt.Fprintf(w, "  %-34s %s%s\n", cmd.name+" "+cmd.args, cmd.help, suffix)
+		_, _ = fmt.Fprintf(w, "  %-34s %s%s\n", cmd.name+" "+cmd.args, cmd.help, suffix)
 	}
-	fmt.Fprint(w, "\nGlobal flags:\n")
+	_, _ = fmt.Fprint(w, "\nGlobal flags:\n")
 	fs := flag.NewFlagSet("axctl", flag.ContinueOnError)
 	var o options
 	o.registerGlobal(fs, &globalDefaults)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
-	fmt.Fprint(w, `
+	_, _ = fmt.Fprint(w, `
 Exit status: 0 done; 1 error; 2 usage (a bad flag or argument); 3 not found;
 4 refused (by the console, at the prompt, or by the tasks' states).
 'axctl COMMAND -h' shows a command's flags.
@@ -102,7 +102,7 @@ Exit status: 0 done; 1 error; 2 usage (a bad flag or argument); 3 not found;
 }
 
 func (c *cli) commandUsage(w io.Writer, cmd *command, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "usage: axctl %s %s [flags]\n\n%s.\n\nFlags (the global ones too):\n", cmd.name, cmd.args, cmd.help)
+	_, _ = fmt.Fprintf(w, "usage: axctl %s %s [flags]\n\n%s.\n\nFlags (the global ones too):\n", cmd.name, cmd.args, cmd.help)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }
@@ -165,9 +165,15 @@ func itoa[T ~int | ~int64 | ~uint64](n T) string { return strconv.FormatInt(int6
 // --- tasks
 
 var taskCols = []column{
-	{title: "ID", min: 14}, {title: "KIND", min: 12}, {title: "STATE", fixed: true}, {title: "PRI", fixed: true},
-	{title: "GROUP/KEY", min: 10}, {title: "OWNER", min: 8}, {title: "ATT", right: true, fixed: true},
-	{title: "RUN AT (UTC)", fixed: true}, {title: "LAST ERROR"},
+	{title: "ID", min: 14},
+	{title: "KIND", min: 12},
+	{title: "STATE", fixed: true},
+	{title: "PRI", fixed: true},
+	{title: "GROUP/KEY", min: 10},
+	{title: "OWNER", min: 8},
+	{title: "ATT", right: true, fixed: true},
+	{title: "RUN AT (UTC)", fixed: true},
+	{title: "LAST ERROR"},
 }
 
 func taskCells(t *taskRow) []string {
@@ -210,13 +216,13 @@ func (c *cli) printPage(p taskPage, cols []column, cells func(*taskRow) []string
 		return err
 	}
 	if p.Prev != "" {
-		fmt.Fprintf(c.stderr, "previous page: --before %s\n", strconv.Quote(p.Prev))
+		_, _ = fmt.Fprintf(c.stderr, "previous page: --before %s\n", strconv.Quote(p.Prev))
 	}
 	if p.Next != "" {
-		fmt.Fprintf(c.stderr, "next page: --after %s\n", strconv.Quote(p.Next))
+		_, _ = fmt.Fprintf(c.stderr, "next page: --after %s\n", strconv.Quote(p.Next))
 	}
 	if p.hint != "" {
-		fmt.Fprintln(c.stderr, p.hint)
+		_, _ = fmt.Fprintln(c.stderr, p.hint)
 	}
 	return nil
 }
@@ -275,11 +281,22 @@ func tasksShow(ctx context.Context, c *cli, args []string) error {
 		maxAtt = itoa(t.MaxAttempts)
 	}
 	rows := [][]string{
-		{"id", t.ID}, {"kind", t.Kind}, {"state", t.State}, {"priority", t.Priority},
-		{"group", t.Group}, {"key", t.Key}, {"unique key", t.UniqueKey}, {"owner", t.Owner},
-		{"attempt", itoa(t.Attempt)}, {"max attempts", maxAtt}, {"fence", itoa(t.Fence)},
-		{"run at", tfmt(t.RunAt)}, {"timeout", timeout}, {"payload", itoa(t.PayloadBytes) + " bytes"},
-		{"created", tfmt(t.CreatedAt)}, {"updated", tfmt(t.UpdatedAt)},
+		{"id", t.ID},
+		{"kind", t.Kind},
+		{"state", t.State},
+		{"priority", t.Priority},
+		{"group", t.Group},
+		{"key", t.Key},
+		{"unique key", t.UniqueKey},
+		{"owner", t.Owner},
+		{"attempt", itoa(t.Attempt)},
+		{"max attempts", maxAtt},
+		{"fence", itoa(t.Fence)},
+		{"run at", tfmt(t.RunAt)},
+		{"timeout", timeout},
+		{"payload", itoa(t.PayloadBytes) + " bytes"},
+		{"created", tfmt(t.CreatedAt)},
+		{"updated", tfmt(t.UpdatedAt)},
 	}
 	if err := c.table([]column{{title: "FIELD", fixed: true}, {title: "VALUE (UTC)"}}, rows); err != nil {
 		return err
@@ -288,14 +305,14 @@ func tasksShow(ctx context.Context, c *cli, args []string) error {
 		return nil
 	}
 	// The last error whole, its lines wrapped to the width.
-	fmt.Fprintln(c.stdout, "last error:")
+	c.outln("last error:")
 	for line := range strings.Lines(t.LastError) {
 		r := []rune(printable(strings.TrimRight(line, "\r\n")))
 		for len(r) > c.o.width-2 {
-			fmt.Fprintf(c.stdout, "  %s\n", string(r[:c.o.width-2]))
+			c.outf("  %s\n", string(r[:c.o.width-2]))
 			r = r[c.o.width-2:]
 		}
-		fmt.Fprintf(c.stdout, "  %s\n", string(r))
+		c.outf("  %s\n", string(r))
 	}
 	return nil
 }
@@ -303,8 +320,12 @@ func tasksShow(ctx context.Context, c *cli, args []string) error {
 // --- dead letters
 
 var deadCols = []column{
-	{title: "ID", min: 20}, {title: "KIND", min: 16}, {title: "STATE", fixed: true}, {title: "ATT", right: true, fixed: true},
-	{title: "UPDATED (UTC)", fixed: true}, {title: "LAST ERROR", min: 16},
+	{title: "ID", min: 20},
+	{title: "KIND", min: 16},
+	{title: "STATE", fixed: true},
+	{title: "ATT", right: true, fixed: true},
+	{title: "UPDATED (UTC)", fixed: true},
+	{title: "LAST ERROR", min: 16},
 }
 
 func deadCells(t *taskRow) []string {
@@ -396,7 +417,7 @@ func (c *cli) deadOf(ctx context.Context, what string, ids []string) (dead []str
 		if s.Reason != "unknown" {
 			reason = "not a dead letter: " + s.Reason
 		}
-		fmt.Fprintf(c.stderr, "axctl: %s %s: %s\n", what, strconv.Quote(s.ID), reason)
+		_, _ = fmt.Fprintf(c.stderr, "axctl: %s %s: %s\n", what, strconv.Quote(s.ID), reason)
 	}
 	switch {
 	case unknown:
@@ -503,8 +524,12 @@ func ownersCmd(ctx context.Context, c *cli, _ []string) error {
 		rows[i] = []string{o.Name, itoa(o.Epoch), live, tfmt(o.Expires), (time.Duration(o.LeaseMS) * time.Millisecond).String(), itoa(o.Tasks)}
 	}
 	return c.table([]column{
-		{title: "NAME"}, {title: "EPOCH", right: true, fixed: true}, {title: "LEASE", fixed: true},
-		{title: "EXPIRES (UTC)", fixed: true}, {title: "LENGTH", right: true, fixed: true}, {title: "TASKS", right: true, fixed: true},
+		{title: "NAME"},
+		{title: "EPOCH", right: true, fixed: true},
+		{title: "LEASE", fixed: true},
+		{title: "EXPIRES (UTC)", fixed: true},
+		{title: "LENGTH", right: true, fixed: true},
+		{title: "TASKS", right: true, fixed: true},
 	}, rows)
 }
 

@@ -66,7 +66,7 @@ func statsCmd(ctx context.Context, c *cli, _ []string) error {
 	if table, err := c.fetch(ctx, "api/v1/overview", &ov); !table {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "running %d  dispatched %d  delayed %d  zombies %d  executors %d\n\n",
+	c.outf("running %d  dispatched %d  delayed %d  zombies %d  executors %d\n\n",
 		ov.Running, ov.Dispatched, ov.Delayed, ov.Zombies, ov.Executors)
 	rows := make([][]string, len(ov.Priorities))
 	for i, p := range ov.Priorities {
@@ -89,7 +89,7 @@ func statsCmd(ctx context.Context, c *cli, _ []string) error {
 		if s.Down {
 			down = "  DOWN"
 		}
-		fmt.Fprintf(c.stdout, "\nstore owner %s  epoch %d  pending %d  commits %d  errors %d  leases lost %d  claimed %d%s\n",
+		c.outf("\nstore owner %s  epoch %d  pending %d  commits %d  errors %d  leases lost %d  claimed %d%s\n",
 			printable(s.Owner), s.Epoch, s.Pending, s.Commits, s.Errors, s.LeaseLost, s.Claimed, down)
 	}
 	return nil
@@ -154,13 +154,13 @@ func zombiesCmd(ctx context.Context, c *cli, _ []string) error {
 		return err
 	}
 	for _, z := range zs.Zombies {
-		fmt.Fprintf(c.stdout, "\n%s (attempt %d):\n", printable(z.TaskID), z.Attempt)
+		c.outf("\n%s (attempt %d):\n", printable(z.TaskID), z.Attempt)
 		if z.Stack == "" {
-			fmt.Fprintln(c.stdout, "  (no stack yet: it has not outlived kernel.Config.ZombieGrace)")
+			c.outln("  (no stack yet: it has not outlived kernel.Config.ZombieGrace)")
 			continue
 		}
 		for line := range strings.Lines(z.Stack) {
-			fmt.Fprintf(c.stdout, "  %s\n", printable(strings.TrimRight(line, "\n")))
+			c.outf("  %s\n", printable(strings.TrimRight(line, "\n")))
 		}
 	}
 	return nil

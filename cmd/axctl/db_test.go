@@ -14,10 +14,14 @@ import (
 // multi-line error), a live task and a succeeded one.
 func deadLetters(b *dbBundle) {
 	b.insert(
-		store.StoredTask{ID: "a-failed", State: store.Failed, Attempt: 3, MaxAttempts: 3, LastError: "smtp: 550 mailbox unavailable",
-			Payload: []byte("secret-token"), Group: "upstream", Key: "mx.example"},
-		store.StoredTask{ID: "b-timed-out-" + strings.Repeat("x", 60), Kind: "<script>alert(1)</script>", State: store.TimedOut, Attempt: 1,
-			LastError: "context deadline exceeded\n\x1b[31mred\x1b[0m and more: " + strings.Repeat("long ", 40)},
+		store.StoredTask{
+			ID: "a-failed", State: store.Failed, Attempt: 3, MaxAttempts: 3, LastError: "smtp: 550 mailbox unavailable",
+			Payload: []byte("secret-token"), Group: "upstream", Key: "mx.example",
+		},
+		store.StoredTask{
+			ID: "b-timed-out-" + strings.Repeat("x", 60), Kind: "<script>alert(1)</script>", State: store.TimedOut, Attempt: 1,
+			LastError: "context deadline exceeded\n\x1b[31mred\x1b[0m and more: " + strings.Repeat("long ", 40),
+		},
 		store.StoredTask{ID: "c-evicted", Kind: "report.build", State: store.Evicted, Priority: store.Low},
 		store.StoredTask{ID: "d-queued", State: store.Queued, Priority: store.High},
 		store.StoredTask{ID: "e-done", State: store.Succeeded, Attempt: 1},
@@ -247,11 +251,15 @@ func TestSchedulesDB(t *testing.T) {
 		}
 	}
 	// nightly-report fired once, as a kernel fires it.
-	occ := store.StoredTask{ID: store.OccurrenceID("nightly-report", next), Kind: "report.build", Payload: []byte("p"), Priority: store.Low,
-		RunAt: next, Timeout: time.Minute, MaxAttempts: 2, Fence: 1, State: store.Queued, CreatedAt: t0, UpdatedAt: t0}
+	occ := store.StoredTask{
+		ID: store.OccurrenceID("nightly-report", next), Kind: "report.build", Payload: []byte("p"), Priority: store.Low,
+		RunAt: next, Timeout: time.Minute, MaxAttempts: 2, Fence: 1, State: store.Queued, CreatedAt: t0, UpdatedAt: t0,
+	}
 	next2 := next.Add(24 * time.Hour)
-	if _, fired, err := b.s.FireSchedule(ctx, store.ScheduleFire{Name: "nightly-report", Expect: next, Next: next2,
-		Occurrences: []store.Change{{Op: store.OpInsert, Task: occ, Pool: true}}}); err != nil || !fired {
+	if _, fired, err := b.s.FireSchedule(ctx, store.ScheduleFire{
+		Name: "nightly-report", Expect: next, Next: next2,
+		Occurrences: []store.Change{{Op: store.OpInsert, Task: occ, Pool: true}},
+	}); err != nil || !fired {
 		t.Fatalf("FireSchedule() = %v, %v", fired, err)
 	}
 	golden(t, "schedules_list_db", b.ok("schedules", "list"))

@@ -91,8 +91,10 @@ func TestConsoleFigures(t *testing.T) {
 	// A zombie: a task that ignores its context past its timeout.
 	release := make(chan struct{})
 	defer close(release)
-	if _, err := b.k.TrySubmit(kernel.Task{ID: "zombie-<1>", Timeout: time.Millisecond, Retry: &kernel.RetryPolicy{MaxAttempts: 1},
-		Run: func(context.Context) error { <-release; return nil }}); err != nil {
+	if _, err := b.k.TrySubmit(kernel.Task{
+		ID: "zombie-<1>", Timeout: time.Millisecond, Retry: &kernel.RetryPolicy{MaxAttempts: 1},
+		Run: func(context.Context) error { <-release; return nil },
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { zs := b.k.Zombies(); return len(zs) == 1 && len(zs[0].Stack) > 0 }, "a zombie with its stack")
