@@ -146,6 +146,16 @@ type cli struct {
 	client *http.Client // the console's; nil: http.DefaultClient
 	getenv func(string) string
 	b      backend // the target's, opened for the command
+	parent context.Context
+}
+
+// withTimeout returns a context that ends --timeout from now (never with 0),
+// under the run's: a command starts one afresh after waiting for the operator.
+func (c *cli) withTimeout() (context.Context, context.CancelFunc) {
+	if c.o.timeout > 0 {
+		return context.WithTimeout(c.parent, c.o.timeout)
+	}
+	return context.WithCancel(c.parent)
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -209,11 +219,12 @@ func (c *cli) exec(ctx context.Context, args []string) error {
 		return usagef("%v", err)
 	}
 	rest := gs.Args()
-	if len(rest) == 0 || rest[0] == "help" {
+	if len(rest) == 0 {
+		c.usage(c.stderr)
+		return usagef("no command given")
+	}
+	if rest[0] == "help" {
 		c.usage(c.stdout)
-		if len(rest) == 0 {
-			return usagef("no command given")
-		}
 		return nil
 	}
 	cmd, rest := lookup(rest)
@@ -244,11 +255,9 @@ func (c *cli) exec(ctx context.Context, args []string) error {
 	if err := c.checkGlobal(); err != nil {
 		return err
 	}
-	if c.o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.o.timeout)
-		defer cancel()
-	}
+	c.parent = ctx
+	ctx, cancel := c.withTimeout()
+	defer cancel()
 	b, err := c.open(cmd)
 	if err != nil {
 		return err

@@ -477,6 +477,10 @@ func deadPurge(ctx context.Context, c *cli, ids []string) error {
 		if err := c.confirm("purge " + what + "? They are deleted for good."); err != nil {
 			return err
 		}
+		// The operator's time to answer does not count in --timeout.
+		var cancel context.CancelFunc
+		ctx, cancel = c.withTimeout()
+		defer cancel()
 		if n, err = c.b.purge(ctx, dead); err != nil {
 			return err
 		}
