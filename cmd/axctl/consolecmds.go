@@ -205,3 +205,74 @@ func pauseResume(ctx context.Context, c *cli, paused bool) error {
 	}
 	return c.done(name, target)
 }
+
+// consoleReplicas is GET api/v1/replicas: every live kernel on the console's
+// store, with the figures it published last.
+type consoleReplicas struct {
+	Store    bool   `json:"store"`
+	Error    string `json:"error"`
+	Replicas []struct {
+		Owner         string    `json:"owner"`
+		Epoch         uint64    `json:"epoch"`
+		Self          bool      `json:"self"`
+		LeaseMS       float64   `json:"lease_ms"`
+		LeaseLeftMS   float64   `json:"lease_left_ms"`
+		LastHeartbeat time.Time `json:"last_heartbeat"`
+		Published     time.Time `json:"published"`
+		AgeMS         float64   `json:"age_ms"`
+		Version       string    `json:"version"`
+		Degraded      bool      `json:"degraded"`
+		Zombies       int       `json:"zombies"`
+		Sum           struct {
+			Queued    int     `json:"queued"`
+			Running   int     `json:"running"`
+			Delayed   int     `json:"delayed"`
+			WaitP99MS float64 `json:"wait_p99_ms"`
+			Rates     struct {
+				Submitted, Succeeded, Failed float64
+				TimedOut                     float64 `json:"timed_out"`
+			} `json:"rates"`
+		} `json:"sum"`
+	} `json:"replicas"`
+}
+
+func replicasCmd(ctx context.Context, c *cli, _ []string) error {
+	var rs consoleReplicas
+	if table, err := c.fetch(ctx, "api/v1/replicas", &rs); !table {
+		return err
+	}
+	if !rs.Store {
+		return usagef("replicas: the console at %s has no store that keeps replicas (console.Options.Store)", c.o.url)
+	}
+	if rs.Error != "" {
+		return fmt.Errorf("replicas: the console's store did not answer: %s", rs.Error)
+	}
+	rows := make([][]string, len(rs.Replicas))
+	for i, r := range rs.Replicas {
+		owner := r.Owner
+		if r.Self {
+			owner += " *"
+		}
+		state := "ok"
+		if r.Degraded {
+			state = "degraded"
+		}
+		age := ""
+		if !r.Published.IsZero() {
+			age = msfmt(r.AgeMS)
+		}
+		s := &r.Sum
+		rows[i] = []string{
+			owner, itoa(r.Epoch), msfmt(r.LeaseLeftMS), age, state, itoa(s.Queued), itoa(s.Running),
+			ratefmt(s.Rates.Submitted), ratefmt(s.Rates.Succeeded), ratefmt(s.Rates.Failed + s.Rates.TimedOut), msfmt(s.WaitP99MS),
+		}
+	}
+	r := column{right: true, fixed: true}
+	cols := []column{{title: "OWNER (* this one)", min: 10}, r, r, r, {title: "STATE", fixed: true}, r, r, r, r, r, r}
+	for i, t := range map[int]string{
+		1: "EPOCH", 2: "LEASE", 3: "AGE", 5: "QUEUED", 6: "RUNNING", 7: "IN/S", 8: "OK/S", 9: "FAIL/S", 10: "WAIT P99",
+	} {
+		cols[i].title = t
+	}
+	return c.table(cols, rows)
+}
