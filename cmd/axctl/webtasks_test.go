@@ -26,6 +26,10 @@ type storeBundle struct {
 	healthy atomic.Bool
 }
 
+// hostileError is the error of the failing jobs: markup and a terminal escape
+// that clears the screen.
+const hostileError = "upstream said no \x1b[2J<img src=x onerror=alert(1)>"
+
 func setupStore(t *testing.T, name string) *storeBundle {
 	t.Helper()
 	sb := &storeBundle{db: setupDB(t, name)}
@@ -37,7 +41,7 @@ func setupStore(t *testing.T, name string) *storeBundle {
 		if sb.healthy.Load() {
 			return nil
 		}
-		return errors.New("upstream said no")
+		return errors.New(hostileError)
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +115,13 @@ func TestConsoleTasks(t *testing.T) {
 	}
 	var tk taskRow
 	sb.web.jsonOf(&tk, "tasks", "show", ids[0])
-	if tk.State != "failed" || tk.Kind != "job" || !strings.Contains(tk.LastError, "upstream said no") || tk.Attempt != 1 {
+	// JSON carries the error intact; a table escapes the terminal's control bytes.
+	if tk.State != "failed" || tk.Kind != "job" || !strings.Contains(tk.LastError, hostileError) || tk.Attempt != 1 {
 		t.Errorf("tasks show on the console = %+v", tk)
 	}
-	if out := sb.web.ok("tasks", "show", ids[0]); !strings.Contains(out, "upstream said no") || !strings.Contains(out, "failed") {
-		t.Errorf("tasks show table =\n%s", out)
+	out := sb.web.ok("tasks", "show", ids[0])
+	if !strings.Contains(out, `upstream said no \x1b[2J<img src=x onerror=alert(1)>`) || strings.Contains(out, "\x1b") || !strings.Contains(out, "failed") {
+		t.Errorf("tasks show table =\n%q", out)
 	}
 	if res := sb.web.run("tasks", "show", "no-such-task"); res.code != exitNotFound {
 		t.Errorf("tasks show no-such-task on the console = %d %q; want %d", res.code, res.stderr, exitNotFound)
