@@ -85,14 +85,15 @@ func utc(t time.Time) time.Time {
 	return t.UTC()
 }
 
-// ownerRow is an owner of the store.
+// ownerRow is an owner of the store: every one the store keeps (--dsn), or the
+// live ones a console lists (--url), which does not count their tasks.
 type ownerRow struct {
 	Name    string    `json:"name"`
 	Epoch   uint64    `json:"epoch"`
 	LeaseMS int64     `json:"lease_ms"`
 	Expires time.Time `json:"expires"`
 	Live    bool      `json:"live"`
-	Tasks   int       `json:"tasks"`
+	Tasks   *int      `json:"tasks,omitempty"` // the live tasks it holds; nil through a console
 }
 
 // scheduleRow is a schedule: as the store keeps it (--dsn), or as a console's

@@ -39,7 +39,7 @@ var commands = []command{
 		flags: func(fs *flag.FlagSet, o *options) { fs.BoolVar(&o.all, "all", false, "every dead letter") },
 		run:   deadPurge,
 	},
-	{name: "owners", help: "the kernels that joined the store, live and ended", target: dbOnly, run: ownersCmd},
+	{name: "owners", help: "the kernels that joined the store (a console: the live ones)", run: ownersCmd},
 	{name: "schedules list", help: "list the schedules", run: schedulesList},
 	{name: "schedules pause", args: "NAME", help: "pause a schedule", min: 1, max: 1, run: schedulePause},
 	{name: "schedules resume", args: "NAME", help: "resume a schedule", min: 1, max: 1, run: scheduleResume},
@@ -526,7 +526,11 @@ func ownersCmd(ctx context.Context, c *cli, _ []string) error {
 		if o.Live {
 			live = "live"
 		}
-		rows[i] = []string{o.Name, itoa(o.Epoch), live, tfmt(o.Expires), (time.Duration(o.LeaseMS) * time.Millisecond).String(), itoa(o.Tasks)}
+		tasks := ""
+		if o.Tasks != nil {
+			tasks = itoa(*o.Tasks)
+		}
+		rows[i] = []string{o.Name, itoa(o.Epoch), live, tfmt(o.Expires), (time.Duration(o.LeaseMS) * time.Millisecond).String(), tasks}
 	}
 	return c.table([]column{
 		{title: "NAME"},

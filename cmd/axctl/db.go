@@ -188,7 +188,7 @@ func (d *db) owners(ctx context.Context) ([]ownerRow, error) {
 	}
 	out := make([]ownerRow, len(os))
 	for i, o := range os {
-		out[i] = ownerRow{Name: o.Name, Epoch: o.Epoch, LeaseMS: o.Lease.Milliseconds(), Expires: utc(o.Expires), Live: o.Live, Tasks: o.Tasks}
+		out[i] = ownerRow{Name: o.Name, Epoch: o.Epoch, LeaseMS: o.Lease.Milliseconds(), Expires: utc(o.Expires), Live: o.Live, Tasks: &o.Tasks}
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/axsched/ax/console"
 )
@@ -61,10 +62,23 @@ func TestReplicas(t *testing.T) {
 		t.Errorf("replicas --json = %+v; want the console's JSON", v)
 	}
 
+	// owners: the live replicas, their lease's end on the store's clock.
+	var owners struct {
+		Owners []ownerRow `json:"owners"`
+	}
+	r.jsonOf(&owners, "owners")
+	if len(owners.Owners) != 2 || owners.Owners[0].Name != "api-1" || !owners.Owners[0].Live || owners.Owners[0].Tasks != nil ||
+		owners.Owners[0].Expires.Format(time.RFC3339Nano) != "2026-12-05T10:47:37.32Z" {
+		t.Errorf("owners --json on a console = %+v", owners.Owners)
+	}
+	golden(t, "owners_console", r.ok("owners"))
+
 	// A console without api/v1/replicas: a usage error naming the path.
 	b := setupWeb(t, console.Options{})
-	res := b.r.run("replicas")
-	if res.code != exitUsage || !strings.Contains(res.stderr, "api/v1/replicas") {
-		t.Errorf("replicas on a console without them = %d %q; want %d", res.code, res.stderr, exitUsage)
+	for _, cmd := range []string{"replicas", "owners"} {
+		res := b.r.run(cmd)
+		if res.code != exitUsage || !strings.Contains(res.stderr, "api/v1/replicas") {
+			t.Errorf("%s on a console without replicas = %d %q; want %d", cmd, res.code, res.stderr, exitUsage)
+		}
 	}
 }

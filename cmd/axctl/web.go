@@ -339,8 +339,36 @@ func (w *web) purge(ctx context.Context, ids []string) (int, error) {
 	return w.taskAction(ctx, "purge", ids, true)
 }
 
-func (w *web) owners(context.Context) ([]ownerRow, error) {
-	return nil, &cliError{code: exitUsage, err: errors.New("the console serves no owners: use --dsn")}
+// owners lists the live owners of the console's store, from api/v1/replicas.
+func (w *web) owners(ctx context.Context) ([]ownerRow, error) {
+	var v struct {
+		Store     bool      `json:"store"`
+		StoreTime time.Time `json:"store_time"`
+		Error     string    `json:"error"`
+		Replicas  []struct {
+			Owner       string  `json:"owner"`
+			Epoch       uint64  `json:"epoch"`
+			LeaseMS     float64 `json:"lease_ms"`
+			LeaseLeftMS float64 `json:"lease_left_ms"`
+		} `json:"replicas"`
+	}
+	if err := w.do(ctx, "api/v1/replicas", nil, &v); err != nil {
+		return nil, err
+	}
+	switch {
+	case !v.Store:
+		return nil, usagef("owners: the console at %s has no store that keeps replicas (console.Options.Store): use --dsn", w.base)
+	case v.Error != "":
+		return nil, fmt.Errorf("owners: the console's store did not answer: %s", v.Error)
+	}
+	out := make([]ownerRow, len(v.Replicas))
+	for i, r := range v.Replicas {
+		out[i] = ownerRow{
+			Name: r.Owner, Epoch: r.Epoch, LeaseMS: int64(r.LeaseMS), Live: true,
+			Expires: utc(v.StoreTime.Add(sinceMS(r.LeaseLeftMS))).Truncate(time.Millisecond),
+		}
+	}
+	return out, nil
 }
 
 // sinceMS is a duration in milliseconds as the console writes them.

@@ -109,7 +109,7 @@ func TestConsoleFigures(t *testing.T) {
 		t.Errorf("pause on a read-only console = %d %q; want %d", res.code, res.stderr, exitRefused)
 	}
 	// What the console does not serve is a usage error (2), naming --dsn.
-	for _, args := range [][]string{{"tasks", "list"}, {"dead", "list"}, {"owners"}} {
+	for _, args := range [][]string{{"tasks", "list"}, {"dead", "list"}} {
 		res := b.r.run(args...)
 		if res.code != exitUsage || !strings.Contains(res.stderr, "--dsn") {
 			t.Errorf("axctl %q on a console = %d %q; want %d naming --dsn", args, res.code, res.stderr, exitUsage)
