@@ -75,7 +75,7 @@ type options struct {
 	state, kind, group, key, owner, priority string
 	after, before                            string
 	limit                                    int
-	all, yes, stacks                         bool
+	all, yes, stacks, listIndexes            bool
 }
 
 // headerFlag collects repeated --header "Name: value" flags.
@@ -341,7 +341,7 @@ func (c *cli) open(cmd *command) (backend, error) {
 		if cmd.target == urlOnly {
 			return nil, usagef("%s: needs --url: the figures live in a running kernel, served by its console", cmd.name)
 		}
-		return openDB(c.o.dsn, c.o.table)
+		return openDB(c.o.dsn, mysqlstore.Options{Table: c.o.table, ListIndexes: c.o.listIndexes})
 	}
 	if cmd.target == dbOnly {
 		return nil, usagef("%s: needs --dsn: a console does not serve it", cmd.name)

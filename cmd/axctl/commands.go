@@ -44,7 +44,12 @@ var commands = []command{
 	{name: "schedules pause", args: "NAME", help: "pause a schedule", min: 1, max: 1, run: schedulePause},
 	{name: "schedules resume", args: "NAME", help: "resume a schedule", min: 1, max: 1, run: scheduleResume},
 	{name: "schedules trigger", args: "NAME", help: "fire one occurrence of a schedule now", min: 1, max: 1, run: scheduleTrigger},
-	{name: "migrate", help: "create the store's tables, or upgrade them", target: dbOnly, run: migrateCmd},
+	{
+		name: "migrate", help: "create the store's tables, or upgrade them", target: dbOnly, run: migrateCmd,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.BoolVar(&o.listIndexes, "list-indexes", false, "add the indexes that list a kind's or a group's tasks directly (mysqlstore.Options.ListIndexes)")
+		},
+	},
 	{name: "stats", help: "the overview: queues, rates, percentiles, the store owner", target: urlOnly, run: statsCmd},
 	{name: "replicas", help: "every live kernel on the store, with its figures", target: urlOnly, run: replicasCmd},
 	{name: "groups", help: "the groups: waiting, running, keys, throttles, breakers", target: urlOnly, run: groupsCmd},

@@ -25,10 +25,12 @@ var _ backend = (*db)(nil)
 // time moved under it (a kernel fired it meanwhile).
 const triggerTries = 5
 
-// openDB opens the store on dsn. It never deletes completed tasks (the store's
-// purger is off) and creates no table (migrate does).
-func openDB(dsn, table string) (*db, error) {
-	s, err := mysqlstore.Open(dsn, mysqlstore.Options{Table: table, Retention: -1})
+// openDB opens the store on dsn with o. It never deletes completed tasks (the
+// store's purger is off) and creates no table (migrate does).
+func openDB(dsn string, o mysqlstore.Options) (*db, error) {
+	table := o.Table
+	o.Retention = -1
+	s, err := mysqlstore.Open(dsn, o)
 	if err != nil {
 		var oe *mysqlstore.OptionError
 		if errors.As(err, &oe) && oe.Field == "Options.Table" {

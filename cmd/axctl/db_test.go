@@ -367,8 +367,23 @@ func TestMigrate(t *testing.T) {
 	if out := b.ok("migrate"); out != "migrate: axctl_migrate\n" {
 		t.Errorf("migrate = %q", out)
 	}
-	if out := b.ok("migrate"); out != "migrate: axctl_migrate\n" { // idempotent
-		t.Errorf("migrate again = %q", out)
+	kindIndexes := func() int {
+		var n int
+		err := b.s.DB().QueryRow("SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() "+
+			"AND table_name = ? AND column_name = 'kind'", b.table).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := kindIndexes(); n != 0 {
+		t.Fatalf("migrate made %d indexes on kind, want none without --list-indexes", n)
+	}
+	if out := b.ok("migrate", "--list-indexes"); out != "migrate: axctl_migrate\n" { // idempotent, adding the indexes
+		t.Errorf("migrate --list-indexes = %q", out)
+	}
+	if n := kindIndexes(); n != 1 {
+		t.Errorf("migrate --list-indexes made %d indexes on kind, want 1", n)
 	}
 	b.ok("dead", "list")
 }
