@@ -99,11 +99,27 @@ func (c *console) render(w http.ResponseWriter, code int, name string, d pageDat
 	}
 	out := buf.Bytes()
 	if !utf8.Valid(out) {
-		out = bytes.ToValidUTF8(out, []byte("\uFFFD"))
+		out = validUTF8(out)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	_, _ = w.Write(out)
+}
+
+// validUTF8 returns b with U+FFFD in place of each byte of invalid UTF-8, as
+// encoding/json writes it (bytes.ToValidUTF8 would replace a run of them with one).
+func validUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
 }
 
 func (c *console) servePage(w http.ResponseWriter, r *http.Request, rel, _ string) {

@@ -140,10 +140,11 @@ func (tb *tab) run(t *testing.T, what string, actions ...chromedp.Action[chromed
 	}
 }
 
-// eval evaluates the JavaScript expression expr in the tab's page into v.
+// eval evaluates the JavaScript expression expr in the tab's page, waiting for
+// the promise it returns, if any, and returns its value.
 func eval[T any](t *testing.T, tb *tab, expr string) T {
 	t.Helper()
-	v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(tb.ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
 		t.Fatalf("evaluating %s: %v", expr, err)
 	}
