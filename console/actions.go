@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"crypto/hmac"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,12 @@ type actionRequest struct {
 	Priority string `json:"priority"` // "high", "normal" or "low"
 	Kind     string `json:"kind"`
 	Name     string `json:"name"` // a schedule's
+	// ID names a durable task; IDs name several (requeue and purge take both).
+	ID      string   `json:"id"`
+	IDs     []string `json:"ids"`
+	Confirm bool     `json:"confirm"` // a purge's confirmation
+
+	count int // the tasks a task's action found or changed
 }
 
 // actionResult answers an action in JSON.
@@ -38,10 +45,25 @@ type actionResult struct {
 	OK     bool   `json:"ok"`
 	Action string `json:"action"`
 	Target string `json:"target"`
+	// Count is, for a task's action, the tasks it found (cancel, run now) or
+	// changed (requeue, purge).
+	Count int `json:"count,omitempty"`
 }
 
 // pages a form may return to (its "back" field).
-var backPages = map[string]bool{"": true, "groups": true, "schedules": true, "zombies": true}
+var backPages = map[string]bool{"": true, "groups": true, "schedules": true, "zombies": true, "tasks": true, "task": true}
+
+// backTo is the page a form's "back" field names, with its query (filters, a
+// task's ID) re-encoded and done=action added: one of backPages, or the overview.
+func backTo(back, action string) string {
+	p, raw, _ := strings.Cut(back, "?")
+	q, err := url.ParseQuery(raw)
+	if !backPages[p] || err != nil {
+		p, q = "", url.Values{}
+	}
+	q.Set("done", action)
+	return p + "?" + q.Encode()
+}
 
 // act serves an action's POST: refused unless actions are enabled, the request
 // passes the same-origin check and carries the token; then applied.
@@ -72,7 +94,11 @@ func (c *console) act(w http.ResponseWriter, r *http.Request, rel, action string
 		}
 		form = true
 		f := r.PostForm
-		req = actionRequest{Group: f.Get("group"), Key: f.Get("key"), Priority: f.Get("priority"), Kind: f.Get("kind"), Name: f.Get("name")}
+		req = actionRequest{
+			Group: f.Get("group"), Key: f.Get("key"), Priority: f.Get("priority"), Kind: f.Get("kind"), Name: f.Get("name"),
+			// IDs may come in the form's URL, where they keep bytes that are not UTF-8.
+			ID: r.Form.Get("id"), IDs: r.Form["ids"], Confirm: f.Get("confirm") == "yes",
+		}
 		if token == "" {
 			token = f.Get("token")
 		}
@@ -84,27 +110,29 @@ func (c *console) act(w http.ResponseWriter, r *http.Request, rel, action string
 		c.fail(w, r, rel, http.StatusForbidden, errBadToken)
 		return
 	}
-	target, code, err := c.apply(action, &req)
+	target, code, err := c.apply(r.Context(), action, &req)
+	if form && errors.Is(err, errUnconfirmed) {
+		c.confirm(w, rel, r.PostForm.Get("back"), &req)
+		return
+	}
 	if err != nil {
 		c.fail(w, r, rel, code, err)
 		return
 	}
 	if form {
-		back := r.PostForm.Get("back")
-		if !backPages[back] {
-			back = ""
-		}
-		w.Header().Set("Location", base(rel)+back+"?done="+url.QueryEscape(action))
+		w.Header().Set("Location", base(rel)+backTo(r.PostForm.Get("back"), action))
 		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
-	writeJSON(w, http.StatusOK, actionResult{OK: true, Action: action, Target: target})
+	writeJSON(w, http.StatusOK, actionResult{OK: true, Action: action, Target: target, Count: req.count})
 }
 
 // apply carries out action and returns what it acted on, or the status and the
 // error that refused it.
-func (c *console) apply(action string, req *actionRequest) (string, int, error) {
+func (c *console) apply(ctx context.Context, action string, req *actionRequest) (string, int, error) {
 	switch action {
+	case ActionTaskCancel, ActionTaskRunNow, ActionTaskRequeue, ActionTaskPurge:
+		return c.applyTask(ctx, action, req)
 	case ActionPause, ActionResume:
 		sel := kernel.Selector{Group: req.Group, Key: req.Key, Kind: req.Kind}
 		switch strings.ToLower(req.Priority) {
@@ -156,7 +184,7 @@ func statusOf(err error) int {
 	switch {
 	case errors.Is(err, kernel.ErrClosed), errors.Is(err, schedule.ErrStopped):
 		return http.StatusServiceUnavailable
-	case errors.Is(err, schedule.ErrRemoved):
+	case errors.Is(err, schedule.ErrRemoved), errors.Is(err, kernel.ErrUnknownTask):
 		return http.StatusNotFound
 	}
 	return http.StatusBadRequest

@@ -17,6 +17,7 @@ import (
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/schedule"
+	"github.com/axsched/ax/store"
 	"github.com/benbjohnson/clock"
 )
 
@@ -24,6 +25,9 @@ import (
 type console struct {
 	k         *kernel.Kernel
 	s         *schedule.Scheduler // may be nil
+	st        store.Store         // may be nil
+	lister    store.TaskLister    // st as a lister; nil without st
+	payloads  bool
 	clk       clock.Clock
 	every     time.Duration
 	refresh   time.Duration
@@ -41,7 +45,8 @@ type console struct {
 // Close begins. It returns the errors of [Options.Validate].
 //
 // The handler serves, relative to where it is mounted: the pages "" (the
-// overview), "groups", "schedules" and "zombies"; the JSON API under "api/v1/";
+// overview), "groups", "schedules", "zombies", "tasks" and "task" (one
+// task's page, ?id=); the JSON API under "api/v1/";
 // and its assets under "static/". Its links are relative, so it works under any
 // prefix: behind [http.StripPrefix], or with Options.Prefix. Each handler has a
 // random key of its own, so an action's token is valid for the handler that
@@ -75,10 +80,11 @@ func New(o Options) (http.Handler, error) {
 		return nil, err
 	}
 	c := &console{
-		k: o.Kernel, s: o.Scheduler, clk: o.Kernel.Clock(), every: every, refresh: max(every, refreshMin),
+		k: o.Kernel, s: o.Scheduler, st: o.Store, payloads: o.Payloads, clk: o.Kernel.Clock(), every: every, refresh: max(every, refreshMin),
 		actions: o.Actions, authorize: o.Authorize, prefix: strings.TrimSuffix(o.Prefix, "/"),
 		token: base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), cop: cop, pages: pages,
 	}
+	c.lister, _ = o.Store.(store.TaskLister)
 	c.sm = newSampler(o.Kernel, o.Scheduler, every, history)
 	go c.sm.run()
 	return c, nil
@@ -108,7 +114,18 @@ var routes = map[string]route{
 	"api/v1/schedules/pause":   {http.MethodPost, ActionSchedulePause, (*console).act},
 	"api/v1/schedules/resume":  {http.MethodPost, ActionScheduleResume, (*console).act},
 	"api/v1/schedules/trigger": {http.MethodPost, ActionScheduleTrigger, (*console).act},
+	"tasks":                    {http.MethodGet, ActionRead, (*console).serveTasks},
+	"task":                     {http.MethodGet, ActionRead, (*console).serveTasks},
+	"api/v1/tasks":             {http.MethodGet, ActionRead, (*console).serveTasks},
+	"api/v1/tasks/cancel":      {http.MethodPost, ActionTaskCancel, (*console).act},
+	"api/v1/tasks/run_now":     {http.MethodPost, ActionTaskRunNow, (*console).act},
+	"api/v1/tasks/requeue":     {http.MethodPost, ActionTaskRequeue, (*console).act},
+	"api/v1/tasks/purge":       {http.MethodPost, ActionTaskPurge, (*console).act},
 }
+
+// taskRoute serves GET api/v1/tasks/{id}: every path under api/v1/tasks/ that
+// names no action.
+var taskRoute = route{http.MethodGet, ActionRead, (*console).serveTasks}
 
 // ServeHTTP serves the console's pages, API and assets.
 func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -131,6 +148,9 @@ func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rel := strings.TrimPrefix(p, "/")
 	rt, ok := routes[rel]
+	if !ok && strings.HasPrefix(rel, taskAPIPrefix) && len(rel) > len(taskAPIPrefix) {
+		rt, ok = taskRoute, true
+	}
 	if !ok {
 		c.authorized(w, r, rel, ActionRead, func() { c.fail(w, r, rel, http.StatusNotFound, errors.New("console: not found")) })
 		return

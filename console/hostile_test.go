@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"github.com/axsched/ax/internal/axtest"
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/schedule"
+	"github.com/axsched/ax/store"
 )
 
 // hostile are strings a task or a user may bring: markup, attribute breakers,
@@ -161,4 +163,70 @@ func TestHostileStrings(t *testing.T) {
 			t.Errorf("error %q does not name %q", e.Error, s)
 		}
 	}
+}
+
+// TestHostileTasks stores dead letters whose ID, kind, group key, error and
+// payload are hostile strings: the Tasks pages show them as text, the JSON API
+// returns them intact, and the pages' forms act on the exact IDs, bytes that
+// are not UTF-8 included.
+func TestHostileTasks(t *testing.T) {
+	tb := setupTasks(t, Options{Actions: true, Payloads: true})
+	ctx := context.Background()
+	for _, s := range hostile {
+		if _, err := tb.st.Commit(ctx, []store.Change{{Op: store.OpInsert, Task: store.StoredTask{
+			ID: s, Kind: s, Group: "g", Key: s, LastError: s, Payload: []byte(s), State: store.Failed, UpdatedAt: time.Now(),
+		}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, body := tb.get(t, "tasks")
+	checkHTML(t, "tasks", body, hostile)
+	_, body = tb.get(t, "tasks?state=failed&kind="+url.QueryEscape(hostile[0]))
+	checkHTML(t, "tasks by kind", body, hostile[:1])
+	for _, s := range hostile {
+		_, body := tb.get(t, "task?id="+url.QueryEscape(s))
+		checkHTML(t, "task "+s, body, []string{s})
+		var d taskData
+		tb.getJSON(t, "api/v1/tasks/"+url.PathEscape(s), &d)
+		if d.ID != asJSON(s) || d.Kind != asJSON(s) || d.Key != asJSON(s) || d.LastError != asJSON(s) {
+			t.Errorf("api/v1/tasks/%q = %+v, want its strings intact", s, d)
+		}
+	}
+	var list tasksData
+	tb.getJSON(t, "api/v1/tasks?group=g&limit=1000", &list)
+	if len(list.Tasks) != len(hostile) {
+		t.Fatalf("api/v1/tasks?group=g: %d tasks, want %d", len(list.Tasks), len(hostile))
+	}
+	_, raw := tb.get(t, "api/v1/tasks")
+	if strings.Contains(raw, "<script") || strings.Contains(raw, "<img") || !json.Valid([]byte(raw)) {
+		t.Errorf("the JSON holds raw markup or is invalid: %s", raw)
+	}
+	// The page's form for each task's purge carries its exact ID: the confirmed
+	// purge deletes it.
+	for _, s := range hostile {
+		_, body := tb.get(t, "task?id="+url.QueryEscape(s))
+		action := formAction(t, body, "api/v1/tasks/purge")
+		form := url.Values{"token": {tb.c.token}, "confirm": {"yes"}, "back": {"task?id=" + url.QueryEscape(s)}}
+		res := tb.postForm(t, action, form, tb.srv.URL)
+		if res.StatusCode != http.StatusSeeOther {
+			t.Fatalf("purge of %q by its form = %d, want 303", s, res.StatusCode)
+		}
+		if st := tb.state(t, s); st != 0 {
+			t.Errorf("the form's purge of %q left it %v", s, st)
+		}
+	}
+}
+
+// formAction returns the action, unescaped from HTML, of the first form of
+// body whose action contains path.
+func formAction(t *testing.T, body, path string) string {
+	t.Helper()
+	for _, part := range strings.Split(body, `action="`)[1:] {
+		a, _, _ := strings.Cut(part, `"`)
+		if strings.Contains(a, path) {
+			return strings.TrimPrefix(html.UnescapeString(a), "./")
+		}
+	}
+	t.Fatalf("no form posting to %s in %s", path, body)
+	return ""
 }

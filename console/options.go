@@ -2,6 +2,7 @@ package console
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/schedule"
+	"github.com/axsched/ax/store"
 )
 
 // Options configure the handler [New] returns. Kernel is required; the zero
@@ -22,9 +24,23 @@ type Options struct {
 	// api/v1/schedules). If nil, the console shows no schedules.
 	Scheduler *schedule.Scheduler
 
+	// Store, if set, is the store the kernel keeps its durable tasks in (the
+	// kernel.Config.Store it was made with, or a store on the same tables): the
+	// Tasks pages and api/v1/tasks list its tasks, and the purge action deletes its
+	// dead letters. It must implement [store.TaskLister], as storekit.MemoryStore
+	// and mysqlstore.Store do. The console only reads it, but for purges; the
+	// other task actions go through the kernel. If nil, the console shows no
+	// durable tasks.
+	Store store.Store
+
+	// Payloads enables the previews of task payloads (their first 1 KiB) on a
+	// task's page and in api/v1/tasks/{id}. Payloads may hold secrets. If false,
+	// the console shows a payload's size only.
+	Payloads bool
+
 	// Actions enables the state-changing requests: pause and resume of a priority,
-	// a group, a key or a durable kind, and pause, resume and trigger of a
-	// schedule. If false, the console is read-only and refuses every POST with
+	// a group, a key or a durable kind; pause, resume and trigger of a schedule;
+	// and, with a Store, cancel, run now, requeue and purge of a durable task. If false, the console is read-only and refuses every POST with
 	// 403 Forbidden.
 	Actions bool
 
@@ -72,6 +88,15 @@ const (
 	ActionSchedulePause   = "schedule.pause"
 	ActionScheduleResume  = "schedule.resume"
 	ActionScheduleTrigger = "schedule.trigger"
+	// ActionTaskCancel, ActionTaskRunNow and ActionTaskRequeue cancel a live task,
+	// make a waiting one due, and requeue dead letters, through the kernel
+	// ([kernel.Kernel.Cancel], [kernel.Kernel.RunNow], [kernel.Kernel.Requeue]).
+	ActionTaskCancel  = "task.cancel"
+	ActionTaskRunNow  = "task.run_now"
+	ActionTaskRequeue = "task.requeue"
+	// ActionTaskPurge deletes dead letters from Options.Store
+	// ([store.Store.Purge]), once confirmed.
+	ActionTaskPurge = "task.purge"
 )
 
 // Limits and defaults of Options.
@@ -104,6 +129,11 @@ func (o *Options) Validate() error {
 	}
 	if o.Interval != 0 && (o.Interval < intervalMin || o.Interval > intervalMax) {
 		bad("Interval", o.Interval, "must be 0 or between 10ms and 1m")
+	}
+	if o.Store != nil {
+		if _, ok := o.Store.(store.TaskLister); !ok {
+			bad("Store", fmt.Sprintf("%T", o.Store), "must implement store.TaskLister")
+		}
 	}
 	if o.History < 0 || o.History > historyMax {
 		bad("History", o.History, "must be in [0, 100000]")

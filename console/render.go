@@ -18,7 +18,7 @@ var assets embed.FS
 // pageData is what a page's template renders.
 type pageData struct {
 	Title     string
-	Nav       string // the page: "overview", "groups", "schedules", "zombies"
+	Nav       string // the page: "overview", "groups", "schedules", "zombies", "tasks"
 	Base      string // the relative path back to the handler's root
 	Back      string // the page an action's form returns to ("" for the overview)
 	Refresh   int64  // how often the page's script refreshes it, in ms
@@ -31,7 +31,15 @@ type pageData struct {
 	Groups    *groupsData
 	Schedules *schedulesData
 	Zombies   *zombiesData
+	Tasks     *tasksData
+	Task      *taskData
+	Confirm   *confirmData
+	HasStore  bool // a store is attached: the Tasks page is in the menu
+	Payloads  bool // payload previews are on
 }
+
+// taskActionLabels are the buttons of a task's actions.
+var taskActionLabels = map[string]string{"cancel": "Cancel", "run_now": "Run now", "requeue": "Requeue", "purge": "Purge…"}
 
 // The messages a page shows after an action's form (its ?done= parameter).
 var flashes = map[string]string{
@@ -40,9 +48,25 @@ var flashes = map[string]string{
 	ActionSchedulePause:   "Schedule paused.",
 	ActionScheduleResume:  "Schedule resumed.",
 	ActionScheduleTrigger: "Schedule triggered.",
+	ActionTaskCancel:      "Canceled.",
+	ActionTaskRunNow:      "Made due now.",
+	ActionTaskRequeue:     "Requeued.",
+	ActionTaskPurge:       "Purged.",
 }
 
 var funcs = template.FuncMap{
+	"label": func(action string) string { return taskActionLabels[action] },
+	"short": func(s string) string {
+		const n = 120
+		if len(s) <= n {
+			return s
+		}
+		i := n
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		return s[:i] + "…"
+	},
 	"f1":  func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 	"pct": func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + " %" },
 	"ms": func(v float64) string {
@@ -71,7 +95,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, err
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"overview", "groups", "schedules", "zombies", "error"} {
+	for _, name := range []string{"overview", "groups", "schedules", "zombies", "tasks", "task", "confirm", "error"} {
 		t, err := template.Must(layout.Clone()).ParseFS(assets, "assets/"+name+".html")
 		if err != nil {
 			return nil, err
@@ -89,6 +113,7 @@ func (c *console) render(w http.ResponseWriter, code int, name string, d pageDat
 	}
 	d.Refresh = c.refresh.Milliseconds()
 	d.Actions = c.actions
+	d.HasStore, d.Payloads = c.lister != nil, c.payloads
 	if c.actions {
 		d.Token = c.token
 	}

@@ -12,7 +12,8 @@ import (
 // EXISTS), checks that an existing task table has the columns the store needs, adds the
 // owner column and its index, and the group and key columns (grp, gkey: empty for the
 // rows stored before, tasks of no group), to a task table that lacks them, drops the
-// index (state, updated_at) of a task table that has it (online), the conn_id,
+// index (state, updated_at) of a task table that has it (online), the listing's
+// indexes (kind) and (grp, gkey) to a task table that lacks them (online), the conn_id,
 // started and started_v columns to an owner table that lacks them (in place), the
 // table of the start sets' further pages (<table>_starts) and the last_fire column to a schedule table
 // that lacks it, and checks that the server's max_allowed_packet holds a statement with
@@ -41,6 +42,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 		if err := s.dropIndex(ctx, stateUpdatedIndex); err != nil {
 			return err
+		}
+		for _, ix := range [][2]string{{kindIndexName, kindIndex}, {groupIndexName, groupIndex}} {
+			if err := s.addIndex(ctx, ix[0], ix[1]); err != nil {
+				return err
+			}
 		}
 		for _, def := range []struct{ schema, table string }{
 			{ownersSchema, s.owners},
@@ -163,6 +169,25 @@ func (s *Store) addColumn(ctx context.Context, name, quoted, column, def string)
 	_, err = s.db.ExecContext(ctx, "ALTER TABLE "+quoted+" ADD COLUMN "+def)
 	var me *mysql.MySQLError
 	if errors.As(err, &me) && me.Number == erDupFieldName {
+		return nil
+	}
+	return err
+}
+
+// addIndex adds the index named name, defined by def, to a task table that lacks it
+// (made by an earlier version of the store), online: building a secondary index
+// neither copies the table nor blocks its writers. A concurrent Migrate that added it
+// first is not an error.
+func (s *Store) addIndex(ctx context.Context, name, def string) error {
+	var n int
+	err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() "+
+		"AND TABLE_NAME = "+newQuery(64).hexString(s.opts.Table).String()+" AND INDEX_NAME = "+newQuery(64).hexString(name).String()).Scan(&n)
+	if err != nil || n > 0 {
+		return err
+	}
+	_, err = s.db.ExecContext(ctx, "ALTER TABLE "+s.table+" ADD "+def+online)
+	var me *mysql.MySQLError
+	if errors.As(err, &me) && me.Number == erDupKeyName {
 		return nil
 	}
 	return err

@@ -1,6 +1,6 @@
 // Package store is the contract between the ax kernel and the stores that keep its
 // durable tasks: the interfaces a store implements ([Store], [SharedStore],
-// [ScheduleStore]), the records they exchange ([StoredTask], [Change], [Owner],
+// [ScheduleStore], and [TaskLister] for operators' consoles), the records they exchange ([StoredTask], [Change], [Owner],
 // [StoredSchedule]), their limits and errors, and the task vocabulary that both sides
 // share ([Priority], [State]).
 //

@@ -1,15 +1,18 @@
 // The console's pages refresh their [data-live] parts every data-refresh ms:
 // the script fetches the page again and swaps those parts in, as the server
-// rendered and escaped them. It pauses while the tab is hidden or a form field
-// has the focus.
+// rendered and escaped them; a page without such parts is not fetched again.
+// It pauses while the tab is hidden or a form field has the focus.
 (function () {
   'use strict';
   var every = parseInt(document.body.getAttribute('data-refresh'), 10);
   var status = document.getElementById('status');
   if (window.location.search.indexOf('done=') >= 0 && window.history.replaceState) {
-    window.history.replaceState(null, '', window.location.pathname);
+    var query = new URLSearchParams(window.location.search);
+    query.delete('done');
+    var rest = query.toString();
+    window.history.replaceState(null, '', window.location.pathname + (rest ? '?' + rest : ''));
   }
-  if (!(every > 0)) {
+  if (!(every > 0) || !document.querySelector('[data-live]')) {
     return;
   }
   function busy() {
