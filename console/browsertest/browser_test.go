@@ -187,6 +187,18 @@ func poll(expr string) chromedp.Action[chromedp.Void] {
 	}
 }
 
+// pollEvery waits until the JavaScript expression expr, which may return a
+// promise (a fetch of the JSON API), is truthy, evaluating it every interval.
+func pollEvery(expr string, interval time.Duration) chromedp.Action[chromedp.Void] {
+	p := chromedp.Poll[any](expr, chromedp.WithPollingTimeout(tabTimeout/2), chromedp.WithPollingInterval(interval))
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		if _, err := p(ctx, t); err != nil {
+			return chromedp.Void{}, fmt.Errorf("waiting for %s: %w", expr, err)
+		}
+		return chromedp.Void{}, nil
+	}
+}
+
 // flashIs waits until the page's flash message (shown after an action's form) is msg.
 func flashIs(msg string) chromedp.Action[chromedp.Void] {
 	return poll(fmt.Sprintf(`document.querySelector('p.flash')?.textContent === %s`, jsString(msg)))

@@ -30,7 +30,8 @@ func testDSN() string {
 var tableSeq atomic.Int64
 
 // env is a console served by httptest on a kernel whose store is a table of the
-// test's own on the real MariaDB, with a scheduler on the same store.
+// test's own on the real MariaDB, with a scheduler on the same store; the
+// console lists the store's tasks.
 type env struct {
 	k   *kernel.Kernel
 	s   *schedule.Scheduler
@@ -41,7 +42,8 @@ type env struct {
 
 // setup migrates a table of the test's own (dropped at its end), starts a kernel
 // with cfg on it (Store and Owner filled in when empty), a scheduler, and a console
-// with o (Kernel and Scheduler filled in) mounted under /console/, and stops them
+// with o (Kernel and Scheduler filled in, and Store when empty) mounted under
+// /console/, and stops them
 // all at the end of the test. Before the kernel starts, register is called on it
 // (to register durable kinds).
 func setup(t *testing.T, cfg kernel.Config, o console.Options, register func(*kernel.Kernel)) *env {
@@ -83,6 +85,9 @@ func setup(t *testing.T, cfg kernel.Config, o console.Options, register func(*ke
 	t.Cleanup(s.Stop)
 
 	o.Kernel, o.Scheduler = k, s
+	if o.Store == nil {
+		o.Store = st
+	}
 	h, err := console.New(o)
 	if err != nil {
 		t.Fatalf("console.New: %v", err)
