@@ -175,3 +175,58 @@ func xpathString(s string) string {
 	}
 	return "concat(" + strings.Join(parts, `, '"', `) + ")"
 }
+
+// Durable tasks whose kinds, keys and error texts hold the hostile strings show
+// on the Tasks page as text, and api/v1/tasks returns them intact.
+func TestHostileTasks(t *testing.T) {
+	e := setup(t, kernel.Config{Groups: map[string]kernel.GroupConfig{"upstream": {}}},
+		console.Options{Actions: true, Interval: 100 * time.Millisecond}, func(k *kernel.Kernel) {
+			for _, s := range hostile {
+				if err := k.Register(s, func(context.Context, []byte) error { return errors.New(s) }); err != nil {
+					t.Fatalf("Register(%q) = %v", s, err)
+				}
+			}
+		})
+	ctx := context.Background()
+	var hs []*kernel.Handle
+	for _, s := range hostile {
+		h, err := e.k.SubmitDurable(ctx, kernel.DurableTask{Kind: s, Group: "upstream", Key: s, MaxAttempts: 1})
+		if err != nil {
+			t.Fatalf("SubmitDurable(Kind, Key %q) = %v", s, err)
+		}
+		hs = append(hs, h)
+	}
+	for _, h := range hs {
+		if err := h.Wait(ctx); err == nil {
+			t.Fatalf("task %s succeeded, want its error", h.ID())
+		}
+	}
+	tb := newTab(t)
+	n := strconv.Itoa(len(hostile))
+	// The store commits the dead letters after the attempts end: wait for them.
+	tb.run(t, "the dead letters in the store", chromedp.Navigate(e.url+"tasks?state=failed"),
+		pollEvery(`fetch('api/v1/tasks?state=failed').then(r => r.json()).then(d => d.tasks.length === `+n+`)`, 50*time.Millisecond),
+		chromedp.Reload(), poll(`document.querySelectorAll('#tasks tbody tr').length === `+n))
+	col := func(i int) []string {
+		return eval[[]string](t, tb, `[...document.querySelectorAll('#tasks tbody tr')].map(r => r.children[`+strconv.Itoa(i)+`].textContent)`)
+	}
+	wantAll(t, "the kinds in the DOM", col(1), hostile)
+	wantAll(t, "the keys in the DOM", col(5), hostile)
+	wantAll(t, "the errors in the DOM", col(10), hostile)
+	noInjection(t, tb, "tasks")
+	api := func(field string) []string {
+		return eval[[]string](t, tb, `fetch('api/v1/tasks?state=failed').then(r => r.json()).then(d => d.tasks.map(x => x.`+field+`))`)
+	}
+	wantAll(t, "the kinds in api/v1/tasks", api("kind"), hostile)
+	wantAll(t, "the keys in api/v1/tasks", api("key"), hostile)
+	wantAll(t, "the errors in api/v1/tasks", api("last_error"), hostile)
+
+	// A task's own page, through its link.
+	id := hs[1].ID()
+	tb.submit(t, "click a task's ID", http.StatusOK, chromedp.Click(`//table[@id="tasks"]//a[text()=`+xpathString(id)+`]`))
+	if got := eval[string](t, tb, `document.querySelector('pre.error').textContent`); got != asText(hostile[1]) {
+		t.Errorf("the task's page shows the error %q, want %q", got, asText(hostile[1]))
+	}
+	noInjection(t, tb, "task")
+	tb.noDialogs(t)
+}
