@@ -3,6 +3,8 @@ package browsertest
 import (
 	"bytes"
 	"context"
+	"errors"
+	"net/http"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -43,7 +45,8 @@ func shoot(t *testing.T, tb *tab, name string) {
 }
 
 // Each page of a console on a kernel at work, captured in the browser: the
-// overview with its charts, a paused group, schedules and a zombie.
+// overview with its charts, a paused group, schedules, a zombie, durable tasks
+// and a dead letter.
 func TestScreenshots(t *testing.T) {
 	release := make(chan struct{})
 	e := setup(t, kernel.Config{
@@ -54,6 +57,14 @@ func TestScreenshots(t *testing.T) {
 		},
 	}, console.Options{Actions: true, Interval: 100 * time.Millisecond, History: 30}, func(k *kernel.Kernel) {
 		if err := k.Register("report.build", func(context.Context, []byte) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Register("invoice.send", func(_ context.Context, p []byte) error {
+			if bytes.Contains(p, []byte("bounce@")) {
+				return errors.New("smtp: 451 4.7.1 greylisted, try again later")
+			}
+			return nil
+		}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -88,6 +99,31 @@ func TestScreenshots(t *testing.T) {
 	}
 	if err := e.k.Pause(kernel.Selector{Group: "mail"}); err != nil {
 		t.Fatal(err)
+	}
+	// Durable tasks: sent invoices, dead letters, and some waiting in the paused group.
+	ctx := context.Background()
+	var dead *kernel.Handle
+	for i := range 12 {
+		to := "ada@example.com"
+		if i%4 == 2 {
+			to = "bounce@example.com"
+		}
+		dt := kernel.DurableTask{Kind: "invoice.send", Payload: []byte(`{"invoice":` + strconv.Itoa(1000+i) + `,"to":"` + to + `"}`), MaxAttempts: 3}
+		if i%4 == 3 {
+			dt.Group, dt.Key = "mail", "customer-"+strconv.Itoa(i)
+		}
+		h, err := e.k.SubmitDurable(ctx, dt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%4 != 3 {
+			if err := h.Wait(ctx); err != nil && dead == nil {
+				dead = h
+			}
+		}
+	}
+	if dead == nil {
+		t.Fatal("no dead letter among the invoices")
 	}
 
 	// A steady load: tasks of each priority and group, a few failing, while the
@@ -143,5 +179,11 @@ func TestScreenshots(t *testing.T) {
 
 	tb.run(t, "the zombies", chromedp.Navigate(e.url+"zombies"), chromedp.WaitVisible(`article.zombie pre`))
 	shoot(t, tb, "zombies")
+
+	tb.run(t, "the tasks", chromedp.Navigate(e.url+"tasks"), taskState(dead.ID(), "failed"), chromedp.Reload(),
+		poll(taskRow(dead.ID())+` !== undefined`))
+	shoot(t, tb, "tasks")
+	tb.submit(t, "a dead letter's page", http.StatusOK, chromedp.Click(`//table[@id="tasks"]//a[text()=`+xpathString(dead.ID())+`]`))
+	shoot(t, tb, "task")
 	tb.noDialogs(t)
 }
