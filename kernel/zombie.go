@@ -73,7 +73,7 @@ func (k *Kernel) zombieReturned(a *attempt) {
 	// A function that returned within ZombieGrace of its timeout is no news; one
 	// logged as still running is logged as returned too.
 	if k.log != nil && z.pastGrace {
-		k.log.info("kernel: zombie task returned", "task", z.taskID, "attempt", z.attempt, "after", k.ls.now.Sub(z.since))
+		k.log.Info("kernel: zombie task returned", "task", z.taskID, "attempt", z.attempt, "after", k.ls.now.Sub(z.since))
 	}
 }
 
@@ -90,7 +90,7 @@ func (k *Kernel) onGrace(a *attempt) {
 		z.stack = st
 		z.mu.Unlock()
 		if k.log != nil {
-			k.log.warn("kernel: zombie task still running past its timeout", "task", z.taskID,
+			k.log.Warn("kernel: zombie task still running past its timeout", "task", z.taskID,
 				"attempt", z.attempt, "since", z.since, "stack", string(st))
 		}
 	})
