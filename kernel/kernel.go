@@ -30,6 +30,8 @@ type Kernel struct {
 	cfg   Config // the user's config as last accepted (unresolved); guarded by cfgMu
 
 	rc atomic.Pointer[resolved] // the resolved config; swapped by Update
+	// paused are the paused selectors (Stats.Paused): replaced whole by the loop.
+	paused atomic.Pointer[[]Selector]
 
 	// lightCtx is the context of every light task (light.go): there is no record
 	// to hold one of its own. Close cancels it after setting lightClosed.

@@ -306,6 +306,7 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		m.ack <- nil
 	case ctrlPause:
 		err := k.pause(m.sel, m.pause)
+		k.publishPaused(m.sel)
 		if k.ls.gate.groups != nil {
 			k.publishGroups() // Stats after Pause or Resume returns shows it
 		}
