@@ -10,6 +10,7 @@ import (
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/schedule"
+	"github.com/axsched/ax/store"
 )
 
 // Options configure the handler [New] returns. Kernel is required; the zero
@@ -21,6 +22,12 @@ type Options struct {
 	// Scheduler, if set, adds its schedules to the console (the Schedules page and
 	// api/v1/schedules). If nil, the console shows no schedules.
 	Scheduler *schedule.Scheduler
+
+	// Store, if set, is the store the kernel keeps its durable tasks in (the
+	// kernel.Config.Store it was made with, or a store on the same tables). When it
+	// is a [store.ReplicaStore], the overview and api/v1/replicas list every live
+	// kernel on it with the figures it published. If nil, they list none.
+	Store store.Store
 
 	// Actions enables the state-changing requests: pause and resume of a priority,
 	// a group, a key or a durable kind, and pause, resume and trigger of a
