@@ -12,6 +12,7 @@ import (
 // timer armed for the wheel's next expiry.
 func (k *Kernel) loop() {
 	defer close(k.loopDone)
+	defer k.m.recent.Freeze()       // before loopDone closes: Stats of a stopped kernel stay still
 	defer k.m.group.Leave(k.m.name) // a stopped kernel gives its name on a shared set up
 	defer k.lightCancel()
 	for {

@@ -125,7 +125,8 @@ type Stats struct {
 	// RecentSpan is the span of the recent figures (PriorityStats.WaitRecent,
 	// RetryBudgetUse): from the newest reading a Stats call kept at least a minute
 	// before this one (a reading is kept at most every 10 s), or the oldest kept, to
-	// now. Zero at the first call, which only keeps its reading.
+	// now. Zero at the first call, which only keeps its reading. Once the kernel
+	// stopped, the recent figures are those of the first call after it stopped.
 	RecentSpan time.Duration
 	// RetryBudgetUse is the retries started over RecentSpan divided by those
 	// Config.RetryBudget allows in such a span for the first attempts started in it:

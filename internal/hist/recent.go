@@ -1,6 +1,7 @@
 package hist
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -17,6 +18,22 @@ type Recent struct {
 	mu      sync.Mutex
 	ring    []reading // guarded by mu: kept readings, oldest first
 	scratch reading   // guarded by mu: the reading of a call that keeps none
+	frozen  bool      // guarded by mu: Freeze was called
+	last    *result   // guarded by mu: once frozen, what every Read returns
+}
+
+type result struct {
+	sums   []Summary
+	deltas []uint64
+	span   time.Duration
+}
+
+// Freeze makes every later Read return what the first Read after it returns: the
+// figures of a stopped kernel no longer move with time.
+func (r *Recent) Freeze() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.frozen = true
 }
 
 type reading struct {
@@ -41,6 +58,9 @@ func NewRecent(span time.Duration, steps int, hs ...*Hist) *Recent {
 func (r *Recent) Read(now time.Time, vals ...uint64) (sums []Summary, deltas []uint64, span time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.last != nil {
+		return slices.Clone(r.last.sums), slices.Clone(r.last.deltas), r.last.span
+	}
 	cur := &r.scratch
 	if n := len(r.ring); n == 0 || now.Sub(r.ring[n-1].at) >= r.step {
 		r.ring = append(r.ring, reading{})
@@ -96,5 +116,9 @@ func (r *Recent) Read(now time.Time, vals ...uint64) (sums []Summary, deltas []u
 		}
 		sums[i] = summarize(&d, n, max(cur.sums[i]-old.sums[i], 0), mx)
 	}
-	return sums, deltas, now.Sub(old.at)
+	span = now.Sub(old.at)
+	if r.frozen {
+		r.last = &result{sums: slices.Clone(sums), deltas: slices.Clone(deltas), span: span}
+	}
+	return sums, deltas, span
 }

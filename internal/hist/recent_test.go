@@ -44,4 +44,11 @@ func TestRecent(t *testing.T) {
 	if _, deltas, _ := r.Read(at(101), 1); deltas[0] != 0 {
 		t.Errorf("delta of a counter that went down = %d, want 0", deltas[0])
 	}
+	// Once frozen, every Read returns what the first one after returns.
+	r.Freeze()
+	want, _, wantSpan := r.Read(at(110), 1)
+	observe(5, time.Millisecond)
+	if sums, _, span := r.Read(at(200), 9); span != wantSpan || sums[0] != want[0] {
+		t.Errorf("Read after Freeze = %+v over %v, want %+v over %v", sums[0], span, want[0], wantSpan)
+	}
 }
