@@ -1,6 +1,7 @@
 // Package console serves a kernel's figures and controls to operators: an
 // [http.Handler] with server-rendered pages (overview, groups, schedules,
-// zombies) and a versioned JSON API with the same data, under any path prefix.
+// zombies) and a versioned JSON API with the same data, under any path prefix,
+// and lists the other kernels that share its store.
 //
 //	h, err := console.New(console.Options{Kernel: k, Scheduler: s})
 //	if err != nil { ... }
@@ -14,6 +15,13 @@
 // goroutine of the console samples Stats at Options.Interval to compute rates
 // and draw charts from the last Options.History samples. It stops when the
 // kernel's Shutdown or Close begins; the pages go on serving the last figures.
+//
+// # Replicas
+//
+// With Options.Store a [store.ReplicaStore], the overview and api/v1/replicas list
+// every live kernel on that store with the figures it published there
+// ([store.ReplicaFigures]): each process serves its own console, and each shows
+// them all. The console reads the store at most once an interval.
 //
 // # Safety
 //

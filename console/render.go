@@ -27,6 +27,7 @@ type pageData struct {
 	Flash     string
 	Error     string
 	Overview  *overviewData
+	Replicas  *replicasData
 	Charts    []chart
 	Groups    *groupsData
 	Schedules *schedulesData
@@ -151,8 +152,8 @@ func (c *console) servePage(w http.ResponseWriter, r *http.Request, rel, _ strin
 	d := pageData{Flash: flashes[r.URL.Query().Get("done")]}
 	switch rel {
 	case "":
-		o := c.overview(nil)
-		d.Title, d.Nav, d.Overview, d.Charts = "Overview", "overview", &o, charts(o.Samples)
+		o, rs := c.overview(nil), c.replicas(r.Context())
+		d.Title, d.Nav, d.Overview, d.Replicas, d.Charts = "Overview", "overview", &o, &rs, charts(o.Samples)
 	case "groups":
 		g := c.groups()
 		d.Title, d.Nav, d.Groups = "Groups", "groups", &g
@@ -198,7 +199,8 @@ type chartLine struct {
 
 const chartW, chartH = 600, 120
 
-// charts draws the throughput and the mean wait of the samples.
+// charts draws the throughput, the mean wait and the recent wait p99 of the
+// samples.
 func charts(ps []pointData) []chart {
 	if len(ps) < 2 {
 		return nil
@@ -218,15 +220,20 @@ func charts(ps []pointData) []chart {
 	}
 	sub, end := make([]float64, len(ps)), make([]float64, len(ps))
 	hi, no, lo := make([]float64, len(ps)), make([]float64, len(ps)), make([]float64, len(ps))
+	hi99, no99, lo99 := make([]float64, len(ps)), make([]float64, len(ps)), make([]float64, len(ps))
 	for i, p := range ps {
 		sub[i], end[i] = p.Submitted, p.Ended
 		hi[i], no[i], lo[i] = p.WaitMean.High, p.WaitMean.Normal, p.WaitMean.Low
+		hi99[i], no99[i], lo99[i] = p.WaitP99.High, p.WaitP99.Normal, p.WaitP99.Low
+	}
+	prios := func() []chartLine {
+		return []chartLine{{Class: "l1", Label: "high"}, {Class: "l2", Label: "normal"}, {Class: "l3", Label: "low"}}
 	}
 	return []chart{
 		series("Throughput (tasks/s)", "/s",
 			[]chartLine{{Class: "l1", Label: "submitted"}, {Class: "l2", Label: "ended"}}, [][]float64{sub, end}),
-		series("Mean wait per interval (ms)", " ms",
-			[]chartLine{{Class: "l1", Label: "high"}, {Class: "l2", Label: "normal"}, {Class: "l3", Label: "low"}}, [][]float64{hi, no, lo}),
+		series("Mean wait per interval (ms)", " ms", prios(), [][]float64{hi, no, lo}),
+		series("Wait p99 over the last minute (ms)", " ms", prios(), [][]float64{hi99, no99, lo99}),
 	}
 }
 
