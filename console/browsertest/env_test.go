@@ -36,8 +36,9 @@ type env struct {
 	k   *kernel.Kernel
 	s   *schedule.Scheduler
 	st  *mysqlstore.Store
-	srv *httptest.Server
-	url string // the console's root, with its final slash
+	srv   *httptest.Server
+	url   string // the console's root, with its final slash
+	table string // the store's table
 }
 
 // setup migrates a table of the test's own (dropped at its end), starts a kernel
@@ -96,14 +97,14 @@ func setup(t *testing.T, cfg kernel.Config, o console.Options, register func(*ke
 	mux.Handle("/console/", http.StripPrefix("/console", h))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &env{k: k, s: s, st: st, srv: srv, url: srv.URL + "/console/"}
+	return &env{k: k, s: s, st: st, srv: srv, url: srv.URL + "/console/", table: table}
 }
 
 // dropTables drops the store's tables named after table.
 func dropTables(t *testing.T, db *sql.DB, table string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, suffix := range []string{"", "_owners", "_leases", "_epochs", "_sched"} {
+	for _, suffix := range []string{"", "_owners", "_leases", "_epochs", "_sched", "_starts", "_stats"} {
 		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS `"+table+suffix+"`"); err != nil {
 			t.Errorf("DROP TABLE %s%s: %v", table, suffix, err)
 		}
