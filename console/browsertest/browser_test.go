@@ -165,6 +165,32 @@ func (tb *tab) submit(t *testing.T, what string, want int64, actions ...chromedp
 	}
 }
 
+// click clicks the element sel (an XPath or a CSS selector) with the mouse. A
+// page's live parts are replaced as the page refreshes them: when the element
+// found was replaced before the click reached it, click finds it again.
+func click(sel string) chromedp.Action[chromedp.Void] {
+	c := chromedp.Click(sel)
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		for {
+			v, err := c(ctx, t)
+			if err == nil || ctx.Err() != nil || !staleNode(err) {
+				return v, err
+			}
+		}
+	}
+}
+
+// staleNode reports whether err is the browser's answer about a node that left
+// the document.
+func staleNode(err error) bool {
+	for _, s := range []string{"Could not find node with given id", "Node is detached from document", "No node with given id found"} {
+		if strings.Contains(err.Error(), s) {
+			return true
+		}
+	}
+	return false
+}
+
 // noDialogs fails the test if a dialog opened in the tab.
 func (tb *tab) noDialogs(t *testing.T) {
 	t.Helper()

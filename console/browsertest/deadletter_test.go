@@ -68,12 +68,12 @@ func TestDeadLetterRequeue(t *testing.T) {
 	}
 
 	// The operator opens the task's page, then requeues it.
-	tb.submit(t, "click the task's ID", 200, chromedp.Click(`//table[@id="tasks"]//a[text()=`+xpathString(id)+`]`))
+	tb.submit(t, "click the task's ID", 200, click(`//table[@id="tasks"]//a[text()=`+xpathString(id)+`]`))
 	if got := eval[string](t, tb, `document.querySelector('pre.error').textContent`); got != errText {
 		t.Errorf("the task's page shows the error %q, want %q", got, errText)
 	}
 	failing.Store(false)
-	tb.submit(t, "click Requeue", 200, chromedp.Click(`//form[contains(@action, "api/v1/tasks/requeue?id=`+url.QueryEscape(id)+`")]/button`))
+	tb.submit(t, "click Requeue", 200, click(`//form[contains(@action, "api/v1/tasks/requeue?id=`+url.QueryEscape(id)+`")]/button`))
 	tb.run(t, "the page after the requeue", flashIs("Requeued."))
 	if err := axtest.WaitOrTimeout(t, ran, "the requeued attempt"); err != nil {
 		t.Fatalf("the requeued attempt failed: %v", err)

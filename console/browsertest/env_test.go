@@ -33,9 +33,9 @@ var tableSeq atomic.Int64
 // test's own on the real MariaDB, with a scheduler on the same store; the
 // console lists the store's tasks.
 type env struct {
-	k   *kernel.Kernel
-	s   *schedule.Scheduler
-	st  *mysqlstore.Store
+	k     *kernel.Kernel
+	s     *schedule.Scheduler
+	st    *mysqlstore.Store
 	srv   *httptest.Server
 	url   string // the console's root, with its final slash
 	table string // the store's table

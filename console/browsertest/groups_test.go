@@ -48,7 +48,7 @@ func TestGroupPauseResume(t *testing.T) {
 	tb := newTab(t)
 	tb.run(t, "open the Groups page", chromedp.Navigate(e.url+"groups"), groupCell("upstream", 1, "running"))
 
-	tb.submit(t, "click Pause of upstream", 200, chromedp.Click(groupButton("upstream", "pause")))
+	tb.submit(t, "click Pause of upstream", 200, click(groupButton("upstream", "pause")))
 	tb.run(t, "the page after the pause", flashIs("Paused."), groupCell("upstream", 1, "paused"), groupCell("mail", 1, "running"))
 	if g := e.k.Stats().Groups["upstream"]; !g.Paused {
 		t.Fatalf("Stats().Groups[upstream] = %+v after the click, want Paused", g)
@@ -70,7 +70,7 @@ func TestGroupPauseResume(t *testing.T) {
 	default:
 	}
 
-	tb.submit(t, "click Resume of upstream", 200, chromedp.Click(groupButton("upstream", "resume")))
+	tb.submit(t, "click Resume of upstream", 200, click(groupButton("upstream", "resume")))
 	tb.run(t, "the page after the resume", flashIs("Resumed."))
 	seen := map[string]bool{}
 	for range n {

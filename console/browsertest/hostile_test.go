@@ -133,7 +133,7 @@ func TestHostileStrings(t *testing.T) {
 			continue
 		}
 		tb.submit(t, "click Trigger of "+strconv.Quote(s), http.StatusOK,
-			chromedp.Click(`//table[@id="schedules"]//tr[th=`+xpathString(s)+`]//form[@action="api/v1/schedules/trigger"]/button`))
+			click(`//table[@id="schedules"]//tr[th=`+xpathString(s)+`]//form[@action="api/v1/schedules/trigger"]/button`))
 		tb.run(t, "the page after the trigger", flashIs("Schedule triggered."))
 		if got := axtest.WaitOrTimeout(t, fired, "the triggered fire"); got != s {
 			t.Fatalf("Trigger in the row of %q fired %q", s, got)
@@ -223,7 +223,7 @@ func TestHostileTasks(t *testing.T) {
 
 	// A task's own page, through its link.
 	id := hs[1].ID()
-	tb.submit(t, "click a task's ID", http.StatusOK, chromedp.Click(`//table[@id="tasks"]//a[text()=`+xpathString(id)+`]`))
+	tb.submit(t, "click a task's ID", http.StatusOK, click(`//table[@id="tasks"]//a[text()=`+xpathString(id)+`]`))
 	if got := eval[string](t, tb, `document.querySelector('pre.error').textContent`); got != asText(hostile[1]) {
 		t.Errorf("the task's page shows the error %q, want %q", got, asText(hostile[1]))
 	}

@@ -51,7 +51,7 @@ func TestScheduleTrigger(t *testing.T) {
 	tb.run(t, "open the Schedules page", chromedp.Navigate(e.url+"schedules"),
 		scheduleCell("nightly-report", `c[2] === 'active' && c[5] === '0' && c[4] === '–'`))
 
-	tb.submit(t, "click Trigger of nightly-report", 200, chromedp.Click(scheduleButton("nightly-report", "trigger")))
+	tb.submit(t, "click Trigger of nightly-report", 200, click(scheduleButton("nightly-report", "trigger")))
 	tb.run(t, "the page after the trigger", flashIs("Schedule triggered."))
 	if got := axtest.WaitOrTimeout(t, fired, "the triggered occurrence"); got != "nightly-report:weekly" {
 		t.Fatalf("the occurrence ran as %q, want nightly-report:weekly", got)
@@ -61,12 +61,12 @@ func TestScheduleTrigger(t *testing.T) {
 		scheduleCell("nightly-report", `c[2] === 'active' && c[5] === '1' && c[4] !== '–' && c[9].startsWith('fired at ')`))
 
 	// Pause and resume from the page too.
-	tb.submit(t, "click Pause of nightly-report", 200, chromedp.Click(scheduleButton("nightly-report", "pause")))
+	tb.submit(t, "click Pause of nightly-report", 200, click(scheduleButton("nightly-report", "pause")))
 	tb.run(t, "the paused schedule", flashIs("Schedule paused."), scheduleCell("nightly-report", `c[2] === 'paused' && c[3] === '–'`))
 	if st := e.s.Stats()["nightly-report"]; !st.Paused {
 		t.Errorf("Stats()[nightly-report] = %+v after Pause, want Paused", st)
 	}
-	tb.submit(t, "click Resume of nightly-report", 200, chromedp.Click(scheduleButton("nightly-report", "resume")))
+	tb.submit(t, "click Resume of nightly-report", 200, click(scheduleButton("nightly-report", "resume")))
 	tb.run(t, "the resumed schedule", flashIs("Schedule resumed."), scheduleCell("nightly-report", `c[2] === 'active' && c[3] !== '–'`))
 	tb.noDialogs(t)
 }

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net/http"
 	"image/png"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -183,7 +183,7 @@ func TestScreenshots(t *testing.T) {
 	tb.run(t, "the tasks", chromedp.Navigate(e.url+"tasks"), taskState(dead.ID(), "failed"), chromedp.Reload(),
 		poll(taskRow(dead.ID())+` !== undefined`))
 	shoot(t, tb, "tasks")
-	tb.submit(t, "a dead letter's page", http.StatusOK, chromedp.Click(`//table[@id="tasks"]//a[text()=`+xpathString(dead.ID())+`]`))
+	tb.submit(t, "a dead letter's page", http.StatusOK, click(`//table[@id="tasks"]//a[text()=`+xpathString(dead.ID())+`]`))
 	shoot(t, tb, "task")
 	tb.noDialogs(t)
 }
