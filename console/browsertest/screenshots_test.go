@@ -14,6 +14,7 @@ import (
 
 	"github.com/axsched/ax/console"
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/mysqlstore"
 	"github.com/axsched/ax/schedule"
 	"github.com/chromedp/chromedp"
 )
@@ -50,7 +51,7 @@ func shoot(t *testing.T, tb *tab, name string) {
 func TestScreenshots(t *testing.T) {
 	release := make(chan struct{})
 	e := setup(t, kernel.Config{
-		MaxConcurrency: 8, ZombieGrace: time.Millisecond,
+		Owner: "api-1", MaxConcurrency: 8, ZombieGrace: time.Millisecond,
 		Groups: map[string]kernel.GroupConfig{
 			"upstream": {PerKey: kernel.Limits{Concurrency: 2}},
 			"mail":     {Total: kernel.Limits{Concurrency: 4}},
@@ -69,6 +70,25 @@ func TestScreenshots(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { close(release) }) // before the kernel closes: the zombie ends
+	// A second replica on the same table, with tasks queued behind a paused priority.
+	st2, err := mysqlstore.Open(testDSN(), mysqlstore.Options{Table: e.table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st2.Close() })
+	k2, err := kernel.New(kernel.Config{Store: st2, Owner: "api-2", Lease: replicaLease})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k2.Close() })
+	if err := k2.Pause(kernel.Selector{Priority: kernel.Low}); err != nil {
+		t.Fatal(err)
+	}
+	for range 7 {
+		if _, err := k2.TrySubmit(kernel.Task{Priority: kernel.Low, Run: func(context.Context) error { return nil }}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		ny = time.UTC
@@ -164,7 +184,8 @@ func TestScreenshots(t *testing.T) {
 	tb.run(t, "thirty samples", poll(`fetch('api/v1/overview').then(r => r.json()).then(d => d.samples.length >= 30)`))
 	close(stop)
 	<-loaded
-	tb.run(t, "the overview refreshed", chromedp.Reload(), chromedp.WaitVisible(`#charts polyline`))
+	tb.run(t, "the overview refreshed", chromedp.Reload(), chromedp.WaitVisible(`#charts polyline`),
+		replicaRow("api-2", `c[8] === '0 / 0 / 7'`))
 	shoot(t, tb, "overview")
 
 	tb.run(t, "the groups", chromedp.Navigate(e.url+"groups"), chromedp.WaitVisible(`#groups`))
