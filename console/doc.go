@@ -1,7 +1,8 @@
 // Package console serves a kernel's figures and controls to operators: an
 // [http.Handler] with server-rendered pages (overview, groups, schedules,
-// zombies) and a versioned JSON API with the same data, under any path prefix,
-// and lists the other kernels that share its store.
+// zombies, and the durable tasks of Options.Store) and a versioned JSON API with
+// the same data, under any path prefix, and lists the other kernels that share
+// its store.
 //
 //	h, err := console.New(console.Options{Kernel: k, Scheduler: s})
 //	if err != nil { ... }
@@ -15,6 +16,9 @@
 // goroutine of the console samples Stats at Options.Interval to compute rates
 // and draw charts from the last Options.History samples. It stops when the
 // kernel's Shutdown or Close begins; the pages go on serving the last figures.
+// The Tasks pages read Options.Store through [store.TaskLister]: a page of
+// tasks is one [store.TaskLister.ListTasks] call, keyset-paged, which a store
+// serves from its indexes.
 //
 // # Replicas
 //

@@ -24,8 +24,7 @@ type taskBundle struct {
 	*bundle
 	st      *storekit.MemoryStore
 	healthy atomic.Bool
-	actions []string // what Authorize saw, guarded by the test's sequencing
-	seen    chan string
+	seen    chan string // the actions Authorize saw
 }
 
 func setupTasks(t *testing.T, o Options) *taskBundle {

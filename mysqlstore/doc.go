@@ -57,7 +57,7 @@
 // (see "Owners"), 0 for none, the pool: [Store.Commit], [Store.Requeue] and the inserts
 // of a [store.Change] with Pool write 0.
 //
-// Besides the primary key (id), four indexes, each for a reason:
+// Besides the primary key (id), two indexes, each for a reason:
 //
 //   - UNIQUE live_key: a copy of the task's unique key, NULL once the task is terminal
 //     (and for tasks without a key), keeps one live task per key.
@@ -68,16 +68,17 @@
 //     state, in run_at order; the live rows ([Store.Recover], [Store.Join]) and the dead
 //     letters ([Store.DeadLetters]) ranges of state; and the completed rows the
 //     retention purge reads, oldest due first (see [Store.PurgeCompleted]).
-//   - (kind) and (grp, gkey), the listing's indexes: the tasks of a kind, of a group
-//     or of a group's key, in ID order, for [Store.ListTasks]. Their columns never
-//     change after the insert, so they cost an insert (and a purge) one entry each
-//     and no other write anything.
 //
-// No index but the state index holds state or updated_at, the columns every state change writes, so
+// With [Options.ListIndexes], two more serve the operators' listing
+// ([Store.ListTasks]): (kind) and (grp, gkey), the tasks of a kind, of a group or of
+// a group's key. Their columns never change after the insert, so they cost an insert
+// (and a purge) one entry each and no other write anything.
+//
+// No other index holds state or updated_at, the columns every state change writes, so
 // each write of a task moves at most one secondary index entry:
 //
-//   - an insert writes the row, its state index entry, its live_key entry and its
-//     entries of the listing's indexes (kind) and (grp, gkey);
+//   - an insert writes the row, its state index entry and its live_key entry (and
+//     its entries of the listing's indexes, with Options.ListIndexes);
 //   - a start by the task's owner writes no task row at all: it goes to the owner's
 //     start set, in the owner row that the commit's renewal rewrites anyway (see
 //     "Starts"); a start that rides on an insert, a retry or an end of the same batch,
@@ -98,7 +99,8 @@
 //
 // grp (VARBINARY(64)) and gkey (VARBINARY(255)) hold the task's group and key
 // ([store.StoredTask] Group and Key, from DurableTask.Group and Key), ” for none:
-// written by inserts only, returned by every read of tasks, in the index (grp, gkey). The store only keeps them: it enforces no group
+// written by inserts only, returned by every read of tasks, in no index but the
+// listing's (grp, gkey). The store only keeps them: it enforces no group
 // limit. Each kernel enforces its own Config.Groups on the tasks it runs, so the limits
 // are per process: N processes with PerKey.Concurrency 5 run up to 5N tasks of a key at
 // once.

@@ -2,7 +2,6 @@ package mysqlstore
 
 import (
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
@@ -67,13 +66,14 @@ var allStateCodes = func() []uint8 {
 //     run_at, id order; Running also reads the owners' start sets first (a task its
 //     owner started keeps its waiting row);
 //   - an Owner or Pool alone: the state index, one range per state and owner;
-//   - a Group: the index (grp, gkey), in gkey then id order;
-//   - a Kind: the index (kind), in id order;
-//   - nothing: the primary key.
+//   - a Group, with the listing's indexes (indexed): the index (grp, gkey), in gkey
+//     then id order;
+//   - a Kind, with the listing's indexes: the index (kind), in id order;
+//   - else: the primary key.
 //
 // The filters an index does not hold are checked on the rows, within listWindow
 // entries of each range.
-func planList(q *store.TaskQuery) listPlan {
+func planList(q *store.TaskQuery, indexed bool) listPlan {
 	owner, hasOwner := q.Owner, q.Owner != 0 || q.Pool
 	var p listPlan
 	var residual []string
@@ -101,14 +101,14 @@ func planList(q *store.TaskQuery) listPlan {
 	switch {
 	case q.State != 0:
 		p.kind = 's'
-		if q.State == store.Running {
+		if q.State == store.Running && !q.Pool { // pool tasks are in no start set
 			p.segs = append(p.segs, segment{set: true, prefix: "1", cols: []string{"id"}})
 			p.owner = owner
 		}
 		p.segs = append(p.segs, stateSeg(stateCode(q.State)))
 		addKind()
 		addGroup()
-	case q.Group != "":
+	case q.Group != "" && indexed:
 		p.kind = 'g'
 		sg := segment{index: groupIndexName, prefix: "grp = " + newQuery(16).hexString(q.Group).String(), cols: []string{"gkey", "id"}}
 		if q.Key != "" {
@@ -117,7 +117,7 @@ func planList(q *store.TaskQuery) listPlan {
 		}
 		p.segs = []segment{sg}
 		addKind()
-	case q.Kind != "":
+	case q.Kind != "" && indexed:
 		p.kind = 'k'
 		p.segs = []segment{{index: kindIndexName, prefix: "kind = " + newQuery(16).hexString(q.Kind).String(), cols: []string{"id"}}}
 	case hasOwner:
@@ -125,13 +125,15 @@ func planList(q *store.TaskQuery) listPlan {
 		for _, c := range allStateCodes {
 			p.segs = append(p.segs, stateSeg(c))
 		}
-		return p
+		addKind()
+		addGroup()
 	default:
 		p.kind = 'p'
 		p.segs = []segment{{index: "PRIMARY", prefix: "id >= X''", cols: []string{"id"}}} // a range, for the plan's sake
-		return p
+		addKind()
+		addGroup()
 	}
-	if hasOwner && q.State == 0 {
+	if hasOwner && p.kind != 's' && p.kind != 'o' { // not in the index's prefix
 		residual = append(residual, fmt.Sprintf("owner = %d", owner))
 	}
 	p.residual = strings.Join(residual, " AND ")
@@ -236,12 +238,13 @@ type listed struct {
 	pos  listPos
 }
 
-// ListTasks implements [store.TaskLister.ListTasks]. It reads one consistent snapshot
-// (a read-only transaction) and never scans the task table: every statement reads a
-// range of an index (see planList), at most the page's rows plus one of each range
-// when the index holds every filter, at most listWindow entries of each otherwise. A
-// task that its owner started and whose start is recorded in the owner's start set
-// lists as Running.
+// ListTasks implements [store.TaskLister.ListTasks]. It never scans the task table:
+// every statement reads a range of an index (see planList), at most the page's rows
+// plus one of each range when the index holds every filter, at most listWindow
+// entries of each otherwise. A task that its owner started and whose start is
+// recorded in the owner's start set lists as Running. Its statements run outside a
+// transaction, one round trip each: a task that changes while a page is read may
+// show the state it had just before.
 func (s *Store) ListTasks(ctx context.Context, q store.TaskQuery) (store.TaskPage, error) {
 	if err := s.checkOpen("list tasks"); err != nil {
 		return store.TaskPage{}, err
@@ -249,7 +252,7 @@ func (s *Store) ListTasks(ctx context.Context, q store.TaskQuery) (store.TaskPag
 	if err := q.Validate(); err != nil {
 		return store.TaskPage{}, fmt.Errorf("mysqlstore: list tasks: %w", err)
 	}
-	p := planList(&q)
+	p := planList(&q, s.opts.ListIndexes)
 	var from *listPos
 	for _, c := range []struct{ field, cursor string }{{"After", q.After}, {"Before", q.Before}} {
 		if c.cursor == "" {
@@ -263,11 +266,9 @@ func (s *Store) ListTasks(ctx context.Context, q store.TaskQuery) (store.TaskPag
 	}
 	var page store.TaskPage
 	err := s.retry(ctx, "list tasks", func() error {
-		return s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, func(tx *sql.Tx) error {
-			var err error
-			page, err = s.listPage(ctx, tx, &q, &p, from)
-			return err
-		})
+		var err error
+		page, err = s.listPage(ctx, s.db, &q, &p, from)
+		return err
 	})
 	return page, err
 }
@@ -535,8 +536,8 @@ func (s *Store) overlayListed(ctx context.Context, tx queryer, rows []listed) er
 }
 
 // LookupTask implements [store.TaskLister.LookupTask]: one read by primary key, the
-// payload left out unless asked for, and the owner's start set when the task is live
-// and has an owner.
+// payload left out unless asked for, then the owner's start set when the task is
+// live and has an owner, outside a transaction.
 func (s *Store) LookupTask(ctx context.Context, id string, payload bool) (store.TaskInfo, error) {
 	if err := s.checkOpen("lookup task"); err != nil {
 		return store.TaskInfo{}, err
@@ -551,27 +552,25 @@ func (s *Store) LookupTask(ctx context.Context, id string, payload bool) (store.
 		found bool
 	)
 	err := s.retry(ctx, "lookup task", func() error {
-		return s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}, func(tx *sql.Tx) error {
-			rows, found = rows[:0], false
-			err := scanAll(ctx, tx, stmt, func(sc scanner) error {
-				var (
-					size  int
-					prio  uint8
-					runAt int64
-					owner uint64
-				)
-				t, err := scanTaskWith(sc, &owner, &size, &prio, &runAt)
-				if !payload {
-					t.Payload = nil
-				}
-				rows, found = append(rows, listed{info: store.TaskInfo{StoredTask: t, Owner: owner, PayloadSize: size}}), true
-				return err
-			})
-			if err != nil || !found {
-				return err
+		rows, found = rows[:0], false
+		err := scanAll(ctx, s.db, stmt, func(sc scanner) error {
+			var (
+				size  int
+				prio  uint8
+				runAt int64
+				owner uint64
+			)
+			t, err := scanTaskWith(sc, &owner, &size, &prio, &runAt)
+			if !payload {
+				t.Payload = nil
 			}
-			return s.overlayListed(ctx, tx, rows)
+			rows, found = append(rows, listed{info: store.TaskInfo{StoredTask: t, Owner: owner, PayloadSize: size}}), true
+			return err
 		})
+		if err != nil || !found {
+			return err
+		}
+		return s.overlayListed(ctx, s.db, rows)
 	})
 	if err != nil {
 		return store.TaskInfo{}, err

@@ -24,9 +24,10 @@ func (r *recorder) QueryContext(ctx context.Context, query string, args ...any) 
 }
 
 // TestListUsesIndexes EXPLAINs every statement that ListTasks runs on the task table,
-// for each shape of filter, on the first page, a later one and a page backward: each
-// reads a range of the index its plan forces (or the primary key), never the whole
-// table, and none sorts.
+// for each shape of filter, on the first page, a later one and a page backward, with
+// and without the listing's indexes (Options.ListIndexes): each reads a range of the
+// index its plan forces (or the primary key), never the whole table, and none sorts.
+// It also walks each filter's pages: every match comes once.
 func TestListUsesIndexes(t *testing.T) {
 	s := internalStore(t, "hlistexplain")
 	ctx := context.Background()
@@ -73,12 +74,36 @@ func TestListUsesIndexes(t *testing.T) {
 		{Group: "g1"},
 		{Group: "g1", Key: "k3", Kind: "kind1"},
 		{Owner: o.Epoch},
+		{Owner: o.Epoch, Kind: "kind4"},
 		{Pool: true},
 	}
+	checkPlans(t, s, queries, ins, o.Epoch)
+	// The same with the listing's indexes.
+	si, err := New(s.db, Options{Table: s.opts.Table, Retention: -1, ListIndexes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = si.Close() }()
+	if err := si.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec("ANALYZE TABLE " + s.table); err != nil {
+		t.Fatal(err)
+	}
+	checkPlans(t, si, queries, ins, o.Epoch)
+}
+
+// checkPlans lists each query of queries on s: it EXPLAINs every statement of
+// the first page, the page after it and the page before that one, and walks
+// every page to check that it finds the tasks of ins that match (the first 1,500
+// owned by epoch, t00000 running).
+func checkPlans(t *testing.T, s *Store, queries []store.TaskQuery, ins []store.Change, epoch uint64) {
+	t.Helper()
+	ctx := context.Background()
 	checked := 0
 	for _, q := range queries {
 		q.Limit = 20
-		p := planList(&q)
+		p := planList(&q, s.opts.ListIndexes)
 		var from *listPos
 		for page := range 3 {
 			tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
@@ -114,6 +139,41 @@ func TestListUsesIndexes(t *testing.T) {
 				t.Fatalf("decodePos(%s) error = %v", field, err)
 			}
 			from = &pos
+		}
+		// The whole walk finds every match once.
+		q.After, q.Before, q.Limit = "", "", 50
+		want := map[string]bool{}
+		for i, c := range ins {
+			tk := c.Task
+			owner := uint64(0)
+			if i < 1500 { // mysqlstore keeps the last owner of a terminal task
+				owner = epoch
+			}
+			if tk.ID == "t00000" {
+				tk.State = store.Running
+			}
+			if q.Matches(&tk, owner) {
+				want[tk.ID] = true
+			}
+		}
+		got := map[string]bool{}
+		for range 1000 {
+			pg, err := s.ListTasks(ctx, q)
+			if err != nil {
+				t.Fatalf("ListTasks(%+v) error = %v", q, err)
+			}
+			for _, ti := range pg.Tasks {
+				if got[ti.ID] || !want[ti.ID] {
+					t.Fatalf("ListTasks(%+v): %s listed twice or not a match", q, ti.ID)
+				}
+				got[ti.ID] = true
+			}
+			if q.After = pg.Next; q.After == "" {
+				break
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("ListTasks(%+v) walk (ListIndexes %v): %d tasks, want %d", q, s.opts.ListIndexes, len(got), len(want))
 		}
 	}
 	if checked < 2*len(queries) {

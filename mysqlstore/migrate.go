@@ -12,8 +12,9 @@ import (
 // EXISTS), checks that an existing task table has the columns the store needs, adds the
 // owner column and its index, and the group and key columns (grp, gkey: empty for the
 // rows stored before, tasks of no group), to a task table that lacks them, drops the
-// index (state, updated_at) of a task table that has it (online), the listing's
-// indexes (kind) and (grp, gkey) to a task table that lacks them (online), the conn_id,
+// index (state, updated_at) of a task table that has it (online), with
+// [Options.ListIndexes] the listing's indexes (kind) and (grp, gkey) to a task table
+// that lacks them (online), the conn_id,
 // started and started_v columns to an owner table that lacks them (in place), the
 // table of the start sets' further pages (<table>_starts), the table of the figures
 // owners publish (<table>_stats), and the last_fire column to a schedule table
@@ -45,6 +46,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 		for _, ix := range [][2]string{{kindIndexName, kindIndex}, {groupIndexName, groupIndex}} {
+			if !s.opts.ListIndexes {
+				break
+			}
 			if err := s.addIndex(ctx, ix[0], ix[1]); err != nil {
 				return err
 			}

@@ -501,10 +501,7 @@ func TestMigrateDropsStateUpdated(t *testing.T) {
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{
-		"PRIMARY": "id", "live_key": "live_key", "state_owner_priority_run_at": "state,owner,priority,run_at",
-		"kind_id": "kind", "grp_gkey_id": "grp,gkey",
-	}
+	want := map[string]string{"PRIMARY": "id", "live_key": "live_key", "state_owner_priority_run_at": "state,owner,priority,run_at"}
 	if !maps.Equal(got, want) {
 		t.Fatalf("indexes after Migrate = %v, want %v", got, want)
 	}

@@ -73,6 +73,16 @@ type Options struct {
 	// try may have applied). If zero, RetriesDefault; if negative, never.
 	Retries int
 
+	// ListIndexes, when true, makes [Store.Migrate] add two indexes to the task
+	// table, (kind) and (grp, gkey), on which [Store.ListTasks] lists the tasks of a
+	// kind, a group or a group's key directly. Their columns never change after the
+	// insert, so they cost each insert (and each purge) two more index entries and no
+	// other write anything. Without them, those filters are checked on the primary
+	// key's range, at most 1,000 rows per call, and pages of a rare kind come back
+	// short, with a cursor to go on. Migrate never drops them. If false, the table
+	// keeps the indexes it has.
+	ListIndexes bool
+
 	// LockWait bounds how long a statement of a store made by [Open] waits for a row
 	// lock: the session's innodb_lock_wait_timeout, in whole seconds (rounded up), set
 	// when each connection opens, unless the DSN sets innodb_lock_wait_timeout itself.

@@ -117,7 +117,6 @@ func TestMigrateIdempotent(t *testing.T) {
 	}
 	want := map[string]string{
 		"PRIMARY": "id", "live_key": "live_key", "state_owner_priority_run_at": "state,owner,priority,run_at",
-		"kind_id": "kind", "grp_gkey_id": "grp,gkey",
 	}
 	if len(got) != len(want) {
 		t.Errorf("indexes %v, want %v alone", got, want)

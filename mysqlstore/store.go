@@ -230,9 +230,7 @@ const schema = `CREATE TABLE IF NOT EXISTS %s (
 	` + keyColumn + `,
 	PRIMARY KEY (id),
 	UNIQUE KEY live_key (live_key),
-	` + ownerIndex + `,
-	` + kindIndex + `,
-	` + groupIndex + `
+	` + ownerIndex + `
 ) ENGINE=InnoDB`
 
 // stateUpdatedIndex is the index (state, updated_at) of the task tables of earlier
@@ -253,8 +251,7 @@ const (
 
 // The group and key columns of a task (store.StoredTask.Group and Key), which Migrate
 // adds to a task table that lacks them. Written by inserts only: they never change.
-// The index (grp, gkey) holds them, for listings ([Store.ListTasks]); nothing else
-// searches by them.
+// Only the listing's index (grp, gkey) holds them, with [Options.ListIndexes].
 const (
 	groupColumn = "grp VARBINARY(" + groupMaxStr + ") NOT NULL DEFAULT '' COMMENT 'group (DurableTask.Group), empty for none'"
 	keyColumn   = "gkey VARBINARY(" + keyMaxStr + ") NOT NULL DEFAULT '' COMMENT 'key within the group (DurableTask.Key)'"

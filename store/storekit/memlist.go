@@ -43,14 +43,13 @@ func (s *MemoryStore) ListTasks(ctx context.Context, q store.TaskQuery) (store.T
 		return store.TaskPage{}, err
 	}
 	slices.SortFunc(all, func(a, b store.TaskInfo) int { return strings.Compare(a.ID, b.ID) })
-	return PageOf(all, q, func(t *store.TaskInfo) string { return memCursorOf(t.ID) }), nil
+	return pageOf(all, q, func(t *store.TaskInfo) string { return memCursorOf(t.ID) }), nil
 }
 
-// PageOf cuts the page q asks for out of all, the tasks that match q's filters and lie
+// pageOf cuts the page q asks for out of all, the tasks that match q's filters and lie
 // beyond its cursor, in the store's order: the first q.PageSize() of them, or the last
-// ones for a q.Before. cursor makes the cursor of a task. It is how a store that
-// filters in memory answers [store.TaskLister.ListTasks].
-func PageOf(all []store.TaskInfo, q store.TaskQuery, cursor func(*store.TaskInfo) string) store.TaskPage {
+// ones for a q.Before. cursor makes the cursor of a task.
+func pageOf(all []store.TaskInfo, q store.TaskQuery, cursor func(*store.TaskInfo) string) store.TaskPage {
 	n := q.PageSize()
 	var p store.TaskPage
 	switch {

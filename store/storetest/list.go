@@ -317,6 +317,7 @@ func testListOwners(t *testing.T, s store.TaskLister) {
 		{store.TaskQuery{State: store.Running}, []string{"own-2"}},
 		{store.TaskQuery{State: store.Running, Owner: o.Epoch}, []string{"own-2"}},
 		{store.TaskQuery{State: store.Running, Owner: o2.Epoch}, nil},
+		{store.TaskQuery{State: store.Running, Pool: true}, nil},
 		{store.TaskQuery{State: store.Queued, Owner: o.Epoch}, []string{"own-1", "own-3"}},
 		{store.TaskQuery{State: store.Queued}, []string{"own-1", "own-3", "other-1", "pool-1", "pool-2"}},
 	}
