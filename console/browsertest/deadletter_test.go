@@ -57,7 +57,9 @@ func TestDeadLetterRequeue(t *testing.T) {
 	if err := h.Wait(ctx); err == nil {
 		t.Fatal("the failing task succeeded")
 	}
-	axtest.WaitOrTimeout(t, ran, "the failed attempt")
+	if err := axtest.WaitOrTimeout(t, ran, "the failed attempt"); err == nil {
+		t.Fatal("the first attempt reported success")
+	}
 
 	tb := newTab(t)
 	tb.run(t, "the dead letter in the store", chromedp.Navigate(e.url+"tasks?state=failed"), taskState(id, "failed"), chromedp.Reload(),

@@ -93,11 +93,13 @@ func TestHostileStrings(t *testing.T) {
 	t.Cleanup(func() { close(release) }) // before the kernel closes: its zombies end
 	for _, s := range hostile {
 		// A zombie whose task ID is s: it outlives its timeout until the test ends.
-		if _, err := e.k.TrySubmit(kernel.Task{ID: s, Timeout: time.Millisecond, Retry: &kernel.RetryPolicy{MaxAttempts: 1},
+		if _, err := e.k.TrySubmit(kernel.Task{
+			ID: s, Timeout: time.Millisecond, Retry: &kernel.RetryPolicy{MaxAttempts: 1},
 			Run: func(context.Context) error {
 				<-release
 				return nil
-			}}); err != nil {
+			},
+		}); err != nil {
 			t.Fatalf("TrySubmit(ID %q) = %v", s, err)
 		}
 		// A schedule named s.

@@ -110,11 +110,13 @@ func TestScreenshots(t *testing.T) {
 	if err := audit.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.k.TrySubmit(kernel.Task{ID: "fetch-42", Timeout: time.Millisecond, Retry: &kernel.RetryPolicy{MaxAttempts: 1},
+	if _, err := e.k.TrySubmit(kernel.Task{
+		ID: "fetch-42", Timeout: time.Millisecond, Retry: &kernel.RetryPolicy{MaxAttempts: 1},
 		Run: func(context.Context) error {
 			<-release
 			return nil
-		}}); err != nil {
+		},
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.k.Pause(kernel.Selector{Group: "mail"}); err != nil {
@@ -160,14 +162,16 @@ func TestScreenshots(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			task := kernel.Task{Priority: []kernel.Priority{kernel.High, kernel.Normal, kernel.Normal, kernel.Low}[i%4],
-				Retry: &kernel.RetryPolicy{MaxAttempts: 1},
-				Run: func(ctx context.Context) error {
+			task := kernel.Task{
+				Priority: []kernel.Priority{kernel.High, kernel.Normal, kernel.Normal, kernel.Low}[i%4],
+				Retry:    &kernel.RetryPolicy{MaxAttempts: 1},
+				Run: func(context.Context) error {
 					if i%17 == 0 {
 						return context.DeadlineExceeded
 					}
 					return nil
-				}}
+				},
+			}
 			switch i % 5 {
 			case 1:
 				task.Group, task.Key = "upstream", "api-"+strconv.Itoa(i%3)
