@@ -268,8 +268,10 @@ type runqFigures struct {
 func (q *runq) live() runqFigures {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	f := runqFigures{running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers,
-		runningOther: q.runningOther, runningLow: q.runningLow}
+	f := runqFigures{
+		running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers,
+		runningOther: q.runningOther, runningLow: q.runningLow,
+	}
 	copy(f.tickets[:], q.tickets[1:])
 	f.started = int(q.noTicket - q.tickets[0])
 	return f
