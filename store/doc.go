@@ -1,8 +1,8 @@
 // Package store is the contract between the ax kernel and the stores that keep its
 // durable tasks: the interfaces a store implements ([Store], [SharedStore],
-// [ScheduleStore]), the records they exchange ([StoredTask], [Change], [Owner],
-// [StoredSchedule]), their limits and errors, and the task vocabulary that both sides
-// share ([Priority], [State]).
+// [ScheduleStore], [ReplicaStore]), the records they exchange ([StoredTask], [Change],
+// [Owner], [StoredSchedule], [ReplicaFigures]), their limits and errors, and the task
+// vocabulary that both sides share ([Priority], [State]).
 //
 // Users of the kernel rarely need this package: they pass a store (such as
 // mysqlstore.Store, or storekit.MemoryStore in tests) to kernel.Config.Store and read
