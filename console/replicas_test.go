@@ -91,8 +91,10 @@ func TestReplicasShapesAndHostile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := store.ReplicaFigures{Version: evilVersion, Queued: store.ByPriority[int]{High: 7}, RateSpan: time.Second,
-		Rates: store.ByPriority[store.ReplicaRates]{Low: store.ReplicaRates{Submitted: 2.5}}, WaitP99: store.ByPriority[time.Duration]{Normal: 3 * time.Millisecond}}
+	f := store.ReplicaFigures{
+		Version: evilVersion, Queued: store.ByPriority[int]{High: 7}, RateSpan: time.Second,
+		Rates: store.ByPriority[store.ReplicaRates]{Low: store.ReplicaRates{Submitted: 2.5}}, WaitP99: store.ByPriority[time.Duration]{Normal: 3 * time.Millisecond},
+	}
 	if err := st.PublishReplica(context.Background(), o, f); err != nil {
 		t.Fatal(err)
 	}

@@ -11,15 +11,16 @@ import (
 // tryAcquire takes n tickets of level lvl if they fit. It returns ErrQueueFull or
 // ErrDegraded otherwise.
 func (k *Kernel) tryAcquire(lvl queue.Level, n int64, rc *resolved) error {
-	return k.acquireIfRoom(lvl, n, n, rc)
+	return k.acquireIfRoom(lvl, n, n, rc, true)
 }
 
 // acquireIfRoom takes n tickets of level lvl if room >= n tickets would fit. It
-// returns ErrQueueFull or ErrDegraded otherwise, once the tickets of tasks that
-// executors started since the loop's last pass are back (reclaimTickets).
-func (k *Kernel) acquireIfRoom(lvl queue.Level, n, room int64, rc *resolved) error {
+// returns ErrQueueFull or ErrDegraded otherwise; with reclaim, only once the
+// tickets of tasks that executors started since the loop's last pass are back
+// (reclaimTickets).
+func (k *Kernel) acquireIfRoom(lvl queue.Level, n, room int64, rc *resolved, reclaim bool) error {
 	w := &k.waiting[lvl]
-	reclaimed := false
+	reclaimed := !reclaim
 	for {
 		cur := w.Load()
 		err := error(nil)
@@ -124,14 +125,22 @@ func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolv
 		if k.isClosed() {
 			return false, ErrClosed
 		}
-		err = k.tryAcquire(lvl, n, rc)
+		// A submitter that will wait for room leaves the tickets of the tasks
+		// executors started to the loop's next pass (publish), which gives them back
+		// in one batch and wakes it: it then finds room for a run of tasks. Taking
+		// them back itself, a few at a time, would have it, the executors and the
+		// loop trade the run queue's lock and a loop pass every few tasks. A
+		// submitter about to be refused or to evict reclaims them first: it is
+		// refused only when Capacity is full, and evicts only then.
+		evict := mode == admitMemory && lvl == queue.High && n == 1 && rc.cfg.EvictLow && k.evictable.Load() > 0
+		err = k.acquireIfRoom(lvl, n, n, rc, ctx == nil || evict)
 		if err == nil {
 			return false, nil
 		}
 		if k.flushLazyTickets() {
 			continue
 		}
-		if mode == admitMemory && lvl == queue.High && n == 1 && rc.cfg.EvictLow && k.evictable.Load() > 0 && k.evictForRoom() {
+		if evict && k.evictForRoom() {
 			return true, nil
 		}
 		if ctx == nil {
@@ -154,7 +163,6 @@ func (k *Kernel) admit(ctx context.Context, lvl queue.Level, n int64, rc *resolv
 func (k *Kernel) waitRoom(ctx context.Context, lvl queue.Level, rc *resolved, spin bool) error {
 	if spin {
 		if k.roomSpinners.Add(1) == 1 {
-			k.reclaimTickets() // as below, for tasks started before it spun
 			// One waiter at a time yields its P a while before it sleeps (spinRoom),
 			// unless its context ends or the kernel closes meanwhile (the select
 			// below answers those).
@@ -177,7 +185,8 @@ func (k *Kernel) waitRoom(ctx context.Context, lvl queue.Level, rc *resolved, sp
 	ch := k.roomCh
 	k.roomMu.Unlock()
 	// Tickets of tasks started before this waiter counted (roomWanted) may not be
-	// back yet, and no executor would poke the loop for them.
+	// back yet, and no executor would poke the loop for them: a sleeping waiter
+	// takes them back itself.
 	k.reclaimTickets()
 	if k.hasRoom(lvl, rc) {
 		return nil
@@ -272,7 +281,7 @@ func (k *Kernel) takeLazyTicket(lvl queue.Level, rc *resolved) bool {
 		if !k.lazyReserve.Load() {
 			k.lazyReserve.Store(true)
 		}
-		if k.acquireIfRoom(lvl, lazyTicketBatch, 2*lazyTicketBatch, rc) == nil {
+		if k.acquireIfRoom(lvl, lazyTicketBatch, 2*lazyTicketBatch, rc, true) == nil {
 			k.in.lazyTickets[lvl] = lazyTicketBatch - 1
 			return true
 		}

@@ -268,19 +268,21 @@ type runqFigures struct {
 func (q *runq) live() runqFigures {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	f := runqFigures{running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers,
-		runningOther: q.runningOther, runningLow: q.runningLow}
+	f := runqFigures{
+		running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers,
+		runningOther: q.runningOther, runningLow: q.runningLow,
+	}
 	copy(f.tickets[:], q.tickets[1:])
 	f.started = int(q.noTicket - q.tickets[0])
 	return f
 }
 
 // waitFigures returns the tasks that wait to start (Stats.Queued) and the
-// delayed ones (PriorityStats.Delayed), by level. A level's admission tickets (Kernel.waiting) are
-// held by its tasks waiting to start, by its delayed tasks (in the wheel, parked,
-// or lazy in the intake), by the intake's reserve for lazy tasks, and by tasks
-// executors started whose tickets are on their way back (runq.tickets): the
-// first are the tickets less the others. The figures are read one after the other
+// delayed ones (PriorityStats.Delayed), by level. A level's admission tickets
+// (Kernel.waiting) are held by its tasks waiting to start, by its delayed tasks
+// (in the wheel, parked, or lazy in the intake), by the intake's reserve for lazy
+// tasks, and by tasks executors started whose tickets are on their way back
+// (runq.tickets): the first are the tickets less the others. The figures are read one after the other
 // while tasks move, so a level's figure is clamped to [0, its tickets]. Once the
 // loop returned, no task waits: a ticket still held belongs to a submission
 // racing Shutdown or Close, which fails with ErrClosed and gives it back.

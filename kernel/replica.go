@@ -11,8 +11,10 @@ func (k *Kernel) replicaFigures() store.ReplicaFigures {
 		ps := s.ByPriority.At(p)
 		*f.Queued.At(p), *f.Running.At(p), *f.Delayed.At(p) = ps.Queued, ps.Running, ps.Delayed
 		*f.WaitP50.At(p), *f.WaitP99.At(p) = ps.WaitRecent.P50, ps.WaitRecent.P99
-		*f.Totals.At(p) = store.ReplicaCounts{Submitted: ps.Submitted, Succeeded: ps.Succeeded, Failed: ps.Failed,
-			TimedOut: ps.TimedOut, Retried: ps.Retried, Rejected: ps.Rejected}
+		*f.Totals.At(p) = store.ReplicaCounts{
+			Submitted: ps.Submitted, Succeeded: ps.Succeeded, Failed: ps.Failed,
+			TimedOut: ps.TimedOut, Retried: ps.Retried, Rejected: ps.Rejected,
+		}
 	}
 	return f
 }

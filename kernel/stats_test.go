@@ -99,13 +99,15 @@ func TestStatsRecent(t *testing.T) {
 		run := func(p kernel.Priority, fails int) {
 			t.Helper()
 			n := 0
-			h, err := k.TrySubmit(kernel.Task{Priority: p, Retry: &kernel.RetryPolicy{MaxAttempts: 3, Base: time.Millisecond, Jitter: kernel.JitterNone},
+			h, err := k.TrySubmit(kernel.Task{
+				Priority: p, Retry: &kernel.RetryPolicy{MaxAttempts: 3, Base: time.Millisecond, Jitter: kernel.JitterNone},
 				Run: func(context.Context) error {
 					if n++; n <= fails {
 						return errors.New("flaky")
 					}
 					return nil
-				}})
+				},
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,8 +144,10 @@ func TestZombieInfoNamesTask(t *testing.T) {
 	k := newTestKernel(t, kernel.Config{Groups: map[string]kernel.GroupConfig{"hosts": {}}})
 	release := make(chan struct{})
 	defer close(release)
-	if _, err := k.TrySubmit(kernel.Task{ID: "z", Priority: kernel.Low, Group: "hosts", Key: "a.example", Timeout: time.Millisecond,
-		Retry: &kernel.RetryPolicy{MaxAttempts: 1}, Run: func(context.Context) error { <-release; return nil }}); err != nil {
+	if _, err := k.TrySubmit(kernel.Task{
+		ID: "z", Priority: kernel.Low, Group: "hosts", Key: "a.example", Timeout: time.Millisecond,
+		Retry: &kernel.RetryPolicy{MaxAttempts: 1}, Run: func(context.Context) error { <-release; return nil },
+	}); err != nil {
 		t.Fatal(err)
 	}
 	axtest.Eventually(t, func() bool { return len(k.Zombies()) == 1 }, "a zombie")
