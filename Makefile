@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 # Every module of the repository; each is tested, linted and tidied on its own.
-MODULES := $(shell for m in . mysqlstore cmd/axbench cmd/axctl; do [ -f $$m/go.mod ] && echo $$m; done)
+MODULES := $(shell for m in . mysqlstore console/browsertest cmd/axbench cmd/axctl; do [ -f $$m/go.mod ] && echo $$m; done)
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOLANGCI    := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
@@ -19,12 +19,16 @@ help: ## Show this help.
 db: ## Make sure a MariaDB/MySQL answers on 127.0.0.1:3306 (starts or installs one).
 	@bash scripts/ensure-mariadb.sh
 
+.PHONY: browser
+browser: ## Make sure Chromium is installed for the console's browser tests (installs Debian's chromium).
+	@bash scripts/ensure-chromium.sh
+
 .PHONY: test
-test: db ## Run every module's tests with the race detector (needs MariaDB; `make db` starts one).
+test: db browser ## Run every module's tests with the race detector (needs MariaDB and Chromium; `make db browser` gets them).
 	@set -e; for m in $(MODULES); do echo "== go test $$m"; (cd $$m && go test -race -count=1 ./...); done
 
 .PHONY: cover
-cover: db ## Run the tests with coverage; writes cover.out per module.
+cover: db browser ## Run the tests with coverage; writes cover.out per module.
 	@set -e; for m in $(MODULES); do (cd $$m && go test -race -count=1 -covermode=atomic -coverprofile=cover.out ./... && go tool cover -func=cover.out | tail -1); done
 
 .PHONY: bench

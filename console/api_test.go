@@ -50,20 +50,22 @@ func TestAPIShapes(t *testing.T) {
 
 	ov := object("api/v1/overview")
 	raw, _ := json.Marshal(ov)
-	check("overview", raw, "time interval_ms rate_span_s running dispatched delayed zombies executors priorities callbacks samples")
+	check("overview", raw, "time interval_ms rate_span_s running dispatched delayed zombies executors degraded recent_span_s retry_budget_use paused priorities callbacks samples")
 	p := first(ov["priorities"])
-	check("priority", p, "priority queued totals rates retry_share wait exec")
+	check("priority", p, "priority queued running delayed totals rates retry_share wait exec wait_recent")
 	var pm map[string]json.RawMessage
 	_ = json.Unmarshal(p, &pm)
 	check("totals", pm["totals"], "submitted started succeeded failed timed_out retried rejected evicted canceled panics abandoned retries_refused")
 	check("rates", pm["rates"], "submitted started succeeded failed timed_out retried rejected retries_refused")
 	check("wait", pm["wait"], "count mean_ms p50_ms p90_ms p99_ms p999_ms max_ms")
+	check("wait_recent", pm["wait_recent"], "count mean_ms p50_ms p90_ms p99_ms p999_ms max_ms")
 	check("callbacks", ov["callbacks"], "events_dropped on_timeout_dropped logs_dropped callback_panics callbacks_abandoned")
 	sm := first(ov["samples"])
-	check("sample", sm, "t_ms submitted_per_s ended_per_s queued running wait_mean_ms")
+	check("sample", sm, "t_ms submitted_per_s ended_per_s queued running wait_mean_ms wait_p99_ms")
 	var smm map[string]json.RawMessage
 	_ = json.Unmarshal(sm, &smm)
 	check("wait_mean_ms", smm["wait_mean_ms"], "high normal low")
+	check("wait_p99_ms", smm["wait_p99_ms"], "high normal low")
 
 	gs := object("api/v1/groups")
 	raw, _ = json.Marshal(gs)
@@ -78,7 +80,7 @@ func TestAPIShapes(t *testing.T) {
 	zs := object("api/v1/zombies")
 	raw, _ = json.Marshal(zs)
 	check("zombies", raw, "time zombies")
-	check("zombie", first(zs["zombies"]), "task_id attempt since age_ms stack")
+	check("zombie", first(zs["zombies"]), "task_id attempt priority since age_ms stack")
 
 	check("token", mustRaw(t, object("api/v1/token")), "token")
 	_, out := b.postJSON(t, "api/v1/pause", map[string]string{"group": "upstream"}, b.c.token)

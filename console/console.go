@@ -38,6 +38,7 @@ type console struct {
 	token     string // the actions' token: an HMAC under the handler's random key
 	cop       *http.CrossOriginProtection
 	pages     map[string]*template.Template
+	rc        replicaCache // the replicas on Options.Store
 }
 
 // New returns the console's handler for o.Kernel, and starts the goroutine that
@@ -85,6 +86,8 @@ func New(o Options) (http.Handler, error) {
 		token: base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), cop: cop, pages: pages,
 	}
 	c.lister, _ = o.Store.(store.TaskLister)
+	c.rc.rs, _ = o.Store.(store.ReplicaStore)
+	c.rc.every = every
 	c.sm = newSampler(o.Kernel, o.Scheduler, every, history)
 	go c.sm.run()
 	return c, nil
@@ -108,6 +111,7 @@ var routes = map[string]route{
 	"api/v1/groups":            {http.MethodGet, ActionRead, (*console).serveAPI},
 	"api/v1/schedules":         {http.MethodGet, ActionRead, (*console).serveAPI},
 	"api/v1/zombies":           {http.MethodGet, ActionRead, (*console).serveAPI},
+	"api/v1/replicas":          {http.MethodGet, ActionRead, (*console).serveAPI},
 	"api/v1/token":             {http.MethodGet, ActionRead, (*console).serveAPI},
 	"api/v1/pause":             {http.MethodPost, ActionPause, (*console).act},
 	"api/v1/resume":            {http.MethodPost, ActionResume, (*console).act},
@@ -249,6 +253,8 @@ func (c *console) serveAPI(w http.ResponseWriter, r *http.Request, rel, _ string
 		v = c.schedules()
 	case "api/v1/zombies":
 		v = c.zombies()
+	case "api/v1/replicas":
+		v = c.replicas(r.Context())
 	case "api/v1/token":
 		if !c.actions {
 			c.fail(w, r, rel, http.StatusForbidden, errActionsOff)

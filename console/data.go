@@ -15,23 +15,40 @@ import (
 
 // overviewData is GET api/v1/overview.
 type overviewData struct {
-	Time       time.Time      `json:"time"`
-	IntervalMS int64          `json:"interval_ms"`
-	RateSpanS  float64        `json:"rate_span_s"`
-	Running    int            `json:"running"`
-	Dispatched int            `json:"dispatched"`
-	Delayed    int            `json:"delayed"`
-	Zombies    int            `json:"zombies"`
-	Executors  int            `json:"executors"`
+	Time       time.Time `json:"time"`
+	IntervalMS int64     `json:"interval_ms"`
+	RateSpanS  float64   `json:"rate_span_s"`
+	Running    int       `json:"running"`
+	Dispatched int       `json:"dispatched"`
+	Delayed    int       `json:"delayed"`
+	Zombies    int       `json:"zombies"`
+	Executors  int       `json:"executors"`
+	// Degraded: only High tasks may wait for a slot (kernel.Stats.Degraded).
+	Degraded bool `json:"degraded"`
+	// RecentSpanS is the span of wait_recent and retry_budget_use, in seconds.
+	RecentSpanS    float64 `json:"recent_span_s"`
+	RetryBudgetUse float64 `json:"retry_budget_use"`
+	// Paused lists what is paused: each entry sets one of priority, group (with
+	// key for a key) and kind.
+	Paused     []pausedData   `json:"paused"`
 	Priorities []priorityData `json:"priorities"`
 	Callbacks  callbackData   `json:"callbacks"`
 	Store      *storeData     `json:"store,omitempty"`
 	Samples    []pointData    `json:"samples"`
 }
 
+type pausedData struct {
+	Priority string `json:"priority,omitempty"`
+	Group    string `json:"group,omitempty"`
+	Key      string `json:"key,omitempty"`
+	Kind     string `json:"kind,omitempty"`
+}
+
 type priorityData struct {
 	Priority string `json:"priority"`
 	Queued   int    `json:"queued"`
+	Running  int    `json:"running"`
+	Delayed  int    `json:"delayed"`
 	Totals   counts `json:"totals"`
 	// Rates are per second over the last rate_span_s seconds.
 	Rates rates `json:"rates"`
@@ -39,6 +56,8 @@ type priorityData struct {
 	RetryShare float64         `json:"retry_share"`
 	Wait       percentilesData `json:"wait"`
 	Exec       percentilesData `json:"exec"`
+	// WaitRecent is Wait over the last recent_span_s seconds.
+	WaitRecent percentilesData `json:"wait_recent"`
 }
 
 type counts struct {
@@ -112,6 +131,8 @@ type pointData struct {
 	Queued    int        `json:"queued"`
 	Running   int        `json:"running"`
 	WaitMean  byPriority `json:"wait_mean_ms"`
+	// WaitP99 is the kernel's recent wait p99 (over about a minute) at the sample.
+	WaitP99 byPriority `json:"wait_p99_ms"`
 }
 
 type byPriority struct {
@@ -174,11 +195,15 @@ type zombiesData struct {
 }
 
 type zombieData struct {
-	TaskID  string    `json:"task_id"`
-	Attempt int       `json:"attempt"`
-	Since   time.Time `json:"since"`
-	AgeMS   float64   `json:"age_ms"`
-	Stack   string    `json:"stack,omitempty"` // empty until the zombie outlived Config.ZombieGrace
+	TaskID   string    `json:"task_id"`
+	Attempt  int       `json:"attempt"`
+	Priority string    `json:"priority"`
+	Group    string    `json:"group,omitempty"`
+	Key      string    `json:"key,omitempty"`
+	Kind     string    `json:"kind,omitempty"`
+	Since    time.Time `json:"since"`
+	AgeMS    float64   `json:"age_ms"`
+	Stack    string    `json:"stack,omitempty"` // empty until the zombie outlived Config.ZombieGrace
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -205,6 +230,8 @@ func (c *console) overview(buf []point) overviewData {
 	d := overviewData{
 		Time: now, IntervalMS: c.every.Milliseconds(), RateSpanS: span,
 		Running: st.Running, Dispatched: st.Dispatched, Delayed: st.Delayed, Zombies: st.Zombies, Executors: st.Executors,
+		Degraded: st.Degraded, RecentSpanS: st.RecentSpan.Seconds(), RetryBudgetUse: st.RetryBudgetUse,
+		Paused: make([]pausedData, 0, len(st.Paused)),
 		Callbacks: callbackData{
 			EventsDropped: st.EventsDropped, OnTimeoutDropped: st.OnTimeoutDropped, LogsDropped: st.LogsDropped,
 			CallbackPanics: st.CallbackPanics, CallbacksAbandoned: st.CallbacksAbandoned,
@@ -221,8 +248,8 @@ func (c *console) overview(buf []point) overviewData {
 		{"low", &st.ByPriority.Low, &oldest.st.ByPriority.Low, &newest.st.ByPriority.Low},
 	} {
 		p := priorityData{
-			Priority: l.name, Queued: l.now.Queued, Totals: countsOf(l.now),
-			Wait: percentilesOf(l.now.Wait), Exec: percentilesOf(l.now.Exec),
+			Priority: l.name, Queued: l.now.Queued, Running: l.now.Running, Delayed: l.now.Delayed, Totals: countsOf(l.now),
+			Wait: percentilesOf(l.now.Wait), Exec: percentilesOf(l.now.Exec), WaitRecent: percentilesOf(l.now.WaitRecent),
 		}
 		if span > 0 {
 			r := func(a, b uint64) float64 {
@@ -244,6 +271,13 @@ func (c *console) overview(buf []point) overviewData {
 		}
 		d.Priorities = append(d.Priorities, p)
 	}
+	for _, sel := range st.Paused {
+		pd := pausedData{Group: sel.Group, Key: sel.Key, Kind: sel.Kind}
+		if sel.Group == "" && sel.Kind == "" {
+			pd.Priority = sel.Priority.String()
+		}
+		d.Paused = append(d.Paused, pd)
+	}
 	if s := st.Store; s != (kernel.StoreStats{}) {
 		d.Store = &storeData{
 			Owner: s.Owner, Epoch: s.Epoch, Down: s.Down, Pending: s.Pending, Held: s.Held, Following: s.Following,
@@ -257,6 +291,7 @@ func (c *console) overview(buf []point) overviewData {
 		d.Samples[i] = pointData{
 			Time: p.at.UnixMilli(), Submitted: p.submitted, Ended: p.ended, Queued: p.queued, Running: p.running,
 			WaitMean: byPriority{High: p.waitMean.High, Normal: p.waitMean.Normal, Low: p.waitMean.Low},
+			WaitP99:  byPriority{High: p.waitP99.High, Normal: p.waitP99.Normal, Low: p.waitP99.Low},
 		}
 	}
 	return d
@@ -313,7 +348,10 @@ func (c *console) zombies() zombiesData {
 	zs := c.k.Zombies()
 	d := zombiesData{Time: now, Zombies: make([]zombieData, 0, len(zs))}
 	for _, z := range zs {
-		d.Zombies = append(d.Zombies, zombieData{TaskID: z.TaskID, Attempt: z.Attempt, Since: z.Since, AgeMS: ms(now.Sub(z.Since)), Stack: string(z.Stack)})
+		d.Zombies = append(d.Zombies, zombieData{
+			TaskID: z.TaskID, Attempt: z.Attempt, Priority: z.Priority.String(), Group: z.Group, Key: z.Key, Kind: z.Kind,
+			Since: z.Since, AgeMS: ms(now.Sub(z.Since)), Stack: string(z.Stack),
+		})
 	}
 	slices.SortFunc(d.Zombies, func(a, b zombieData) int {
 		return cmp.Or(a.Since.Compare(b.Since), strings.Compare(a.TaskID, b.TaskID))

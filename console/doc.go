@@ -1,6 +1,8 @@
 // Package console serves a kernel's figures and controls to operators: an
 // [http.Handler] with server-rendered pages (overview, groups, schedules,
-// zombies, and the durable tasks of Options.Store) and a versioned JSON API with the same data, under any path prefix.
+// zombies, and the durable tasks of Options.Store) and a versioned JSON API with
+// the same data, under any path prefix, and lists the other kernels that share
+// its store.
 //
 //	h, err := console.New(console.Options{Kernel: k, Scheduler: s})
 //	if err != nil { ... }
@@ -17,6 +19,13 @@
 // The Tasks pages read Options.Store through [store.TaskLister]: a page of
 // tasks is one [store.TaskLister.ListTasks] call, keyset-paged, which a store
 // serves from its indexes.
+//
+// # Replicas
+//
+// With Options.Store a [store.ReplicaStore], the overview and api/v1/replicas list
+// every live kernel on that store with the figures it published there
+// ([store.ReplicaFigures]): each process serves its own console, and each shows
+// them all. The console reads the store at most once an interval.
 //
 // # Safety
 //

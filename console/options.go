@@ -27,10 +27,12 @@ type Options struct {
 	// Store, if set, is the store the kernel keeps its durable tasks in (the
 	// kernel.Config.Store it was made with, or a store on the same tables): the
 	// Tasks pages and api/v1/tasks list its tasks, and the purge action deletes its
-	// dead letters. It must implement [store.TaskLister], as storekit.MemoryStore
-	// and mysqlstore.Store do. The console only reads it, but for purges; the
-	// other task actions go through the kernel. If nil, the console shows no
-	// durable tasks.
+	// dead letters, when it implements [store.TaskLister], as storekit.MemoryStore
+	// and mysqlstore.Store do; the overview and api/v1/replicas list every live
+	// kernel on it with the figures it published, when it is a
+	// [store.ReplicaStore]. The console only reads it, but for purges; the other
+	// task actions go through the kernel. If nil, the console shows no durable
+	// tasks and no other replica.
 	Store store.Store
 
 	// Payloads enables the previews of task payloads (their first 1 KiB) on a

@@ -27,6 +27,7 @@ type pageData struct {
 	Flash     string
 	Error     string
 	Overview  *overviewData
+	Replicas  *replicasData
 	Charts    []chart
 	Groups    *groupsData
 	Schedules *schedulesData
@@ -124,19 +125,35 @@ func (c *console) render(w http.ResponseWriter, code int, name string, d pageDat
 	}
 	out := buf.Bytes()
 	if !utf8.Valid(out) {
-		out = bytes.ToValidUTF8(out, []byte("\uFFFD"))
+		out = validUTF8(out)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	_, _ = w.Write(out)
 }
 
+// validUTF8 returns b with U+FFFD in place of each byte of invalid UTF-8, as
+// encoding/json writes it (bytes.ToValidUTF8 would replace a run of them with one).
+func validUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
+}
+
 func (c *console) servePage(w http.ResponseWriter, r *http.Request, rel, _ string) {
 	d := pageData{Flash: flashes[r.URL.Query().Get("done")]}
 	switch rel {
 	case "":
-		o := c.overview(nil)
-		d.Title, d.Nav, d.Overview, d.Charts = "Overview", "overview", &o, charts(o.Samples)
+		o, rs := c.overview(nil), c.replicas(r.Context())
+		d.Title, d.Nav, d.Overview, d.Replicas, d.Charts = "Overview", "overview", &o, &rs, charts(o.Samples)
 	case "groups":
 		g := c.groups()
 		d.Title, d.Nav, d.Groups = "Groups", "groups", &g
@@ -182,7 +199,8 @@ type chartLine struct {
 
 const chartW, chartH = 600, 120
 
-// charts draws the throughput and the mean wait of the samples.
+// charts draws the throughput, the mean wait and the recent wait p99 of the
+// samples.
 func charts(ps []pointData) []chart {
 	if len(ps) < 2 {
 		return nil
@@ -202,15 +220,20 @@ func charts(ps []pointData) []chart {
 	}
 	sub, end := make([]float64, len(ps)), make([]float64, len(ps))
 	hi, no, lo := make([]float64, len(ps)), make([]float64, len(ps)), make([]float64, len(ps))
+	hi99, no99, lo99 := make([]float64, len(ps)), make([]float64, len(ps)), make([]float64, len(ps))
 	for i, p := range ps {
 		sub[i], end[i] = p.Submitted, p.Ended
 		hi[i], no[i], lo[i] = p.WaitMean.High, p.WaitMean.Normal, p.WaitMean.Low
+		hi99[i], no99[i], lo99[i] = p.WaitP99.High, p.WaitP99.Normal, p.WaitP99.Low
+	}
+	prios := func() []chartLine {
+		return []chartLine{{Class: "l1", Label: "high"}, {Class: "l2", Label: "normal"}, {Class: "l3", Label: "low"}}
 	}
 	return []chart{
 		series("Throughput (tasks/s)", "/s",
 			[]chartLine{{Class: "l1", Label: "submitted"}, {Class: "l2", Label: "ended"}}, [][]float64{sub, end}),
-		series("Mean wait per interval (ms)", " ms",
-			[]chartLine{{Class: "l1", Label: "high"}, {Class: "l2", Label: "normal"}, {Class: "l3", Label: "low"}}, [][]float64{hi, no, lo}),
+		series("Mean wait per interval (ms)", " ms", prios(), [][]float64{hi, no, lo}),
+		series("Wait p99 over the last minute (ms)", " ms", prios(), [][]float64{hi99, no99, lo99}),
 	}
 }
 

@@ -23,6 +23,7 @@ type point struct {
 	queued    int                        // tasks queued, all priorities
 	running   int                        // attempts running
 	waitMean  kernel.ByPriority[float64] // mean wait of the attempts started in the interval, in ms
+	waitP99   kernel.ByPriority[float64] // the kernel's recent wait p99 at the sample (Stats.ByPriority[*].WaitRecent), in ms
 }
 
 // rateSpan is how many intervals the rates of the pages span.
@@ -146,6 +147,8 @@ func changed(old, cur schedule.Stats) string {
 // pointOf computes the chart's point of cur from the sample before it.
 func pointOf(prev, cur *sample) point {
 	p := point{at: cur.at, queued: queued(&cur.st), running: cur.st.Running}
+	b := &cur.st.ByPriority
+	p.waitP99 = kernel.ByPriority[float64]{High: ms(b.High.WaitRecent.P99), Normal: ms(b.Normal.WaitRecent.P99), Low: ms(b.Low.WaitRecent.P99)}
 	dt := cur.at.Sub(prev.at).Seconds()
 	if dt <= 0 {
 		return p

@@ -19,7 +19,7 @@ func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
 	// for a group that is there.
 	tasks, groups := registry.HoldGroupless(k.dur.reg, tasks, func() map[string]*groupDef { return k.rc.Load().groups },
 		func(t *store.StoredTask) {
-			k.log.warn("kernel: a recovered durable task names a group not in Config.Groups; it is held until an Update adds it", "task", t.ID, "group", t.Group)
+			k.log.Warn("kernel: a recovered durable task names a group not in Config.Groups; it is held until an Update adds it", "task", t.ID, "group", t.Group)
 		})
 	rc := k.rc.Load()
 	now := k.clk.Now()

@@ -39,7 +39,7 @@ func (k *Kernel) flushEvents() {
 	}
 	if d := k.events.Push(k.ls.evBuf...); d > 0 {
 		k.m.eventsDropped.Add(d)
-		k.log.warn("kernel: events dropped: OnEvent is slower than the kernel", "dropped", d)
+		k.log.Warn("kernel: events dropped: OnEvent is slower than the kernel", "dropped", d)
 	}
 	clear(k.ls.evBuf)
 	k.ls.evBuf = k.ls.evBuf[:0]

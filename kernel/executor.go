@@ -105,10 +105,7 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 	lightOK := false
 	if e.lightRunning {
 		e.lightRunning = false
-		q.running--
-		if e.light.lvl != queue.High {
-			q.runningOther--
-		}
+		q.ran(e.light.lvl)
 		switch {
 		case e.lightSettled:
 			e.lightSettled = false // Close ended it
@@ -147,18 +144,12 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 		case k.settlesItself(prev):
 			// The common case needs no loop pass: count it here, finish it below. The
 			// loop hears of it only when it waits for room or for the kernel to drain.
-			q.running--
-			if prev.h.prio != High {
-				q.runningOther--
-			}
+			q.ran(levelOf(prev.h.prio))
 			q.selfSettled++
 			selfDone = prev
 			poke = q.takeRefillPoke() || poke
 		default:
-			q.running--
-			if prev.h.prio != High {
-				q.runningOther--
-			}
+			q.ran(levelOf(prev.h.prio))
 			q.done = append(q.done, prev)
 			poke = q.loopWaiting
 			q.loopWaiting = false
@@ -189,6 +180,9 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 		}
 		if it, ok := q.pop(); ok {
 			q.running++
+			if (it.a != nil && it.a.h.prio == Low) || (it.a == nil && it.l.lvl == queue.Low) {
+				q.runningLow++
+			}
 			q.popAt = now
 			// The entry's ticket goes back with the loop's next pass; a submitter
 			// waiting for room meanwhile gets the parked loop poked for it.

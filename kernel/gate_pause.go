@@ -1,6 +1,8 @@
 package kernel
 
 import (
+	"slices"
+
 	"github.com/axsched/ax/internal/breaker"
 	"github.com/axsched/ax/queue"
 )
@@ -89,6 +91,42 @@ func (k *Kernel) pause(sel Selector, on bool) error {
 		}
 	}
 	return nil
+}
+
+// publishPaused publishes whether sel is paused now (Stats.Paused). Loop only.
+func (k *Kernel) publishPaused(sel Selector) {
+	var cur []Selector
+	if p := k.paused.Load(); p != nil {
+		cur = *p
+	}
+	i, on := slices.Index(cur, sel), k.pausedNow(sel)
+	if on == (i >= 0) {
+		return
+	}
+	next := slices.Clone(cur)
+	if on {
+		next = append(next, sel)
+	} else {
+		next = slices.Delete(next, i, i+1)
+	}
+	k.paused.Store(&next)
+}
+
+// pausedNow reports whether sel is paused. Loop only.
+func (k *Kernel) pausedNow(sel Selector) bool {
+	gs := &k.ls.gate
+	switch {
+	case sel.Group != "":
+		g := gs.groups[sel.Group]
+		if g == nil || sel.Key == "" {
+			return g != nil && g.paused
+		}
+		ks := g.keys[sel.Key]
+		return ks != nil && ks.paused
+	case sel.Kind != "":
+		return gs.pausedKinds[sel.Kind]
+	}
+	return gs.pausedLevels&(queue.Mask(1)<<levelOf(sel.Priority)) != 0
 }
 
 // touchAll offers every key of g a start.

@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/axsched/ax/kernel/internal/callback"
+	"github.com/axsched/ax/kernel/internal/klog"
 	"github.com/axsched/ax/kernel/internal/metricfam"
 	"github.com/axsched/ax/queue"
 )
@@ -29,6 +30,8 @@ type Kernel struct {
 	cfg   Config // the user's config as last accepted (unresolved); guarded by cfgMu
 
 	rc atomic.Pointer[resolved] // the resolved config; swapped by Update
+	// paused are the paused selectors (Stats.Paused): replaced whole by the loop.
+	paused atomic.Pointer[[]Selector]
 
 	// lightCtx is the context of every light task (light.go): there is no record
 	// to hold one of its own. Close cancels it after setting lightClosed.
@@ -80,7 +83,7 @@ type Kernel struct {
 
 	events   *callback.Queue[Event] // nil without Config.OnEvent
 	ends     endQueue               // Task.OnEnd calls (onend.go)
-	log      *kernelLog             // nil without Config.Logger
+	log      *klog.Log              // nil without Config.Logger
 	sidePool *callback.Pool         // OnTimeout callbacks and zombie stack dumps
 	// guarded holds the IDs of the goroutines running user code the kernel waits
 	// for (callGuarded): a BackoffFunc, a Store method. Safe for concurrent use.
@@ -177,10 +180,10 @@ func New(cfg Config) (*Kernel, error) {
 		return nil, err
 	}
 	k.m = newKernelMetrics(g, c.Name)
-	k.log = newKernelLog(c.Logger, c.Clock, k.m.callbackPanics, k.m.logsDropped)
+	k.log = klog.New(c.Logger, c.Clock, k.m.callbackPanics, k.m.logsDropped)
 	if c.Store != nil {
 		if err := k.initDurable(c); err != nil {
-			k.log.stop(nil)
+			k.log.Stop(nil)
 			g.Leave(c.Name)
 			return nil, err
 		}

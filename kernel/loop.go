@@ -12,6 +12,7 @@ import (
 // timer armed for the wheel's next expiry.
 func (k *Kernel) loop() {
 	defer close(k.loopDone)
+	defer k.m.recent.Freeze()       // before loopDone closes: Stats of a stopped kernel stay still
 	defer k.m.group.Leave(k.m.name) // a stopped kernel gives its name on a shared set up
 	defer k.lightCancel()
 	for {
@@ -306,6 +307,7 @@ func (k *Kernel) handleCtrl(m ctrlMsg) {
 		m.ack <- nil
 	case ctrlPause:
 		err := k.pause(m.sel, m.pause)
+		k.publishPaused(m.sel)
 		if k.ls.gate.groups != nil {
 			k.publishGroups() // Stats after Pause or Resume returns shows it
 		}

@@ -1,12 +1,14 @@
 package kernel
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/VictoriaMetrics/metrics"
 
 	"github.com/axsched/ax/internal/hist"
+	"github.com/axsched/ax/internal/retries"
 	"github.com/axsched/ax/kernel/internal/metricfam"
 	"github.com/axsched/ax/queue"
 )
@@ -27,6 +29,7 @@ type kernelMetrics struct {
 	onTimeoutDropped, eventsDropped, logsDropped, callbackPanics *metrics.Counter
 
 	wait, exec [queue.NumLevels]hist.Hist
+	recent     *hist.Recent // the readings of wait that Stats keeps for its recent figures
 
 	delayed            [queue.NumLevels]atomic.Int64 // tasks in the wheel or parked, by ticket level
 	callbacksAbandoned atomic.Int64                  // set by Shutdown and Close
@@ -35,10 +38,14 @@ type kernelMetrics struct {
 	name  string     // immutable: Config.Name
 }
 
+// recentSpan is the span of Stats' recent figures (Stats.RecentSpan).
+const recentSpan = time.Minute
+
 var levelNames = [queue.NumLevels]string{queue.High: "high", queue.Normal: "normal", queue.Low: "low"}
 
 func newKernelMetrics(g *promGroup, name string) *kernelMetrics {
 	m := &kernelMetrics{group: g, name: name}
+	m.recent = hist.NewRecent(recentSpan, 6, &m.wait[queue.High], &m.wait[queue.Normal], &m.wait[queue.Low])
 	for _, c := range []*[queue.NumLevels]*metrics.Counter{
 		&m.submitted, &m.started, &m.succeeded, &m.failed, &m.timedOut, &m.retried,
 		&m.rejected, &m.evicted, &m.canceled, &m.panics, &m.abandoned, &m.retriesRefused,
@@ -71,8 +78,14 @@ type PriorityStats struct {
 	// Queued is the number of tasks that wait to start under Capacity of this
 	// priority now (see Stats.Queued).
 	Queued int
+	// Running counts the attempts of this priority executing now, zombies
+	// excluded; Delayed the tasks under Capacity of this priority waiting to be
+	// due (see Stats.Delayed).
+	Running, Delayed int
 	// Wait is submit-to-start time of attempts; Exec their execution time.
 	Wait, Exec Percentiles
+	// WaitRecent is Wait over the attempts started in the last Stats.RecentSpan.
+	WaitRecent Percentiles
 }
 
 // Stats is a snapshot of a kernel's figures.
@@ -104,6 +117,25 @@ type Stats struct {
 	// handler calls that were still running when Shutdown or Close stopped waiting
 	// for them.
 	CallbacksAbandoned int
+
+	// Degraded reports whether the kernel holds Config.DegradeAt of its total
+	// capacity or more: a Normal or Low task that cannot start at once is refused
+	// ([ErrDegraded]).
+	Degraded bool
+	// RecentSpan is the span of the recent figures (PriorityStats.WaitRecent,
+	// RetryBudgetUse): from the newest reading a Stats call kept at least a minute
+	// before this one (a reading is kept at most every 10 s), or the oldest kept, to
+	// now. Zero at the first call, which only keeps its reading. Once the kernel
+	// stopped, the recent figures are those of the first call after it stopped.
+	RecentSpan time.Duration
+	// RetryBudgetUse is the retries started over RecentSpan divided by those
+	// Config.RetryBudget allows in such a span for the first attempts started in it:
+	// from 1 on, the budget refuses retries. Zero with the budget disabled.
+	RetryBudgetUse float64
+	// Paused lists what [Kernel.Pause] paused and [Kernel.Resume] did not resume
+	// (priorities, groups, keys, durable kinds), in the order it was paused. Nil if
+	// nothing is paused.
+	Paused []Selector
 
 	// Store is the journal of durable tasks; zero without Config.Store.
 	Store StoreStats
@@ -171,13 +203,28 @@ func (k *Kernel) Stats() Stats {
 	in := k.intakeCounts()
 	lv := k.rq.live()
 	queued, delayed := k.waitFigures(&in, &lv)
+	ps[queue.High].Running, ps[queue.Low].Running = lv.running-lv.runningOther, lv.runningLow
+	ps[queue.Normal].Running = lv.runningOther - lv.runningLow
+	var started, retried uint64
 	for l := range ps {
 		ps[l].Submitted = in.submitted[l]
-		ps[l].Queued = queued[l]
+		ps[l].Queued, ps[l].Delayed = queued[l], delayed[l]
+		s.Delayed += delayed[l]
+		started, retried = started+ps[l].Started, retried+ps[l].Retried
+	}
+	recent, d, span := m.recent.Read(k.clk.Now(), started, retried)
+	for l := range ps {
+		ps[l].WaitRecent = Percentiles(recent[l])
+	}
+	rc := k.rc.Load()
+	s.RecentSpan = span
+	s.RetryBudgetUse = retries.Use(retries.Config(rc.cfg.RetryBudget), d[0]-min(d[1], d[0]), d[1], span)
+	s.Degraded = rc.degrade > 0 && k.waiting[0].Load()+k.waiting[1].Load()+k.waiting[2].Load() >= rc.degrade
+	if p := k.paused.Load(); p != nil && len(*p) > 0 {
+		s.Paused = slices.Clone(*p)
 	}
 	s.ByPriority = ByPriority[PriorityStats]{High: ps[queue.High], Normal: ps[queue.Normal], Low: ps[queue.Low]}
 	s.Queued = ByPriority[int]{High: ps[queue.High].Queued, Normal: ps[queue.Normal].Queued, Low: ps[queue.Low].Queued}
-	s.Delayed = delayed
 	s.Running, s.Dispatched, s.Zombies, s.Executors = lv.running, lv.dispatched, lv.zombies, lv.workers
 	s.EventsDropped = m.eventsDropped.Get()
 	s.OnTimeoutDropped = m.onTimeoutDropped.Get()
@@ -212,6 +259,7 @@ func (k *Kernel) Stats() Stats {
 // executors took that were not given back yet (runq.tickets), by level.
 type runqFigures struct {
 	running, dispatched, zombies, workers int
+	runningOther, runningLow              int // of running: not High, Low
 	tickets                               [queue.NumLevels]int64
 	started                               int // dispatched entries that hold no ticket: started already
 }
@@ -220,26 +268,29 @@ type runqFigures struct {
 func (q *runq) live() runqFigures {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	f := runqFigures{running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers}
+	f := runqFigures{
+		running: q.running, dispatched: q.queued(), zombies: q.zombies, workers: q.workers,
+		runningOther: q.runningOther, runningLow: q.runningLow,
+	}
 	copy(f.tickets[:], q.tickets[1:])
 	f.started = int(q.noTicket - q.tickets[0])
 	return f
 }
 
 // waitFigures returns the tasks that wait to start (Stats.Queued) and the
-// delayed ones (Stats.Delayed). A level's admission tickets (Kernel.waiting) are
-// held by its tasks waiting to start, by its delayed tasks (in the wheel, parked,
-// or lazy in the intake), by the intake's reserve for lazy tasks, and by tasks
-// executors started whose tickets are on their way back (runq.tickets): the
-// first are the tickets less the others. The figures are read one after the other
+// delayed ones (PriorityStats.Delayed), by level. A level's admission tickets
+// (Kernel.waiting) are held by its tasks waiting to start, by its delayed tasks
+// (in the wheel, parked, or lazy in the intake), by the intake's reserve for lazy
+// tasks, and by tasks executors started whose tickets are on their way back
+// (runq.tickets): the first are the tickets less the others. The figures are read one after the other
 // while tasks move, so a level's figure is clamped to [0, its tickets]. Once the
 // loop returned, no task waits: a ticket still held belongs to a submission
 // racing Shutdown or Close, which fails with ErrClosed and gives it back.
-func (k *Kernel) waitFigures(in *intakeFigures, lv *runqFigures) (queued [queue.NumLevels]int, delayed int) {
+func (k *Kernel) waitFigures(in *intakeFigures, lv *runqFigures) (queued, delayed [queue.NumLevels]int) {
 	stopped := isDone(k.loopDone)
 	for l := range queue.NumLevels {
 		d := k.m.delayed[l].Load() + int64(in.lazies[l])
-		delayed += int(d)
+		delayed[l] = int(d)
 		tickets := k.waiting[l].Load()
 		if !stopped {
 			queued[l] = int(min(max(tickets-d-in.reserve[l]-lv.tickets[l], 0), max(tickets, 0)))

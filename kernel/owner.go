@@ -15,7 +15,7 @@ func (k *Kernel) joinStore(s store.SharedStore, c *Config, skew *durable.Skew) (
 	dc := durable.Config{
 		Store: s, Name: c.Owner, Lease: c.Lease, Timeout: c.StoreTimeout, Clock: k.clk, Skew: skew,
 		GuardFunc: func(f func()) (any, bool) { return callGuarded(k, f) },
-		Loop:      durableLoop{k},
+		Loop:      durableLoop{k}, Figures: k.replicaFigures,
 	}
 	if k.log != nil {
 		dc.Log = k.log

@@ -86,7 +86,7 @@ func (k *Kernel) appendSamples(p *metricfam.Page) {
 	for l := range queue.NumLevels {
 		p.Add(metricfam.QueueDepth, prio[l], uint64(queued[l]))
 	}
-	one(metricfam.Delayed, uint64(delayed))
+	one(metricfam.Delayed, uint64(delayed[0]+delayed[1]+delayed[2]))
 	one(metricfam.Running, promtext.NonNeg(int64(lv.running)))
 	one(metricfam.Dispatched, promtext.NonNeg(int64(lv.dispatched)))
 	one(metricfam.Zombies, promtext.NonNeg(int64(lv.zombies)))

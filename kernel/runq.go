@@ -38,6 +38,7 @@ type runq struct {
 
 	running      int // attempts executing, zombies excluded
 	runningOther int // of which not High
+	runningLow   int // of which Low (by the task's priority, not the level it was picked as)
 	zombies      int
 	selfSettled  int         // attempts executors settled themselves since the loop's last pass
 	fastStarted  int         // tasks submitters started on the fast lane since the loop's last pass
@@ -176,6 +177,18 @@ func (q *runq) unregister(e *executor) {
 		q.execs[last] = nil
 		q.execs = q.execs[:last]
 		e.slot = -1
+	}
+}
+
+// ran counts off an attempt or light task of priority level l that stopped running.
+// Called with mu held.
+func (q *runq) ran(l queue.Level) {
+	q.running--
+	if l != queue.High {
+		q.runningOther--
+		if l == queue.Low {
+			q.runningLow--
+		}
 	}
 }
 

@@ -136,10 +136,7 @@ func (k *Kernel) onTimeout(a *attempt) {
 	if detach {
 		a.detached = true
 		q.zombies++
-		q.running--
-		if h.prio != High {
-			q.runningOther--
-		}
+		q.ran(levelOf(h.prio))
 		q.workers--
 	}
 	startAt := a.startAt

@@ -75,7 +75,7 @@ func (k *Kernel) Shutdown(ctx context.Context) error {
 		}
 	}
 	n := k.stopCallbacks(ctx.Done())
-	if !k.log.stop(ctx.Done()) {
+	if !k.log.Stop(ctx.Done()) {
 		n++
 	}
 	k.m.callbacksAbandoned.Store(int64(n))
@@ -116,7 +116,7 @@ func (k *Kernel) Close() error {
 	case <-k.workDone:
 	case <-expired:
 		if k.log != nil {
-			k.log.warn("kernel: close returned with task functions still running", "running", k.Stats().Running)
+			k.log.Warn("kernel: close returned with task functions still running", "running", k.Stats().Running)
 		}
 	}
 	if k.dur != nil {
@@ -130,15 +130,15 @@ func (k *Kernel) Close() error {
 		}
 		own := k.dur.own
 		if own != nil && !within(own.Stop) && k.log != nil {
-			k.log.warn("kernel: close stopped waiting for a store call of the owner's goroutines", "timeout", timeout)
+			k.log.Warn("kernel: close stopped waiting for a store call of the owner's goroutines", "timeout", timeout)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		if err := k.dur.j.Flush(ctx); err != nil && !errors.Is(err, ErrClosed) && k.log != nil {
-			k.log.warn("kernel: close gave up writing the journal; the store keeps the tasks' earlier states", "changes", k.dur.j.Pending(), "err", err)
+			k.log.Warn("kernel: close gave up writing the journal; the store keeps the tasks' earlier states", "changes", k.dur.j.Pending(), "err", err)
 		}
 		cancel()
 		if !within(k.dur.j.Stop) && k.log != nil {
-			k.log.warn("kernel: close stopped waiting for the journal's store call", "timeout", timeout)
+			k.log.Warn("kernel: close stopped waiting for the journal's store call", "timeout", timeout)
 		}
 		if own != nil {
 			within(func() {
@@ -151,14 +151,14 @@ func (k *Kernel) Close() error {
 	}
 	n := k.stopCallbacks(expired)
 	if n > 0 && k.log != nil {
-		k.log.warn("kernel: close abandoned callbacks still running (OnEvent, OnTimeout or OnEnd)", "callbacks", n)
+		k.log.Warn("kernel: close abandoned callbacks still running (OnEvent, OnTimeout or OnEnd)", "callbacks", n)
 	}
 	if k.log != nil {
 		// The records above may have been queued after the grace ended: the
 		// handler gets a grace of its own to take them.
 		logExpired := make(chan struct{})
 		lt := k.clk.AfterFunc(k.rc.Load().cfg.ZombieGrace, func() { close(logExpired) })
-		if !k.log.stop(logExpired) {
+		if !k.log.Stop(logExpired) {
 			n++
 		}
 		lt.Stop()
@@ -193,7 +193,7 @@ func (k *Kernel) onOwnGoroutine() bool {
 	if _, ok := k.guarded.Load(gid); ok {
 		return true
 	}
-	if k.sidePool.Has(gid) || (k.events != nil && k.events.GID() == gid) || (k.log != nil && k.log.q.GID() == gid) {
+	if k.sidePool.Has(gid) || (k.events != nil && k.events.GID() == gid) || k.log.OnGoroutine(gid) {
 		return true
 	}
 	if q := k.ends.q.Load(); q != nil && q.GID() == gid {
@@ -237,7 +237,7 @@ func (k *Kernel) beginStop(kind ctrlKind) {
 // goroutine, waiting for them until deadline, and returns how many of them were
 // still running a callback then. It is called only after the loop returned, so
 // that every OnEnd of a task the loop ended is delivered first.
-// Its caller then stops the logger's goroutine (kernelLog.stop), which takes what
+// Its caller then stops the logger's goroutine (klog.Log.Stop), which takes what
 // was logged until then, and counts the abandoned goroutines in
 // Stats.CallbacksAbandoned. It may be called again.
 func (k *Kernel) stopCallbacks(deadline <-chan struct{}) int {

@@ -10,10 +10,8 @@ import (
 // zombie is a timed-out attempt whose function still runs after its slot was
 // given to another task.
 type zombie struct {
-	taskID  string
-	attempt int
-	since   time.Time // when it timed out
-	gid     uint64
+	ZombieInfo // but Stack; immutable
+	gid        uint64
 
 	pastGrace bool // it outlived ZombieGrace (and was logged); loop-owned
 
@@ -24,10 +22,14 @@ type zombie struct {
 // ZombieInfo describes one zombie: a task function that ignored its context past
 // its timeout and still runs. Stack is filled once it outlived Config.ZombieGrace.
 type ZombieInfo struct {
-	TaskID  string
-	Attempt int
-	Since   time.Time
-	Stack   []byte
+	TaskID   string
+	Attempt  int
+	Since    time.Time
+	Priority Priority // the task's (normalized)
+	// Group and Key are the task's group and key (Task.Group, DurableTask.Group),
+	// and Kind its durable kind; empty for none.
+	Group, Key, Kind string
+	Stack            []byte
 }
 
 // Zombies lists the zombies running now. Safe for concurrent use.
@@ -37,7 +39,9 @@ func (k *Kernel) Zombies() []ZombieInfo {
 	out := make([]ZombieInfo, 0, len(k.zset))
 	for z := range k.zset {
 		z.mu.Lock()
-		out = append(out, ZombieInfo{TaskID: z.taskID, Attempt: z.attempt, Since: z.since, Stack: z.stack})
+		zi := z.ZombieInfo
+		zi.Stack = z.stack
+		out = append(out, zi)
 		z.mu.Unlock()
 	}
 	return out
@@ -45,7 +49,14 @@ func (k *Kernel) Zombies() []ZombieInfo {
 
 // zombieStarted registers a detached attempt. Loop only.
 func (k *Kernel) zombieStarted(a *attempt) {
-	z := &zombie{taskID: a.h.ID(), attempt: int(a.n), since: k.ls.now}
+	h := a.h
+	z := &zombie{ZombieInfo: ZombieInfo{TaskID: h.ID(), Attempt: int(a.n), Since: k.ls.now, Priority: normPriority(h.prio)}}
+	if x := groupExt(h); x != nil && x.gd != nil {
+		z.Group, z.Key = x.gd.name, x.key
+	}
+	if h.has(featDurable) {
+		z.Kind = h.dur.kind
+	}
 	if a.exec != nil {
 		z.gid = a.exec.gid.Load()
 	}
@@ -73,7 +84,7 @@ func (k *Kernel) zombieReturned(a *attempt) {
 	// A function that returned within ZombieGrace of its timeout is no news; one
 	// logged as still running is logged as returned too.
 	if k.log != nil && z.pastGrace {
-		k.log.info("kernel: zombie task returned", "task", z.taskID, "attempt", z.attempt, "after", k.ls.now.Sub(z.since))
+		k.log.Info("kernel: zombie task returned", "task", z.TaskID, "attempt", z.Attempt, "after", k.ls.now.Sub(z.Since))
 	}
 }
 
@@ -90,8 +101,8 @@ func (k *Kernel) onGrace(a *attempt) {
 		z.stack = st
 		z.mu.Unlock()
 		if k.log != nil {
-			k.log.warn("kernel: zombie task still running past its timeout", "task", z.taskID,
-				"attempt", z.attempt, "since", z.since, "stack", string(st))
+			k.log.Warn("kernel: zombie task still running past its timeout", "task", z.TaskID,
+				"attempt", z.Attempt, "since", z.Since, "stack", string(st))
 		}
 	})
 }

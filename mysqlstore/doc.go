@@ -106,7 +106,7 @@
 // once.
 // The store's throughput is in docs/performance.md.
 //
-// Five more tables are named after it, which is why a table name is at most [TableMax]
+// Six more tables are named after it, which is why a table name is at most [TableMax]
 // bytes:
 //
 //   - <table>_owners: one row per membership: epoch (primary key), name, lease_us,
@@ -135,6 +135,12 @@
 //     = <name> AND paused = 0 AND next_fire <=> <expected>, then, only when it changed
 //     the row, the INSERT of the occurrence tasks, whose IDs (sched/<name>/<unix ms>)
 //     make a second insert of an occurrence a no-op.
+//   - <table>_stats: the figures each owner's kernel published last
+//     ([store.ReplicaStore]): epoch (primary key), name, figures (JSON of
+//     [store.ReplicaFigures]) and published_at. Written by one upsert per publication,
+//     on the kernel's schedule, never in a commit, and read joined with the live owner
+//     rows without locking them. Rows published last more than [store.ReplicaKeep] ago
+//     are deleted now and then.
 //
 // [Store.Migrate] creates missing tables, and adds the owner column (an in-place ALTER
 // TABLE where the server can) and the index (state, owner, priority, run_at) (an online

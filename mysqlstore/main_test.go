@@ -107,7 +107,7 @@ func setup(t testing.TB, opts mysqlstore.Options) (*mysqlstore.Store, *sql.DB) {
 
 // dropTables drops a store's tables: the task table named table and those named after it.
 func dropTables(ctx context.Context, db *sql.DB, table string) error {
-	for _, suffix := range []string{"", "_owners", "_leases", "_epochs", "_sched", "_starts"} {
+	for _, suffix := range []string{"", "_owners", "_leases", "_epochs", "_sched", "_starts", "_stats"} {
 		if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS `"+table+suffix+"`"); err != nil {
 			return fmt.Errorf("DROP TABLE %s%s: %w", table, suffix, err)
 		}

@@ -16,7 +16,8 @@ import (
 // [Options.ListIndexes] the listing's indexes (kind) and (grp, gkey) to a task table
 // that lacks them (online), the conn_id,
 // started and started_v columns to an owner table that lacks them (in place), the
-// table of the start sets' further pages (<table>_starts) and the last_fire column to a schedule table
+// table of the start sets' further pages (<table>_starts), the table of the figures
+// owners publish (<table>_stats), and the last_fire column to a schedule table
 // that lacks it, and checks that the server's max_allowed_packet holds a statement with
 // the largest payload. It is idempotent and safe to call from several
 // processes at once.
@@ -58,6 +59,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 			{epochsSchema, s.epochs},
 			{schedSchema, s.sched},
 			{startsSchema, s.startsTable},
+			{replicasSchema, s.replicas},
 		} {
 			if _, err := s.db.ExecContext(ctx, fmt.Sprintf(def.schema, def.table)); err != nil {
 				return err

@@ -35,7 +35,7 @@ const (
 // Options configure a [Store]. The zero value is valid.
 type Options struct {
 	// Table names the task table; the owner, lease, epoch and schedule tables are named
-	// after it with the suffixes _owners, _leases, _epochs and _sched. It must match
+	// after it with the suffixes _owners, _leases, _epochs, _sched, _starts and _stats. It must match
 	// ^[A-Za-z_][A-Za-z0-9_]{0,56}$ (at most TableMax bytes); it is checked before any SQL
 	// runs and used as is (in backquotes), never escaped. If empty, TableDefault.
 	Table string

@@ -33,6 +33,9 @@ type Store struct {
 	leases string  // immutable; the named-lease table, quoted
 	epochs string  // immutable; the epoch counter table, quoted
 	sched  string  // immutable; the schedule table, quoted
+	// replicas is the table of the figures owners publish (<table>_stats), quoted.
+	replicas      string       // immutable
+	replicaPruned atomic.Int64 // unix ns of the last delete of old figures (PublishReplica)
 	// startsTable is the table of the start sets' pages beyond the owner row's, quoted.
 	startsTable string   // immutable
 	secrets     []string // immutable; strings removed from every error and log line
@@ -136,6 +139,7 @@ func newStore(db *sql.DB, own bool, opts Options, secrets []string) *Store {
 		sched:  "`" + o.Table + schedSuffix + "`",
 
 		startsTable: "`" + o.Table + startsSuffix + "`",
+		replicas:    "`" + o.Table + replicasSuffix + "`",
 		secrets:     secrets,
 		log:         o.Logger,
 		base:        base,
@@ -178,14 +182,14 @@ func (s *Store) Close() error {
 }
 
 // Drop deletes the store's tables (the task table and those named after it with the
-// suffixes _owners, _leases, _epochs, _sched and _starts) and everything in them: the inverse of
+// suffixes _owners, _leases, _epochs, _sched, _starts and _stats) and everything in them: the inverse of
 // [Store.Migrate], for tests and benchmarks. It is idempotent (DROP TABLE IF EXISTS).
 // Do not call it while a kernel uses the store.
 func (s *Store) Drop(ctx context.Context) error {
 	if err := s.checkOpen("drop"); err != nil {
 		return err
 	}
-	for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix, schedSuffix, startsSuffix} {
+	for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix, schedSuffix, startsSuffix, replicasSuffix} {
 		q := "DROP TABLE IF EXISTS `" + s.opts.Table + suffix + "`"
 		if err := s.retry(ctx, "drop", func() error { _, err := s.db.ExecContext(ctx, q); return err }); err != nil {
 			return err

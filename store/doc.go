@@ -1,7 +1,8 @@
 // Package store is the contract between the ax kernel and the stores that keep its
 // durable tasks: the interfaces a store implements ([Store], [SharedStore],
-// [ScheduleStore], and [TaskLister] for operators' consoles), the records they exchange ([StoredTask], [Change], [Owner],
-// [StoredSchedule]), their limits and errors, and the task vocabulary that both sides
+// [ScheduleStore], [ReplicaStore], and [TaskLister] for operators' consoles), the
+// records they exchange ([StoredTask], [Change], [Owner], [StoredSchedule],
+// [ReplicaFigures]), their limits and errors, and the task vocabulary that both sides
 // share ([Priority], [State]).
 //
 // Users of the kernel rarely need this package: they pass a store (such as

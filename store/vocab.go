@@ -52,6 +52,18 @@ func (b *ByPriority[T]) Get(p Priority) T {
 	}
 }
 
+// At returns a pointer to the value for p (the zero Priority points at Normal).
+func (b *ByPriority[T]) At(p Priority) *T {
+	switch p {
+	case High:
+		return &b.High
+	case Low:
+		return &b.Low
+	default:
+		return &b.Normal
+	}
+}
+
 // State is where a task is in its life. The zero value is not a valid state.
 //
 //	Delayed ──▶ Queued ──▶ Running ──▶ Succeeded | Failed | TimedOut | Canceled

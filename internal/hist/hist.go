@@ -96,12 +96,23 @@ type Summary struct {
 // Summary reads a consistent-enough summary (each bucket read once).
 func (h *Hist) Summary() Summary {
 	var counts [Buckets]uint64
-	var n uint64
-	for i := range counts {
-		counts[i] = h.Count(i)
-		n += counts[i]
-	}
+	n := h.counts(&counts)
 	sum, mx := h.SumMax()
+	return summarize(&counts, n, sum, mx)
+}
+
+// counts reads every bucket's count into c and returns their total.
+func (h *Hist) counts(c *[Buckets]uint64) uint64 {
+	var n uint64
+	for i := range c {
+		c[i] = h.Count(i)
+		n += c[i]
+	}
+	return n
+}
+
+// summarize summarises n values in counts, of sum sum and largest value mx.
+func summarize(counts *[Buckets]uint64, n uint64, sum, mx int64) Summary {
 	p := Summary{Count: n, Max: time.Duration(mx)}
 	if n == 0 {
 		return p

@@ -92,3 +92,15 @@ func (b *Budget) Refill(now, at time.Time) time.Time {
 	}
 	return at
 }
+
+// Use returns how much of a budget of config c the retries used over span, in
+// which first attempts and retries started: the retries over those the budget
+// allows in such a span (Ratio × first + MinPerSecond × span). 1 or more means the
+// budget refuses retries. It returns 0 for a disabled budget or an empty span.
+func Use(c Config, first, retries uint64, span time.Duration) float64 {
+	allowed := c.Ratio*float64(first) + float64(c.MinPerSecond)*span.Seconds()
+	if c.Disabled || allowed <= 0 {
+		return 0
+	}
+	return float64(retries) / allowed
+}

@@ -41,3 +41,26 @@ func TestDisabledAllowsAll(t *testing.T) {
 		}
 	}
 }
+
+func TestUse(t *testing.T) {
+	c := Config{Ratio: 0.2, MinPerSecond: 10, Window: 10 * time.Second}
+	for _, tt := range []struct {
+		name           string
+		c              Config
+		first, retries uint64
+		span           time.Duration
+		want           float64
+	}{
+		{"half", c, 1000, 150, 10 * time.Second, 0.5}, // allows 200 + 100
+		{"over", c, 0, 200, 10 * time.Second, 2},
+		{"idle", c, 0, 0, time.Minute, 0},
+		{"empty span", c, 0, 0, 0, 0},
+		{"disabled", Config{Disabled: true, Ratio: 0.2}, 10, 10, time.Second, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Use(tt.c, tt.first, tt.retries, tt.span); got != tt.want {
+				t.Errorf("Use() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

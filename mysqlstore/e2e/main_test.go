@@ -88,7 +88,7 @@ func ownTable(t testing.TB, db *sql.DB, tag string) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		for _, suffix := range []string{"", "_owners", "_leases", "_epochs", "_sched"} { // the store's tables
+		for _, suffix := range []string{"", "_owners", "_leases", "_epochs", "_sched", "_starts", "_stats"} { // the store's tables
 			if _, err := db.ExecContext(ctx, "DROP TABLE IF EXISTS `"+name+suffix+"`"); err != nil {
 				t.Errorf("DROP TABLE %s%s: %v", name, suffix, err)
 			}

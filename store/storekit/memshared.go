@@ -20,6 +20,8 @@ type shared struct {
 	leases map[string]*memLease // named leases
 	// schedules are the durable schedules (store.ScheduleStore), by name.
 	schedules map[string]*store.StoredSchedule
+	// replicas are the figures owners published (store.ReplicaStore), by epoch.
+	replicas map[uint64]memReplica
 }
 
 type memOwner struct {
@@ -42,6 +44,7 @@ func newShared() shared {
 		leases: make(map[string]*memLease),
 
 		schedules: make(map[string]*store.StoredSchedule),
+		replicas:  make(map[uint64]memReplica),
 	}
 }
 

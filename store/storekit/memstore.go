@@ -27,10 +27,11 @@ type MemoryStore struct {
 }
 
 var (
-	_ store.Store       = (*MemoryStore)(nil)
-	_ store.SharedStore = (*MemoryStore)(nil)
-	_ store.Identifier  = (*MemoryStore)(nil)
-	_ store.Clock       = (*MemoryStore)(nil)
+	_ store.Store        = (*MemoryStore)(nil)
+	_ store.SharedStore  = (*MemoryStore)(nil)
+	_ store.Identifier   = (*MemoryStore)(nil)
+	_ store.Clock        = (*MemoryStore)(nil)
+	_ store.ReplicaStore = (*MemoryStore)(nil)
 )
 
 // NewMemoryStore returns an empty [MemoryStore]. Its leases run on the real clock

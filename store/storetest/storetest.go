@@ -13,7 +13,7 @@
 // The suite checks the contract documented on [store.Store]: idempotent inserts and
 // retried batches, unique keys, groups and keys, fences, recovery, dead letters, retention, large batches,
 // payload and time round trips, concurrent commits and closing; and, for a
-// [store.SharedStore], [store.ScheduleStore], [store.Clock] or [store.TaskLister], their
+// [store.SharedStore], [store.ScheduleStore], [store.ReplicaStore], [store.Clock] or [store.TaskLister], their
 // contracts too.
 package storetest
 
@@ -83,6 +83,9 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}
 	if _, ok := probe.(store.ScheduleStore); ok {
 		exerciseSchedules(t, newStore)
+	}
+	if _, ok := probe.(store.ReplicaStore); ok {
+		exerciseReplicas(t, newStore)
 	}
 	if _, ok := probe.(store.Clock); ok {
 		exerciseClock(t, newStore)

@@ -29,6 +29,10 @@ type Config struct {
 	// returned normally, as the kernel's guard of user callbacks does.
 	GuardFunc func(f func()) (recovered any, normal bool)
 	Loop      Loop
+	// Figures, if set, returns the kernel's figures, which the Owner publishes on a
+	// store.ReplicaStore (see [Owner.publish]); Version, Rates and RateSpan are the
+	// Owner's to fill.
+	Figures func() store.ReplicaFigures
 }
 
 // Owner is a kernel's membership in a [store.SharedStore]: the owner it is now, how
@@ -47,6 +51,7 @@ type Owner struct {
 	timeout time.Duration
 	log     Logger // nil without a logger
 	guard   func(func()) (any, bool)
+	figures func() store.ReplicaFigures // nil: publish nothing
 
 	cur     atomic.Pointer[store.Owner] // the membership now; replaced on a rejoin
 	okUntil atomic.Int64                // unix ns: durable attempts may start without a commit until then
@@ -76,7 +81,7 @@ type Counts struct {
 func Join(c Config) (*Owner, []store.StoredTask, error) {
 	o := &Owner{
 		store: c.Store, loop: c.Loop, clk: c.Clock, skew: c.Skew, lease: c.Lease, margin: c.Lease / 3, timeout: c.Timeout,
-		log: c.Log, guard: c.GuardFunc, claimNow: make(chan struct{}, 1), stopCh: make(chan struct{}),
+		log: c.Log, guard: c.GuardFunc, figures: c.Figures, claimNow: make(chan struct{}, 1), stopCh: make(chan struct{}),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
 	defer cancel()
@@ -278,12 +283,16 @@ func (o *Owner) watchLease() {
 	}
 }
 
-// Start starts the lease watcher, the rescuer and the claimer. Call it once the
-// loop runs.
+// Start starts the lease watcher, the rescuer, the claimer and, on a
+// store.ReplicaStore, the publisher of the kernel's figures. Call it once the loop
+// runs.
 func (o *Owner) Start() {
 	o.wg.Go(o.watchLease)
 	o.wg.Go(o.rescuer)
 	o.wg.Go(o.claimer)
+	if rs, ok := o.store.(store.ReplicaStore); ok && o.figures != nil {
+		o.wg.Go(func() { o.publish(rs) })
+	}
 }
 
 // rescuer rescues the tasks of ended owners every quarter lease (with jitter), so
