@@ -20,6 +20,10 @@ const (
 	journalBackoffMax = time.Second
 )
 
+// gatherMax bounds the wait of an acknowledged-mode commit for the ends of the tasks
+// the commit before it started (see Journal.gather).
+const gatherMax = time.Millisecond
+
 // Entry is one change waiting for a group commit. H is the kernel's task record
 // and A its attempt record; the journal never looks into them, it hands them back
 // to the loop ([JournalLoop]).
@@ -141,6 +145,9 @@ type Journal[H, A comparable] struct {
 	// reserved: the slots the loop reserved for the prestarts of the commit being
 	// made; journal goroutine only.
 	reserved int
+	// lastStarted: the tasks the last commit started (prestarts, starts, adopts);
+	// journal goroutine only.
+	lastStarted int
 	// beatAt: when the lone heartbeat is due: HeartbeatEvery after the last commit
 	// that renewed the lease, or after the last heartbeat tried; journal goroutine
 	// only.
@@ -404,6 +411,9 @@ func (j *Journal[H, A]) run() {
 			}
 		}
 		if j.every == 0 {
+			if j.lastStarted > 0 && !flushNow && j.down.Load() == nil && !j.gather(j.lastStarted) {
+				return
+			}
 			if n := j.startable(); n > 0 {
 				j.reserved = j.loop.StartBudget(n)
 			}
