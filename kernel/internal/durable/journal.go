@@ -140,6 +140,13 @@ type Journal[H, A comparable] struct {
 	doneCh   chan struct{}
 	stopOnce sync.Once
 
+	// The insert stream (journal_inserts.go): nil ins without one.
+	ins       store.InsertStore // immutable
+	insWake   chan struct{}     // size 1
+	insDone   chan struct{}     // closed when its goroutine returned
+	insBusy   bool              // guarded by mu: it has a batch in flight
+	insPaused uint64            // guarded by mu: the epoch whose lease InsertAs found ended
+
 	down    atomic.Pointer[error] // the last error while the store is known to be down
 	pending atomic.Int64
 	// reserved: the slots the loop reserved for the prestarts of the commit being
@@ -181,6 +188,10 @@ func NewJournal[H, A comparable](c JournalConfig[H, A]) *Journal[H, A] {
 	if c.Owner != nil {
 		j.beatAt = j.clk.Now().Add(c.Owner.HeartbeatEvery()) // Join renewed the lease
 		c.Owner.setStream(j.InStream)
+		if is, ok := c.Owner.Store().(store.InsertStore); ok && c.Every == 0 {
+			j.ins, j.insWake, j.insDone = is, make(chan struct{}, 1), make(chan struct{})
+			go j.runInserts()
+		}
 	}
 	go j.run()
 	return j
@@ -263,6 +274,7 @@ func (j *Journal[H, A]) Add(es []Entry[H, A]) {
 	j.queue = append(j.queue, es...)
 	j.pending.Store(int64(len(j.queue)))
 	j.mu.Unlock()
+	j.wakeInserts()
 	select {
 	case j.wake <- struct{}{}:
 	default:
@@ -357,6 +369,9 @@ func (j *Journal[H, A]) abandon(es []Entry[H, A]) {
 func (j *Journal[H, A]) run() {
 	defer close(j.doneCh)
 	defer func() {
+		if j.ins != nil {
+			<-j.insDone // it stops with stopCh, after its commit in flight
+		}
 		j.mu.Lock()
 		j.stopped = true
 		left := j.queue
@@ -371,9 +386,9 @@ func (j *Journal[H, A]) run() {
 	for {
 		j.runCalls()
 		j.mu.Lock()
-		n := len(j.queue)
+		n := j.forMainLocked()
 		flushNow := j.flushNow
-		if n == 0 {
+		if len(j.queue) == 0 && !j.insBusy {
 			j.flushNow = false
 			for _, ch := range j.flushing {
 				close(ch)
@@ -419,6 +434,10 @@ func (j *Journal[H, A]) run() {
 			}
 		}
 		batch := j.take()
+		if len(batch) == 0 { // the insert stream took or takes them all
+			j.unreserve(nil)
+			continue
+		}
 		if j.reserved > 0 {
 			batch = j.prestart(batch, j.reserved)
 		}
