@@ -370,11 +370,12 @@
 //     count, so next may be due when nothing is left: the caller claims again and finds
 //     nothing.
 //
-// So a claim costs BEGIN (two round trips: SET TRANSACTION ISOLATION LEVEL, START
-// TRANSACTION), the renewal, the read of candidates, the locking read, the epoch (one
-// INSERT, two when the counter must be raised), the UPDATE, the read of next and
-// COMMIT: nine round trips, six when no row is due, five when no priority is wanted,
-// and one (the renewal) for no Kinds; a retry reads the rows of each earlier try
+// So a claim costs one round trip for SET TRANSACTION ISOLATION LEVEL READ COMMITTED,
+// START TRANSACTION and the renewal (one multi-statement query, on a store made by
+// [Open]; three round trips on a store made by [New]), then the read of candidates,
+// the locking read, the epoch (one INSERT, two when the counter must be raised), the
+// UPDATE, the read of next and COMMIT: seven round trips, four when no row is due,
+// three when no priority is wanted, and one (the renewal) for no Kinds; a retry reads the rows of each earlier try
 // as well. A claim locks no row but those it may take: two claims never wait for each
 // other's task rows, nor for a commit that holds a pool row, and no commit waits for a
 // claim's locks but on the pool rows the claim takes. A rescue takes only the Running
