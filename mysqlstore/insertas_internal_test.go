@@ -19,7 +19,7 @@ func insertOf(id string, now time.Time) store.Change {
 // of its journal does, from its renewal to its end), InsertAs stores the owner's and
 // the pool's new tasks in its one-query transaction without waiting for it.
 func TestInsertAsBesideCommit(t *testing.T) {
-	s := openStore(t, "stream_insertas_beside")
+	s := openStore(t, "stream_ins_beside")
 	ctx := context.Background()
 	if err := s.checkPacket(ctx); err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestInsertAsBesideCommit(t *testing.T) {
 // pool's tasks of the batch neither) and reports ErrLeaseLost; the one-query
 // transaction undoes its own inserts.
 func TestInsertAsRefusedOnceEnded(t *testing.T) {
-	s := openStore(t, "stream_insertas_ended")
+	s := openStore(t, "stream_ins_ended")
 	ctx := context.Background()
 	if err := s.checkPacket(ctx); err != nil {
 		t.Fatal(err)
