@@ -27,7 +27,7 @@ func (s *insertMem) InsertAs(ctx context.Context, o store.Owner, cs []store.Chan
 		s.entered <- struct{}{}
 		<-s.gate
 	}
-	return s.MemoryStore.CommitAs(ctx, o, cs)
+	return s.CommitAs(ctx, o, cs)
 }
 
 func newStreamJournal(t *testing.T, s *insertMem) (*Journal[*task, *attempt], *fakeJournalLoop, *Owner) {
