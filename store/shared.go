@@ -145,13 +145,14 @@ type SharedStore interface {
 type InsertStore interface {
 	SharedStore
 
-	// InsertAs is [SharedStore.CommitAs] for a batch of inserts ([OpInsert]), which
-	// need not renew o's lease and must not wait for a CommitAs of o in flight. It
-	// applies the inserts only while o is live (its lease has not ended and it has not
-	// left), and otherwise applies nothing and returns an error wrapping
+	// InsertAs is [SharedStore.CommitAs] for a batch of inserts ([OpInsert]) that
+	// need not renew o's lease, so that it need not wait for a CommitAs of o in
+	// flight. It applies the inserts only while o is live (its lease has not ended and
+	// it has not left), and otherwise applies nothing and returns an error wrapping
 	// [ErrLeaseLost]; an inserted task of o is never left where no rescue of o finds
 	// it. The tasks belong to o (those of a Change with Pool to the pool). Its results
-	// and errors are CommitAs's; it may apply any batch as CommitAs does.
+	// and errors are CommitAs's, and it may apply a batch it cannot store so (or any
+	// batch) as CommitAs does, renewal and wait included.
 	InsertAs(ctx context.Context, o Owner, changes []Change) (results []error, err error)
 }
 
