@@ -21,8 +21,13 @@ const (
 )
 
 // gatherMax bounds the wait of an acknowledged-mode commit for the ends of the tasks
-// the commit before it started (see Journal.gather).
-const gatherMax = time.Millisecond
+// the commit before it started, and gatherMin is the fewest starts of that commit for
+// which it waits (see Journal.gather): a cycle of a few tasks gains little from one
+// commit fewer.
+const (
+	gatherMax = time.Millisecond
+	gatherMin = 16
+)
 
 // Entry is one change waiting for a group commit. H is the kernel's task record
 // and A its attempt record; the journal never looks into them, it hands them back
@@ -426,7 +431,7 @@ func (j *Journal[H, A]) run() {
 			}
 		}
 		if j.every == 0 {
-			if j.lastStarted > 0 && !flushNow && j.down.Load() == nil && !j.gather(j.lastStarted) {
+			if j.lastStarted >= gatherMin && !flushNow && j.down.Load() == nil && !j.gather(j.lastStarted) {
 				return
 			}
 			if n := j.startable(); n > 0 {

@@ -8,21 +8,22 @@ import (
 	"time"
 
 	"github.com/axsched/ax/store"
+	"github.com/benbjohnson/clock"
 )
 
 // The journal's batches: what a commit takes from the queue, the starts it
 // stores with the inserts (prestarts), and the commit itself with its answers.
 
-// gather waits, at most gatherMax on the real clock, until the queue holds want
+// gather waits, at most gatherMax, until the queue holds want
 // ends (changes that are neither inserts nor starts): the ends of the tasks the last
 // commit started, so that a cycle of short tasks ends in one commit rather than in
 // two of half as many. It waits only while no acknowledged insert, flush or store
 // call (InStream) waits for the journal. It returns false when the journal stops.
 func (j *Journal[H, A]) gather(want int) bool {
-	var t *time.Timer
+	var t *clock.Timer
 	for !j.gathered(want) {
 		if t == nil {
-			t = time.NewTimer(gatherMax)
+			t = j.clk.Timer(gatherMax)
 			defer t.Stop()
 		}
 		select {
