@@ -19,9 +19,11 @@ var (
 )
 
 // Claim implements [store.SharedStore.Claim] in one transaction at read committed, so
-// that no gap is locked: nine round trips with BEGIN (two: the isolation level, then
-// START TRANSACTION) and COMMIT when it claims tasks, six when no row is due, five when
-// no priority is wanted. It renews o's lease
+// that no gap is locked: on a store made by [Open], seven round trips when it claims
+// tasks (the isolation level, START TRANSACTION and the renewal in one, see claimTx,
+// then the candidates, the locking read, the epoch, the UPDATE, next and COMMIT), four
+// when no row is due, three when no priority is wanted; two more on a store made by
+// [New], whose BEGIN takes two and the renewal one. It renews o's lease
 // (locking o's row); reads the IDs of the due pool rows of req.Kinds without locks, a
 // UNION ALL of one ordered range of the index (state, owner, priority, run_at) per
 // waiting state and wanted priority, each LIMIT 2*Want; locks those rows by primary key
@@ -87,11 +89,8 @@ func (s *Store) claimOnce(ctx context.Context, o *store.Owner, req store.ClaimRe
 		next time.Time
 	)
 	now := millis(req.Now)
-	err := s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
+	err := s.claimTx(ctx, o, func(tx claimConn) error {
 		out, next = nil, time.Time{}
-		if err := s.renew(ctx, tx, o); err != nil {
-			return err
-		}
 		var want [len(claimOrder)]int
 		for i, p := range claimOrder {
 			want[i] = req.Want.Get(p)
@@ -194,7 +193,7 @@ func (s *Store) claimOnce(ctx context.Context, o *store.Owner, req store.ClaimRe
 }
 
 // claimUpdate starts the locked pool rows ids for owner at fence.
-func (s *Store) claimUpdate(ctx context.Context, tx *sql.Tx, owner, fence uint64, now int64, ids []string) error {
+func (s *Store) claimUpdate(ctx context.Context, tx execer, owner, fence uint64, now int64, ids []string) error {
 	q := newQuery(256 + len(ids)*(2*store.StoredIDMax+4)).raw("UPDATE ").raw(s.table).
 		raw(" SET owner = ").uint(owner).raw(", state = ").uint(uint64(stateCode(store.Running))).
 		raw(", attempt = attempt + 1, fence = ").uint(fence).raw(", updated_at = ").int(now).

@@ -278,10 +278,45 @@
 // started in a set as never started, which runs it again without counting the
 // attempt).
 //
+// # Inserts beside commits
+//
+// [Store.InsertAs] ([store.InsertStore]) stores new tasks of an owner without the
+// renewal: the kernel sends its acknowledged inserts there while its group commit
+// (CommitAs, which holds the owner row from its renewal to its end) is in flight, on
+// a connection of their own, so that starts and ends never wait behind a large insert
+// and the server runs the two on two threads. A batch of inserts without a unique key
+// is one query on the multi-statement pool, COMMIT included:
+//
+//	SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION;
+//	INSERT INTO <table> (…, owner) VALUES (…), …;
+//	SELECT COUNT(*) INTO @ax_insert_live FROM <table>_owners
+//	    WHERE epoch = ? AND name = ? AND ended = 0 AND expires_at > UTC_TIMESTAMP(6);
+//	DELETE FROM <table> WHERE id IN (…) AND @ax_insert_live = 0;
+//	COMMIT
+//
+// The SELECT is a consistent read: it takes no lock, so it never waits for the owner
+// row a commit holds. It comes after the INSERT, and a rescue locks an ended owner's
+// row before it reads that owner's task rows with SELECT … FOR UPDATE, which waits
+// for rows another transaction inserted and has not committed: so either the SELECT
+// reads the owner live before the rescue locked its row, and the rescue then finds
+// the inserted rows (committed, after its wait), or it reads the row as the rescue
+// found it, ended or its lease over (no renewal commits while the rescue holds the
+// row), and the DELETE undoes the inserts before the COMMIT. No inserted task is left
+// with an owner that no rescue takes. The server runs the query to its end whatever
+// becomes of the client, so a process stopped meanwhile leaves no transaction open.
+// Ownership is checked again where it matters, when a task starts: a start is a
+// commit of the owner, with its renewal. When the DELETE undid the batch, a statement
+// failed (a duplicate entry: the query stops there, and a ROLLBACK follows), or the
+// batch does not allow it (a unique key, a store made by [New], a batch beyond the
+// statement budget), the batch goes the way of CommitAs, which reports each change's
+// outcome, and [store.ErrLeaseLost] for an ended owner. Inserts cost a commit one
+// round trip that way, and no renewal.
+//
 // # Rescue and lock order
 //
-// Every transaction that changes tasks for an owner locks rows in one order: owner rows
-// first, then task rows. CommitAs and [Store.RequeueAs] lock their own owner row with the
+// Every transaction that changes stored tasks for an owner locks rows in one order:
+// owner rows first, then task rows (an InsertAs locks only the rows it inserts, see
+// "Inserts beside commits"). CommitAs and [Store.RequeueAs] lock their own owner row with the
 // renewal, then their task rows. [Store.Rescue] runs at read committed (no gap locks) and
 //
 //  1. renews the rescuer's lease, locking its row (a try after a kill first waits for
@@ -348,11 +383,12 @@
 //     count, so next may be due when nothing is left: the caller claims again and finds
 //     nothing.
 //
-// So a claim costs BEGIN (two round trips: SET TRANSACTION ISOLATION LEVEL, START
-// TRANSACTION), the renewal, the read of candidates, the locking read, the epoch (one
-// INSERT, two when the counter must be raised), the UPDATE, the read of next and
-// COMMIT: nine round trips, six when no row is due, five when no priority is wanted,
-// and one (the renewal) for no Kinds; a retry reads the rows of each earlier try
+// So a claim costs one round trip for SET TRANSACTION ISOLATION LEVEL READ COMMITTED,
+// START TRANSACTION and the renewal (one multi-statement query, on a store made by
+// [Open]; three round trips on a store made by [New]), then the read of candidates,
+// the locking read, the epoch (one INSERT, two when the counter must be raised), the
+// UPDATE, the read of next and COMMIT: seven round trips, four when no row is due,
+// three when no priority is wanted, and one (the renewal) for no Kinds; a retry reads the rows of each earlier try
 // as well. A claim locks no row but those it may take: two claims never wait for each
 // other's task rows, nor for a commit that holds a pool row, and no commit waits for a
 // claim's locks but on the pool rows the claim takes. A rescue takes only the Running

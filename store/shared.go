@@ -138,6 +138,24 @@ type SharedStore interface {
 	ReleaseLease(ctx context.Context, name string, fence uint64) error
 }
 
+// InsertStore is a [SharedStore] that stores an owner's new tasks apart from its
+// commits. The kernel, on a store that implements it, sends acknowledged inserts
+// through InsertAs while its journal's commit is in flight, so that they commit
+// beside the starts and ends of running tasks rather than ahead of them.
+type InsertStore interface {
+	SharedStore
+
+	// InsertAs is [SharedStore.CommitAs] for a batch of inserts ([OpInsert]) that
+	// need not renew o's lease, so that it need not wait for a CommitAs of o in
+	// flight. It applies the inserts only while o is live (its lease has not ended and
+	// it has not left), and otherwise applies nothing and returns an error wrapping
+	// [ErrLeaseLost]; an inserted task of o is never left where no rescue of o finds
+	// it. The tasks belong to o (those of a Change with Pool to the pool). Its results
+	// and errors are CommitAs's, and it may apply a batch it cannot store so (or any
+	// batch) as CommitAs does, renewal and wait included.
+	InsertAs(ctx context.Context, o Owner, changes []Change) (results []error, err error)
+}
+
 // ClaimRequest is what [SharedStore.Claim] takes.
 type ClaimRequest struct {
 	// Now is the caller's time, on the store's clock for a store that is a [Clock]

@@ -18,8 +18,10 @@ import (
 // connections, so that the store's retries fail too), the submit must return
 // store.ErrOutcomeUnknown, not ErrStoreUnavailable, and the task, which is stored, must
 // run exactly once. When the proxy cuts the connection before the INSERT reaches the
-// server, the submit must return ErrStoreUnavailable, and the task must never be
-// stored, so never run.
+// server, the task must never be stored, so never run; the submit fails with
+// ErrOutcomeUnknown, not ErrStoreUnavailable: the kernel sends the insert through
+// InsertAs, one query with its COMMIT, and a client that lost the connection after
+// sending it cannot tell whether the server got it.
 func TestSubmitOutcome(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -29,7 +31,7 @@ func TestSubmitOutcome(t *testing.T) {
 		stored bool
 	}{
 		{"commit answer lost", proxyDropCommit, store.ErrOutcomeUnknown, store.ErrStoreUnavailable, true},
-		{"cut before commit", proxyCut, store.ErrStoreUnavailable, store.ErrOutcomeUnknown, false},
+		{"cut before commit", proxyCut, store.ErrOutcomeUnknown, store.ErrStoreUnavailable, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			db := openDB(t)

@@ -22,7 +22,9 @@ const (
 	proxyFreeze
 	// proxyDropCommit forwards the statement and arms the connection: its next COMMIT
 	// is forwarded, then the client's side is closed before the server's answer
-	// reaches it (a commit whose answer is lost), and the proxy goes down.
+	// reaches it (a commit whose answer is lost), and the proxy goes down. A statement
+	// that ends with its own COMMIT (a multi-statement query of InsertAs) loses its
+	// answer so itself.
 	proxyDropCommit
 	// proxyCut forwards nothing of the statement: the proxy goes down at once, before
 	// the statement reaches the server.
@@ -196,7 +198,9 @@ func (c *proxyConn) up() {
 				if act = rule(q); act != proxyPass {
 					c.p.rule = nil
 				}
-				if act == proxyDropCommit {
+				if act == proxyDropCommit && !strings.HasSuffix(q, ";COMMIT") {
+					// The commit is a statement of its own: arm for it. A query that
+					// ends with its COMMIT (InsertAs) loses its own answer.
 					c.armed, act = true, proxyPass
 				}
 			}

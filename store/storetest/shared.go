@@ -48,6 +48,7 @@ func exerciseShared(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"ClaimThenRescue", testClaimThenRescue},
 		{"ClaimMax", testClaimMax},
+		{"InsertAs", testInsertAs},
 		{"Adopt", testAdopt},
 		{"AdoptAfterClaim", testAdoptAfterClaim},
 		{"AdoptRacesClaim", testAdoptRacesClaim},

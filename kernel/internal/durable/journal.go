@@ -20,6 +20,15 @@ const (
 	journalBackoffMax = time.Second
 )
 
+// gatherMax bounds the wait of an acknowledged-mode commit for the ends of the tasks
+// the commit before it started, and gatherMin is the fewest starts of that commit for
+// which it waits (see Journal.gather): a cycle of a few tasks gains little from one
+// commit fewer.
+const (
+	gatherMax = time.Millisecond
+	gatherMin = 16
+)
+
 // Entry is one change waiting for a group commit. H is the kernel's task record
 // and A its attempt record; the journal never looks into them, it hands them back
 // to the loop ([JournalLoop]).
@@ -136,11 +145,21 @@ type Journal[H, A comparable] struct {
 	doneCh   chan struct{}
 	stopOnce sync.Once
 
+	// The insert stream (journal_inserts.go): nil ins without one.
+	ins       store.InsertStore // immutable
+	insWake   chan struct{}     // size 1
+	insDone   chan struct{}     // closed when its goroutine returned
+	insBusy   bool              // guarded by mu: it has a batch in flight
+	insPaused uint64            // guarded by mu: the epoch whose lease InsertAs found ended
+
 	down    atomic.Pointer[error] // the last error while the store is known to be down
 	pending atomic.Int64
 	// reserved: the slots the loop reserved for the prestarts of the commit being
 	// made; journal goroutine only.
 	reserved int
+	// lastStarted: the tasks the last commit started (prestarts, starts, adopts);
+	// journal goroutine only.
+	lastStarted int
 	// beatAt: when the lone heartbeat is due: HeartbeatEvery after the last commit
 	// that renewed the lease, or after the last heartbeat tried; journal goroutine
 	// only.
@@ -174,6 +193,10 @@ func NewJournal[H, A comparable](c JournalConfig[H, A]) *Journal[H, A] {
 	if c.Owner != nil {
 		j.beatAt = j.clk.Now().Add(c.Owner.HeartbeatEvery()) // Join renewed the lease
 		c.Owner.setStream(j.InStream)
+		if is, ok := c.Owner.Store().(store.InsertStore); ok && c.Every == 0 {
+			j.ins, j.insWake, j.insDone = is, make(chan struct{}, 1), make(chan struct{})
+			go j.runInserts()
+		}
 	}
 	go j.run()
 	return j
@@ -256,6 +279,7 @@ func (j *Journal[H, A]) Add(es []Entry[H, A]) {
 	j.queue = append(j.queue, es...)
 	j.pending.Store(int64(len(j.queue)))
 	j.mu.Unlock()
+	j.wakeInserts()
 	select {
 	case j.wake <- struct{}{}:
 	default:
@@ -350,6 +374,9 @@ func (j *Journal[H, A]) abandon(es []Entry[H, A]) {
 func (j *Journal[H, A]) run() {
 	defer close(j.doneCh)
 	defer func() {
+		if j.ins != nil {
+			<-j.insDone // it stops with stopCh, after its commit in flight
+		}
 		j.mu.Lock()
 		j.stopped = true
 		left := j.queue
@@ -364,9 +391,9 @@ func (j *Journal[H, A]) run() {
 	for {
 		j.runCalls()
 		j.mu.Lock()
-		n := len(j.queue)
+		n := j.forMainLocked()
 		flushNow := j.flushNow
-		if n == 0 {
+		if len(j.queue) == 0 && !j.insBusy {
 			j.flushNow = false
 			for _, ch := range j.flushing {
 				close(ch)
@@ -404,11 +431,18 @@ func (j *Journal[H, A]) run() {
 			}
 		}
 		if j.every == 0 {
+			if j.lastStarted >= gatherMin && !flushNow && j.down.Load() == nil && !j.gather(j.lastStarted) {
+				return
+			}
 			if n := j.startable(); n > 0 {
 				j.reserved = j.loop.StartBudget(n)
 			}
 		}
 		batch := j.take()
+		if len(batch) == 0 { // the insert stream took or takes them all
+			j.unreserve(nil)
+			continue
+		}
 		if j.reserved > 0 {
 			batch = j.prestart(batch, j.reserved)
 		}

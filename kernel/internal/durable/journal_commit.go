@@ -8,27 +8,83 @@ import (
 	"time"
 
 	"github.com/axsched/ax/store"
+	"github.com/benbjohnson/clock"
 )
 
 // The journal's batches: what a commit takes from the queue, the starts it
 // stores with the inserts (prestarts), and the commit itself with its answers.
 
+// gather waits, at most gatherMax, until the queue holds want
+// ends (changes that are neither inserts nor starts): the ends of the tasks the last
+// commit started, so that a cycle of short tasks ends in one commit rather than in
+// two of half as many. It waits only while no acknowledged insert, flush or store
+// call (InStream) waits for the journal. It returns false when the journal stops.
+func (j *Journal[H, A]) gather(want int) bool {
+	var t *clock.Timer
+	for !j.gathered(want) {
+		if t == nil {
+			t = j.clk.Timer(gatherMax)
+			defer t.Stop()
+		}
+		select {
+		case <-j.wake:
+		case <-t.C:
+			return true
+		case <-j.stopCh:
+			return false
+		}
+	}
+	return true
+}
+
+// gathered reports whether the next commit should go now: the queue holds want ends,
+// or something in it or beside it waits for the commit.
+func (j *Journal[H, A]) gathered(want int) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.flushNow || len(j.calls) > 0 || len(j.queue) >= j.maxBatch {
+		return true
+	}
+	ends := 0
+	for i := range j.queue {
+		e := &j.queue[i]
+		if e.Ack != nil && (j.ins == nil || !forInserts(e)) {
+			return true
+		}
+		if e.C.Op != store.OpInsert && e.C.Op != store.OpStart {
+			ends++
+		}
+	}
+	return ends >= want
+}
+
 // take removes the next batch from the queue: up to maxBatch changes, never
-// splitting the inserts of one submit.
+// splitting the inserts of one submit, and leaving to the insert stream the submits
+// it may take while it is idle (journal_inserts.go).
 func (j *Journal[H, A]) take() []Entry[H, A] {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	n := min(len(j.queue), j.maxBatch)
-	for n < len(j.queue) && j.queue[n].Ack != nil && j.queue[n].Ack == j.queue[n-1].Ack {
-		n++
+	var batch, rest []Entry[H, A]
+	leave, left := j.leaveInsertsLocked(), false
+	for i := 0; i < len(j.queue); {
+		end := runOf(j.queue, i)
+		switch {
+		case leave && runForInserts(j.queue, i, end):
+			rest, left = append(rest, j.queue[i:end]...), true
+		case len(batch) < j.maxBatch:
+			batch = append(batch, j.queue[i:end]...)
+		default:
+			rest = append(rest, j.queue[i:end]...)
+		}
+		i = end
 	}
-	batch := make([]Entry[H, A], n)
-	copy(batch, j.queue)
-	rest := copy(j.queue, j.queue[n:])
-	clear(j.queue[rest:])
-	j.queue = j.queue[:rest]
-	j.pending.Store(int64(rest))
+	clear(j.queue)
+	j.queue = append(j.queue[:0], rest...)
+	j.pending.Store(int64(len(j.queue)))
 	j.roomLocked()
+	if left {
+		j.wakeInserts()
+	}
 	return batch
 }
 
@@ -37,11 +93,19 @@ func (j *Journal[H, A]) take() []Entry[H, A] {
 func (j *Journal[H, A]) startable() int {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	n := 0
-	for i := range min(len(j.queue), j.maxBatch) {
-		if startable(&j.queue[i]) {
-			n++
+	n, taken := 0, 0
+	leave := j.leaveInsertsLocked()
+	for i := 0; i < len(j.queue) && taken < j.maxBatch; {
+		end := runOf(j.queue, i)
+		if !leave || !runForInserts(j.queue, i, end) {
+			for k := i; k < end; k++ {
+				if startable(&j.queue[k]) {
+					n++
+				}
+			}
+			taken += end - i
 		}
+		i = end
 	}
 	return n
 }
@@ -96,6 +160,7 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 		results, err = call(j.guard, "Commit", func() ([]error, error) { return j.store.Commit(ctx, changes) })
 	}
 	cancel()
+	j.lastStarted = 0 // set again once the commit is known to have started some
 	if err == nil && len(results) != len(changes) {
 		err = fmt.Errorf("kernel: Store.Commit returned %d results for %d changes", len(results), len(changes))
 	}
@@ -103,71 +168,13 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 		// Nothing of this try applied (an earlier one may have: err then wraps
 		// store.ErrOutcomeUnknown), and the owner joined again (Owner.Commit):
 		// refuse its acknowledged inserts, and commit the rest at once as the new owner.
-		keep := make([]Entry[H, A], 0, len(batch))
-		for _, e := range batch {
-			if e.pre {
-				continue // its insert is refused
-			}
-			if e.Ack == nil {
-				keep = append(keep, e)
-				continue
-			}
-			e.Ack.All = fmt.Errorf("kernel: durable submit: %w", err)
-			j.refuse(e)
-		}
 		j.unreserve(nil)
-		j.mu.Lock()
-		j.queue = append(keep, j.queue...)
-		j.pending.Store(int64(len(j.queue)))
-		j.mu.Unlock()
-		settleGroups(batch)
+		j.leaseLost(batch, err)
 		return true
 	}
 	if err != nil {
-		j.commitErrors.Inc()
-		// An outcome the store could not learn goes to the submitters as it is: their
-		// tasks may be stored, and may run. Any other failure stored nothing.
-		unknown := errors.Is(err, store.ErrOutcomeUnknown)
-		if !unknown && !errors.Is(err, store.ErrStoreUnavailable) {
-			err = fmt.Errorf("%w: %w", store.ErrStoreUnavailable, err)
-		}
-		if j.down.Swap(&err) == nil && j.log != nil {
-			j.log.Log(slog.LevelWarn, "kernel: the store is down; durable submits fail until it answers", "err", err)
-		}
-		now := j.clk.Now()
-		keep := make([]Entry[H, A], 0, len(batch))
-		for i, e := range batch {
-			if e.pre {
-				continue // its insert is refused, and undone
-			}
-			if e.Ack == nil {
-				keep = append(keep, e)
-				continue
-			}
-			if unknown && e.C.Pool {
-				// Stored or not, another kernel may claim it before a cancel lands:
-				// leave it be, so that it runs exactly when it was stored.
-				e.Ack.All = fmt.Errorf("kernel: durable submit: %w", err)
-				j.refuse(e)
-				j.loop.Orphan(e.H)
-				continue
-			}
-			fence := e.C.Task.Fence
-			if i+1 < len(batch) && batch[i+1].pre {
-				fence = batch[i+1].C.Task.Fence // the insert landed with its start, if at all
-			}
-			keep = append(keep, Entry[H, A]{comp: true, C: store.Change{Op: store.OpCancel, Fence: fence, Task: store.StoredTask{
-				ID: e.C.Task.ID, UpdatedAt: now, LastError: "kernel: its submit was refused: the store did not answer",
-			}}})
-			e.Ack.All = fmt.Errorf("kernel: durable submit: %w", err)
-			j.refuse(e)
-		}
-		j.mu.Lock()
-		j.queue = append(keep, j.queue...)
-		j.pending.Store(int64(len(j.queue)))
-		j.mu.Unlock()
 		j.unreserve(nil)
-		settleGroups(batch)
+		j.failed(batch, err)
 		return false
 	}
 	j.commits.Inc()
@@ -227,6 +234,7 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 			}
 		}
 	}
+	j.lastStarted = len(prestarted) + len(started) + len(adopted)
 	j.unreserve(prestarted)
 	if len(handed) > 0 {
 		j.loop.Stored(handed)
@@ -241,6 +249,79 @@ func (j *Journal[H, A]) commit(batch []Entry[H, A], changes []store.Change) bool
 	}
 	settleGroups(batch)
 	return true
+}
+
+// leaseLost settles a batch that the store refused with ErrLeaseLost: its
+// acknowledged inserts are refused (their submits fail), its other changes go back
+// to the front of the queue, for the owner's next membership.
+func (j *Journal[H, A]) leaseLost(batch []Entry[H, A], err error) {
+	keep := make([]Entry[H, A], 0, len(batch))
+	for _, e := range batch {
+		if e.pre {
+			continue // its insert is refused
+		}
+		if e.Ack == nil {
+			keep = append(keep, e)
+			continue
+		}
+		e.Ack.All = fmt.Errorf("kernel: durable submit: %w", err)
+		j.refuse(e)
+	}
+	j.mu.Lock()
+	j.queue = append(keep, j.queue...)
+	j.pending.Store(int64(len(j.queue)))
+	j.mu.Unlock()
+	settleGroups(batch)
+}
+
+// failed settles a batch whose commit failed otherwise: the store is down. Its
+// acknowledged inserts are refused (a cancel that undoes each, should it have
+// landed, goes first in the next commit); its other changes go back to the front
+// of the queue.
+func (j *Journal[H, A]) failed(batch []Entry[H, A], err error) {
+	j.commitErrors.Inc()
+	// An outcome the store could not learn goes to the submitters as it is: their
+	// tasks may be stored, and may run. Any other failure stored nothing.
+	unknown := errors.Is(err, store.ErrOutcomeUnknown)
+	if !unknown && !errors.Is(err, store.ErrStoreUnavailable) {
+		err = fmt.Errorf("%w: %w", store.ErrStoreUnavailable, err)
+	}
+	if j.down.Swap(&err) == nil && j.log != nil {
+		j.log.Log(slog.LevelWarn, "kernel: the store is down; durable submits fail until it answers", "err", err)
+	}
+	now := j.clk.Now()
+	keep := make([]Entry[H, A], 0, len(batch))
+	for i, e := range batch {
+		if e.pre {
+			continue // its insert is refused, and undone
+		}
+		if e.Ack == nil {
+			keep = append(keep, e)
+			continue
+		}
+		if unknown && e.C.Pool {
+			// Stored or not, another kernel may claim it before a cancel lands:
+			// leave it be, so that it runs exactly when it was stored.
+			e.Ack.All = fmt.Errorf("kernel: durable submit: %w", err)
+			j.refuse(e)
+			j.loop.Orphan(e.H)
+			continue
+		}
+		fence := e.C.Task.Fence
+		if i+1 < len(batch) && batch[i+1].pre {
+			fence = batch[i+1].C.Task.Fence // the insert landed with its start, if at all
+		}
+		keep = append(keep, Entry[H, A]{comp: true, C: store.Change{Op: store.OpCancel, Fence: fence, Task: store.StoredTask{
+			ID: e.C.Task.ID, UpdatedAt: now, LastError: "kernel: its submit was refused: the store did not answer",
+		}}})
+		e.Ack.All = fmt.Errorf("kernel: durable submit: %w", err)
+		j.refuse(e)
+	}
+	j.mu.Lock()
+	j.queue = append(keep, j.queue...)
+	j.pending.Store(int64(len(j.queue)))
+	j.mu.Unlock()
+	settleGroups(batch)
 }
 
 // settleGroups wakes the submits whose inserts were all in batch.

@@ -3,8 +3,10 @@ package durable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/axsched/ax/store"
@@ -103,6 +105,115 @@ func TestJournalAcknowledgedInsert(t *testing.T) {
 	if err != nil || st.State != store.Running {
 		t.Errorf("stored a = %v, %v; want Running", st.State, err)
 	}
+}
+
+// startMany stores and starts gatherMin tasks in two commits, and returns their IDs.
+func startMany(t *testing.T, j *Journal[*task, *attempt], loop *fakeJournalLoop, now time.Time) []string {
+	t.Helper()
+	ids := make([]string, gatherMin)
+	errs := make([]error, len(ids))
+	g := NewAck(errs, len(ids))
+	var es []Entry[*task, *attempt]
+	for i := range ids {
+		ids[i] = fmt.Sprintf("t%02d", i)
+		es = append(es, Entry[*task, *attempt]{C: insert(ids[i], now), H: &task{ids[i]}, Ack: g, Idx: i})
+	}
+	j.Add(es)
+	<-g.Done()
+	es = es[:0]
+	for _, id := range ids {
+		es = append(es, Entry[*task, *attempt]{C: store.Change{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: id, Attempt: 1, Fence: 2, UpdatedAt: now}}, Start: &attempt{1}})
+	}
+	j.Add(es)
+	synctest.Wait()
+	loop.mu.Lock()
+	started := len(loop.started)
+	loop.mu.Unlock()
+	if started != len(ids) {
+		t.Fatalf("started %d, want %d", started, len(ids))
+	}
+	return ids
+}
+
+func endOf(id string, now time.Time) Entry[*task, *attempt] {
+	return Entry[*task, *attempt]{C: store.Change{Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: now}}}
+}
+
+// TestJournalGathersEnds: after a commit that started gatherMin tasks, the next
+// commit waits (at most gatherMax) for their ends, so that they land in one commit;
+// it goes at once when they are all there.
+func TestJournalGathersEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := storekit.NewMemoryStore()
+		j, loop := newTestJournal(t, mem, 0)
+		now := time.Now()
+		ids := startMany(t, j, loop, now)
+		c0 := j.Counts().Commits
+		j.Add([]Entry[*task, *attempt]{endOf(ids[0], now)})
+		synctest.Wait()
+		if c := j.Counts().Commits; c != c0 {
+			t.Fatalf("commits = %d after one of %d ends, want %d: the journal waits for the others", c, len(ids), c0)
+		}
+		for _, id := range ids[1:] {
+			j.Add([]Entry[*task, *attempt]{endOf(id, now)})
+		}
+		synctest.Wait()
+		if c := j.Counts(); c.Commits != c0+1 || c.Pending != 0 {
+			t.Fatalf("Counts() = %+v once the ends came, want one commit more (%d), none pending", c, c0+1)
+		}
+		for _, id := range ids {
+			if st, err := mem.Get(context.Background(), id); err != nil || st.State != store.Succeeded {
+				t.Errorf("stored %s = %v, %v; want Succeeded", id, st.State, err)
+			}
+		}
+	})
+}
+
+// TestJournalGatherBounded: the wait for the ends of started tasks lasts at most
+// gatherMax; the ends that came then commit.
+func TestJournalGatherBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := storekit.NewMemoryStore()
+		j, loop := newTestJournal(t, mem, 0)
+		now := time.Now()
+		ids := startMany(t, j, loop, now)
+		c0 := j.Counts().Commits
+		j.Add([]Entry[*task, *attempt]{endOf(ids[0], now)})
+		synctest.Wait()
+		if c := j.Counts().Commits; c != c0 {
+			t.Fatalf("commits = %d before gatherMax, want %d", c, c0)
+		}
+		time.Sleep(gatherMax) // the bubble's clock
+		synctest.Wait()
+		if c := j.Counts(); c.Commits != c0+1 || c.Pending != 0 {
+			t.Fatalf("Counts() = %+v after gatherMax, want one commit more (%d), none pending", c, c0+1)
+		}
+	})
+}
+
+// TestJournalNoGatherForFewStarts: after a commit that started fewer than gatherMin
+// tasks, an end commits at once.
+func TestJournalNoGatherForFewStarts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := storekit.NewMemoryStore()
+		j, _ := newTestJournal(t, mem, 0)
+		now := time.Now()
+		errs := make([]error, 2)
+		g := NewAck(errs, 2)
+		j.Add([]Entry[*task, *attempt]{{C: insert("a", now), H: &task{"a"}, Ack: g, Idx: 0}, {C: insert("b", now), H: &task{"b"}, Ack: g, Idx: 1}})
+		<-g.Done()
+		j.Add([]Entry[*task, *attempt]{
+			{C: store.Change{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: "a", Attempt: 1, Fence: 2, UpdatedAt: now}}, Start: &attempt{1}},
+			{C: store.Change{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: "b", Attempt: 1, Fence: 2, UpdatedAt: now}}, Start: &attempt{1}},
+		})
+		synctest.Wait()
+		c0 := j.Counts().Commits
+		j.Add([]Entry[*task, *attempt]{endOf("a", now)})
+		synctest.Wait()
+		if c := j.Counts().Commits; c != c0+1 {
+			t.Fatalf("commits = %d after an end, want %d: two starts are too few to wait for", c, c0+1)
+		}
+	})
 }
 
 // TestJournalStoppedRefuses: once stopped, the journal refuses an acknowledged
