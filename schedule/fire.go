@@ -14,10 +14,13 @@ import (
 	"github.com/axsched/ax/timewheel"
 )
 
-// occurrence is one live occurrence of a schedule: the task it submitted.
+// occurrence is one occurrence of a schedule: the task it submitted, whose OnEnd
+// it is. The schedule holds it (e.live1, cold.live) while it is live, unless the
+// overlap policy is OverlapAllow.
 type occurrence struct {
 	e *Entry
 	h *kernel.Handle // set by submit before its end is handled (mu)
+	n uint64         // immutable: e.fires once it was submitted
 }
 
 // arm puts e's one timer at its next target plus a fresh jitter, or takes it out
@@ -66,7 +69,9 @@ func (s *Scheduler) guard(e *Entry, f func()) (ok bool) {
 			ok = false
 			e.next = time.Time{}
 			s.disarm(e)
-			s.note(e, NoteMisfired, "", &kernel.PanicError{Value: r, Stack: debug.Stack()})
+			err := &kernel.PanicError{Value: r, Stack: debug.Stack()}
+			s.outcome(e, OutcomeMisfired, err)
+			s.note(e, NoteMisfired, "", err)
 		}
 	}()
 	f()
@@ -110,6 +115,7 @@ func (s *Scheduler) onDue(e *Entry, now time.Time) {
 	if !res.Next.IsZero() && !res.Next.After(now) {
 		// Next returned a time not after its argument: the schedule would fire at
 		// every pass. The due target fires, as the last, and the schedule ends.
+		s.outcome(e, OutcomeMisfired, ErrStuck)
 		s.note(e, NoteMisfired, "", ErrStuck)
 		res = recur.Result{Fires: []recur.Fire{{Scheduled: next, Missed: carried}}}
 		one = false
@@ -127,6 +133,7 @@ func (s *Scheduler) onDue(e *Entry, now time.Time) {
 	}
 	if res.Missed > 0 {
 		coldOf(e).misfires += uint64(res.Missed)
+		s.outcome(e, OutcomeMisfired, nil)
 		s.note(e, NoteMisfired, "", nil)
 	}
 	if one {
@@ -180,6 +187,7 @@ func (s *Scheduler) skip(e *Entry, f Fire) {
 	c := coldOf(e)
 	c.carried += 1 + f.Missed
 	c.skipped++
+	s.outcome(e, OutcomeSkipped, nil)
 	s.note(e, NoteSkipped, "", nil)
 }
 
@@ -187,25 +195,18 @@ func (s *Scheduler) skip(e *Entry, f Fire) {
 // has no room for it. It never blocks. mu held: the occurrence's OnEnd, which takes
 // mu, finds it live.
 //
-// Only OverlapQueueOne needs to hear of an occurrence's end when it comes (to
-// submit the one waiting), so only its tasks carry an OnEnd. Under OverlapSkip and
-// OverlapReplace the next fire asks the live occurrences' handles (pruneLive), and
-// OverlapAllow follows none: their tasks need no loop pass and no callback when
-// they end.
+// Every occurrence's task carries an OnEnd (occurrence.ended), which records the
+// schedule's last outcome and, under OverlapQueueOne, submits the occurrence
+// waiting. Under OverlapSkip and OverlapReplace the next fire also asks the live
+// occurrences' handles (pruneLive): a task's Handle shows it ended before its
+// OnEnd comes. OverlapAllow keeps no live occurrence.
 func (s *Scheduler) submit(e *Entry, f Fire) {
 	run := e.run
+	oc := &occurrence{e: e, n: e.fires + 1}
 	t := kernel.Task{
 		Priority: e.o.Priority, Timeout: e.o.Timeout, Group: e.o.Group, Key: e.o.Key, Retry: e.o.Retry,
-		Run: func(ctx context.Context) error { return run(ctx, f) },
-	}
-	var oc *occurrence
-	switch e.o.Overlap {
-	case OverlapQueueOne:
-		oc = &occurrence{e: e}
-		t.OnEnd = oc.ended
-	case OverlapAllow:
-	default:
-		oc = &occurrence{e: e}
+		Run:   func(ctx context.Context) error { return run(ctx, f) },
+		OnEnd: oc.ended,
 	}
 	h, err := s.k.TrySubmit(t)
 	if err != nil {
@@ -216,26 +217,30 @@ func (s *Scheduler) submit(e *Entry, f Fire) {
 		c := coldOf(e)
 		c.carried += 1 + f.Missed
 		c.refused++
+		s.outcome(e, OutcomeRefused, err)
 		s.note(e, NoteRefused, "", err)
 		return
 	}
-	if oc != nil {
-		oc.h = h
+	oc.h = h
+	if e.o.Overlap != OverlapAllow {
 		e.addLive(oc)
 	}
 	e.fires++
 	e.last = f.Scheduled.UnixNano()
+	s.outcome(e, OutcomeRunning, nil)
 	if s.cfg.OnEvent != nil {
 		s.note(e, NoteFired, h.ID(), nil) // the ID is made only when an event needs it
 	}
 }
 
-// ended is the occurrence's Task.OnEnd: it takes the occurrence off the live ones
-// and submits the one waiting under OverlapQueueOne.
-func (oc *occurrence) ended(kernel.State, error) {
+// ended is the occurrence's Task.OnEnd: it records the schedule's last outcome,
+// takes the occurrence off the live ones and submits the one waiting under
+// OverlapQueueOne.
+func (oc *occurrence) ended(st kernel.State, err error) {
 	e := oc.e
 	s := e.o.s
 	s.mu.Lock()
+	s.ended(e, oc.n, st, err)
 	e.dropLive(oc)
 	if e.flags&(flagQueued|flagRemoved) == flagQueued && !e.anyLive() {
 		e.flags &^= flagQueued
