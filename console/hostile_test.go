@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"html"
 	"html/template"
 	"net/http"
@@ -162,6 +163,59 @@ func TestHostileStrings(t *testing.T) {
 		if want := strconv.Quote(asJSON(s) + "-missing"); !strings.Contains(e.Error, want) {
 			t.Errorf("error %q does not name %q", e.Error, s)
 		}
+	}
+}
+
+// TestHostileScheduleErrors: schedules whose last occurrence failed with a hostile
+// error text show it as text on the Schedules page (in the cell and in its
+// title), and the JSON API returns it intact with the outcome "failed".
+func TestHostileScheduleErrors(t *testing.T) {
+	b := setup(t, Options{Interval: time.Minute})
+	var es []*schedule.Entry
+	for i, s := range hostile {
+		e, err := b.s.Add(schedule.Every(time.Hour), func(context.Context, schedule.Fire) error {
+			return errors.New(s)
+		}, &schedule.Options{Name: "failing-" + strconv.Itoa(i), Retry: &kernel.RetryPolicy{MaxAttempts: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Trigger(); err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, e)
+	}
+	axtest.Eventually(t, func() bool {
+		for _, e := range es {
+			if e.Last().Outcome != schedule.OutcomeFailed {
+				return false
+			}
+		}
+		return true
+	}, "every schedule's occurrence failed")
+	_, body := b.get(t, "schedules")
+	checkHTML(t, "schedules", body, hostile)
+	if n := strings.Count(body, `<span class="bad">failed</span>`); n != len(hostile) {
+		t.Errorf("schedules: %d failed outcomes shown, want %d", n, len(hostile))
+	}
+	for _, s := range hostile {
+		if want := `title="` + template.HTMLEscapeString(asJSON(s)) + `"`; !strings.Contains(body, want) {
+			t.Errorf("schedules: no %s", want)
+		}
+	}
+	var ss schedulesData
+	b.getJSON(t, "api/v1/schedules", &ss)
+	if len(ss.Schedules) != len(hostile) {
+		t.Fatalf("api/v1/schedules: %d schedules, want %d", len(ss.Schedules), len(hostile))
+	}
+	for i, s := range hostile {
+		x := ss.Schedules[i]
+		if x.Name != "failing-"+strconv.Itoa(i) || x.LastOutcome != "failed" || x.LastError != asJSON(s) || x.LastOutcomeAt.IsZero() {
+			t.Errorf("api/v1/schedules[%d] = %+v, want failing-%d failed with %q", i, x, i, s)
+		}
+	}
+	_, raw := b.get(t, "api/v1/schedules")
+	if strings.Contains(raw, "<script") || strings.Contains(raw, "<img") || !json.Valid([]byte(raw)) || !strings.Contains(raw, `"last_error":`) {
+		t.Errorf("the JSON holds raw markup, is invalid or has no last_error: %s", raw)
 	}
 }
 
