@@ -56,9 +56,10 @@ func TestScheduleTrigger(t *testing.T) {
 	if got := axtest.WaitOrTimeout(t, fired, "the triggered occurrence"); got != "nightly-report:weekly" {
 		t.Fatalf("the occurrence ran as %q, want nightly-report:weekly", got)
 	}
-	// The page refreshes itself: one fire, its time, and the outcome the console saw.
+	// The page refreshes itself: one fire, its time, and its outcome: a durable
+	// occurrence is submitted to the store.
 	tb.run(t, "the fire on the page",
-		scheduleCell("nightly-report", `c[2] === 'active' && c[5] === '1' && c[4] !== '–' && c[9].startsWith('fired at ')`))
+		scheduleCell("nightly-report", `c[2] === 'active' && c[5] === '1' && c[4] !== '–' && c[9].startsWith('submitted ')`))
 
 	// Pause and resume from the page too.
 	tb.submit(t, "click Pause of nightly-report", 200, click(scheduleButton("nightly-report", "pause")))
