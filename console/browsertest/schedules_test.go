@@ -49,7 +49,7 @@ func TestScheduleTrigger(t *testing.T) {
 	}
 	tb := newTab(t)
 	tb.run(t, "open the Schedules page", chromedp.Navigate(e.url+"schedules"),
-		scheduleCell("nightly-report", `c[2] === 'active' && c[5] === '0' && c[4] === '–'`))
+		scheduleCell("nightly-report", `c[2] === 'active' && c[6] === '0' && c[5] === '–' && c[3] === '–'`))
 
 	tb.submit(t, "click Trigger of nightly-report", 200, click(scheduleButton("nightly-report", "trigger")))
 	tb.run(t, "the page after the trigger", flashIs("Schedule triggered."))
@@ -59,15 +59,15 @@ func TestScheduleTrigger(t *testing.T) {
 	// The page refreshes itself: one fire, its time, and its outcome: a durable
 	// occurrence is submitted to the store.
 	tb.run(t, "the fire on the page",
-		scheduleCell("nightly-report", `c[2] === 'active' && c[5] === '1' && c[4] !== '–' && c[9].startsWith('submitted ')`))
+		scheduleCell("nightly-report", `c[2] === 'active' && c[6] === '1' && c[5] !== '–' && c[3].startsWith('submitted ')`))
 
 	// Pause and resume from the page too.
 	tb.submit(t, "click Pause of nightly-report", 200, click(scheduleButton("nightly-report", "pause")))
-	tb.run(t, "the paused schedule", flashIs("Schedule paused."), scheduleCell("nightly-report", `c[2] === 'paused' && c[3] === '–'`))
+	tb.run(t, "the paused schedule", flashIs("Schedule paused."), scheduleCell("nightly-report", `c[2] === 'paused' && c[4] === '–'`))
 	if st := e.s.Stats()["nightly-report"]; !st.Paused {
 		t.Errorf("Stats()[nightly-report] = %+v after Pause, want Paused", st)
 	}
 	tb.submit(t, "click Resume of nightly-report", 200, click(scheduleButton("nightly-report", "resume")))
-	tb.run(t, "the resumed schedule", flashIs("Schedule resumed."), scheduleCell("nightly-report", `c[2] === 'active' && c[3] !== '–'`))
+	tb.run(t, "the resumed schedule", flashIs("Schedule resumed."), scheduleCell("nightly-report", `c[2] === 'active' && c[4] !== '–'`))
 	tb.noDialogs(t)
 }

@@ -208,8 +208,8 @@ func TestScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.run(t, "the schedules", chromedp.Navigate(e.url+"schedules"),
-		scheduleCell("cache-warm", `c[9].startsWith('succeeded ')`),
-		scheduleCell("ledger-sync", `c[9].startsWith('failed ') && c[9].includes('503')`))
+		scheduleCell("cache-warm", `c[3].startsWith('succeeded ')`),
+		scheduleCell("ledger-sync", `c[3].startsWith('failed ') && c[3].includes('503')`))
 	shoot(t, tb, "schedules")
 
 	tb.run(t, "the zombies", chromedp.Navigate(e.url+"zombies"), chromedp.WaitVisible(`article.zombie pre`))
