@@ -111,7 +111,7 @@ func TestPagesAndAPI(t *testing.T) {
 	}{
 		{"", []string{"<h1>Overview</h1>", "<th>high</th>", "<th>normal</th>", "<th>low</th>", "<polyline", `name="priority" value="high"`}},
 		{"groups", []string{"<h1>Groups</h1>", `<th><span class="clip" title="upstream">upstream</span></th>`, `name="group" value="upstream"`, `name="key"`}},
-		{"schedules", []string{"<h1>Schedules</h1>", `<th><span class="clip" title="nightly-report">nightly-report</span></th>`, `<code class="clip" title="@every 1h0m0s">@every 1h0m0s</code>`, `<td class="text outcome">succeeded <span class="note">`, `name="name" value="nightly-report"`}},
+		{"schedules", []string{"<h1>Schedules</h1>", `<th><span class="clip" title="nightly-report">nightly-report</span></th>`, `<code class="clip" title="@every 1h0m0s">@every 1h0m0s</code>`, `<td class="text outcome">succeeded <span class="note">`, `action="api/v1/schedules/trigger?name=nightly-report"`}},
 		{"zombies", []string{"<h1>Zombies</h1>", "<h2>zombie-task</h2>", "Attempt 1", "goroutine", "console.busyKernel"}},
 	}
 	for _, p := range pages {

@@ -121,15 +121,25 @@ func TestHostileStrings(t *testing.T) {
 		t.Errorf("the JSON holds raw markup or is invalid: %s", raw)
 	}
 
-	// The schedules' forms carry the names intact: triggering through the page's
-	// form fires the schedule of that name (names in valid UTF-8).
-	for _, s := range hostile {
-		if !utf8.ValidString(s) {
-			continue
+	// The schedules' forms carry the names intact, in their URL: triggering
+	// through a row's form fires the schedule of that name, bytes that are not
+	// UTF-8 included.
+	actions := map[string]string{} // name → its trigger form's action
+	for _, a := range formActions(body, "api/v1/schedules/trigger?") {
+		u, err := url.Parse(a)
+		if err != nil {
+			t.Fatalf("a trigger form's action %q: %v", a, err)
 		}
-		res := b.postForm(t, "api/v1/schedules/trigger", url.Values{"token": {b.c.token}, "back": {"schedules"}, "name": {s}}, b.srv.URL)
+		actions[u.Query().Get("name")] = a
+	}
+	for _, s := range hostile {
+		action, ok := actions[s]
+		if !ok {
+			t.Fatalf("no trigger form for %q among %q", s, actions)
+		}
+		res := b.postForm(t, action, url.Values{"token": {b.c.token}, "back": {"schedules"}}, b.srv.URL)
 		if res.StatusCode != http.StatusSeeOther {
-			t.Fatalf("trigger %q = %d, want 303", s, res.StatusCode)
+			t.Fatalf("trigger %q by its form = %d, want 303", s, res.StatusCode)
 		}
 		if got := axtest.WaitOrTimeout(t, fired, "the triggered fire"); got != s {
 			t.Fatalf("trigger %q fired %q", s, got)
@@ -275,12 +285,22 @@ func TestHostileTasks(t *testing.T) {
 // body whose action contains path.
 func formAction(t *testing.T, body, path string) string {
 	t.Helper()
-	for _, part := range strings.Split(body, `action="`)[1:] {
-		a, _, _ := strings.Cut(part, `"`)
-		if strings.Contains(a, path) {
-			return strings.TrimPrefix(html.UnescapeString(a), "./")
-		}
+	if as := formActions(body, path); len(as) > 0 {
+		return as[0]
 	}
 	t.Fatalf("no form posting to %s in %s", path, body)
 	return ""
+}
+
+// formActions returns the actions, unescaped from HTML, of the forms of body
+// whose action contains path.
+func formActions(body, path string) []string {
+	var as []string
+	for _, part := range strings.Split(body, `action="`)[1:] {
+		a, _, _ := strings.Cut(part, `"`)
+		if strings.Contains(a, path) {
+			as = append(as, strings.TrimPrefix(html.UnescapeString(a), "./"))
+		}
+	}
+	return as
 }

@@ -28,7 +28,7 @@ func scheduleCell(name, cond string) chromedp.Action[chromedp.Void] {
 // scheduleButton is the XPath of the button of name's row that posts to action
 // ("pause", "resume" or "trigger").
 func scheduleButton(name, action string) string {
-	return fmt.Sprintf(`//table[@id="schedules"]//tr[th=%s]//form[@action="api/v1/schedules/%s"]/button`, strconv.Quote(name), action)
+	return fmt.Sprintf(`//table[@id="schedules"]//tr[th=%s]//form[starts-with(@action, "api/v1/schedules/%s?")]/button`, strconv.Quote(name), action)
 }
 
 // The operator triggers a durable schedule from the Schedules page: its
