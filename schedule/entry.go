@@ -55,6 +55,7 @@ const (
 	flagQueued                  // OverlapQueueOne: an occurrence waits behind the live ones (cold.queuedF)
 	flagStorePaused             // a durable schedule paused in its store (by any scheduler)
 	flagWall                    // the targets are wall-clock times (not an Every): the scheduler follows the clock's steps (clockstep.go)
+	flagEnded                   // the end of the last occurrence submitted is recorded (Entry.out; outcome.go)
 )
 
 // Stats are the figures of one schedule.

@@ -14,9 +14,10 @@ import (
 	"github.com/axsched/ax/timewheel"
 )
 
-// occurrence is one occurrence of a schedule: the task it submitted, whose OnEnd
-// it is. The schedule holds it (e.live1, cold.live) while it is live, unless the
-// overlap policy is OverlapAllow.
+// occurrence is one occurrence of a schedule: the task it submitted. The schedule
+// holds it (e.live1, cold.live) while it is live, unless the overlap policy is
+// OverlapAllow; under OverlapAllow and OverlapQueueOne its ended method is the
+// task's OnEnd.
 type occurrence struct {
 	e *Entry
 	h *kernel.Handle // set by submit before its end is handled (mu)
@@ -195,18 +196,22 @@ func (s *Scheduler) skip(e *Entry, f Fire) {
 // has no room for it. It never blocks. mu held: the occurrence's OnEnd, which takes
 // mu, finds it live.
 //
-// Every occurrence's task carries an OnEnd (occurrence.ended), which records the
-// schedule's last outcome and, under OverlapQueueOne, submits the occurrence
-// waiting. Under OverlapSkip and OverlapReplace the next fire also asks the live
-// occurrences' handles (pruneLive): a task's Handle shows it ended before its
-// OnEnd comes. OverlapAllow keeps no live occurrence.
+// Only OverlapQueueOne needs to hear of an occurrence's end when it comes (to
+// submit the one waiting), and OverlapAllow keeps no occurrence: only their tasks
+// carry an OnEnd (occurrence.ended), which also records the last outcome. Under
+// OverlapSkip and OverlapReplace the next fire asks the live occurrences' handles
+// (pruneLive), and the last outcome is read from the last one's (Entry.settle):
+// their tasks need no loop pass and no callback when they end.
 func (s *Scheduler) submit(e *Entry, f Fire) {
 	run := e.run
 	oc := &occurrence{e: e, n: e.fires + 1}
 	t := kernel.Task{
 		Priority: e.o.Priority, Timeout: e.o.Timeout, Group: e.o.Group, Key: e.o.Key, Retry: e.o.Retry,
-		Run:   func(ctx context.Context) error { return run(ctx, f) },
-		OnEnd: oc.ended,
+		Run: func(ctx context.Context) error { return run(ctx, f) },
+	}
+	switch e.o.Overlap {
+	case OverlapQueueOne, OverlapAllow:
+		t.OnEnd = oc.ended
 	}
 	h, err := s.k.TrySubmit(t)
 	if err != nil {
@@ -227,15 +232,16 @@ func (s *Scheduler) submit(e *Entry, f Fire) {
 	}
 	e.fires++
 	e.last = f.Scheduled.UnixNano()
+	e.flags &^= flagEnded
 	s.outcome(e, OutcomeRunning, nil)
 	if s.cfg.OnEvent != nil {
 		s.note(e, NoteFired, h.ID(), nil) // the ID is made only when an event needs it
 	}
 }
 
-// ended is the occurrence's Task.OnEnd: it records the schedule's last outcome,
-// takes the occurrence off the live ones and submits the one waiting under
-// OverlapQueueOne.
+// ended is the occurrence's Task.OnEnd (OverlapQueueOne, OverlapAllow): it
+// records the schedule's last outcome, takes the occurrence off the live ones and
+// submits the one waiting under OverlapQueueOne.
 func (oc *occurrence) ended(st kernel.State, err error) {
 	e := oc.e
 	s := e.o.s
@@ -250,8 +256,9 @@ func (oc *occurrence) ended(st kernel.State, err error) {
 }
 
 // pruneLive takes the occurrences whose tasks ended off e's live ones (those
-// without an OnEnd, see submit). mu held.
+// without an OnEnd, see submit), the last one's end recorded first. mu held.
 func (e *Entry) pruneLive() {
+	e.settle()
 	if oc := e.live1; oc != nil && oc.h.State().Terminal() {
 		e.live1 = nil
 	}

@@ -81,10 +81,12 @@ const ErrTextMax = 1024
 // submitted (the end of an earlier occurrence that ends after it is not one), and
 // targets that misfired, were skipped or refused.
 //
-// The scheduler learns an occurrence's end from its task's [kernel.Task.OnEnd],
-// delivered on the kernel's goroutine shortly after the task's Handle shows it
-// terminal. It keeps no Handle for it: a schedule's record holds the outcome in a
-// byte, and an error's text only while the last outcome has one.
+// The scheduler learns the last occurrence's end from the Handle it holds anyway
+// while the occurrence is live (OverlapSkip, OverlapReplace: the next fire drops
+// it), or from its task's [kernel.Task.OnEnd] (OverlapQueueOne, OverlapAllow,
+// which keeps no Handle). It keeps no Handle for the outcome: a schedule's record
+// holds it in a byte and a bit, and an error's text only while the outcome has
+// one.
 type LastOutcome struct {
 	Outcome Outcome
 	// At is, for an occurrence submitted or ended, its target (Fire.Scheduled;
@@ -107,6 +109,7 @@ func (e *Entry) Last() LastOutcome {
 
 // lastLocked returns e's last outcome. mu held.
 func (e *Entry) lastLocked() LastOutcome {
+	e.settle()
 	l := LastOutcome{Outcome: e.out}
 	switch e.out {
 	case OutcomeNone:
@@ -124,11 +127,12 @@ func (e *Entry) lastLocked() LastOutcome {
 // outcome records e's last outcome o, with err's text when err is not nil. A
 // misfire, a skip or a refusal is stamped with the clock's time. mu held.
 func (s *Scheduler) outcome(e *Entry, o Outcome, err error) {
-	e.out = o
 	switch o {
 	case OutcomeMisfired, OutcomeSkipped, OutcomeRefused:
+		e.settle() // an end that came before o is not recorded after it
 		coldOf(e).outAt = s.clk.Now().UnixNano()
 	}
+	e.out = o
 	if err != nil {
 		coldOf(e).outErr = errText(err)
 	} else if e.cold != nil {
@@ -137,19 +141,57 @@ func (s *Scheduler) outcome(e *Entry, o Outcome, err error) {
 }
 
 // ended records the end of e's occurrence number n (its e.fires when it was
-// submitted) in state st with err: only the last occurrence's end is an outcome.
-// mu held.
+// submitted) in state st with err: only the last occurrence's end is an outcome,
+// recorded once (flagEnded). mu held.
 func (s *Scheduler) ended(e *Entry, n uint64, st kernel.State, err error) {
-	if n != e.fires {
+	if n == e.fires && e.flags&flagEnded == 0 {
+		e.endOf(st, err)
+	}
+}
+
+// settle records the end of e's last occurrence when its task ended and the end
+// is not recorded yet, read from the occurrence's Handle (the live occurrences of
+// OverlapSkip, OverlapReplace and OverlapQueueOne). mu held.
+func (e *Entry) settle() {
+	if e.flags&flagEnded != 0 {
 		return
 	}
+	var oc *occurrence
+	if e.live1 != nil {
+		oc = e.live1
+	} else if c := e.cold; c != nil && len(c.live) > 0 {
+		oc = c.live[len(c.live)-1]
+	}
+	if oc == nil || oc.n != e.fires || oc.h == nil {
+		return
+	}
+	st := oc.h.State()
+	if !st.Terminal() {
+		return
+	}
+	// The state is stored before the error: an end but a success has an error.
+	if err := oc.h.Err(); err != nil || st == kernel.Succeeded {
+		e.endOf(st, err)
+	}
+}
+
+// endOf records the last occurrence's end in state st with err. mu held.
+func (e *Entry) endOf(st kernel.State, err error) {
+	e.flags |= flagEnded
 	switch st {
 	case kernel.Succeeded:
-		s.outcome(e, OutcomeSucceeded, nil)
+		e.out = OutcomeSucceeded
+		err = nil
 	case kernel.Canceled:
-		s.outcome(e, OutcomeCanceled, nil)
+		e.out = OutcomeCanceled
+		err = nil
 	default:
-		s.outcome(e, OutcomeFailed, err)
+		e.out = OutcomeFailed
+	}
+	if err != nil {
+		coldOf(e).outErr = errText(err)
+	} else if e.cold != nil {
+		e.cold.outErr = ""
 	}
 }
 

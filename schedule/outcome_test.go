@@ -122,6 +122,47 @@ func TestLastOutcomeIsTheLastOccurrences(t *testing.T) {
 	})
 }
 
+// TestLastOutcomeReplace: under OverlapReplace the occurrence replaced ends
+// canceled, which is not the outcome: the last one's is.
+func TestLastOutcomeReplace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, sch := setup(t, kernel.Config{}, Config{})
+		g1, g2 := make(gate), make(gate)
+		sc := &script{steps: []func(context.Context) error{g1.run, g2.run}}
+		t0 := time.Now()
+		e := mustSchedule(t, sch, Every(time.Second), sc.run, &Options{Overlap: OverlapReplace, Retry: &kernel.RetryPolicy{MaxAttempts: 1}})
+		advance(2500 * time.Millisecond) // the first was canceled at 2 s
+		wantLast(t, e, OutcomeRunning, "", t0.Add(2*time.Second), t0.Add(2*time.Second))
+		g2.open()
+		synctest.Wait()
+		wantLast(t, e, OutcomeSucceeded, "", t0.Add(2*time.Second), t0.Add(2*time.Second))
+		e.Remove()
+	})
+}
+
+// TestLastOutcomeQueueOne: under OverlapQueueOne the occurrence waiting is
+// submitted when the live one ends; the outcome follows the last one submitted.
+func TestLastOutcomeQueueOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, sch := setup(t, kernel.Config{}, Config{})
+		g := make(gate)
+		sc := &script{steps: []func(context.Context) error{func(ctx context.Context) error {
+			if err := g.run(ctx); err != nil {
+				return err
+			}
+			return errors.New("the first failed")
+		}}}
+		t0 := time.Now()
+		e := mustSchedule(t, sch, Every(time.Second), sc.run, &Options{Overlap: OverlapQueueOne, Retry: &kernel.RetryPolicy{MaxAttempts: 1}})
+		advance(2500 * time.Millisecond) // the occurrence of 2 s waits behind the first
+		wantLast(t, e, OutcomeRunning, "", t0.Add(time.Second), t0.Add(time.Second))
+		g.open()
+		synctest.Wait() // the first failed; the one of 2 s ran and succeeded
+		wantLast(t, e, OutcomeSucceeded, "", t0.Add(2*time.Second), t0.Add(2*time.Second))
+		e.Remove()
+	})
+}
+
 // TestLastOutcomeRefusedAndCanceled: an occurrence the kernel has no room for is
 // refused, with the kernel's error; one the kernel's Close cancels ends canceled.
 func TestLastOutcomeRefusedAndCanceled(t *testing.T) {
