@@ -9,6 +9,7 @@ import (
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/schedule"
+	"github.com/axsched/ax/store"
 )
 
 // The shapes of the JSON API (docs/console.md describes them); the pages render
@@ -189,6 +190,9 @@ type scheduleData struct {
 	LastOutcome   string    `json:"last_outcome,omitempty"`
 	LastOutcomeAt time.Time `json:"last_outcome_at,omitzero"`
 	LastError     string    `json:"last_error,omitempty"` // its error's text, at most schedule.ErrTextMax bytes and "…"
+	// LastTaskID is, for "submitted", the durable task of the occurrence
+	// (store.OccurrenceID): the Tasks pages show how it ended.
+	LastTaskID string `json:"last_task_id,omitempty"`
 }
 
 // zombiesData is GET api/v1/zombies.
@@ -330,6 +334,9 @@ func (c *console) schedules() schedulesData {
 		}
 		if o := st.Outcome; o.Outcome != schedule.OutcomeNone {
 			sd.LastOutcome, sd.LastOutcomeAt, sd.LastError = o.Outcome.String(), o.At, o.Err
+			if o.Outcome == schedule.OutcomeSubmitted {
+				sd.LastTaskID = store.OccurrenceID(name, o.At)
+			}
 		}
 		d.Schedules = append(d.Schedules, sd)
 	}

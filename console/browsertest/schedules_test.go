@@ -60,6 +60,8 @@ func TestScheduleTrigger(t *testing.T) {
 	// occurrence is submitted to the store.
 	tb.run(t, "the fire on the page",
 		scheduleCell("nightly-report", `c[2] === 'active' && c[6] === '1' && c[5] !== '–' && c[3].startsWith('submitted ')`))
+	tb.run(t, "the occurrence's task linked from its outcome",
+		poll(`(() => { const a = [...document.querySelectorAll('#schedules td.outcome a')].find(a => a.textContent === 'submitted'); return a !== undefined && new URL(a.href).searchParams.get('id').startsWith('sched/nightly-report/'); })()`))
 
 	// Pause and resume from the page too.
 	tb.submit(t, "click Pause of nightly-report", 200, click(scheduleButton("nightly-report", "pause")))
