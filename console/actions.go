@@ -95,9 +95,10 @@ func (c *console) act(w http.ResponseWriter, r *http.Request, rel, action string
 		form = true
 		f := r.PostForm
 		req = actionRequest{
-			Group: f.Get("group"), Key: f.Get("key"), Priority: f.Get("priority"), Kind: f.Get("kind"), Name: f.Get("name"),
-			// IDs may come in the form's URL, where they keep bytes that are not UTF-8.
-			ID: r.Form.Get("id"), IDs: r.Form["ids"], Confirm: f.Get("confirm") == "yes",
+			Group: f.Get("group"), Key: f.Get("key"), Priority: f.Get("priority"), Kind: f.Get("kind"),
+			// A schedule's name and task IDs may come in the form's URL, where they
+			// keep bytes that are not UTF-8 (a form's field would get U+FFFD).
+			Name: r.Form.Get("name"), ID: r.Form.Get("id"), IDs: r.Form["ids"], Confirm: f.Get("confirm") == "yes",
 		}
 		if token == "" {
 			token = f.Get("token")

@@ -88,7 +88,7 @@ func New(o Options) (http.Handler, error) {
 	c.lister, _ = o.Store.(store.TaskLister)
 	c.rc.rs, _ = o.Store.(store.ReplicaStore)
 	c.rc.every = every
-	c.sm = newSampler(o.Kernel, o.Scheduler, every, history)
+	c.sm = newSampler(o.Kernel, every, history)
 	go c.sm.run()
 	return c, nil
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/schedule"
+	"github.com/axsched/ax/store"
 )
 
 // The shapes of the JSON API (docs/console.md describes them); the pages render
@@ -182,10 +184,15 @@ type scheduleData struct {
 	Refused  uint64    `json:"refused"`
 	Paused   bool      `json:"paused"`
 	Ended    bool      `json:"ended"`
-	// LastOutcome is the last change the console's sampler saw in the counters:
-	// "fired", "misfired", "skipped" or "refused" (several joined by ", ").
+	// LastOutcome is the schedule's last outcome (schedule.Entry.Last): "running",
+	// "succeeded", "failed", "canceled", "misfired", "skipped", "refused" or
+	// "submitted"; empty before the first.
 	LastOutcome   string    `json:"last_outcome,omitempty"`
 	LastOutcomeAt time.Time `json:"last_outcome_at,omitzero"`
+	LastError     string    `json:"last_error,omitempty"` // its error's text, at most schedule.ErrTextMax bytes and "…"
+	// LastTaskID is, for "submitted", the durable task of the occurrence
+	// (store.OccurrenceID): the Tasks pages show how it ended.
+	LastTaskID string `json:"last_task_id,omitempty"`
 }
 
 // zombiesData is GET api/v1/zombies.
@@ -317,7 +324,6 @@ func (c *console) schedules() schedulesData {
 	if c.s == nil {
 		return d
 	}
-	out := c.sm.outcomes()
 	for name, st := range c.s.Stats() {
 		sd := scheduleData{
 			Name: name, Next: st.Next, Last: st.Last, Fires: st.Fires, Misfires: st.Misfires,
@@ -326,8 +332,11 @@ func (c *console) schedules() schedulesData {
 		if e := c.s.Entry(name); e != nil {
 			sd.Spec = specText(e.Spec())
 		}
-		if o, ok := out[name]; ok {
-			sd.LastOutcome, sd.LastOutcomeAt = o.what, o.at
+		if o := st.Outcome; o.Outcome != schedule.OutcomeNone {
+			sd.LastOutcome, sd.LastOutcomeAt, sd.LastError = o.Outcome.String(), o.At, o.Err
+			if o.Outcome == schedule.OutcomeSubmitted {
+				sd.LastTaskID = store.OccurrenceID(name, o.At)
+			}
 		}
 		d.Schedules = append(d.Schedules, sd)
 	}

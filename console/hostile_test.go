@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"html"
 	"html/template"
 	"net/http"
@@ -120,15 +121,25 @@ func TestHostileStrings(t *testing.T) {
 		t.Errorf("the JSON holds raw markup or is invalid: %s", raw)
 	}
 
-	// The schedules' forms carry the names intact: triggering through the page's
-	// form fires the schedule of that name (names in valid UTF-8).
-	for _, s := range hostile {
-		if !utf8.ValidString(s) {
-			continue
+	// The schedules' forms carry the names intact, in their URL: triggering
+	// through a row's form fires the schedule of that name, bytes that are not
+	// UTF-8 included.
+	actions := map[string]string{} // name → its trigger form's action
+	for _, a := range formActions(body, "api/v1/schedules/trigger?") {
+		u, err := url.Parse(a)
+		if err != nil {
+			t.Fatalf("a trigger form's action %q: %v", a, err)
 		}
-		res := b.postForm(t, "api/v1/schedules/trigger", url.Values{"token": {b.c.token}, "back": {"schedules"}, "name": {s}}, b.srv.URL)
+		actions[u.Query().Get("name")] = a
+	}
+	for _, s := range hostile {
+		action, ok := actions[s]
+		if !ok {
+			t.Fatalf("no trigger form for %q among %q", s, actions)
+		}
+		res := b.postForm(t, action, url.Values{"token": {b.c.token}, "back": {"schedules"}}, b.srv.URL)
 		if res.StatusCode != http.StatusSeeOther {
-			t.Fatalf("trigger %q = %d, want 303", s, res.StatusCode)
+			t.Fatalf("trigger %q by its form = %d, want 303", s, res.StatusCode)
 		}
 		if got := axtest.WaitOrTimeout(t, fired, "the triggered fire"); got != s {
 			t.Fatalf("trigger %q fired %q", s, got)
@@ -162,6 +173,59 @@ func TestHostileStrings(t *testing.T) {
 		if want := strconv.Quote(asJSON(s) + "-missing"); !strings.Contains(e.Error, want) {
 			t.Errorf("error %q does not name %q", e.Error, s)
 		}
+	}
+}
+
+// TestHostileScheduleErrors: schedules whose last occurrence failed with a hostile
+// error text show it as text on the Schedules page (in the cell and in its
+// title), and the JSON API returns it intact with the outcome "failed".
+func TestHostileScheduleErrors(t *testing.T) {
+	b := setup(t, Options{Interval: time.Minute})
+	var es []*schedule.Entry
+	for i, s := range hostile {
+		e, err := b.s.Add(schedule.Every(time.Hour), func(context.Context, schedule.Fire) error {
+			return errors.New(s)
+		}, &schedule.Options{Name: "failing-" + strconv.Itoa(i), Retry: &kernel.RetryPolicy{MaxAttempts: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.Trigger(); err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, e)
+	}
+	axtest.Eventually(t, func() bool {
+		for _, e := range es {
+			if e.Last().Outcome != schedule.OutcomeFailed {
+				return false
+			}
+		}
+		return true
+	}, "every schedule's occurrence failed")
+	_, body := b.get(t, "schedules")
+	checkHTML(t, "schedules", body, hostile)
+	if n := strings.Count(body, `<span class="bad">failed</span>`); n != len(hostile) {
+		t.Errorf("schedules: %d failed outcomes shown, want %d", n, len(hostile))
+	}
+	for _, s := range hostile {
+		if want := `title="` + template.HTMLEscapeString(asJSON(s)) + `"`; !strings.Contains(body, want) {
+			t.Errorf("schedules: no %s", want)
+		}
+	}
+	var ss schedulesData
+	b.getJSON(t, "api/v1/schedules", &ss)
+	if len(ss.Schedules) != len(hostile) {
+		t.Fatalf("api/v1/schedules: %d schedules, want %d", len(ss.Schedules), len(hostile))
+	}
+	for i, s := range hostile {
+		x := ss.Schedules[i]
+		if x.Name != "failing-"+strconv.Itoa(i) || x.LastOutcome != "failed" || x.LastError != asJSON(s) || x.LastOutcomeAt.IsZero() {
+			t.Errorf("api/v1/schedules[%d] = %+v, want failing-%d failed with %q", i, x, i, s)
+		}
+	}
+	_, raw := b.get(t, "api/v1/schedules")
+	if strings.Contains(raw, "<script") || strings.Contains(raw, "<img") || !json.Valid([]byte(raw)) || !strings.Contains(raw, `"last_error":`) {
+		t.Errorf("the JSON holds raw markup, is invalid or has no last_error: %s", raw)
 	}
 }
 
@@ -221,12 +285,22 @@ func TestHostileTasks(t *testing.T) {
 // body whose action contains path.
 func formAction(t *testing.T, body, path string) string {
 	t.Helper()
-	for _, part := range strings.Split(body, `action="`)[1:] {
-		a, _, _ := strings.Cut(part, `"`)
-		if strings.Contains(a, path) {
-			return strings.TrimPrefix(html.UnescapeString(a), "./")
-		}
+	if as := formActions(body, path); len(as) > 0 {
+		return as[0]
 	}
 	t.Fatalf("no form posting to %s in %s", path, body)
 	return ""
+}
+
+// formActions returns the actions, unescaped from HTML, of the forms of body
+// whose action contains path.
+func formActions(body, path string) []string {
+	var as []string
+	for _, part := range strings.Split(body, `action="`)[1:] {
+		a, _, _ := strings.Cut(part, `"`)
+		if strings.Contains(a, path) {
+			as = append(as, strings.TrimPrefix(html.UnescapeString(a), "./"))
+		}
+	}
+	return as
 }

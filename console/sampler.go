@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/schedule"
 	"github.com/benbjohnson/clock"
 )
 
@@ -29,36 +28,27 @@ type point struct {
 // rateSpan is how many intervals the rates of the pages span.
 const rateSpan = 5
 
-// outcome is the last change the sampler saw in a schedule's counters.
-type outcome struct {
-	what string // "fired", "misfired", "skipped", "refused", joined by ", " when several changed in one interval
-	at   time.Time
-}
-
-// sampler reads the kernel's Stats (and the scheduler's) every interval on a
-// goroutine of its own, and keeps the last samples in a ring.
+// sampler reads the kernel's Stats every interval on a goroutine of its own, and
+// keeps the last samples in a ring.
 type sampler struct {
-	k     *kernel.Kernel      // immutable
-	s     *schedule.Scheduler // immutable; may be nil
-	clk   clock.Clock         // immutable: the kernel's
-	every time.Duration       // immutable
+	k     *kernel.Kernel // immutable
+	clk   clock.Clock    // immutable: the kernel's
+	every time.Duration  // immutable
 
 	mu    sync.Mutex
-	ring  []point                   // guarded by mu: the points, oldest first from next once full
-	next  int                       // guarded by mu: the slot the next point takes
-	full  bool                      // guarded by mu: ring wrapped
-	last  [rateSpan + 1]sample      // guarded by mu: the last samples, newest at lastN-1
-	lastN int                       // guarded by mu: samples in last
-	prev  map[string]schedule.Stats // guarded by mu: each schedule's figures at the last sample
-	lastO map[string]outcome        // guarded by mu: each schedule's last outcome seen
+	ring  []point              // guarded by mu: the points, oldest first from next once full
+	next  int                  // guarded by mu: the slot the next point takes
+	full  bool                 // guarded by mu: ring wrapped
+	last  [rateSpan + 1]sample // guarded by mu: the last samples, newest at lastN-1
+	lastN int                  // guarded by mu: samples in last
 
 	done chan struct{} // closed when the goroutine returns
 }
 
-func newSampler(k *kernel.Kernel, s *schedule.Scheduler, every time.Duration, history int) *sampler {
+func newSampler(k *kernel.Kernel, every time.Duration, history int) *sampler {
 	sm := &sampler{
-		k: k, s: s, clk: k.Clock(), every: every,
-		ring: make([]point, history), prev: map[string]schedule.Stats{}, lastO: map[string]outcome{},
+		k: k, clk: k.Clock(), every: every,
+		ring: make([]point, history),
 		done: make(chan struct{}),
 	}
 	sm.take()
@@ -81,13 +71,9 @@ func (sm *sampler) run() {
 	}
 }
 
-// take reads the kernel's and the scheduler's figures and records them.
+// take reads the kernel's figures and records them.
 func (sm *sampler) take() {
 	st := sm.k.Stats()
-	var sch map[string]schedule.Stats
-	if sm.s != nil {
-		sch = sm.s.Stats()
-	}
 	now := sm.clk.Now()
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
@@ -107,41 +93,6 @@ func (sm *sampler) take() {
 	if sm.next == len(sm.ring) {
 		sm.next, sm.full = 0, true
 	}
-	for name, cur := range sch {
-		// A schedule added since the last sample did all it counts since then;
-		// at the first sample, when it did is unknown.
-		if old, ok := sm.prev[name]; ok || sm.lastN > 1 {
-			if w := changed(old, cur); w != "" {
-				sm.lastO[name] = outcome{what: w, at: now}
-			}
-		}
-		sm.prev[name] = cur
-	}
-	for name := range sm.prev {
-		if _, ok := sch[name]; !ok {
-			delete(sm.prev, name)
-			delete(sm.lastO, name)
-		}
-	}
-}
-
-// changed names the counters that grew from old to cur.
-func changed(old, cur schedule.Stats) string {
-	var w string
-	add := func(grew bool, name string) {
-		if !grew {
-			return
-		}
-		if w != "" {
-			w += ", "
-		}
-		w += name
-	}
-	add(cur.Fires > old.Fires, "fired")
-	add(cur.Misfires > old.Misfires, "misfired")
-	add(cur.Skipped > old.Skipped, "skipped")
-	add(cur.Refused > old.Refused, "refused")
-	return w
 }
 
 // pointOf computes the chart's point of cur from the sample before it.
@@ -192,15 +143,4 @@ func (sm *sampler) span() (oldest, newest sample) {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
 	return sm.last[0], sm.last[sm.lastN-1]
-}
-
-// outcomes returns a copy of the schedules' last outcomes.
-func (sm *sampler) outcomes() map[string]outcome {
-	sm.mu.Lock()
-	defer sm.mu.Unlock()
-	m := make(map[string]outcome, len(sm.lastO))
-	for k, v := range sm.lastO {
-		m[k] = v
-	}
-	return m
 }

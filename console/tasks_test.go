@@ -82,7 +82,10 @@ func (tb *taskBundle) deadLetters(t *testing.T, n int) []string {
 		if err := h.Wait(context.Background()); err == nil {
 			t.Fatal("a job succeeded, want it to fail")
 		}
-		ids = append(ids, h.ID())
+		id := h.ID()
+		// Wait returns when the task ended; its row is stored Failed a moment later.
+		axtest.Eventually(t, func() bool { return tb.state(t, id) == store.Failed }, "the dead letter stored")
+		ids = append(ids, id)
 	}
 	return ids
 }

@@ -18,8 +18,9 @@
 //
 // A [Scheduler] uses the kernel's public API only, as any user does: it submits
 // each occurrence with [kernel.Kernel.TrySubmit], learns whether an occurrence is
-// still live from its [kernel.Handle] at the next fire (or, under
-// [OverlapQueueOne], from [kernel.Task.OnEnd] as it ends), reads time on [kernel.Kernel.Clock], stops with the kernel
+// still live, and how it ended ([Entry.Last]), from its [kernel.Handle] at the next
+// fire or when asked (or, under [OverlapQueueOne] and [OverlapAllow], from
+// [kernel.Task.OnEnd] as it ends), reads time on [kernel.Kernel.Clock], stops with the kernel
 // ([kernel.Kernel.Stopping]), and, for a durable schedule, inserts the
 // occurrences into the store's pool and wakes the kernel's claimer
 // ([kernel.Kernel.Poll]). The kernel knows nothing of schedules: an occurrence

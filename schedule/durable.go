@@ -480,6 +480,7 @@ func (f *firer) stored(r *request) {
 		return
 	}
 	if r.err != nil {
+		s.outcome(e, OutcomeRefused, r.err)
 		if errors.Is(r.err, store.ErrUnknownSchedule) {
 			s.note(e, NoteRefused, "", r.err)
 			e.next = time.Time{} // deleted from the store: it ended
@@ -523,6 +524,7 @@ func (s *Scheduler) fired(e *Entry, r *request) {
 		}
 		if res.Missed > 0 {
 			coldOf(e).misfires += uint64(res.Missed)
+			s.outcome(e, OutcomeMisfired, nil)
 			s.note(e, NoteMisfired, "", nil)
 		}
 		if r.skipped {
@@ -534,6 +536,7 @@ func (s *Scheduler) fired(e *Entry, r *request) {
 	for _, c := range r.f.Occurrences {
 		e.fires++
 		e.last = c.Task.RunAt.UnixNano()
+		s.outcome(e, OutcomeSubmitted, nil)
 		s.note(e, NoteFired, c.Task.ID, nil)
 	}
 }

@@ -21,6 +21,7 @@ type Entry struct {
 	next  time.Time                         // the first target not fired; zero: the schedule ended
 	timer timewheel.Handle[*Entry]          // the armed fire; zero: none
 	flags uint32                            // flag* bits
+	out   Outcome                           // the last outcome (Last); its time and error text are in cold when it has them
 	last  int64                             // unix ns of the last fire's target; 0: none
 	fires uint64
 	live1 *occurrence // the one live occurrence, when cold.live is empty
@@ -36,13 +37,15 @@ type opts struct {
 }
 
 // cold is the state that only some schedules need: made at the first misfire,
-// skip, refusal, jitter, queued or second live occurrence.
+// skip, refusal, failed occurrence, jitter, queued or second live occurrence.
 type cold struct {
 	misfires, skipped, refused uint64
 	jitter                     time.Duration // the jitter of the armed fire
 	carried                    int           // missed targets no fire reported yet
 	live                       []*occurrence // live occurrences, oldest first, when more than live1
 	queuedF                    Fire          // the occurrence waiting under OverlapQueueOne (flagQueued)
+	outAt                      int64         // unix ns of the last misfire, skip or refusal (Entry.out)
+	outErr                     string        // the last outcome's error text; empty when it has none
 }
 
 // The bits of Entry.flags.
@@ -52,6 +55,7 @@ const (
 	flagQueued                  // OverlapQueueOne: an occurrence waits behind the live ones (cold.queuedF)
 	flagStorePaused             // a durable schedule paused in its store (by any scheduler)
 	flagWall                    // the targets are wall-clock times (not an Every): the scheduler follows the clock's steps (clockstep.go)
+	flagEnded                   // the end of the last occurrence submitted is recorded (Entry.out; outcome.go)
 )
 
 // Stats are the figures of one schedule.
@@ -63,7 +67,8 @@ type Stats struct {
 	Skipped  uint64    // occurrences not submitted because of the overlap policy
 	Refused  uint64    // occurrences the kernel had no room for (Capacity, MaxWaiting)
 	Paused   bool
-	Ended    bool // the schedule's Spec returned the zero Time
+	Ended    bool        // the schedule's Spec returned the zero Time
+	Outcome  LastOutcome // the last outcome, as [Entry.Last] returns it
 }
 
 // Add adds a schedule: at each target of sp, the scheduler submits a task to its
@@ -171,8 +176,9 @@ func (e *Entry) Stats() Stats {
 func (e *Entry) statsLocked() Stats {
 	st := Stats{
 		Next: e.nextLocked(), Fires: e.fires,
-		Paused: e.flags&(flagPaused|flagStorePaused) != 0,
-		Ended:  e.next.IsZero() && e.flags&flagRemoved == 0,
+		Paused:  e.flags&(flagPaused|flagStorePaused) != 0,
+		Ended:   e.next.IsZero() && e.flags&flagRemoved == 0,
+		Outcome: e.lastLocked(),
 	}
 	if e.last != 0 {
 		st.Last = time.Unix(0, e.last)

@@ -14,10 +14,14 @@ import (
 	"github.com/axsched/ax/timewheel"
 )
 
-// occurrence is one live occurrence of a schedule: the task it submitted.
+// occurrence is one occurrence of a schedule: the task it submitted. The schedule
+// holds it (e.live1, cold.live) while it is live, unless the overlap policy is
+// OverlapAllow; under OverlapAllow and OverlapQueueOne its ended method is the
+// task's OnEnd.
 type occurrence struct {
 	e *Entry
 	h *kernel.Handle // set by submit before its end is handled (mu)
+	n uint64         // immutable: e.fires once it was submitted
 }
 
 // arm puts e's one timer at its next target plus a fresh jitter, or takes it out
@@ -66,7 +70,9 @@ func (s *Scheduler) guard(e *Entry, f func()) (ok bool) {
 			ok = false
 			e.next = time.Time{}
 			s.disarm(e)
-			s.note(e, NoteMisfired, "", &kernel.PanicError{Value: r, Stack: debug.Stack()})
+			err := &kernel.PanicError{Value: r, Stack: debug.Stack()}
+			s.outcome(e, OutcomeMisfired, err)
+			s.note(e, NoteMisfired, "", err)
 		}
 	}()
 	f()
@@ -110,6 +116,7 @@ func (s *Scheduler) onDue(e *Entry, now time.Time) {
 	if !res.Next.IsZero() && !res.Next.After(now) {
 		// Next returned a time not after its argument: the schedule would fire at
 		// every pass. The due target fires, as the last, and the schedule ends.
+		s.outcome(e, OutcomeMisfired, ErrStuck)
 		s.note(e, NoteMisfired, "", ErrStuck)
 		res = recur.Result{Fires: []recur.Fire{{Scheduled: next, Missed: carried}}}
 		one = false
@@ -127,6 +134,7 @@ func (s *Scheduler) onDue(e *Entry, now time.Time) {
 	}
 	if res.Missed > 0 {
 		coldOf(e).misfires += uint64(res.Missed)
+		s.outcome(e, OutcomeMisfired, nil)
 		s.note(e, NoteMisfired, "", nil)
 	}
 	if one {
@@ -180,6 +188,7 @@ func (s *Scheduler) skip(e *Entry, f Fire) {
 	c := coldOf(e)
 	c.carried += 1 + f.Missed
 	c.skipped++
+	s.outcome(e, OutcomeSkipped, nil)
 	s.note(e, NoteSkipped, "", nil)
 }
 
@@ -188,24 +197,21 @@ func (s *Scheduler) skip(e *Entry, f Fire) {
 // mu, finds it live.
 //
 // Only OverlapQueueOne needs to hear of an occurrence's end when it comes (to
-// submit the one waiting), so only its tasks carry an OnEnd. Under OverlapSkip and
-// OverlapReplace the next fire asks the live occurrences' handles (pruneLive), and
-// OverlapAllow follows none: their tasks need no loop pass and no callback when
-// they end.
+// submit the one waiting), and OverlapAllow keeps no occurrence: only their tasks
+// carry an OnEnd (occurrence.ended), which also records the last outcome. Under
+// OverlapSkip and OverlapReplace the next fire asks the live occurrences' handles
+// (pruneLive), and the last outcome is read from the last one's (Entry.settle):
+// their tasks need no loop pass and no callback when they end.
 func (s *Scheduler) submit(e *Entry, f Fire) {
 	run := e.run
+	oc := &occurrence{e: e, n: e.fires + 1}
 	t := kernel.Task{
 		Priority: e.o.Priority, Timeout: e.o.Timeout, Group: e.o.Group, Key: e.o.Key, Retry: e.o.Retry,
 		Run: func(ctx context.Context) error { return run(ctx, f) },
 	}
-	var oc *occurrence
 	switch e.o.Overlap {
-	case OverlapQueueOne:
-		oc = &occurrence{e: e}
+	case OverlapQueueOne, OverlapAllow:
 		t.OnEnd = oc.ended
-	case OverlapAllow:
-	default:
-		oc = &occurrence{e: e}
 	}
 	h, err := s.k.TrySubmit(t)
 	if err != nil {
@@ -216,26 +222,31 @@ func (s *Scheduler) submit(e *Entry, f Fire) {
 		c := coldOf(e)
 		c.carried += 1 + f.Missed
 		c.refused++
+		s.outcome(e, OutcomeRefused, err)
 		s.note(e, NoteRefused, "", err)
 		return
 	}
-	if oc != nil {
-		oc.h = h
+	oc.h = h
+	if e.o.Overlap != OverlapAllow {
 		e.addLive(oc)
 	}
 	e.fires++
 	e.last = f.Scheduled.UnixNano()
+	e.flags &^= flagEnded
+	s.outcome(e, OutcomeRunning, nil)
 	if s.cfg.OnEvent != nil {
 		s.note(e, NoteFired, h.ID(), nil) // the ID is made only when an event needs it
 	}
 }
 
-// ended is the occurrence's Task.OnEnd: it takes the occurrence off the live ones
-// and submits the one waiting under OverlapQueueOne.
-func (oc *occurrence) ended(kernel.State, error) {
+// ended is the occurrence's Task.OnEnd (OverlapQueueOne, OverlapAllow): it
+// records the schedule's last outcome, takes the occurrence off the live ones and
+// submits the one waiting under OverlapQueueOne.
+func (oc *occurrence) ended(st kernel.State, err error) {
 	e := oc.e
 	s := e.o.s
 	s.mu.Lock()
+	s.ended(e, oc.n, st, err)
 	e.dropLive(oc)
 	if e.flags&(flagQueued|flagRemoved) == flagQueued && !e.anyLive() {
 		e.flags &^= flagQueued
@@ -245,8 +256,9 @@ func (oc *occurrence) ended(kernel.State, error) {
 }
 
 // pruneLive takes the occurrences whose tasks ended off e's live ones (those
-// without an OnEnd, see submit). mu held.
+// without an OnEnd, see submit), the last one's end recorded first. mu held.
 func (e *Entry) pruneLive() {
+	e.settle()
 	if oc := e.live1; oc != nil && oc.h.State().Terminal() {
 		e.live1 = nil
 	}

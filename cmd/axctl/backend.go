@@ -113,6 +113,7 @@ type scheduleRow struct {
 	Refused       uint64    `json:"refused,omitempty"`
 	LastOutcome   string    `json:"last_outcome,omitempty"`
 	LastOutcomeAt time.Time `json:"last_outcome_at,omitzero"`
+	LastError     string    `json:"last_error,omitempty"`
 }
 
 // taskRowOfInfo is taskRowOf for a task a store.TaskLister returned; names maps

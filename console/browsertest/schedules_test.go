@@ -28,7 +28,7 @@ func scheduleCell(name, cond string) chromedp.Action[chromedp.Void] {
 // scheduleButton is the XPath of the button of name's row that posts to action
 // ("pause", "resume" or "trigger").
 func scheduleButton(name, action string) string {
-	return fmt.Sprintf(`//table[@id="schedules"]//tr[th=%s]//form[@action="api/v1/schedules/%s"]/button`, strconv.Quote(name), action)
+	return fmt.Sprintf(`//table[@id="schedules"]//tr[th=%s]//form[starts-with(@action, "api/v1/schedules/%s?")]/button`, strconv.Quote(name), action)
 }
 
 // The operator triggers a durable schedule from the Schedules page: its
@@ -49,24 +49,27 @@ func TestScheduleTrigger(t *testing.T) {
 	}
 	tb := newTab(t)
 	tb.run(t, "open the Schedules page", chromedp.Navigate(e.url+"schedules"),
-		scheduleCell("nightly-report", `c[2] === 'active' && c[5] === '0' && c[4] === '–'`))
+		scheduleCell("nightly-report", `c[2] === 'active' && c[6] === '0' && c[5] === '–' && c[3] === '–'`))
 
 	tb.submit(t, "click Trigger of nightly-report", 200, click(scheduleButton("nightly-report", "trigger")))
 	tb.run(t, "the page after the trigger", flashIs("Schedule triggered."))
 	if got := axtest.WaitOrTimeout(t, fired, "the triggered occurrence"); got != "nightly-report:weekly" {
 		t.Fatalf("the occurrence ran as %q, want nightly-report:weekly", got)
 	}
-	// The page refreshes itself: one fire, its time, and the outcome the console saw.
+	// The page refreshes itself: one fire, its time, and its outcome: a durable
+	// occurrence is submitted to the store.
 	tb.run(t, "the fire on the page",
-		scheduleCell("nightly-report", `c[2] === 'active' && c[5] === '1' && c[4] !== '–' && c[9].startsWith('fired at ')`))
+		scheduleCell("nightly-report", `c[2] === 'active' && c[6] === '1' && c[5] !== '–' && c[3].startsWith('submitted ')`))
+	tb.run(t, "the occurrence's task linked from its outcome",
+		poll(`(() => { const a = [...document.querySelectorAll('#schedules td.outcome a')].find(a => a.textContent === 'submitted'); return a !== undefined && new URL(a.href).searchParams.get('id').startsWith('sched/nightly-report/'); })()`))
 
 	// Pause and resume from the page too.
 	tb.submit(t, "click Pause of nightly-report", 200, click(scheduleButton("nightly-report", "pause")))
-	tb.run(t, "the paused schedule", flashIs("Schedule paused."), scheduleCell("nightly-report", `c[2] === 'paused' && c[3] === '–'`))
+	tb.run(t, "the paused schedule", flashIs("Schedule paused."), scheduleCell("nightly-report", `c[2] === 'paused' && c[4] === '–'`))
 	if st := e.s.Stats()["nightly-report"]; !st.Paused {
 		t.Errorf("Stats()[nightly-report] = %+v after Pause, want Paused", st)
 	}
 	tb.submit(t, "click Resume of nightly-report", 200, click(scheduleButton("nightly-report", "resume")))
-	tb.run(t, "the resumed schedule", flashIs("Schedule resumed."), scheduleCell("nightly-report", `c[2] === 'active' && c[3] !== '–'`))
+	tb.run(t, "the resumed schedule", flashIs("Schedule resumed."), scheduleCell("nightly-report", `c[2] === 'active' && c[4] !== '–'`))
 	tb.noDialogs(t)
 }

@@ -103,6 +103,12 @@ func TestScreenshots(t *testing.T) {
 	if _, err := e.s.Add(schedule.Every(time.Minute), func(context.Context, schedule.Fire) error { return nil }, &schedule.Options{Name: "cache-warm"}); err != nil {
 		t.Fatal(err)
 	}
+	ledger, err := e.s.Add(schedule.Every(15*time.Minute), func(context.Context, schedule.Fire) error {
+		return errors.New("ledger-sync: upstream answered 503 Service Unavailable")
+	}, &schedule.Options{Name: "ledger-sync", Retry: &kernel.RetryPolicy{MaxAttempts: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	audit, err := e.s.Add(schedule.Every(time.Hour), func(context.Context, schedule.Fire) error { return nil }, &schedule.Options{Name: "audit-export"})
 	if err != nil {
 		t.Fatal(err)
@@ -198,8 +204,12 @@ func TestScreenshots(t *testing.T) {
 	if err := e.s.Entry("cache-warm").Trigger(); err != nil {
 		t.Fatal(err)
 	}
+	if err := ledger.Trigger(); err != nil {
+		t.Fatal(err)
+	}
 	tb.run(t, "the schedules", chromedp.Navigate(e.url+"schedules"),
-		scheduleCell("cache-warm", `c[9].startsWith('fired at ')`))
+		scheduleCell("cache-warm", `c[3].startsWith('succeeded ')`),
+		scheduleCell("ledger-sync", `c[3].startsWith('failed ') && c[3].includes('503')`))
 	shoot(t, tb, "schedules")
 
 	tb.run(t, "the zombies", chromedp.Navigate(e.url+"zombies"), chromedp.WaitVisible(`article.zombie pre`))
