@@ -73,11 +73,11 @@ func TestReplicas(t *testing.T) {
 	}
 	golden(t, "owners_console", r.ok("owners"))
 
-	// A console without api/v1/replicas: a usage error naming the path.
+	// A console without a store that keeps replicas: a usage error naming the option.
 	b := setupWeb(t, console.Options{})
 	for _, cmd := range []string{"replicas", "owners"} {
 		res := b.r.run(cmd)
-		if res.code != exitUsage || !strings.Contains(res.stderr, "api/v1/replicas") {
+		if res.code != exitUsage || !strings.Contains(res.stderr, "console.Options.Store") {
 			t.Errorf("%s on a console without replicas = %d %q; want %d", cmd, res.code, res.stderr, exitUsage)
 		}
 	}
