@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,33 +36,8 @@ func TestStuckClaimKeepsAdoptersLease(t *testing.T) {
 	defer freezeClaim(t, ctx, p, proxied, frozen, store.ClaimRequest{Now: now, Want: store.ByPriority[int]{Normal: 1}, Kinds: []string{"k"}})()
 
 	// The adopter renews every lease/6 from now on, and must keep its lease.
-	stop := make(chan struct{})
-	var (
-		wg        sync.WaitGroup
-		mu        sync.Mutex
-		renewErrs []error
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(lease / 6)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			c, cc := context.WithTimeout(ctx, lease)
-			_, err := direct.CommitAs(c, adopter, nil)
-			cc()
-			if err != nil {
-				mu.Lock()
-				renewErrs = append(renewErrs, err)
-				mu.Unlock()
-			}
-		}
-	}()
+	stopRenew := renewEvery(ctx, direct, adopter, lease/6, lease)
+	defer stopRenew()
 	adopt := store.Change{Op: store.OpStart, Adopt: true, Fence: 1, Task: store.StoredTask{ID: "p1", Attempt: 1, Fence: 2, UpdatedAt: time.Now()}}
 	t0 := time.Now()
 	c, cc := context.WithTimeout(ctx, 2*lease)
@@ -81,11 +55,7 @@ func TestStuckClaimKeepsAdoptersLease(t *testing.T) {
 		t.Errorf("the adopting commit took %v, more than one LockWait (1 s) and a margin: it waited for the frozen claim", took)
 	}
 	<-time.After(lease) // a lease more: the adopter must still hold its own
-	close(stop)
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	if len(renewErrs) > 0 {
+	if renewErrs := stopRenew(); len(renewErrs) > 0 {
 		t.Errorf("the adopter's renewals failed while a claim of its pool row was frozen: %v", renewErrs)
 	}
 }

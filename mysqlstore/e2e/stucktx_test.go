@@ -120,36 +120,16 @@ func TestStuckClaimKeepsOthersLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The healthy owner renews every lease/4 from now on, and must keep its lease.
+	stopRenew := renewEvery(ctx, direct, healthy, lease/4, lease)
+	defer stopRenew()
 	stop := make(chan struct{})
 	var (
 		wg        sync.WaitGroup
 		mu        sync.Mutex
-		renewErrs []error
 		rescued   = map[string]time.Duration{}
 		rescueErr []error
 		frozeAt   time.Time // set before the rescuer starts
 	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(lease / 4)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			c, cc := context.WithTimeout(ctx, lease)
-			_, err := direct.CommitAs(c, healthy, nil)
-			cc()
-			if err != nil {
-				mu.Lock()
-				renewErrs = append(renewErrs, err)
-				mu.Unlock()
-			}
-		}
-	}()
 	defer func() {
 		select {
 		case <-stop:
@@ -219,6 +199,7 @@ func TestStuckClaimKeepsOthersLeases(t *testing.T) {
 	<-time.After(lease)
 	close(stop)
 	wg.Wait()
+	renewErrs := stopRenew()
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -254,35 +235,7 @@ func TestStuckInsertBoundsLockWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The healthy owner renews every lease/8 from now on, and must keep its lease.
-	stop := make(chan struct{})
-	hbDone := make(chan []error)
-	go func() {
-		var errs []error
-		tick := time.NewTicker(lease / 8)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				hbDone <- errs
-				return
-			case <-tick.C:
-			}
-			c, cc := context.WithTimeout(ctx, lease)
-			if _, err := direct.CommitAs(c, healthy, nil); err != nil {
-				errs = append(errs, err)
-			}
-			cc()
-		}
-	}()
-	var hbErrs []error
-	stopped := false
-	stopHeartbeats := func() {
-		if !stopped {
-			stopped = true
-			close(stop)
-			hbErrs = <-hbDone
-		}
-	}
+	stopHeartbeats := renewEvery(ctx, direct, healthy, lease/8, lease)
 	defer stopHeartbeats()
 	frozen, err := proxied.Join(ctx, "frozen", lease)
 	if err != nil {
@@ -320,8 +273,7 @@ func TestStuckInsertBoundsLockWaits(t *testing.T) {
 		t.Errorf("healthy owner's insert of a key a frozen transaction holds = %v after %v; want a lock wait error well before %v", commitErr, took, 3*lease)
 	}
 	<-time.After(lease / 2) // heartbeats after the commit gave up
-	stopHeartbeats()
-	for _, err := range hbErrs {
+	for _, err := range stopHeartbeats() {
 		if errors.Is(err, store.ErrLeaseLost) || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("healthy owner's heartbeat while its commit waited for a frozen lock: %v", err)
 		}
@@ -336,4 +288,38 @@ func TestStuckInsertBoundsLockWaits(t *testing.T) {
 		}
 	}
 	t.Logf("the commit gave up after %v: %v", took, commitErr)
+}
+
+// renewEvery renews owner o on s (a CommitAs without changes) every period, each
+// within lease, until the stop it returns is called. stop waits for the renewals to
+// end and returns the errors they met; it may be called more than once.
+func renewEvery(ctx context.Context, s *mysqlstore.Store, o store.Owner, period, lease time.Duration) (stop func() []error) {
+	quit, done := make(chan struct{}), make(chan []error, 1)
+	go func() {
+		var errs []error
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				done <- errs
+				return
+			case <-tick.C:
+			}
+			c, cc := context.WithTimeout(ctx, lease)
+			if _, err := s.CommitAs(c, o, nil); err != nil {
+				errs = append(errs, err)
+			}
+			cc()
+		}
+	}()
+	var once sync.Once
+	var errs []error
+	return func() []error {
+		once.Do(func() {
+			close(quit)
+			errs = <-done
+		})
+		return errs
+	}
 }

@@ -183,7 +183,7 @@ func TestJournalGatherBounded(t *testing.T) {
 		if c := j.Counts().Commits; c != c0 {
 			t.Fatalf("commits = %d before gatherMax, want %d", c, c0)
 		}
-		time.Sleep(gatherMax) // the bubble's clock
+		<-time.NewTimer(gatherMax).C // the bubble's clock moves once every goroutine waits
 		synctest.Wait()
 		if c := j.Counts(); c.Commits != c0+1 || c.Pending != 0 {
 			t.Fatalf("Counts() = %+v after gatherMax, want one commit more (%d), none pending", c, c0+1)
