@@ -166,9 +166,10 @@
 // [store.Clock] ([Store.Now]), and the kernels store and claim tasks' RunAt on the
 // database's clock. So the kernels' clocks need not agree.
 //
-// [Store.Join] takes an epoch above the epoch part of every live task's fence (one read
-// of the live rows' index range), ends the earlier epochs of the same name, whose tasks
-// become rescuable at once, and inserts the owner row. A kernel with no Config.Owner
+// [Store.Join] takes an epoch from the counter, which is above the epoch part of every
+// live task's fence (a counter found empty beside stored tasks is first raised above
+// them, with one read of the live rows' index range), ends the earlier epochs of the
+// same name, whose tasks become rescuable at once, and inserts the owner row. A kernel with no Config.Owner
 // joins under a default name held per host, user and store (see kernel.Config.Owner),
 // the store being told apart by [Store.Identity]: the server's @@hostname and @@port,
 // the database and the table, so that processes reaching one table through other

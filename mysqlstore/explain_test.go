@@ -405,7 +405,7 @@ func TestQueriesUseAnIndex(t *testing.T) {
 			"",
 		},
 		{
-			"join's largest live fence", "SELECT COALESCE(MAX(fence), 0) FROM " + s.table + " WHERE state <= " + liveMaxCode,
+			"join's largest live fence, when the counter is empty", "SELECT COALESCE(MAX(fence), 0) FROM " + s.table + " WHERE state <= " + liveMaxCode,
 			ownerIndexName,
 			[]string{"range"},
 			"",

@@ -142,10 +142,27 @@ func (s *Store) pruneEpochs(e uint64) {
 	}
 }
 
-// Join implements [store.SharedStore.Join]. It takes an epoch above the epoch part of
-// every live task's fence (one read of the live rows' index range), then, in one
-// transaction, ends the earlier epochs of name and inserts the owner row, whose lease
-// runs from the database's clock.
+// epochFloor returns the epoch a new epoch must exceed beyond what the counter holds:
+// zero when the counter holds a row, since it keeps the row of the largest epoch it
+// handed out (see pruneEpochs) and every fence's epoch part is one it handed out; the
+// epoch part of the largest live fence when the counter is empty (a counter table
+// created anew beside a task table that other counters' fences are in, as after a
+// restore of the task table alone). The first read is of the counter's primary key;
+// only an empty counter costs a read of the live rows' index range.
+func (s *Store) epochFloor(ctx context.Context) (uint64, error) {
+	var held bool
+	if err := s.db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM "+s.epochs+")").Scan(&held); err != nil || held {
+		return 0, err
+	}
+	var maxFence uint64
+	err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(fence), 0) FROM "+s.table+" WHERE state <= "+liveMaxCode).Scan(&maxFence)
+	return maxFence >> 32, err
+}
+
+// Join implements [store.SharedStore.Join]. It takes an epoch from the counter (above
+// the epoch part of every live task's fence: see epochFloor), then, in one transaction,
+// ends the earlier epochs of name and inserts the owner row, whose lease runs from the
+// database's clock. Its cost does not grow with the tasks stored.
 func (s *Store) Join(ctx context.Context, name string, lease time.Duration) (store.Owner, error) {
 	if err := checkOwnerArgs(name, lease, "join"); err != nil {
 		return store.Owner{}, err
@@ -155,11 +172,11 @@ func (s *Store) Join(ctx context.Context, name string, lease time.Duration) (sto
 	}
 	var o store.Owner
 	err := s.retry(ctx, "join", func() error {
-		var maxFence uint64
-		if err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(fence), 0) FROM "+s.table+" WHERE state <= "+liveMaxCode).Scan(&maxFence); err != nil {
+		floor, err := s.epochFloor(ctx)
+		if err != nil {
 			return err
 		}
-		e, err := s.nextEpoch(ctx, s.db, maxFence>>32)
+		e, err := s.nextEpoch(ctx, s.db, floor)
 		if err != nil {
 			return err
 		}

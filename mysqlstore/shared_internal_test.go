@@ -15,7 +15,7 @@ import (
 )
 
 // internalStore returns a migrated store on a table of its own, dropped in t.Cleanup.
-func internalStore(t *testing.T, tag string) *Store {
+func internalStore(t testing.TB, tag string) *Store {
 	t.Helper()
 	dsn := os.Getenv("AX_MYSQL_DSN")
 	if dsn == "" {
@@ -37,7 +37,7 @@ func internalStore(t *testing.T, tag string) *Store {
 	}
 	t.Cleanup(func() {
 		_ = s.Close()
-		for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix, schedSuffix} {
+		for _, suffix := range []string{"", ownersSuffix, leasesSuffix, epochsSuffix, schedSuffix, startsSuffix, replicasSuffix} {
 			_, _ = db.Exec("DROP TABLE IF EXISTS `" + table + suffix + "`")
 		}
 		_ = db.Close()
@@ -180,5 +180,75 @@ func TestFireRetryFindsItsToken(t *testing.T) {
 	// Another caller's retry: its token is not stored, and the schedule moved on.
 	if got, fired, err := s.fireTry(ctx, f, update(9), nil, 9, true); err != nil || fired || got.Version != 1 {
 		t.Fatalf("fireTry(retry, other token) = %+v, %v, %v; want not fired, version 1", got, fired, err)
+	}
+}
+
+// TestJoinEpochFloor: Join takes its epoch from the counter, and a counter found empty
+// beside live tasks (a task table restored alone) is raised above their fences first.
+func TestJoinEpochFloor(t *testing.T) {
+	s := internalStore(t, "join_floor")
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	const restored = 7<<32 + 3 // a fence of epoch 7, written where the counter was another
+	res, err := s.Commit(ctx, []store.Change{
+		{Op: store.OpInsert, Task: store.StoredTask{ID: "live", Kind: "k", State: store.Queued, Fence: 1, UpdatedAt: now}},
+		{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: "live", Fence: restored, Attempt: 1, UpdatedAt: now}},
+	})
+	if err != nil || errors.Join(res...) != nil {
+		t.Fatalf("Commit() = %v, %v", res, err)
+	}
+	if _, err := s.db.ExecContext(ctx, "DELETE FROM "+s.epochs); err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.Join(ctx, "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Epoch <= restored>>32 {
+		t.Fatalf("Join() with an empty counter = epoch %d, want above the live fence's epoch %d", first.Epoch, restored>>32)
+	}
+	second, err := s.Join(ctx, "b", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Epoch <= first.Epoch {
+		t.Fatalf("second Join() = epoch %d, want above the first's %d", second.Epoch, first.Epoch)
+	}
+	// The counter keeps its largest row through a prune, so it is never found empty again.
+	e := second.Epoch
+	for e%epochPruneEvery != 0 {
+		if e, err = s.nextEpoch(ctx, s.db, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.pruneEpochs(e)
+	var rows int
+	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+s.epochs).Scan(&rows); err != nil || rows == 0 {
+		t.Fatalf("counter rows after a prune = %d, %v; want at least one", rows, err)
+	}
+}
+
+// BenchmarkJoin measures a Join beside 20,000 live tasks, as a restarted process's
+// Join on a busy table.
+func BenchmarkJoin(b *testing.B) {
+	s := internalStore(b, "join_bench")
+	ctx := context.Background()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < 20_000; i += 1000 {
+		cs := make([]store.Change, 0, 1000)
+		for j := i; j < i+1000; j++ {
+			cs = append(cs, store.Change{Op: store.OpInsert, Task: store.StoredTask{
+				ID: fmt.Sprintf("t%06d", j), Kind: "k", State: store.Queued, Fence: 1, UpdatedAt: now, Payload: make([]byte, 256),
+			}})
+		}
+		if res, err := s.Commit(ctx, cs); err != nil || errors.Join(res...) != nil {
+			b.Fatalf("Commit() = %v, %v", res, err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.Join(ctx, "bench", time.Minute); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
