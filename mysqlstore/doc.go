@@ -186,12 +186,19 @@
 // rolled back and the call returns an error wrapping [store.ErrLeaseLost]. The renewal
 // costs a batch one statement more; a batch that Commit sends as one statement without a
 // transaction (one INSERT, or one UPDATE of one row) costs BEGIN and COMMIT as well. A
-// store made by [Open] sends START TRANSACTION, the renewal and the batch's writes as
-// one multi-statement query on a pool of its own, then COMMIT: two round trips a batch
+// store made by [Open] sends START TRANSACTION, the renewal, the batch's writes and
+// COMMIT as one multi-statement query on a pool of its own: one round trip a batch
 // whatever its statements, where a store made by [New] takes one per statement, plus
-// BEGIN and COMMIT. When the renewal changes no row there, the transaction is rolled
-// back and the batch planned again from locked rows, whose transaction renews with the
-// check above. A CommitAs of no changes is the UPDATE alone: the heartbeat of an idle
+// BEGIN and COMMIT. Each statement whose count of rows the plan knows (the renewal's
+// one, an UPDATE's rows) is followed by a guard that stops the query before COMMIT
+// when the count differs:
+//
+//	SET @ax_rows = (SELECT 1 UNION ALL SELECT 1 FROM DUAL WHERE ROW_COUNT() <> 1)
+//
+// (two rows where one is allowed: an error). When a guard stops it (the renewal
+// changed no row, a fence moved), or a statement fails, the transaction is rolled
+// back and the batch planned again from locked rows, whose transaction renews with
+// the check above. A CommitAs of no changes is the UPDATE alone: the heartbeat of an idle
 // owner. A batch retried after a lost answer renews again, which is harmless; when its
 // lease ended in between, the error wraps [store.ErrOutcomeUnknown] as well as
 // ErrLeaseLost, since the first try may have applied. A batch that changes stored
@@ -206,10 +213,13 @@
 // again. So the start of a task by its owner is recorded
 // in the owner's start set instead, which the owner row holds: the row every commit of
 // the owner rewrites anyway to renew the lease. An entry holds the task's ID, the
-// fence its row has (pre), and the attempt's fence, attempt and UpdatedAt, a dozen
-// bytes besides the ID; a page holds up to 8 KiB of them (page 0 in the started
-// column, the others in <table>_starts), so a set is as large as the owner's running
-// tasks, an entry about 46 to 51 bytes for an ID of 36 (160 to 180 a page).
+// fence its row has (pre), and the attempt's fence, attempt and UpdatedAt. A page
+// holds its entries in ID order, each ID as the length of the prefix it shares with
+// the one before and the rest, each UpdatedAt as the difference from the one before:
+// the entries of a kernel's tasks, whose IDs share a prefix, take under 10 bytes
+// each. A page holds entries of up to 8 KiB as counted at their longest (51 to 56
+// bytes for an ID of 36, 150 to 160 a page; page 0 in the started column, the others
+// in <table>_starts), so a set is as large as the owner's running tasks.
 //
 // An entry speaks for its task while the task row is still where the start found it:
 // live, its owner the set's owner, its fence pre. Every read of tasks ([Store.Get],
@@ -246,8 +256,8 @@
 //	       AND state <= 4 AND (id IN (X'…', …) AND fence = 1 OR …)
 //	       LOCK IN SHARE MODE) = 100
 //
-// So a batch of starts alone is START TRANSACTION, that UPDATE and COMMIT: two round
-// trips and one row written, where starts in the task rows rewrite a row and move an
+// So a batch of starts alone is START TRANSACTION, that UPDATE, its guard and COMMIT:
+// one round trip and one row written, where starts in the task rows rewrite a row and move an
 // index entry each. The count checks that the rows started for the first time are o's,
 // live, at the fences the plan assumed (a read of the primary key per start, no
 // write); its shared locks make a writer that holds one of those rows finish first,

@@ -12,8 +12,8 @@ import (
 )
 
 // BenchmarkInsertAs measures an owner's inserts of new tasks on a store made by Open:
-// through CommitAs (the renewal, then the INSERT, then COMMIT: two round trips) and
-// through InsertAs (one query, COMMIT included, no renewal). In beside/…, a goroutine
+// through CommitAs (the renewal, the INSERT and COMMIT in one query, which locks the
+// owner row) and through InsertAs (one query, COMMIT included, no renewal). In beside/…, a goroutine
 // runs group commits of the same owner meanwhile (CommitAs of 100 inserts each, one
 // after the other, as a journal's commits hold the owner row back to back), and the
 // benchmark reports its commits/s beside the inserts' rows/s.

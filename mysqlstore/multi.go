@@ -33,15 +33,17 @@ func (s *Store) multiFits(o *store.Owner, stmts []statement) bool {
 	return size <= s.statementBudget()
 }
 
-// multiTx runs the writes stmts of an optimistic plan in one transaction, in two round
-// trips on a connection of the multi-statement pool: START TRANSACTION, the renewal of
-// o's lease (when o is not nil) and stmts as one query, then COMMIT once every
-// statement reported the rows it must. Otherwise it sends ROLLBACK and returns
-// errReplan: a renewal that changed no row (the lease ended, or the renewal wrote the
-// expiry the one before it wrote), an update that changed fewer rows than it names, an
-// INSERT that met a duplicate entry; the locking plan then decides, renewing with its
-// check. A connection whose transaction may be left open (its ROLLBACK or COMMIT
-// failed) is closed, which ends the transaction on the server.
+// multiTx runs the writes stmts of an optimistic plan in one transaction, in one round
+// trip on a connection of the multi-statement pool: START TRANSACTION, the renewal of
+// o's lease (when o is not nil), stmts and COMMIT as one query, each statement that
+// must report a number of rows followed by a guard (see rowsGuard) that fails when it
+// reported another. A failed guard stops the query before COMMIT: a renewal that
+// changed no row (the lease ended, or the renewal wrote the expiry the one before it
+// wrote), an update that changed fewer rows than it names; so does an INSERT that met
+// a duplicate entry. It then sends ROLLBACK and returns errReplan, and the locking
+// plan decides, renewing with its check. A connection whose transaction may be left
+// open (its ROLLBACK failed), or whose query's answer was lost, is closed, which ends
+// an open transaction on the server.
 func (s *Store) multiTx(ctx context.Context, o *store.Owner, stmts []statement) error {
 	return s.multiTxWith(ctx, o, "", stmts)
 }
@@ -53,16 +55,20 @@ func (s *Store) multiTxWith(ctx context.Context, o *store.Owner, renewal string,
 	for _, st := range stmts {
 		size += len(st.sql) + 1
 	}
-	q := newQuery(size + 256).raw("START TRANSACTION")
+	q := newQuery(size + 256 + len(rowsGuardSQL)*(len(stmts)+1)).raw("START TRANSACTION")
 	switch {
 	case renewal != "":
-		q.raw(";").raw(renewal)
+		rowsGuard(q.raw(";").raw(renewal), 1)
 	case o != nil:
-		s.renewQuery(q.raw(";"), o)
+		rowsGuard(s.renewQuery(q.raw(";"), o), 1)
 	}
 	for _, st := range stmts {
 		q.raw(";").raw(st.sql)
+		if st.want >= 0 {
+			rowsGuard(q, st.want)
+		}
 	}
+	q.raw(";COMMIT")
 
 	conn, err := s.multi.Conn(ctx)
 	if err != nil {
@@ -77,31 +83,32 @@ func (s *Store) multiTxWith(ctx context.Context, o *store.Owner, renewal string,
 			return nil
 		}
 		res, err := ex.ExecContext(ctx, q.String(), nil)
-		if err == nil {
-			err = checkMulti(res, o != nil, stmts)
-		}
 		if err != nil {
 			var me *mysql.MySQLError
-			if errors.As(err, &me) {
-				// The server refused a statement (a duplicate entry, a deadlock, a
-				// lock wait): the locking plan decides, with its own error handling. A
-				// server or proxy that does not take multi-statement queries answers
-				// with a parse error: the store stops sending them.
-				if me.Number == erParse {
-					s.multiOff.Store(true)
+			if !errors.As(err, &me) || me.Number == erServerShutdown || me.Number == erQueryInterrupted ||
+				me.Number == erConnectionKilled || me.Number == erClientInterrupt {
+				// The answer was lost, or the query was cut short: it may have committed.
+				out = maybeApplied(err)
+				if !errors.Is(out, errMaybeApplied) && !errors.Is(out, driver.ErrBadConn) {
+					out = fmt.Errorf("%w: %w", errMaybeApplied, err)
 				}
-				err = fmt.Errorf("%w: %w", errReplan, err)
+				return driver.ErrBadConn
 			}
-			out = err
+			// A statement before COMMIT failed (a guard, a duplicate entry, a deadlock,
+			// a lock wait): the transaction is open, and ROLLBACK ends it; the locking
+			// plan decides, with its own error handling. A server or proxy that does not
+			// take multi-statement queries answers with a parse error: the store stops
+			// sending them.
+			if me.Number == erParse {
+				s.multiOff.Store(true)
+			}
+			out = fmt.Errorf("%w: %w", errReplan, err)
 			if _, rerr := ex.ExecContext(ctx, "ROLLBACK", nil); rerr != nil {
 				return driver.ErrBadConn
 			}
 			return nil
 		}
-		if _, err := ex.ExecContext(ctx, "COMMIT", nil); err != nil {
-			out = maybeApplied(err)
-			return driver.ErrBadConn
-		}
+		out = checkMulti(res, o != nil || renewal != "", stmts)
 		return nil
 	})
 	if out != nil {
@@ -110,28 +117,46 @@ func (s *Store) multiTxWith(ctx context.Context, o *store.Owner, renewal string,
 	return err
 }
 
-// checkMulti checks the rows each statement of a multiTx query reported: none for
-// START TRANSACTION, one for the renewal when renew, and want for each of stmts that
-// has one.
+// rowsGuardSQL is the guard that follows a statement of a multiTx query: a SET whose
+// subquery returns two rows, an error (ER_SUBQUERY_NO_1_ROW) that stops the query,
+// when the statement before it reported another number of rows than the one that
+// ends it. (A DO would turn the error into a warning.)
+const rowsGuardSQL = ";SET @ax_rows = (SELECT 1 UNION ALL SELECT 1 FROM DUAL WHERE ROW_COUNT() <> "
+
+// rowsGuard appends the guard of rowsGuardSQL for want rows to q.
+func rowsGuard(q *query, want int64) *query {
+	return q.raw(rowsGuardSQL).int(want).raw(")")
+}
+
+// checkMulti checks the rows each statement of a committed multiTx query reported:
+// none for START TRANSACTION, one for the renewal when renew, want for each of stmts
+// that has one, each of those followed by its guard's, and COMMIT's. The guards
+// stopped a query whose rows differ before it committed, so a difference here means
+// that the server ran the query otherwise than planned, after it committed.
 func checkMulti(res driver.Result, renew bool, stmts []statement) error {
 	mr, ok := res.(mysql.Result)
 	if !ok {
-		return fmt.Errorf("mysqlstore: driver result %T does not report each statement's rows", res)
+		return fmt.Errorf("%w: driver result %T does not report each statement's rows", errMaybeApplied, res)
 	}
 	got := mr.AllRowsAffected()
-	first := 1
+	want := []int64{0}
 	if renew {
-		first = 2
+		want = append(want, 1, 0)
 	}
-	if len(got) != first+len(stmts) {
-		return fmt.Errorf("mysqlstore: %d statements reported rows, want %d", len(got), first+len(stmts))
+	for _, st := range stmts {
+		if st.want >= 0 {
+			want = append(want, st.want, 0)
+		} else {
+			want = append(want, -1)
+		}
 	}
-	if renew && got[1] != 1 {
-		return errReplan // the locking plan renews with the check of renew
+	want = append(want, 0)
+	if len(got) != len(want) {
+		return fmt.Errorf("%w: %d statements reported rows, want %d", errMaybeApplied, len(got), len(want))
 	}
-	for i, st := range stmts {
-		if st.want >= 0 && got[first+i] != st.want {
-			return errReplan // a fence moved, a task ended or is unknown
+	for i, w := range want {
+		if w >= 0 && got[i] != w {
+			return fmt.Errorf("%w: statement %d of the committed query reported %d rows, want %d", errMaybeApplied, i, got[i], w)
 		}
 	}
 	return nil

@@ -41,12 +41,21 @@ func (e startEntry) overlay(t *store.StoredTask) {
 	t.State, t.Attempt, t.Fence, t.UpdatedAt = store.Running, e.attempt, e.fence, fromMillis(e.updated)
 }
 
-// startPageBytes bounds the encoding of one page of a set: MaxConcurrency tasks of
-// IDs of 36 bytes, 46 to 51 bytes an entry, fill about MaxConcurrency/170 pages.
+// startPageBytes bounds the encoding of one page of a set, as entrySize counts it:
+// MaxConcurrency tasks of IDs of 36 bytes, 51 to 56 bytes an entry as counted, fill
+// about MaxConcurrency/150 pages. The encoding written (startFormat) takes a fraction
+// of that when the IDs share prefixes, as a kernel's do.
 const startPageBytes = 8 << 10
 
-// startFormat is the first byte of every encoded page.
-const startFormat = 1
+// The formats of an encoded page, its first byte. startFormatPlain spells each ID
+// whole and each UpdatedAt as it is: entrySize counts it. startFormat, the one
+// written, holds the entries in ID order, each ID as the length of the prefix it
+// shares with the ID before it and the rest, and each UpdatedAt as the difference
+// from the one before it. A store reads both.
+const (
+	startFormatPlain = 1
+	startFormat      = 2
+)
 
 // startPage is one page of a set: the IDs it holds and the size of its encoding.
 type startPage struct {
@@ -67,11 +76,12 @@ func newStartSet() *startSet {
 	return &startSet{entries: make(map[string]startEntry)}
 }
 
-// entrySize is the length of appendEntry's encoding of the entry.
+// entrySize bounds the length of the entry's encoding in either format: the shared
+// prefix's length counted as the whole ID's, and UpdatedAt (or its difference from the
+// one before it) as the longest varint.
 func entrySize(id string, e startEntry) int {
-	zigzag := uint64(e.updated<<1) ^ uint64(e.updated>>63)
-	return uvarintLen(uint64(len(id))) + len(id) + uvarintLen(e.pre) + uvarintLen(e.fence-e.pre) +
-		uvarintLen(uint64(e.attempt)) + uvarintLen(zigzag)
+	return 2*uvarintLen(uint64(len(id))) + len(id) + uvarintLen(e.pre) + uvarintLen(e.fence-e.pre) +
+		uvarintLen(uint64(e.attempt)) + binary.MaxVarintLen64
 }
 
 // uvarintLen is the length of binary.AppendUvarint's encoding of v.
@@ -79,13 +89,39 @@ func uvarintLen(v uint64) int {
 	return (bits.Len64(v|1) + 6) / 7
 }
 
+// appendEntry appends the entry in startFormatPlain.
 func appendEntry(b []byte, id string, e startEntry) []byte {
 	b = binary.AppendUvarint(b, uint64(len(id)))
 	b = append(b, id...)
+	return appendValues(b, e, e.updated)
+}
+
+// appendValues appends the entry's fences and attempt, and updated (its UpdatedAt, or
+// the difference from the entry before it).
+func appendValues(b []byte, e startEntry, updated int64) []byte {
 	b = binary.AppendUvarint(b, e.pre)
 	b = binary.AppendUvarint(b, e.fence-e.pre)
 	b = binary.AppendUvarint(b, uint64(e.attempt))
-	return binary.AppendVarint(b, e.updated)
+	return binary.AppendVarint(b, updated)
+}
+
+// appendPage appends the entries of ids, sorted, in startFormat.
+func appendPage(b []byte, ids []string, entries map[string]startEntry) []byte {
+	b = append(b, startFormat)
+	prev, updated := "", int64(0)
+	for _, id := range ids {
+		n := 0
+		for n < len(id) && n < len(prev) && id[n] == prev[n] {
+			n++
+		}
+		e := entries[id]
+		b = binary.AppendUvarint(b, uint64(n))
+		b = binary.AppendUvarint(b, uint64(len(id)-n))
+		b = append(b, id[n:]...)
+		b = appendValues(b, e, e.updated-updated)
+		prev, updated = id, e.updated
+	}
+	return b
 }
 
 // decodePage calls f for each entry of the encoded page b (empty: none).
@@ -93,17 +129,30 @@ func decodePage(b []byte, f func(id string, e startEntry)) error {
 	if len(b) == 0 {
 		return nil
 	}
-	if b[0] != startFormat {
-		return fmt.Errorf("mysqlstore: start set page of format %d, want %d", b[0], startFormat)
+	format := b[0]
+	if format != startFormat && format != startFormatPlain {
+		return fmt.Errorf("mysqlstore: start set page of format %d, want %d or %d", b[0], startFormatPlain, startFormat)
 	}
 	b = b[1:]
 	bad := errors.New("mysqlstore: start set page truncated")
+	var (
+		prev    []byte
+		updated int64
+	)
 	for len(b) > 0 {
+		shared := uint64(0)
+		if format == startFormat {
+			var k int
+			if shared, k = binary.Uvarint(b); k <= 0 || shared > uint64(len(prev)) {
+				return bad
+			}
+			b = b[k:]
+		}
 		n, k := binary.Uvarint(b)
 		if k <= 0 || uint64(len(b)-k) < n {
 			return bad
 		}
-		id := string(b[k : k+int(n)])
+		id := append(prev[:shared:shared], b[k:k+int(n)]...)
 		b = b[k+int(n):]
 		var v [3]uint64
 		for i := range v {
@@ -117,7 +166,12 @@ func decodePage(b []byte, f func(id string, e startEntry)) error {
 			return bad
 		}
 		b = b[k:]
-		f(id, startEntry{pre: v[0], fence: v[0] + v[1], attempt: int(v[2]), updated: u})
+		if format == startFormat {
+			u += updated
+			updated = u
+		}
+		f(string(id), startEntry{pre: v[0], fence: v[0] + v[1], attempt: int(v[2]), updated: u})
+		prev = id
 	}
 	return nil
 }
@@ -154,18 +208,18 @@ func (s *startSet) remove(id string) {
 	delete(s.entries, id)
 }
 
-// encode returns page p's encoding (nil for an empty page).
+// encode returns page p's encoding in startFormat (nil for an empty page).
 func (s *startSet) encode(p int) []byte {
 	pg := s.pages[p]
 	if len(pg.ids) == 0 {
 		return nil
 	}
-	b := make([]byte, 1, pg.bytes)
-	b[0] = startFormat
+	ids := make([]string, 0, len(pg.ids))
 	for id := range pg.ids {
-		b = appendEntry(b, id, s.entries[id])
+		ids = append(ids, id)
 	}
-	return b
+	slices.Sort(ids)
+	return appendPage(make([]byte, 0, pg.bytes), ids, s.entries)
 }
 
 // dirty reports whether a page changed since the set was last written.

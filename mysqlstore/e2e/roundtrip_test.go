@@ -12,8 +12,8 @@ import (
 )
 
 // TestRoundTrips counts the commands a store sends through a proxy, each a round trip:
-// a group commit by an owner (the journal's hot path) takes two, START TRANSACTION with
-// the renewal and the writes as one query, then COMMIT; a heartbeat one; inserts
+// a group commit by an owner (the journal's hot path) takes one, START TRANSACTION,
+// the renewal, the writes with their guards and COMMIT as one query; a heartbeat one; inserts
 // through InsertAs one (the query holds its COMMIT); a claim that takes tasks seven
 // (BEGIN and the renewal in one query).
 func TestRoundTrips(t *testing.T) {
@@ -45,8 +45,8 @@ func TestRoundTrips(t *testing.T) {
 		do   func()
 		want int
 	}{
-		{"CommitAs inserts", func() { commitAs(t, s, o, inserts...) }, 2},
-		{"CommitAs starts", func() { commitAs(t, s, o, starts...) }, 2},
+		{"CommitAs inserts", func() { commitAs(t, s, o, inserts...) }, 1},
+		{"CommitAs starts", func() { commitAs(t, s, o, starts...) }, 1},
 		{"CommitAs heartbeat", func() { commitAs(t, s, o) }, 1},
 		{"InsertAs inserts", func() {
 			res, err := s.InsertAs(ctx, o, more)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -18,6 +19,16 @@ import (
 // server, migrated, both closed in t.Cleanup.
 func proxyStores(t *testing.T, table string, opts mysqlstore.Options) (direct, proxied *mysqlstore.Store, p *sqlProxy) {
 	t.Helper()
+	return proxyStoresWith(t, table, opts, false)
+}
+
+// proxyStoresWith is proxyStores whose proxied store, when plain, is made by New: it
+// sends each statement of a commit on its own (BEGIN, the renewal, the writes,
+// COMMIT), so that a freeze after a write leaves its transaction open with its locks,
+// as a process stopped inside a commit would. (A store made by Open sends a commit's
+// statements and COMMIT as one query, which the server runs whole.)
+func proxyStoresWith(t *testing.T, table string, opts mysqlstore.Options, plain bool) (direct, proxied *mysqlstore.Store, p *sqlProxy) {
+	t.Helper()
 	cfg, err := mysql.ParseDSN(testDSN())
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +38,17 @@ func proxyStores(t *testing.T, table string, opts mysqlstore.Options) (direct, p
 	pcfg.Addr = p.addr()
 	opts.Table = table
 	for _, dsn := range []string{testDSN(), pcfg.FormatDSN()} {
-		s, err := mysqlstore.Open(dsn, opts)
+		var s *mysqlstore.Store
+		var err error
+		if plain && dsn != testDSN() {
+			var db *sql.DB
+			if db, err = sql.Open("mysql", dsn); err == nil {
+				t.Cleanup(func() { _ = db.Close() })
+				s, err = mysqlstore.New(db, opts)
+			}
+		} else {
+			s, err = mysqlstore.Open(dsn, opts)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +246,7 @@ func TestStuckClaimKeepsOthersLeases(t *testing.T) {
 func TestStuckInsertBoundsLockWaits(t *testing.T) {
 	db := openDB(t)
 	table := ownTable(t, db, "stuckinsert")
-	direct, proxied, p := proxyStores(t, table, mysqlstore.Options{Retention: -1, LockWait: time.Second})
+	direct, proxied, p := proxyStoresWith(t, table, mysqlstore.Options{Retention: -1, LockWait: time.Second}, true)
 	const lease = 4 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
