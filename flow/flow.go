@@ -75,7 +75,7 @@ func (f *Flow) Stage(name string, run StageFunc, opts *StageOptions) *Flow {
 	if run == nil {
 		f.errs = append(f.errs, &DefError{Flow: f.name, Stage: name, Err: errors.New("flow: nil StageFunc")})
 	}
-	f.add(d, "StageOptions")
+	f.add(d, "flow.StageOptions")
 	return f
 }
 
@@ -99,15 +99,15 @@ func (f *Flow) Sharded(name string, count CountFunc, run ShardFunc, opts *ShardO
 	}
 	switch {
 	case o.MaxShards < 0 || o.MaxShards > maxShardsMax:
-		f.errs = append(f.errs, f.optErr(name, "ShardOptions.MaxShards", o.MaxShards, fmt.Sprintf("must be in [0, %d]", maxShardsMax)))
+		f.errs = append(f.errs, f.optErr(name, "flow.ShardOptions.MaxShards", o.MaxShards, fmt.Sprintf("must be in [0, %d]", maxShardsMax)))
 	case o.MaxShards > 0:
 		d.max = o.MaxShards
 	}
 	if o.MaxParallel < 0 {
-		f.errs = append(f.errs, f.optErr(name, "ShardOptions.MaxParallel", o.MaxParallel, "must be >= 0"))
+		f.errs = append(f.errs, f.optErr(name, "flow.ShardOptions.MaxParallel", o.MaxParallel, "must be >= 0"))
 	}
 	d.par = o.MaxParallel
-	f.add(d, "ShardOptions")
+	f.add(d, "flow.ShardOptions")
 	return f
 }
 
