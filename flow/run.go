@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -165,7 +166,10 @@ func newRun(ctx context.Context, k *kernel.Kernel, f *Flow, next [][]int, p Poli
 
 // upstream reports whether stage s depends on stage j, directly or not.
 func (r *run) upstream(s, j int) bool {
-	seen := make(map[int]bool)
+	if slices.Contains(r.prev[s], j) {
+		return true
+	}
+	seen := make([]bool, len(r.prev))
 	todo := append([]int(nil), r.prev[s]...)
 	for len(todo) > 0 {
 		v := todo[len(todo)-1]
