@@ -102,7 +102,9 @@ func newRecorder(m *mFlow, trigger int) *recorder {
 	return &recorder{m: m, okParts: make([]int, len(m.stages)), attempts: map[[2]int][]int{}, started: make(chan struct{}), proceed: make(chan struct{}), trigger: trigger}
 }
 
-func (r *recorder) badf(format string, args ...any) { r.bad = append(r.bad, fmt.Sprintf(format, args...)) }
+func (r *recorder) badf(format string, args ...any) {
+	r.bad = append(r.bad, fmt.Sprintf(format, args...))
+}
 
 // start records that a function of stage i (part p, -1 for a count) starts.
 func (r *recorder) start(ctx context.Context, i, p int) {
