@@ -22,8 +22,9 @@ import (
 //
 // The run does not inherit ctx's cancellation or deadline (cancel it with
 // [Handle.Cancel]); its stages' contexts carry ctx's values. A nil ctx passes
-// none. The run ends with the kernel: Close ends its stages' tasks, and the
-// run with them.
+// none. The run ends with the kernel: a stage that would start after
+// Shutdown or Close began fails with kernel.ErrClosed, Close ends the tasks in
+// the kernel, and the run ends with them.
 func Run(ctx context.Context, k *kernel.Kernel, f *Flow, opts *Options) (*Handle, error) {
 	if k == nil {
 		return nil, errors.New("flow: Run: nil kernel")
@@ -46,6 +47,9 @@ func Run(ctx context.Context, k *kernel.Kernel, f *Flow, opts *Options) (*Handle
 	case <-k.Stopping():
 		return nil, fmt.Errorf("flow %q: %w", f.name, kernel.ErrClosed)
 	default:
+	}
+	if ctx == context.Background() || ctx == context.TODO() {
+		ctx = nil // no values to lend
 	}
 	r := newRun(ctx, k, f, next, o.OnFailure)
 	r.mu.Lock()
