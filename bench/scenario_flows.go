@@ -135,7 +135,7 @@ func runFlows(ctx context.Context, _ Factory, p Params) (*Sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer k.Close()
+	defer func() { _ = k.Close() }()
 	f := axFlowPipeline(p.Work)
 	runAx := func() (string, error) {
 		h, err := flow.Run(ctx, k, f, nil)

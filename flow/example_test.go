@@ -17,7 +17,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer k.Close()
+	defer func() { _ = k.Close() }()
 
 	var cleaned atomic.Int64
 	f := flow.New("etl").
@@ -54,7 +54,7 @@ func ExampleRunSharded() {
 	if err != nil {
 		panic(err)
 	}
-	defer k.Close()
+	defer func() { _ = k.Close() }()
 	var rows atomic.Int64
 	h, err := flow.RunSharded(context.Background(), k, "reconcile",
 		func(ctx context.Context, _ flow.Inputs) (int, error) {
@@ -81,7 +81,7 @@ func Example_continueIndependent() {
 	if err != nil {
 		panic(err)
 	}
-	defer k.Close()
+	defer func() { _ = k.Close() }()
 	ok := func(ctx context.Context, _ flow.Inputs) ([]byte, error) { return nil, nil }
 	f := flow.New("nightly").
 		Stage("export", func(ctx context.Context, _ flow.Inputs) ([]byte, error) {

@@ -435,13 +435,20 @@ func TestFromSchedule(t *testing.T) {
 
 func TestStrings(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
-		{flow.Running.String(), "running"}, {flow.Succeeded.String(), "succeeded"},
-		{flow.Failed.String(), "failed"}, {flow.Canceled.String(), "canceled"}, {flow.State(9).String(), "state(9)"},
-		{flow.StageWaiting.String(), "waiting"}, {flow.StageRunning.String(), "running"},
-		{flow.StageSucceeded.String(), "succeeded"}, {flow.StageFailed.String(), "failed"},
-		{flow.StageCanceled.String(), "canceled"}, {flow.StageSkipped.String(), "skipped"},
+		{flow.Running.String(), "running"},
+		{flow.Succeeded.String(), "succeeded"},
+		{flow.Failed.String(), "failed"},
+		{flow.Canceled.String(), "canceled"},
+		{flow.State(9).String(), "state(9)"},
+		{flow.StageWaiting.String(), "waiting"},
+		{flow.StageRunning.String(), "running"},
+		{flow.StageSucceeded.String(), "succeeded"},
+		{flow.StageFailed.String(), "failed"},
+		{flow.StageCanceled.String(), "canceled"},
+		{flow.StageSkipped.String(), "skipped"},
 		{flow.StageState(0).String(), "stage-state(0)"},
-		{flow.FailFast.String(), "fail-fast"}, {flow.ContinueIndependent.String(), "continue-independent"},
+		{flow.FailFast.String(), "fail-fast"},
+		{flow.ContinueIndependent.String(), "continue-independent"},
 	} {
 		if c.got != c.want {
 			t.Errorf("String() = %q, want %q", c.got, c.want)

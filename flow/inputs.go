@@ -11,7 +11,8 @@ type Inputs struct {
 
 // Result returns the result of the stage named name, if that stage is one this
 // stage depends on, directly or through others, and returned one; nil
-// otherwise. The slice is shared: do not modify it.
+// otherwise (a sharded stage returns none). The slice is shared: do not modify
+// it.
 func (in Inputs) Result(name string) []byte {
 	if in.r == nil {
 		return nil

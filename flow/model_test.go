@@ -226,7 +226,7 @@ func runModel(t *testing.T, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer k.Close()
+	defer func() { _ = k.Close() }()
 	r := newRecorder(&m, cancelAt)
 	h, err := flow.Run(context.Background(), k, m.build(r), &flow.Options{OnFailure: m.policy})
 	if err != nil {
