@@ -455,3 +455,68 @@ func TestStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestFullKernel: shards the kernel has no room for wait on the run's
+// submitting goroutine and run in order; Cancel while they wait ends the run.
+func TestFullKernel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newKernel(t, kernel.Config{MaxConcurrency: 1, Capacity: kernel.ByPriority[int]{High: 1, Normal: 1, Low: 1}})
+		var mu sync.Mutex
+		var order []int
+		h, err := flow.RunSharded(context.Background(), k, "full",
+			func(context.Context, flow.Inputs) (int, error) { return 20, nil },
+			func(_ context.Context, s flow.Shard, _ flow.Inputs) error {
+				mu.Lock()
+				order = append(order, s.Index)
+				mu.Unlock()
+				return nil
+			}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range order {
+			if v != i {
+				t.Fatalf("order %v, want 0, 1, 2, ...", order)
+			}
+		}
+
+		block := make(chan struct{})
+		started := make(chan struct{}, 1)
+		var ran atomic.Int32
+		h, err = flow.RunSharded(context.Background(), k, "blocked",
+			func(context.Context, flow.Inputs) (int, error) { return 10, nil },
+			func(ctx context.Context, _ flow.Shard, _ flow.Inputs) error {
+				ran.Add(1)
+				select {
+				case started <- struct{}{}:
+				default:
+				}
+				select {
+				case <-block:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				return nil
+			}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		synctest.Wait() // the other shards wait for room
+		h.Cancel()
+		if err := h.Wait(context.Background()); !errors.Is(err, kernel.ErrCanceled) || h.State() != flow.Canceled {
+			t.Errorf("Wait() = %v, State() = %v, want ErrCanceled, canceled", err, h.State())
+		}
+		if n := ran.Load(); n > 2 {
+			t.Errorf("%d shards ran after Cancel, want at most 2 (the running one and the queued one)", n)
+		}
+		s, _ := h.Stage("blocked")
+		if s.State != flow.StageCanceled || s.ShardsDone != 0 || s.Shards != 10 {
+			t.Errorf("Stage() = %+v, want canceled, 0 of 10", s)
+		}
+		close(block)
+	})
+}
