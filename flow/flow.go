@@ -115,8 +115,11 @@ func (f *Flow) optErr(stage, field string, v any, reason string) error {
 	return &DefError{Flow: f.name, Stage: stage, Err: &kernel.ConfigError{Field: field, Value: v, Reason: reason}}
 }
 
-// add appends d after checking its task options.
+// add appends d after checking its name and its task options.
 func (f *Flow) add(d stageDef, prefix string) {
+	if d.name == "" {
+		f.errs = append(f.errs, &DefError{Flow: f.name, Err: errors.New("flow: a stage with an empty name")})
+	}
 	for _, err := range d.opts.validate(prefix) {
 		f.errs = append(f.errs, &DefError{Flow: f.name, Stage: d.name, Err: err})
 	}

@@ -43,6 +43,7 @@ func TestBadDefinitions(t *testing.T) {
 		{"self", flow.New("f").Stage("a", nop, after("a")), flow.ErrCycle, `"a" -> "a"`},
 		{"cycle", flow.New("f").Stage("x", nop, nil).Stage("a", nop, after("c", "x")).Stage("b", nop, after("a")).Stage("c", nop, after("b")), flow.ErrCycle, `"a" -> "b" -> "c" -> "a"`},
 		{"nil run", flow.New("f").Stage("a", nil, nil), nil, `stage "a": flow: nil StageFunc`},
+		{"empty name", flow.New("f").Stage("", nop, nil), nil, `flow "f": flow: a stage with an empty name`},
 		{"nil count", flow.New("f").Sharded("a", nil, shard, nil), nil, "nil CountFunc"},
 		{"nil shard", flow.New("f").Sharded("a", count, nil, nil), nil, "nil ShardFunc"},
 		{"max shards", flow.New("f").Sharded("a", count, shard, &flow.ShardOptions{MaxShards: -1}), nil, "ShardOptions.MaxShards = -1"},
