@@ -126,9 +126,10 @@ func (f *Flow) add(d stageDef, prefix string) {
 	f.stages = append(f.stages, d)
 }
 
-// Validate reports what [Run] would refuse in f: no stage, two stages of one
-// name, a dependency on an unknown stage, a cycle, a nil func or a bad option.
-// Each problem is a [*DefError] naming the stage; they are joined.
+// Validate reports what [Run] would refuse in f: no stage, a stage without a
+// name, two stages of one name, a dependency on an unknown stage, a cycle, a
+// nil func or a bad option. Each problem is a [*DefError] naming the stage;
+// they are joined. It does not block and changes nothing.
 func (f *Flow) Validate() error {
 	_, err := f.graph()
 	return err
