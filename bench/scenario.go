@@ -57,6 +57,7 @@ func Scenarios() []Scenario {
 		durableMultiScenario(),
 		groupsScenario(),
 		schedulesScenario(),
+		flowsScenario(),
 	}
 }
 

@@ -256,6 +256,21 @@ var views = map[string]view{
 			"lateness in the same process, one at a time; CPU ns/fire: process CPU over the firing window ÷ fires",
 		conclude: schedulesConclusion,
 	},
+	"flows": {
+		columns: []column{
+			{"flow_wall_p50_us", "flow p50 µs"},
+			{"hand_wall_p50_us", "hand p50 µs"},
+			{"wall_ratio", "ratio"},
+			{"overhead_us_per_stage", "µs/stage"},
+			{"flow_cpu_us_per_task", "flow CPU µs/task"},
+			{"hand_cpu_us_per_task", "hand CPU µs/task"},
+		},
+		headline: "overhead_us_per_stage", compact: true,
+		bars: []string{"flow_wall_p50_us", "hand_wall_p50_us", "flow_cpu_us_per_task", "hand_cpu_us_per_task"},
+		legend: "one pipeline, fetch → 64 shards of clean → store (66 tasks), run N times as a flow on ax and as " +
+			"many times by hand (errgroup and channels), alternating in one process: p50: wall time per pipeline; " +
+			"µs/stage: (flow p50 − hand p50) ÷ 3 stages; CPU µs/task: process CPU while that side ran ÷ its tasks",
+	},
 }
 
 // latencyView shows both latency scenarios, one per generator.
