@@ -193,9 +193,9 @@
 // one, an UPDATE's rows) is followed by a guard that stops the query before COMMIT
 // when the count differs:
 //
-//	SET @ax_rows = (SELECT 1 UNION ALL SELECT 1 FROM DUAL WHERE ROW_COUNT() <> 1)
+//	SET @ax_rows = REGEXP_INSTR('', IF(ROW_COUNT() = 1, 'a', '('))
 //
-// (two rows where one is allowed: an error). When a guard stops it (the renewal
+// (a pattern the server cannot compile: an error). When a guard stops it (the renewal
 // changed no row, a fence moved), or a statement fails, the transaction is rolled
 // back and the batch planned again from locked rows, whose transaction renews with
 // the check above. A CommitAs of no changes is the UPDATE alone: the heartbeat of an idle
