@@ -103,12 +103,24 @@ func testUniqueWindowRequeuePurge(t *testing.T, s store.Store) {
 		t.Fatalf("Requeue(g2) = %v, %v; want [g2]", ids(got), err)
 	}
 
+	// A window that ended lets a dead letter with the key be requeued.
+	mustCommit(t, s, ins(windowed("r2", "R", time.Time{}, 0, at(0))), withTime(fail("r2", 1, store.Failed, "x"), at(5)),
+		ins(windowed("r1", "R", time.Time{}, 100*time.Millisecond, at(6))), withTime(cancel("r1", 1), at(10)))
+	if got, err := s.Requeue(ctx, at(50), "r2"); err != nil || len(got) != 0 {
+		t.Errorf("Requeue(r2) at 50 = %v, %v; want none: r1's window holds R to 110", ids(got), err)
+	}
+	if got, err := s.Requeue(ctx, at(110), "r2"); err != nil || len(got) != 1 {
+		t.Errorf("Requeue(r2) at 110 = %v, %v; want [r2]: r1's window is over", ids(got), err)
+	}
+	res := commit(t, s, ins(windowed("r3", "R", time.Time{}, 0, at(120))))
+	wantHolder(t, res[0], "r2")
+
 	// PurgeCompleted keeps a completed task whose window ends after olderThan.
 	mustCommit(t, s, ins(windowed("p1", "P", time.Time{}, time.Second, at(0))), withTime(cancel("p1", 1), at(10)))
-	if n, err := s.PurgeCompleted(ctx, at(500)); err != nil || n != 1 { // e2 goes, p1 stays
-		t.Errorf("PurgeCompleted(at 500) = %d, %v; want 1 (e2): p1's window ends at 1010", n, err)
+	if n, err := s.PurgeCompleted(ctx, at(500)); err != nil || n != 2 { // e2 and r1 go, p1 stays
+		t.Errorf("PurgeCompleted(at 500) = %d, %v; want 2 (e2, r1): p1's window ends at 1010", n, err)
 	}
-	res := commit(t, s, ins(windowed("p2", "P", time.Time{}, 0, at(600))))
+	res = commit(t, s, ins(windowed("p2", "P", time.Time{}, 0, at(600))))
 	wantHolder(t, res[0], "p1")
 	if n, err := s.PurgeCompleted(ctx, at(1010)); err != nil || n != 1 {
 		t.Errorf("PurgeCompleted(at 1010) = %d, %v; want 1 (p1)", n, err)
