@@ -55,11 +55,15 @@ type Store struct {
 	kills atomic.Int64 // connections of stuck transactions killed by rescues (see freeStuck)
 
 	startsState // the start sets of the owners that commit through this store
+
+	wakeMu sync.Mutex    // guards wake
+	wake   chan struct{} // closed by Notify; nil until PoolWake makes one
 }
 
 var (
 	_ store.Store       = (*Store)(nil)
 	_ store.SharedStore = (*Store)(nil)
+	_ store.PoolWaker   = (*Store)(nil)
 )
 
 // New returns a store on db, which the caller keeps owning: Close does not close it. It
