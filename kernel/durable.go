@@ -307,8 +307,8 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		}
 		errs[i] = err
 	}
-	fns := make([]DurableFunc, len(ts))
-	gds := make([]*groupDef, len(ts))
+	fns, gds := make([]DurableFunc, len(ts)), make([]*groupDef, len(ts))
+	keys, ids := make([]string, len(ts)), make([]string, len(ts))
 	groups := k.rc.Load().groups
 	prefix := func(i int) string {
 		if many {
@@ -332,18 +332,12 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 				continue
 			}
 		}
-		fns[i] = fn
+		fns[i], keys[i], ids[i] = fn, ts[i].UniqueKey, d.prefix+fmt.Sprintf("%016x", k.seq.Add(1))
 	}
 	// Unique keys: refuse a key held by a live task, or twice in this batch.
-	keys := make([]string, len(ts))
-	for i := range ts {
-		if errs[i] == nil {
-			keys[i] = ts[i].UniqueKey
-		}
-	}
-	taken, dups := d.reg.TakeKeys(keys)
+	taken, dups := d.reg.TakeKeys(keys, ids...)
 	for _, i := range dups {
-		fail(i, fmt.Errorf("kernel: %sUniqueKey %q: %w", prefix(i), keys[i], store.ErrDuplicateKey))
+		fail(i, fmt.Errorf("kernel: %sUniqueKey: %w", prefix(i), &store.DuplicateKeyError{ID: ids[i], Key: keys[i], Holder: d.reg.Holder(keys[i])}))
 	}
 	if failed == len(ts) {
 		return nil, &check.Batch{Errs: errs}
@@ -412,7 +406,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		if maxAttempts == 0 {
 			maxAttempts = rc.retry[levelOf(prio)].MaxAttempts
 		}
-		id := d.prefix + fmt.Sprintf("%016x", k.seq.Add(1))
+		id := ids[i]
 		payload := bytes.Clone(t.Payload)
 		task := Task{ID: id, Priority: prio, Delay: t.Delay, At: t.At, Timeout: t.Timeout}
 		h := k.newDurableHandle(&task, rc, fns[i], t.Kind, payload, t.UniqueKey, maxAttempts, t.Timeout, gds[i], t.Key)

@@ -80,3 +80,28 @@ func TestDurableUniqueWindowBadInput(t *testing.T) {
 		}
 	})
 }
+
+// TestDurableUniqueKeyNamesHolder: a duplicate of a live task's key, refused by the
+// kernel before any write, names the holder, in one submit and in a batch.
+func TestDurableUniqueKeyNamesHolder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, kernel.Config{Store: storekit.NewMemoryStore()})
+		g := make(gate)
+		_ = k.Register("wait", func(ctx context.Context, _ []byte) error { return g.run(ctx) })
+		ctx := context.Background()
+		h, err := k.SubmitDurable(ctx, kernel.DurableTask{Kind: "wait", UniqueKey: "order-7"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = k.SubmitDurable(ctx, kernel.DurableTask{Kind: "wait", UniqueKey: "order-7"})
+		var dk *store.DuplicateKeyError
+		if !errors.As(err, &dk) || dk.Holder != h.ID() || dk.Key != "order-7" {
+			t.Fatalf("SubmitDurable(live key) = %v, want a DuplicateKeyError naming %s", err, h.ID())
+		}
+		hs, err := k.SubmitDurableMany(ctx, []kernel.DurableTask{{Kind: "wait", UniqueKey: "b"}, {Kind: "wait", UniqueKey: "b"}})
+		if !errors.As(err, &dk) || hs[0] == nil || dk.Holder != hs[0].ID() {
+			t.Fatalf("SubmitDurableMany(same key twice) = %v, want a DuplicateKeyError naming the first", err)
+		}
+		g.open()
+	})
+}
