@@ -107,6 +107,7 @@ func (o *Owner) claimer() {
 	backoff := time.Duration(0)
 	hungry := true // the pool may hold due work (it may, at start)
 	var lastStates time.Time
+	var wake <-chan struct{} // closed at the store's next wake-up of its pool
 	for {
 		if backoff > 0 {
 			t := o.clk.Timer(backoff)
@@ -117,7 +118,7 @@ func (o *Owner) claimer() {
 			case <-o.claimNow:
 				t.Stop()
 				backoff = 0
-			case <-o.poolWake():
+			case <-wake:
 				t.Stop()
 				backoff = 0
 			case <-t.C:
@@ -129,6 +130,8 @@ func (o *Owner) claimer() {
 			default:
 			}
 		}
+		// Before the claim: a wake-up after the claim read the pool closes this one.
+		wake = o.poolWake()
 		if o.clk.Since(lastStates) >= claimPollMin {
 			o.readStates()
 			lastStates = o.clk.Now()
