@@ -605,15 +605,20 @@ func TestMigrateAddsUniqueWindow(t *testing.T) {
 	}
 	at := func(ms int64) time.Time { return time.UnixMilli(1_000 + ms) }
 	task := func(id string, when time.Time, window time.Duration) store.Change {
-		return store.Change{Op: store.OpInsert, Task: store.StoredTask{ID: id, Kind: "k", UniqueKey: "K", UniqueFor: window,
-			State: store.Queued, Fence: 1, CreatedAt: when, UpdatedAt: when}}
+		return store.Change{Op: store.OpInsert, Task: store.StoredTask{
+			ID: id, Kind: "k", UniqueKey: "K", UniqueFor: window,
+			State: store.Queued, Fence: 1, CreatedAt: when, UpdatedAt: when,
+		}}
 	}
 	if res, err := s.Commit(ctx, []store.Change{task("dup", at(0), 0)}); err != nil || !errors.Is(res[0], store.ErrDuplicateKey) {
 		t.Fatalf("Commit(insert dup) = %v, %v; want ErrDuplicateKey", res, err)
 	}
 	end := store.Change{Op: store.OpCancel, Fence: 7, Task: store.StoredTask{ID: "old", UpdatedAt: at(1)}}
-	res, err := s.Commit(ctx, []store.Change{end, task("new", at(2), time.Minute),
-		{Op: store.OpCancel, Fence: 1, Task: store.StoredTask{ID: "new", UpdatedAt: at(3)}}, task("newer", at(4), 0)})
+	res, err := s.Commit(ctx, []store.Change{
+		end, task("new", at(2), time.Minute),
+		{Op: store.OpCancel, Fence: 1, Task: store.StoredTask{ID: "new", UpdatedAt: at(3)}},
+		task("newer", at(4), 0),
+	})
 	if err != nil || res[0] != nil || res[1] != nil || res[2] != nil || !errors.Is(res[3], store.ErrDuplicateKey) {
 		t.Fatalf("Commit(end old, insert new, end it, insert newer) = %v, %v; want nil, nil, nil, ErrDuplicateKey", res, err)
 	}

@@ -246,7 +246,7 @@ func TestSubmitTxUniqueRace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	n := 0
 	for rows.Next() {
 		var k string
@@ -276,8 +276,10 @@ func TestSubmitTxUniqueWindow(t *testing.T) {
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	ended := func(id, key string, until time.Time) []store.Change {
 		return []store.Change{
-			{Op: store.OpInsert, Task: store.StoredTask{ID: id, Kind: "job", UniqueKey: key, UniqueUntil: until,
-				State: store.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now}},
+			{Op: store.OpInsert, Task: store.StoredTask{
+				ID: id, Kind: "job", UniqueKey: key, UniqueUntil: until,
+				State: store.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now,
+			}},
 			{Op: store.OpCancel, Fence: 1, Task: store.StoredTask{ID: id, UpdatedAt: now}},
 		}
 	}
@@ -307,8 +309,10 @@ func TestSubmitTxUniqueWindow(t *testing.T) {
 		t.Fatalf("Get(%s) = %+v, %v; want Queued with UniqueFor 1m", ids[0], got, err)
 	}
 	// The old holder gave its key up: a Commit with the key meets the new one.
-	res, err = s.Commit(ctx, []store.Change{{Op: store.OpInsert, Task: store.StoredTask{ID: "late", Kind: "job", UniqueKey: "past-window",
-		State: store.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now}}})
+	res, err = s.Commit(ctx, []store.Change{{Op: store.OpInsert, Task: store.StoredTask{
+		ID: "late", Kind: "job", UniqueKey: "past-window",
+		State: store.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now,
+	}}})
 	if err != nil || !errors.As(res[0], &dk) || dk.Holder != ids[0] {
 		t.Fatalf("Commit(insert past-window) = %v, %v; want a DuplicateKeyError naming %s", res, err, ids[0])
 	}
