@@ -19,7 +19,8 @@
 // New tasks go in with a multi-row INSERT of their final rows. Stored tasks are changed
 // by one UPDATE per set of rows that write the same values, each ID written once:
 //
-//	UPDATE <table> SET state = 5, updated_at = 1767225600000, live_key = NULL,
+//	UPDATE <table> SET state = 5, updated_at = 1767225600000,
+//	    live_key = IF(unique_until = 0 AND unique_for_ms = 0, NULL, live_key),
 //	    version = version + 1 WHERE id IN (X'…', X'…', …) AND fence = 8 AND state <= 4
 //	    AND owner IN (0, 12)
 //
