@@ -123,11 +123,11 @@ func (s *Store) SubmitTx(ctx context.Context, tx *sql.Tx, tasks ...TxTask) ([]st
 	return ids, nil
 }
 
-// Notify wakes the kernels of this process whose store is s (or another Store on
-// the same table: each Store wakes its own kernels), so that they claim the pool at
+// Notify wakes the kernels whose Config.Store is s, so that they claim the pool at
 // once: call it after committing a transaction in which [Store.SubmitTx] inserted
-// tasks. It never blocks; a call with nothing new in the pool costs one claim of
-// each kernel.
+// tasks. Kernels on other Store values, in this process or others, claim within their
+// poll. It never blocks and is safe for concurrent use; a call with nothing new in
+// the pool costs one claim of each kernel woken.
 func (s *Store) Notify() {
 	s.wakeMu.Lock()
 	if s.wake != nil {
