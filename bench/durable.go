@@ -46,6 +46,14 @@ type DurableSetup struct {
 	// readable) leaves the figure out and becomes a note. Nil where there is
 	// no server (ax-memstore).
 	ServerCPU func() (time.Duration, error)
+
+	// TxSubmit, if not nil, submits one task with payload in a transaction of
+	// the caller's own that also inserts one row into a table of the caller's,
+	// and returns once that transaction committed (and the kernels that run the
+	// task were told), with the task's ID if known. It is safe for concurrent
+	// use. The durable-tx scenario submits with it; for ax the task goes to the
+	// pool of Store, which the scenario's kernel claims.
+	TxSubmit func(ctx context.Context, payload []byte) (string, error)
 }
 
 // DurablePeer is a durable job system other than ax (river on PostgreSQL,

@@ -226,4 +226,7 @@ type Factory struct {
 	// releases it without dropping it. The durable-multi scenario runs only
 	// configurations that have it.
 	DurableJoin func(ctx context.Context, p Params, shared string) (*DurableSetup, error)
+	// DurableTx reports that the DurableSetups Durable returns have TxSubmit:
+	// the durable-tx scenario runs only configurations that have it.
+	DurableTx bool
 }

@@ -16,9 +16,10 @@ var tinyParams = Params{Scale: 0.002, Conc: 8, Queue: 64}
 func TestRunEveryScenarioInProcess(t *testing.T) {
 	reg := NewRegistry()
 	for _, sc := range reg.Scenarios() {
-		if sc.Name == "durable-multi" {
-			// Its executors share a MariaDB table across processes; they live in
-			// cmd/axbench, whose TestDurableMultiOnMariaDB runs it.
+		if sc.Name == "durable-multi" || sc.Name == "durable-tx" {
+			// Their executors share a MariaDB table across processes, or submit in
+			// a database's transactions; they live in cmd/axbench, whose
+			// TestDurableMultiOnMariaDB and TestDurableTx run them.
 			continue
 		}
 		t.Run(sc.Name, func(t *testing.T) {

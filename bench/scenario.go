@@ -55,6 +55,7 @@ func Scenarios() []Scenario {
 		timersScenario(),
 		durableScenario(),
 		durableMultiScenario(),
+		durableTxScenario(),
 		groupsScenario(),
 		schedulesScenario(),
 		flowsScenario(),

@@ -16,8 +16,9 @@ import (
 
 // The durable scenario's shape.
 const (
-	// durableKind is the kind the scenario registers: a task that does nothing.
-	durableKind = "axbench.noop"
+	// DurableKind is the kind the durable scenarios register: a task that does
+	// nothing. Tasks a DurableSetup.TxSubmit inserts must be of it.
+	DurableKind = "axbench.noop"
 	// durableChunk is how many tasks one SubmitDurableMany of the bulk shape
 	// carries (fewer when the queue is smaller).
 	durableChunk = 1000
@@ -42,6 +43,73 @@ func durableScenario() Scenario {
 		Run:      runDurable,
 	}
 }
+
+// durableTxScenario is the durable scenario's callers shape with each task
+// submitted in a transaction of the caller's own (DurableSetup.TxSubmit).
+func durableTxScenario() Scenario {
+	return Scenario{
+		Name:    "durable-tx",
+		Key:     "tasks_per_sec_tx",
+		Durable: true,
+		Doc: "20,000 durable no-op tasks end to end, each submitted by one of 50 goroutines in a transaction of its own " +
+			"that also inserts a row of the caller's table (ax: mysqlstore SubmitTx, then Notify; river: InsertTx): " +
+			"tasks/s, ack (commit) latency, CPU per task, lost",
+		Defaults: Params{N: 20_000, Conc: 100},
+		Accepts:  func(f Factory) bool { return f.DurableTx },
+		Run: func(ctx context.Context, f Factory, p Params) (*Sample, error) {
+			out := newSample()
+			smp := startSampler(nil, time.Now(), false)
+			err := runDurableShape(ctx, f, p, durableShape{"tx", submitCallers}, out)
+			smp.finish(out)
+			if err != nil {
+				return nil, err
+			}
+			out.Metrics["lost"] = out.Metrics["lost_tx"]
+			return out, nil
+		},
+	}
+}
+
+// txTarget is a target whose one-task submits run in the caller's
+// transactions (DurableSetup.TxSubmit).
+type txTarget struct {
+	durableTarget
+	setup *DurableSetup
+	acked atomic.Int64
+}
+
+func (t *txTarget) submit(ctx context.Context, payload []byte) (string, error) {
+	id, err := t.setup.TxSubmit(ctx, payload)
+	if err == nil {
+		t.acked.Add(1)
+	}
+	return id, err
+}
+
+// drain waits until the store holds every acknowledged task as succeeded (a
+// kernel's Shutdown drains only the tasks it claimed), then drains the target.
+func (t *txTarget) drain(ctx context.Context) error {
+	tick := time.NewTicker(txDrainPoll)
+	defer tick.Stop()
+	for {
+		n, err := t.setup.Succeeded(ctx)
+		if err != nil {
+			return err
+		}
+		if int64(n) >= t.acked.Load() {
+			return t.durableTarget.drain(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d tasks succeeded: %w", n, t.acked.Load(), ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// txDrainPoll is how often the durable-tx scenario counts the succeeded tasks
+// while it drains.
+const txDrainPoll = 5 * time.Millisecond
 
 // durableShape is one way of submitting the run's tasks.
 type durableShape struct {
@@ -119,6 +187,12 @@ func runDurableShape(ctx context.Context, f Factory, p Params, sh durableShape, 
 		return fmt.Errorf("bench: %s: DurableSetup has neither Store nor Peer", f.Name)
 	}
 
+	if sh.name == "tx" {
+		if setup.TxSubmit == nil || setup.Succeeded == nil {
+			return fmt.Errorf("bench: %s: durable-tx needs DurableSetup.TxSubmit and Succeeded", f.Name)
+		}
+		t = &txTarget{durableTarget: t, setup: setup}
+	}
 	chunk := max(1, min(durableChunk, p.Queue))
 	if sh.name == "bulk" && chunk < durableChunk {
 		out.note(fmt.Sprintf("bulk submits chunks of %d tasks (the queue's capacity)", chunk))
@@ -256,7 +330,7 @@ func newAxTarget(setup *DurableSetup, p Params, owner string) (*axTarget, error)
 		return nil, err
 	}
 	a.k = k
-	if err := k.Register(durableKind, func(context.Context, []byte) error {
+	if err := k.Register(DurableKind, func(context.Context, []byte) error {
 		a.runs.Add(1)
 		return nil
 	}); err != nil {
@@ -269,7 +343,7 @@ func newAxTarget(setup *DurableSetup, p Params, owner string) (*axTarget, error)
 func (a *axTarget) submitMany(ctx context.Context, payloads [][]byte) ([]string, error) {
 	ts := make([]kernel.DurableTask, len(payloads))
 	for i, p := range payloads {
-		ts[i] = kernel.DurableTask{Kind: durableKind, Payload: p}
+		ts[i] = kernel.DurableTask{Kind: DurableKind, Payload: p}
 	}
 	hs, err := a.k.SubmitDurableMany(ctx, ts)
 	if err != nil {
@@ -283,7 +357,7 @@ func (a *axTarget) submitMany(ctx context.Context, payloads [][]byte) ([]string,
 }
 
 func (a *axTarget) submit(ctx context.Context, payload []byte) (string, error) {
-	h, err := a.k.SubmitDurable(ctx, kernel.DurableTask{Kind: durableKind, Payload: payload})
+	h, err := a.k.SubmitDurable(ctx, kernel.DurableTask{Kind: DurableKind, Payload: payload})
 	if err != nil {
 		return "", err
 	}

@@ -66,6 +66,15 @@ func (s *timedSharedStore) CommitAs(ctx context.Context, o store.Owner, changes 
 // MaxPayload passes on the wrapped store's payload cap (see timedStore).
 func (s *timedSharedStore) MaxPayload() int { return maxPayloadOf(s.SharedStore) }
 
+// PoolWake passes on the wrapped store's wake-ups of its pool
+// ([store.PoolWaker]); nil, which never wakes, for a store without them.
+func (s *timedSharedStore) PoolWake() <-chan struct{} {
+	if w, ok := s.SharedStore.(store.PoolWaker); ok {
+		return w.PoolWake()
+	}
+	return nil
+}
+
 func maxPayloadOf(s store.Store) int {
 	if pc, ok := s.(interface{ MaxPayload() int }); ok {
 		return pc.MaxPayload()

@@ -50,9 +50,15 @@ type DurableTask struct {
 	MaxAttempts int
 
 	// UniqueKey, if not empty, refuses a second durable task with the same key while
-	// one is live (delayed, queued, running or waiting for a retry): its submit fails
-	// with [store.ErrDuplicateKey]. At most UniqueKeyMax bytes.
-	UniqueKey string
+	// one is live (delayed, queued, running or waiting for a retry), or in its window:
+	// its submit fails with [store.ErrDuplicateKey] (a *store.DuplicateKeyError naming
+	// the holder). At most UniqueKeyMax bytes. UniqueUntil and UniqueFor hold the key
+	// after the task ends, until UniqueUntil or for UniqueFor after the end, whichever
+	// is later (store.StoredTask.UniqueUntil); zero: freed at the end. Both need a
+	// UniqueKey; UniqueFor >= 0.
+	UniqueKey   string
+	UniqueUntil time.Time
+	UniqueFor   time.Duration
 
 	// Group, if set, names a group of Config.Groups, and Key the task's key in it,
 	// as Task.Group and Task.Key do for a task in memory: each attempt waits for a
@@ -217,6 +223,7 @@ func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
 	check.NonNeg(e, "Timeout", t.Timeout)
 	check.NonNeg(e, "MaxAttempts", t.MaxAttempts)
 	check.Bytes(e, "UniqueKey", t.UniqueKey, store.UniqueKeyMax, "UniqueKeyMax")
+	check.UniqueWindow(e, t.UniqueKey, t.UniqueUntil, t.UniqueFor)
 	if t.Key != "" && t.Group == "" {
 		e.Bad("Key", t.Key, "needs a DurableTask.Group")
 	}
@@ -300,8 +307,8 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		}
 		errs[i] = err
 	}
-	fns := make([]DurableFunc, len(ts))
-	gds := make([]*groupDef, len(ts))
+	fns, gds := make([]DurableFunc, len(ts)), make([]*groupDef, len(ts))
+	keys, ids := make([]string, len(ts)), make([]string, len(ts))
 	groups := k.rc.Load().groups
 	prefix := func(i int) string {
 		if many {
@@ -325,18 +332,12 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 				continue
 			}
 		}
-		fns[i] = fn
+		fns[i], keys[i], ids[i] = fn, ts[i].UniqueKey, d.prefix+fmt.Sprintf("%016x", k.seq.Add(1))
 	}
 	// Unique keys: refuse a key held by a live task, or twice in this batch.
-	keys := make([]string, len(ts))
-	for i := range ts {
-		if errs[i] == nil {
-			keys[i] = ts[i].UniqueKey
-		}
-	}
-	taken, dups := d.reg.TakeKeys(keys)
+	taken, dups := d.reg.TakeKeys(keys, ids...)
 	for _, i := range dups {
-		fail(i, fmt.Errorf("kernel: %sUniqueKey %q: %w", prefix(i), keys[i], store.ErrDuplicateKey))
+		fail(i, fmt.Errorf("kernel: %sUniqueKey: %w", prefix(i), &store.DuplicateKeyError{ID: ids[i], Key: keys[i], Holder: d.reg.Holder(keys[i])}))
 	}
 	if failed == len(ts) {
 		return nil, &check.Batch{Errs: errs}
@@ -405,7 +406,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		if maxAttempts == 0 {
 			maxAttempts = rc.retry[levelOf(prio)].MaxAttempts
 		}
-		id := d.prefix + fmt.Sprintf("%016x", k.seq.Add(1))
+		id := ids[i]
 		payload := bytes.Clone(t.Payload)
 		task := Task{ID: id, Priority: prio, Delay: t.Delay, At: t.At, Timeout: t.Timeout}
 		h := k.newDurableHandle(&task, rc, fns[i], t.Kind, payload, t.UniqueKey, maxAttempts, t.Timeout, gds[i], t.Key)
@@ -414,11 +415,12 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 			ID: id, Kind: t.Kind, Payload: payload, Priority: prio, RunAt: d.skew.ToStore(now),
 			Timeout: t.Timeout, MaxAttempts: maxAttempts, Fence: 1, UniqueKey: t.UniqueKey,
 			Group: t.Group, Key: t.Key, State: Queued, CreatedAt: now, UpdatedAt: now,
+			UniqueUntil: t.UniqueUntil, UniqueFor: t.UniqueFor,
 		}
 		if h.due {
 			// Stored at millisecond precision, rounded up, on the store's clock: a
 			// recovered task never runs before the due time it was given.
-			st.RunAt = ceilMilli(d.skew.ToStore(k.at(h.dueAt)))
+			st.RunAt = durable.CeilMilli(d.skew.ToStore(k.at(h.dueAt)))
 			if st.RunAt.After(d.skew.ToStore(now)) {
 				st.State = Delayed
 			}
@@ -496,14 +498,6 @@ func (k *Kernel) poolLanded(h *Handle) {
 		h.dur.poolDue = false
 		k.dur.poolDue.Add(-1)
 	}
-}
-
-// ceilMilli rounds t up to a whole millisecond.
-func ceilMilli(t time.Time) time.Time {
-	if r := t.Truncate(time.Millisecond); !r.Equal(t) {
-		return r.Add(time.Millisecond)
-	}
-	return t
 }
 
 // toPool reports whether a durable submit of t goes to the pool whatever the room

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
 	"github.com/axsched/ax/store/storekit"
 )
 
@@ -518,4 +519,36 @@ func Example_runNow() {
 	// Output:
 	// moved 1 <nil> <nil>
 	// true
+}
+
+// A unique key with a window: at most one report per customer and hour, however many
+// times the hour's submit is retried, even after the first report ran.
+func Example_uniqueWindow() {
+	ctx := context.Background()
+	k, err := kernel.New(kernel.Config{Store: storekit.NewMemoryStore()})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Shutdown(ctx) }()
+	if err := k.Register("report", func(context.Context, []byte) error { return nil }); err != nil {
+		panic(err)
+	}
+	hour := time.Date(2030, 1, 2, 15, 0, 0, 0, time.UTC)
+	report := kernel.DurableTask{
+		Kind:        "report",
+		UniqueKey:   "report/customer-42/" + hour.Format("2006010215"),
+		UniqueUntil: hour.Add(time.Hour), // the key stays held after the task ends, until then
+	}
+	first, err := k.SubmitDurable(ctx, report)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(first.Wait(ctx))
+
+	_, err = k.SubmitDurable(ctx, report) // the same hour again: refused, naming the first
+	var dup *store.DuplicateKeyError
+	fmt.Println(errors.Is(err, store.ErrDuplicateKey), errors.As(err, &dup) && dup.Holder == first.ID())
+	// Output:
+	// <nil>
+	// true true
 }

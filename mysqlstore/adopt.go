@@ -75,7 +75,7 @@ func (s *Store) adoptOne(r *row, owner uint64) statement {
 	}
 	q.raw(", updated_at = ").int(millis(r.updatedAt))
 	if !r.state.Live() {
-		q.raw(", live_key = NULL")
+		q.raw(", live_key = " + keyAtEnd)
 	}
 	q.raw(", version = version + 1 WHERE id = ").hexString(r.id).raw(" AND owner = 0 AND fence = ").uint(r.preFence).
 		raw(" AND state IN ").raw(waitingCodes)

@@ -193,6 +193,12 @@ type row struct {
 	attempt  int    // -1: unknown (optimistic)
 	key      string // unique key, when keyKnown
 	keyKnown bool
+	// until and window: the stored row's key window (unique_until, unique_for_ms), when
+	// keyKnown.
+	until  time.Time
+	window time.Duration
+	// holds: the row inserted by the batch holds its key (live_key is written).
+	holds bool
 
 	ins  *store.StoredTask // the row to insert, when the batch creates it
 	pool bool              // ins goes to the pool (Change.Pool): owner 0 whoever commits
@@ -238,7 +244,7 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *st
 		owner = o.Epoch
 	}
 	rows := make(map[string]*row, len(b.ids))
-	holders := make(map[string]string) // unique key → ID of the live task holding it
+	keys := &keyPlan{holders: make(map[string]keyHolder)}
 	if optimistic {
 		var set *startSet
 		if starts != nil {
@@ -263,11 +269,14 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *st
 			}
 			rows[id] = r
 		}
-		results := plan(b, rows, holders)
+		results := plan(b, rows, keys)
 		for i, r := range results {
 			if r != nil && b.pre[i] == nil {
 				return nil, errReplan // let the locked rows decide the refusals
 			}
+		}
+		if len(keys.frees) > 0 {
+			return nil, errReplan // keys of stored rows: the locked rows decide
 		}
 		checks := s.absentChecks(rows, b.ids)
 		stmts := s.statements(rows, b.ids, b.insertsFirst, owner, ownerGuard(owner))
@@ -340,11 +349,18 @@ func (s *Store) commitOnce(ctx context.Context, b *batch, optimistic bool, o *st
 				return err
 			}
 		}
-		if err := s.lockRows(ctx, tx, b, rows, holders, owner, set); err != nil {
+		keys = &keyPlan{holders: make(map[string]keyHolder)}
+		if err := s.lockRows(ctx, tx, b, rows, keys.holders, owner, set); err != nil {
 			return err
 		}
-		results = plan(b, rows, holders)
+		results = plan(b, rows, keys)
 		stmts := s.statements(rows, b.ids, false, owner, "")
+		if len(keys.frees) > 0 {
+			// After the updates (which keep the keys of rows they end with a window),
+			// before the inserts that take the keys.
+			n := len(stmts) - len(s.inserts(rows, b.ids, owner))
+			stmts = slices.Insert(stmts, n, s.freeKeys(keys.frees)...)
+		}
 		if set != nil {
 			toSet(set, rows, b.ids)
 			stmts = append(stmts, s.setWrites(owner, set)...)
@@ -441,7 +457,7 @@ func (s *Store) run(ctx context.Context, db execer, st statement, optimistic boo
 
 // plan applies the batch to the rows as the store.Store contract says, in order, and
 // returns each change's outcome, as storekit.MemoryStore does.
-func plan(b *batch, rows map[string]*row, holders map[string]string) []error {
+func plan(b *batch, rows map[string]*row, keys *keyPlan) []error {
 	results := slices.Clone(b.pre)
 	for i := range b.changes {
 		if results[i] != nil {
@@ -450,7 +466,7 @@ func plan(b *batch, rows map[string]*row, holders map[string]string) []error {
 		c := &b.changes[i]
 		r := rows[c.Task.ID]
 		if c.Op == store.OpInsert {
-			results[i] = r.insert(c, holders, !b.owned)
+			results[i] = r.insert(c, rows, keys, !b.owned)
 			continue
 		}
 		switch {
@@ -464,7 +480,7 @@ func plan(b *batch, rows map[string]*row, holders map[string]string) []error {
 			if c.Adopt {
 				r.adopt, r.owned, r.pool = r.ins == nil, true, false
 			}
-			r.apply(c, holders, b.toSet)
+			r.apply(c, keys.holders, b.toSet)
 		case storekit.AlreadyApplied(b.changes, results, b.next, i, r.fence, r.state, r.attempt):
 			// The batch is a retry of one that landed: report what it reported then.
 		default:
@@ -485,16 +501,25 @@ func (r *row) inPool() bool {
 	return waiting && !r.owned
 }
 
-func (r *row) insert(c *store.Change, holders map[string]string, noOwner bool) error {
+func (r *row) insert(c *store.Change, rows map[string]*row, keys *keyPlan, noOwner bool) error {
 	if r.present {
 		return nil // our own row: the retry of a commit whose answer was lost
 	}
 	t := c.Task // Payload is borrowed: Commit does not return before it is written
 	if t.UniqueKey != "" && t.State.Live() {
-		if h, ok := holders[t.UniqueKey]; ok && h != t.ID {
-			return fmt.Errorf("mysqlstore: insert %q: key %q held by %q: %w", t.ID, t.UniqueKey, h, store.ErrDuplicateKey)
+		if h, ok := keys.holders[t.UniqueKey]; ok && h.id != t.ID {
+			if !h.ended || h.until.After(t.UpdatedAt.Truncate(time.Millisecond)) {
+				return fmt.Errorf("mysqlstore: %w", &store.DuplicateKeyError{ID: t.ID, Key: t.UniqueKey, Holder: h.id})
+			}
+			// The ended holder's window is over: it gives the key up.
+			if hr := rows[h.id]; hr != nil && hr.ins != nil {
+				hr.holds = false
+			} else {
+				keys.frees = append(keys.frees, h.id)
+			}
 		}
-		holders[t.UniqueKey] = t.ID
+		keys.holders[t.UniqueKey] = keyHolder{id: t.ID}
+		r.holds = true
 	}
 	if t.Priority == store.PriorityDefault {
 		t.Priority = store.Normal
@@ -509,7 +534,7 @@ func (r *row) insert(c *store.Change, holders map[string]string, noOwner bool) e
 // batch changed no other way goes to the owner's start set (started) instead of the
 // row; any other change of a row in the set, or started, writes the row whole (its
 // attempt and fence from the set too).
-func (r *row) apply(c *store.Change, holders map[string]string, toSet bool) {
+func (r *row) apply(c *store.Change, holders map[string]keyHolder, toSet bool) {
 	switch c.Op {
 	case store.OpStart:
 		r.attempt, r.fence, r.setAttempt = c.Task.Attempt, c.Task.Fence, true
@@ -541,7 +566,31 @@ func (r *row) apply(c *store.Change, holders map[string]string, toSet bool) {
 			r.setAttempt = true // the row holds the attempt before the set's
 		}
 	}
-	if !r.state.Live() && r.keyKnown && r.key != "" && holders[r.key] == r.id {
-		delete(holders, r.key)
+	if h, ok := holders[r.key]; ok && !r.state.Live() && r.keyKnown && r.key != "" && h.id == r.id {
+		w := store.StoredTask{UniqueKey: r.key, UpdatedAt: r.updatedAt.Truncate(time.Millisecond), UniqueUntil: r.until, UniqueFor: r.window}
+		if t := r.ins; t != nil {
+			w.UniqueUntil, w.UniqueFor = t.UniqueUntil, t.UniqueFor
+		}
+		if end := w.KeyHeldUntil(); !end.IsZero() {
+			holders[r.key] = keyHolder{id: r.id, ended: true, until: end} // held for its window
+		} else {
+			delete(holders, r.key)
+			r.holds = false
+		}
 	}
+}
+
+// keyHolder is the task that holds a unique key, as the plan knows it.
+type keyHolder struct {
+	id    string
+	ended bool      // the task ended and holds the key for its window
+	until time.Time // when ended: the window's end (store.StoredTask.KeyHeldUntil)
+}
+
+// keyPlan is what the plan knows of the unique keys of a batch.
+type keyPlan struct {
+	holders map[string]keyHolder // unique key → the task holding it
+	// frees: stored rows, ended, whose windows are over and whose keys inserts of the
+	// batch take: their live_key is set to NULL before the inserts (see freeKeys).
+	frees []string
 }

@@ -19,7 +19,8 @@
 // New tasks go in with a multi-row INSERT of their final rows. Stored tasks are changed
 // by one UPDATE per set of rows that write the same values, each ID written once:
 //
-//	UPDATE <table> SET state = 5, updated_at = 1767225600000, live_key = NULL,
+//	UPDATE <table> SET state = 5, updated_at = 1767225600000,
+//	    live_key = IF(unique_until = 0 AND unique_for_ms = 0, NULL, live_key),
 //	    version = version + 1 WHERE id IN (X'…', X'…', …) AND fence = 8 AND state <= 4
 //	    AND owner IN (0, 12)
 //
@@ -59,8 +60,10 @@
 //
 // Besides the primary key (id), two indexes, each for a reason:
 //
-//   - UNIQUE live_key: a copy of the task's unique key, NULL once the task is terminal
-//     (and for tasks without a key), keeps one live task per key.
+//   - UNIQUE live_key: a copy of the task's unique key while the task holds it, NULL
+//     once the task is terminal (and for tasks without a key), keeps one holder per
+//     key. A task with a window (unique_until, unique_for_ms: see "Unique keys with
+//     a window") keeps live_key when it ends.
 //   - (state, owner, priority, run_at), the state index: the live rows of each owner in
 //     the order recovery reads them, so that the live tasks of given owners
 //     ([Store.Rescue], [Store.Owners]) are a few ranges of it, one per live state and
@@ -87,8 +90,8 @@
 //   - an end (Succeeded, Failed, …) rewrites state, updated_at and version in place
 //     (last_error too for a failure; attempt and fence too after a start recorded in
 //     the set) and moves its state index entry from the live state to the terminal
-//     one; it sets live_key to NULL, which moves that entry only for a task that held
-//     a key;
+//     one; it sets live_key to NULL (unless the task has a window), which moves that
+//     entry only for a task that held a key;
 //   - a retry moves the state index entry (state and run_at), and so does a claim
 //     (owner, state, attempt, fence, updated_at), a rescue (owner, fence) and a
 //     requeue.
@@ -105,6 +108,31 @@
 // are per process: N processes with PerKey.Concurrency 5 run up to 5N tasks of a key at
 // once.
 // The store's throughput is in docs/performance.md.
+//
+// # Unique keys with a window
+//
+// unique_until (BIGINT ms, 0 for none) and unique_for_ms (BIGINT, 0 for none) hold a
+// task's window ([store.StoredTask] UniqueUntil and UniqueFor), written by inserts
+// only. An end keeps live_key of a row with a window, so that the UNIQUE index goes on
+// refusing the key; the window ends at GREATEST(unique_until, updated_at +
+// unique_for_ms). An insert that meets the key (a duplicate entry, then the holder
+// read under lock) is refused while the holder is live or its window runs at the
+// insert's UpdatedAt; otherwise the holder's live_key is set to NULL in the same
+// transaction, before the INSERT. [Store.Requeue] frees the keys of windows over at
+// its now the same way, and [Store.PurgeCompleted] deletes no row whose window ends
+// after its cutoff.
+//
+// # Transactional submit
+//
+// [Store.SubmitTx] writes pool rows (owner 0, Queued or Delayed, fence 1) with the
+// caller's transaction: the tasks without a key in one multi-row INSERT, each keyed
+// task in an INSERT of its own, due times and states computed by the server from
+// UTC_TIMESTAMP(6), the clock claims compare due times with. A held key is read with
+// LOCK IN SHARE MODE (the shared locks of the transactions that race for a key never
+// deadlock one another); a call of several tasks runs inside a SAVEPOINT, rolled back
+// to on a refusal. Nothing else is written: no owner row, no lease, so the caller's
+// transaction locks only the rows it inserts (and a holder whose window it ends).
+// [Store.Notify] wakes the claimers of this process's kernels ([store.PoolWaker]).
 //
 // Six more tables are named after it, which is why a table name is at most [TableMax]
 // bytes:

@@ -63,3 +63,42 @@ func Example() {
 		}
 	}
 }
+
+// SubmitTx inserts a durable task in the caller's transaction, beside the row it is
+// about: a rollback leaves neither, a commit both, and any kernel on the table runs
+// the task. It needs a database, so it is compiled but not run.
+func ExampleStore_SubmitTx() {
+	ctx := context.Background()
+	store, err := mysqlstore.Open(os.Getenv("AX_MYSQL_DSN"), mysqlstore.Options{Table: "ax_tasks"})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = store.Close() }()
+
+	tx, err := store.DB().BeginTx(ctx, nil) // or a transaction of the application's own *sql.DB
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, "INSERT INTO orders (id, customer) VALUES (?, ?)", 42, "ada"); err != nil {
+		panic(err)
+	}
+	ids, err := store.SubmitTx(ctx, tx, mysqlstore.TxTask{
+		Kind:      "email.order-confirmation",
+		Payload:   []byte(`{"order":42}`),
+		UniqueKey: "order-confirmation/42", // a second one is refused: *store.DuplicateKeyError
+	})
+	if err != nil {
+		panic(err) // nothing of the call is in tx; tx is still open
+	}
+	if err := tx.Commit(); err != nil {
+		panic(err)
+	}
+	store.Notify() // this process's kernels claim at once; the others within their poll
+
+	t, err := store.Get(ctx, ids[0]) // follow the task by its ID
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(t.State)
+}

@@ -76,7 +76,7 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 			c := &b.changes[b.first[k]]
 			rows[id] = &row{id: id, attempt: -1, exists: true, present: true, preFence: c.Fence, fence: c.Fence, state: store.Queued}
 		}
-		plan(b, rows, map[string]string{})
+		plan(b, rows, &keyPlan{holders: map[string]keyHolder{}})
 		stmts := s.statements(rows, b.ids, false, 0, "")
 		if len(stmts) != tc.statements {
 			t.Errorf("%d rows, multi %v: %d statements, want %d", n, tc.multi, len(stmts), tc.statements)

@@ -83,7 +83,7 @@ func (s *Store) insertFast(ctx context.Context, o *store.Owner, changes []store.
 	for _, id := range b.ids {
 		rows[id] = &row{id: id, attempt: -1}
 	}
-	results = plan(b, rows, map[string]string{})
+	results = plan(b, rows, &keyPlan{holders: map[string]keyHolder{}})
 	for i, r := range results {
 		if r != nil && b.pre[i] == nil {
 			return nil, false, nil

@@ -4,13 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"time"
 
 	"github.com/axsched/ax/store"
 )
 
 // lockRows reads and locks the batch's rows and the holders of its inserts' unique keys.
 // A row of owner (when not 0) that set records is given the state the set records.
-func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[string]*row, holders map[string]string, owner uint64, set *startSet) error {
+func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[string]*row, holders map[string]keyHolder, owner uint64, set *startSet) error {
 	var ids, adopted []string // one lock order for every committer
 	for _, id := range b.ids {
 		if b.adopts[id] {
@@ -36,7 +37,7 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 	}
 	for chunk, skip := range chunks {
 		q := newQuery(64 + len(chunk)*(2*store.StoredIDMax+4))
-		q.raw("SELECT id, fence, state, attempt, unique_key, owner FROM ").raw(s.table).raw(" WHERE id IN (")
+		q.raw("SELECT id, fence, state, attempt, unique_key, owner, unique_until, unique_for_ms FROM ").raw(s.table).raw(" WHERE id IN (")
 		for i, id := range chunk {
 			if i > 0 {
 				q.raw(",")
@@ -50,12 +51,14 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 		err := scanAll(ctx, tx, q.String(), func(sc scanner) error {
 			r := &row{exists: true, present: true, keyKnown: true}
 			var (
-				code uint8
-				by   uint64
+				code          uint8
+				by            uint64
+				until, window int64
 			)
-			if err := sc.Scan(&r.id, &r.fence, &code, &r.attempt, &r.key, &by); err != nil {
+			if err := sc.Scan(&r.id, &r.fence, &code, &r.attempt, &r.key, &by, &until, &window); err != nil {
 				return err
 			}
+			r.until, r.window = fromUntil(until), time.Duration(window)*time.Millisecond
 			st, err := decodeState(code)
 			if err != nil {
 				return err
@@ -71,7 +74,7 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 			}
 			rows[r.id] = r
 			if r.key != "" && st.Live() {
-				holders[r.key] = r.id
+				holders[r.key] = keyHolder{id: r.id}
 			}
 			return nil
 		})
@@ -119,7 +122,7 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 	keys := slices.Sorted(slices.Values(b.keys))
 	for chunk := range slices.Chunk(keys, selectIDsMax) {
 		q := newQuery(64 + len(chunk)*(2*store.UniqueKeyMax+4))
-		q.raw("SELECT id, live_key FROM ").raw(s.table).raw(" WHERE live_key IN (")
+		q.raw("SELECT id, live_key, state, " + windowEnd + " FROM ").raw(s.table).raw(" WHERE live_key IN (")
 		for i, k := range chunk {
 			if i > 0 {
 				q.raw(",")
@@ -128,11 +131,19 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 		}
 		q.raw(") FOR UPDATE")
 		err := scanAll(ctx, tx, q.String(), func(sc scanner) error {
-			var id, key string
-			if err := sc.Scan(&id, &key); err != nil {
+			var (
+				id, key string
+				code    uint8
+				end     int64
+			)
+			if err := sc.Scan(&id, &key, &code, &end); err != nil {
 				return err
 			}
-			holders[key] = id
+			st, err := decodeState(code)
+			if err != nil {
+				return err
+			}
+			holders[key] = keyHolder{id: id, ended: !st.Live(), until: fromUntil(end)}
 			return nil
 		})
 		if err != nil {

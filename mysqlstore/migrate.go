@@ -11,7 +11,9 @@ import (
 // Migrate creates the store's tables when they do not exist (CREATE TABLE IF NOT
 // EXISTS), checks that an existing task table has the columns the store needs, adds the
 // owner column and its index, and the group and key columns (grp, gkey: empty for the
-// rows stored before, tasks of no group), to a task table that lacks them, drops the
+// rows stored before, tasks of no group) and the unique-key window columns
+// (unique_until, unique_for_ms: 0, no window, for the rows stored before), to a task
+// table that lacks them, drops the
 // index (state, updated_at) of a task table that has it (online), with
 // [Options.ListIndexes] the listing's indexes (kind) and (grp, gkey) to a task table
 // that lacks them (online), the conn_id,
@@ -41,6 +43,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 		if err := s.addGroupKey(ctx); err != nil {
 			return err
+		}
+		for _, c := range []struct{ name, def string }{{"unique_until", uniqueUntilColumn}, {"unique_for_ms", uniqueForColumn}} {
+			if err := s.addColumn(ctx, s.opts.Table, s.table, c.name, c.def); err != nil {
+				return err
+			}
 		}
 		if err := s.dropIndex(ctx, stateUpdatedIndex); err != nil {
 			return err

@@ -377,6 +377,8 @@ const schemaWithStateUpdated = `CREATE TABLE %s (
 	owner BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'epoch of the owner, 0 for none',
 	grp VARBINARY(64) NOT NULL DEFAULT '' COMMENT 'group (DurableTask.Group), empty for none',
 	gkey VARBINARY(255) NOT NULL DEFAULT '' COMMENT 'key within the group (DurableTask.Key)',
+	unique_until BIGINT NOT NULL DEFAULT 0 COMMENT 'unix ms; 0: none',
+	unique_for_ms BIGINT NOT NULL DEFAULT 0 COMMENT 'window after the end, ms; 0: none',
 	PRIMARY KEY (id),
 	UNIQUE KEY live_key (live_key),
 	KEY state_updated_at (state, updated_at),
@@ -555,5 +557,72 @@ func TestMigrateDropsStateUpdated(t *testing.T) {
 		if have := err == nil; have != want || err != nil && !errors.Is(err, store.ErrUnknownTask) {
 			t.Errorf("Get(%s) after the purge = %v; want stored %v", id, err, want)
 		}
+	}
+}
+
+// TestMigrateAddsUniqueWindow migrates a task table made without the unique-key window
+// columns, from several stores at once: the rows stored before have no window (an old
+// holder frees its key at its end), and new rows keep theirs.
+func TestMigrateAddsUniqueWindow(t *testing.T) {
+	ctx := context.Background()
+	s, db := setup(t, mysqlstore.Options{})
+	table := "`" + s.Table() + "`"
+	if _, err := db.ExecContext(ctx, "ALTER TABLE "+table+" DROP COLUMN unique_until, DROP COLUMN unique_for_ms"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := db.ExecContext(ctx, "INSERT INTO "+table+" (id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, "+
+		"fence, unique_key, live_key, state, last_error, created_at, updated_at) VALUES ('old', 'k', 'p', 2, 0, 0, 1, 0, 7, 'K', 'K', 2, '', 0, 0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const stores = 3
+	ss := []*mysqlstore.Store{s}
+	for range stores - 1 {
+		o, err := mysqlstore.New(db, mysqlstore.Options{Table: s.Table(), Retention: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = o.Close() })
+		ss = append(ss, o)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, stores)
+	for i, st := range ss {
+		wg.Go(func() { errs[i] = st.Migrate(ctx) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent Migrate() #%d = %v", i, err)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate() again = %v", err)
+	}
+	old, err := s.Get(ctx, "old")
+	if err != nil || !old.UniqueUntil.IsZero() || old.UniqueFor != 0 {
+		t.Fatalf("Get(old) = %+v, %v; want no window", old, err)
+	}
+	at := func(ms int64) time.Time { return time.UnixMilli(1_000 + ms) }
+	task := func(id string, when time.Time, window time.Duration) store.Change {
+		return store.Change{Op: store.OpInsert, Task: store.StoredTask{
+			ID: id, Kind: "k", UniqueKey: "K", UniqueFor: window,
+			State: store.Queued, Fence: 1, CreatedAt: when, UpdatedAt: when,
+		}}
+	}
+	if res, err := s.Commit(ctx, []store.Change{task("dup", at(0), 0)}); err != nil || !errors.Is(res[0], store.ErrDuplicateKey) {
+		t.Fatalf("Commit(insert dup) = %v, %v; want ErrDuplicateKey", res, err)
+	}
+	end := store.Change{Op: store.OpCancel, Fence: 7, Task: store.StoredTask{ID: "old", UpdatedAt: at(1)}}
+	res, err := s.Commit(ctx, []store.Change{
+		end, task("new", at(2), time.Minute),
+		{Op: store.OpCancel, Fence: 1, Task: store.StoredTask{ID: "new", UpdatedAt: at(3)}},
+		task("newer", at(4), 0),
+	})
+	if err != nil || res[0] != nil || res[1] != nil || res[2] != nil || !errors.Is(res[3], store.ErrDuplicateKey) {
+		t.Fatalf("Commit(end old, insert new, end it, insert newer) = %v, %v; want nil, nil, nil, ErrDuplicateKey", res, err)
+	}
+	if got, err := s.Get(ctx, "new"); err != nil || got.UniqueFor != time.Minute {
+		t.Fatalf("Get(new) = %+v, %v; want UniqueFor 1m", got, err)
 	}
 }

@@ -197,6 +197,14 @@ func (s *Store) requeue(ctx context.Context, o *store.Owner, now time.Time, ids 
 	if len(dead) == 0 {
 		return nil, commitTx(ctx, tx)
 	}
+	// The keys of the dead letters that ended tasks hold for windows over at now are
+	// freed first.
+	q = newQuery(512).raw("UPDATE ").raw(s.table).raw(" AS h JOIN ").raw(s.table).
+		raw(" AS d ON h.live_key = d.unique_key SET h.live_key = NULL, h.version = h.version + 1 WHERE d.id IN ").hexList(dead).
+		raw(" AND d.unique_key <> '' AND h.id <> d.id AND h.state > " + liveMaxCode + " AND " + heldWindowEnd + " <= ").int(millis(now))
+	if _, err = tx.ExecContext(ctx, q.String()); err != nil {
+		return nil, err
+	}
 	q = newQuery(256).raw("UPDATE IGNORE ").raw(s.table).raw(" SET state = ").uint(uint64(stateCode(store.Queued))).
 		raw(", attempt = 0, fence = fence + 1, run_at = ").int(millis(now)).raw(", updated_at = ").int(millis(now)).
 		raw(", live_key = IF(unique_key = '', NULL, unique_key), owner = ").uint(owner).
@@ -257,7 +265,7 @@ func (s *Store) PurgeCompleted(ctx context.Context, olderThan time.Time) (int, e
 	}
 	before := millis(olderThan)
 	read := newQuery(256).raw("SELECT id FROM ").raw(s.table).raw(" FORCE INDEX (" + ownerIndexName + ") WHERE state IN " +
-		completedCodes + " AND updated_at < ").int(before).raw(" LIMIT ").int(purgeReadMax).String()
+		completedCodes + " AND updated_at < ").int(before).raw(" AND " + windowEnd + " <= ").int(before).raw(" LIMIT ").int(purgeReadMax).String()
 	total := 0
 	for {
 		n, read, err := s.purgeRead(ctx, read, before)
@@ -300,7 +308,7 @@ func (s *Store) purgeDue(ctx context.Context, olderThan time.Time) (int, error) 
 	for chunk := range slices.Chunk(owners, selectIDsMax) {
 		read := newQuery(256 + 24*len(chunk)).raw("SELECT id FROM ").raw(s.table).raw(" FORCE INDEX (" + ownerIndexName + ") WHERE state IN " +
 			completedCodes + " AND owner IN ").raw(uintList(chunk)).raw(" AND priority IN " + priorityCodes + " AND run_at < ").int(before).
-			raw(" AND updated_at < ").int(before).raw(" LIMIT ").int(purgeRowsMax).String()
+			raw(" AND updated_at < ").int(before).raw(" AND " + windowEnd + " <= ").int(before).raw(" LIMIT ").int(purgeRowsMax).String()
 		for {
 			n, read, err := s.purgeRead(ctx, read, before)
 			total += n
@@ -336,7 +344,7 @@ func (s *Store) purgeRead(ctx context.Context, read string, before int64) (delet
 	slices.Sort(ids)
 	for chunk := range slices.Chunk(ids, purgeRowsMax) {
 		q := newQuery(128 + len(chunk)*(2*len(chunk[0])+4)).raw("DELETE FROM ").raw(s.table).raw(" WHERE id IN ").hexList(chunk).
-			raw(" AND state IN " + completedCodes + " AND updated_at < ").int(before)
+			raw(" AND state IN " + completedCodes + " AND updated_at < ").int(before).raw(" AND " + windowEnd + " <= ").int(before)
 		n, err := s.exec(ctx, "purge completed", q.String())
 		deleted += n
 		if err != nil {
@@ -361,7 +369,7 @@ func (s *Store) exec(ctx context.Context, what, q string) (int, error) {
 }
 
 // columnsNoPayload are the columns of scanTask with an empty payload in its place.
-const columnsNoPayload = "id, kind, '' AS payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at, grp, gkey"
+const columnsNoPayload = "id, kind, '' AS payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at, grp, gkey, unique_until, unique_for_ms"
 
 // States implements [store.SharedStore.States]: one read by primary key, payloads
 // left out.

@@ -156,6 +156,22 @@ func millis(t time.Time) int64 { return t.UnixMilli() }
 
 func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
+// untilMillis stores a time that may be zero (none): 0 for the zero time.
+func untilMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return millis(t)
+}
+
+// fromUntil reads what untilMillis stored.
+func fromUntil(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return fromMillis(ms)
+}
+
 func compareStrings(a, b string) int { return strings.Compare(a, b) }
 
 // scanner is what a row callback scans from.
@@ -190,10 +206,11 @@ func scanTaskWith(sc scanner, extra ...any) (store.StoredTask, error) {
 		t                          store.StoredTask
 		prio, state                uint8
 		runAt, timeout, created, u int64
+		until, window              int64
 	)
 	err := sc.Scan(append([]any{
 		&t.ID, &t.Kind, &t.Payload, &prio, &runAt, &timeout, &t.MaxAttempts, &t.Attempt,
-		&t.Fence, &t.UniqueKey, &state, &t.LastError, &created, &u, &t.Group, &t.Key,
+		&t.Fence, &t.UniqueKey, &state, &t.LastError, &created, &u, &t.Group, &t.Key, &until, &window,
 	}, extra...)...)
 	if err != nil {
 		return t, err
@@ -205,5 +222,6 @@ func scanTaskWith(sc scanner, extra ...any) (store.StoredTask, error) {
 		return t, err
 	}
 	t.RunAt, t.Timeout, t.CreatedAt, t.UpdatedAt = fromMillis(runAt), time.Duration(timeout), fromMillis(created), fromMillis(u)
+	t.UniqueUntil, t.UniqueFor = fromUntil(until), time.Duration(window)*time.Millisecond
 	return t, nil
 }

@@ -163,7 +163,7 @@ func (s *Store) setUpdates(rows []*row, guard string) []statement {
 	}
 	head.raw(", updated_at = ").int(k.updatedAt)
 	if k.state > stateCode(store.Retrying) {
-		head.raw(", live_key = NULL")
+		head.raw(", live_key = " + keyAtEnd)
 	}
 	// id IN (…) first: the optimizer reads the primary key's ranges for it.
 	head.raw(", version = version + 1 WHERE id IN (")
@@ -239,7 +239,7 @@ func (s *Store) updateOne(r *row, guard string) statement {
 	}
 	q.raw(", updated_at = ").int(millis(r.updatedAt))
 	if !r.state.Live() {
-		q.raw(", live_key = NULL")
+		q.raw(", live_key = " + keyAtEnd)
 	}
 	q.raw(", version = version + 1 WHERE id = ").hexString(r.id).raw(" AND fence = ").uint(r.preFence).
 		raw(" AND state <= " + liveMaxCode).raw(guard)
@@ -276,7 +276,7 @@ var upsertTailOK = " ON DUPLICATE KEY UPDATE" +
 	" run_at = IF(OK AND VALUES(max_attempts) & 2, VALUES(run_at), run_at)," +
 	" last_error = IF(OK AND VALUES(max_attempts) & 4, VALUES(last_error), last_error)," +
 	" updated_at = IF(OK, VALUES(updated_at), updated_at)," +
-	" live_key = IF(OK AND VALUES(state) > " + liveMaxCode + ", NULL, live_key)," +
+	" live_key = IF(OK AND VALUES(state) > " + liveMaxCode + ", " + keyAtEnd + ", live_key)," +
 	" version = IF(OK, version + 1, version)," +
 	" state = IF(OK, VALUES(state), state)," +
 	" fence = IF(fence = VALUES(version)GUARD AND (state <= " + liveMaxCode + " OR state = VALUES(state)), VALUES(fence), fence)"
@@ -290,6 +290,18 @@ func ownerGuard(owner uint64) string {
 		return " AND owner = 0"
 	}
 	return newQuery(32).raw(" AND owner IN (0,").uint(owner).raw(")").String()
+}
+
+// freeKeys returns the UPDATEs that free the keys of ended rows whose windows are
+// over (see keyPlan.frees), on locked rows.
+func (s *Store) freeKeys(ids []string) []statement {
+	var stmts []statement
+	for chunk := range slices.Chunk(ids, updateRowsMax) {
+		q := newQuery(128 + len(chunk)*(2*store.StoredIDMax+4)).raw("UPDATE ").raw(s.table).
+			raw(" SET live_key = NULL, version = version + 1 WHERE id IN ").hexList(chunk).raw(" AND state > " + liveMaxCode)
+		stmts = append(stmts, statement{sql: q.String(), want: -1})
+	}
+	return stmts
 }
 
 // dropped reports whether a task the batch inserts is not written at all: with
@@ -352,8 +364,9 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 				int(int64(t.Timeout)).raw(",").int(int64(t.MaxAttempts)).raw(",").int(int64(t.Attempt)).raw(",").
 				uint(t.Fence).raw(",").hexString(t.UniqueKey).raw(",").uint(uint64(stateCode(t.State))).raw(",").
 				hexString(t.LastError).raw(",").int(millis(t.CreatedAt)).raw(",").int(millis(t.UpdatedAt)).raw(",").
-				hexString(t.Group).raw(",").hexString(t.Key).raw(",")
-			if t.UniqueKey != "" && t.State.Live() {
+				hexString(t.Group).raw(",").hexString(t.Key).raw(",").int(untilMillis(t.UniqueUntil)).raw(",").
+				int(t.UniqueFor.Milliseconds()).raw(",")
+			if ins[n].holds {
 				q.hexString(t.UniqueKey)
 			} else {
 				q.raw("NULL")

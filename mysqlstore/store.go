@@ -55,11 +55,15 @@ type Store struct {
 	kills atomic.Int64 // connections of stuck transactions killed by rescues (see freeStuck)
 
 	startsState // the start sets of the owners that commit through this store
+
+	wakeMu sync.Mutex    // guards wake
+	wake   chan struct{} // closed by Notify; nil until PoolWake makes one
 }
 
 var (
 	_ store.Store       = (*Store)(nil)
 	_ store.SharedStore = (*Store)(nil)
+	_ store.PoolWaker   = (*Store)(nil)
 )
 
 // New returns a store on db, which the caller keeps owning: Close does not close it. It
@@ -219,7 +223,7 @@ const schema = `CREATE TABLE IF NOT EXISTS %s (
 	attempt      INT             NOT NULL,
 	fence        BIGINT UNSIGNED NOT NULL,
 	unique_key   VARBINARY(255)  NOT NULL,
-	live_key     VARBINARY(255)  NULL COMMENT 'unique_key while live, NULL once terminal',
+	live_key     VARBINARY(255)  NULL COMMENT 'unique_key while held: live, or ended in its window',
 	state        TINYINT UNSIGNED NOT NULL,
 	last_error   BLOB            NOT NULL,
 	created_at   BIGINT          NOT NULL COMMENT 'unix ms',
@@ -228,6 +232,8 @@ const schema = `CREATE TABLE IF NOT EXISTS %s (
 	` + ownerColumn + `,
 	` + groupColumn + `,
 	` + keyColumn + `,
+	` + uniqueUntilColumn + `,
+	` + uniqueForColumn + `,
 	PRIMARY KEY (id),
 	UNIQUE KEY live_key (live_key),
 	` + ownerIndex + `
@@ -258,6 +264,26 @@ const (
 	groupMaxStr = "64"  // store.GroupNameMax
 	keyMaxStr   = "255" // store.GroupKeyMax
 )
+
+// The window of a task's unique key (store.StoredTask.UniqueUntil and UniqueFor), which
+// Migrate adds to a task table that lacks them. Written by inserts only. A row with a
+// window keeps live_key when it ends (see keyAtEnd); an insert that meets it after its
+// window frees it (see freeKeys).
+const (
+	uniqueUntilColumn = "unique_until BIGINT NOT NULL DEFAULT 0 COMMENT 'unix ms; 0: none'"
+	uniqueForColumn   = "unique_for_ms BIGINT NOT NULL DEFAULT 0 COMMENT 'window after the end, ms; 0: none'"
+)
+
+// keyAtEnd is the value of live_key when a task ends: NULL (the key is free) unless the
+// row has a window, which holds the key on.
+const keyAtEnd = "IF(unique_until = 0 AND unique_for_ms = 0, NULL, live_key)"
+
+// windowEnd is the SQL of store.StoredTask.KeyHeldUntil of a row, in unix ms (0 without
+// a window).
+const windowEnd = "GREATEST(unique_until, IF(unique_for_ms > 0, updated_at + unique_for_ms, 0))"
+
+// heldWindowEnd is windowEnd of the rows named h.
+var heldWindowEnd = strings.NewReplacer("unique_until", "h.unique_until", "unique_for_ms", "h.unique_for_ms", "updated_at", "h.updated_at").Replace(windowEnd)
 
 // ownersSchema is the owner table: one row per membership ([Store.Join]) until
 // [Store.Rescue] forgets it. Times are UTC on the server's clock (UTC_TIMESTAMP(6)).
@@ -319,7 +345,7 @@ const epochsSchema = `CREATE TABLE IF NOT EXISTS %s (
 const baseColumns = "id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at"
 
 // columns are the task columns in the order scanTask reads them.
-const columns = baseColumns + ", grp, gkey"
+const columns = baseColumns + ", grp, gkey, unique_until, unique_for_ms"
 
 // checkPacket reads max_allowed_packet once and checks that it holds an insert of the
 // largest payload (hex-encoded, so twice its size).

@@ -156,6 +156,21 @@ type InsertStore interface {
 	InsertAs(ctx context.Context, o Owner, changes []Change) (results []error, err error)
 }
 
+// PoolWaker is a [SharedStore] that can wake the kernels of its process when tasks
+// entered its pool by another way than their commits (a task inserted in a caller's
+// own transaction, such as mysqlstore's Store.SubmitTx), so that they claim at once
+// rather than at their next poll. The kernel's claimer, on a store that implements
+// it, waits on PoolWake beside its poll timer. Kernels of other processes claim the
+// tasks within their claim poll.
+type PoolWaker interface {
+	SharedStore
+
+	// PoolWake returns a channel that is closed at the next wake-up of the store's
+	// pool (each wake-up closes the channel the calls before it returned; calls after
+	// it return a new one). It never blocks and is safe for concurrent use.
+	PoolWake() <-chan struct{}
+}
+
 // ClaimRequest is what [SharedStore.Claim] takes.
 type ClaimRequest struct {
 	// Now is the caller's time, on the store's clock for a store that is a [Clock]

@@ -24,10 +24,16 @@ import (
 //
 // # Unique keys
 //
-// A task may carry a [StoredTask.UniqueKey]. At most one live task (Delayed, Queued,
-// Running or Retrying) holds a given key: an [OpInsert] of a second live task with that key
-// is refused with [ErrDuplicateKey]. Once the holder is terminal the key is free again. The
-// empty key is no key.
+// A task may carry a [StoredTask.UniqueKey]. At most one task holds a given key: a task
+// inserted live (Delayed, Queued, Running or Retrying) holds its key while it is live, and,
+// when it has a window ([StoredTask.UniqueUntil] or [StoredTask.UniqueFor]), after its end
+// until [StoredTask.KeyHeldUntil]. An [OpInsert] of a live task whose key another task
+// holds is refused with [ErrDuplicateKey], as a [*DuplicateKeyError] that names the
+// holder. A window counts against the time of the insert, its Task.UpdatedAt (the
+// writer's clock, as the end's UpdatedAt is): an insert at or after the holder's
+// KeyHeldUntil takes the key, which the ended holder then no longer holds. Without a
+// window the key is free again once the holder is terminal. A task inserted terminal
+// holds no key. The empty key is no key.
 //
 // # Idempotence and lost answers
 //
@@ -104,8 +110,8 @@ type Store interface {
 
 	// Requeue gives the named dead letters another life: each becomes Queued with RunAt and
 	// UpdatedAt set to now, Attempt 0, a new (larger) fence and its LastError kept. IDs that
-	// are unknown, not dead letters, or whose unique key is now held by another live task
-	// are skipped. It returns the requeued tasks, so a running kernel can schedule them;
+	// are unknown, not dead letters, or whose unique key is now held by another task
+	// (live, or in its window at now) are skipped. It returns the requeued tasks, so a running kernel can schedule them;
 	// a store never runs anything by itself.
 	Requeue(ctx context.Context, now time.Time, ids ...string) ([]StoredTask, error)
 
@@ -115,7 +121,9 @@ type Store interface {
 
 	// PurgeCompleted deletes completed tasks (Succeeded and Canceled) whose UpdatedAt is
 	// before olderThan and returns how many it deleted. Dead letters and live tasks are
-	// never deleted by it. A batch retried after its tasks were purged may insert them
+	// never deleted by it, nor a task whose unique key's window
+	// ([StoredTask.KeyHeldUntil]) ends after olderThan. [Store.Purge] deletes what it
+	// names, windows or not, and frees their keys. A batch retried after its tasks were purged may insert them
 	// again: purge only what no caller may still retry.
 	PurgeCompleted(ctx context.Context, olderThan time.Time) (int, error)
 
@@ -167,6 +175,40 @@ type StoredTask struct {
 	// UpdatedAt is the time of the last change applied to the task (Task.UpdatedAt of
 	// that [Change]); [Store.PurgeCompleted] compares it.
 	UpdatedAt time.Time
+	// UniqueUntil and UniqueFor are the window of UniqueKey: after the task ends, the
+	// key stays held until UniqueUntil, or for UniqueFor after the end, whichever is
+	// later (see [StoredTask.KeyHeldUntil] and "Unique keys" in [Store]). Both zero:
+	// the key is freed at the end. Both are set by [OpInsert], need a UniqueKey, and
+	// never change; UniqueFor is >= 0 and kept to the millisecond.
+	UniqueUntil time.Time
+	UniqueFor   time.Duration
+}
+
+// KeyHeldUntil returns when t's window ends if t is terminal and its last change (its
+// end) was at t.UpdatedAt: the later of UniqueUntil and UpdatedAt plus UniqueFor. It
+// returns the zero time for a task without a window or a UniqueKey.
+func (t *StoredTask) KeyHeldUntil() time.Time {
+	if t.UniqueKey == "" || t.UniqueFor <= 0 && t.UniqueUntil.IsZero() {
+		return time.Time{}
+	}
+	end := t.UniqueUntil
+	if t.UniqueFor > 0 {
+		if e := t.UpdatedAt.Add(t.UniqueFor); e.After(end) {
+			end = e
+		}
+	}
+	return end
+}
+
+// HoldsKeyAt reports whether t holds its UniqueKey at now: while it is live, and while
+// its window ([StoredTask.KeyHeldUntil]) runs after it ended. A store calls it on a
+// task that took the key (was inserted live); it reports false for a task without a
+// key.
+func (t *StoredTask) HoldsKeyAt(now time.Time) bool {
+	if t.UniqueKey == "" {
+		return false
+	}
+	return t.State.Live() || t.KeyHeldUntil().After(now)
 }
 
 // ChangeOp says what a [Change] does to a stored task.
@@ -180,7 +222,7 @@ const (
 	// OpInsert creates the task Change.Task with all its fields (Change.Fence is unused).
 	// Task.State may be any state, usually Queued or Delayed (Running for a task inserted
 	// and started in one batch). Refused with [ErrDuplicateKey] when Task.UniqueKey is held
-	// by another live task. When the ID exists already, it reports nil and changes nothing.
+	// by another task (see "Unique keys" in [Store]). When the ID exists already, it reports nil and changes nothing.
 	OpInsert ChangeOp = iota + 1
 	// OpStart records the start of an attempt: State becomes Running, Attempt becomes
 	// Task.Attempt and Fence becomes Task.Fence, which must be greater than Change.Fence
@@ -191,14 +233,15 @@ const (
 	// becomes Task.LastError. The fence does not change.
 	OpRetry
 	// OpSucceed records success: State becomes Succeeded, terminal; a unique key is
-	// freed. LastError is kept.
+	// freed, or held for its window. LastError is kept.
 	OpSucceed
 	// OpFail dead-letters the task: State becomes Task.State, which must be Failed,
 	// TimedOut, Evicted or Abandoned (zero means Failed), and LastError becomes
-	// Task.LastError. Terminal; a unique key is freed.
+	// Task.LastError. Terminal; a unique key is freed, or held for its window.
 	OpFail
 	// OpCancel records a cancellation: State becomes Canceled, LastError becomes
-	// Task.LastError when it is not empty. Terminal; a unique key is freed.
+	// Task.LastError when it is not empty. Terminal; a unique key is freed, or held
+	// for its window.
 	OpCancel
 )
 
@@ -265,8 +308,10 @@ const (
 // Errors of a [Store]. Per-change results of [Store.Commit] wrap the first five; the
 // error of a call wraps the last two. Branch on them with [errors.Is].
 var (
-	// ErrDuplicateKey: an [OpInsert] named a UniqueKey held by another live task.
-	ErrDuplicateKey = errors.New("store: unique key held by a live task")
+	// ErrDuplicateKey: an [OpInsert] named a UniqueKey held by another task (a live one,
+	// or one whose window runs; see "Unique keys" in [Store]). Stores refuse the change
+	// with a [*DuplicateKeyError], which wraps it.
+	ErrDuplicateKey = errors.New("store: unique key held by another task")
 	// ErrStaleFence: the task's fence differs from [Change.Fence] or the task is terminal,
 	// and the task is not already where the change would leave it. The change belongs to an
 	// attempt that no longer owns the task; nothing was written.
@@ -335,6 +380,12 @@ func (c *Change) Validate() error {
 			return invalidChange(c, "Task.MaxAttempts", "must be >= 0")
 		case t.Timeout < 0:
 			return invalidChange(c, "Task.Timeout", "must be >= 0")
+		case t.UniqueFor < 0:
+			return invalidChange(c, "Task.UniqueFor", "must be >= 0")
+		case t.UniqueKey == "" && t.UniqueFor != 0:
+			return invalidChange(c, "Task.UniqueFor", "must be zero without a Task.UniqueKey")
+		case t.UniqueKey == "" && !t.UniqueUntil.IsZero():
+			return invalidChange(c, "Task.UniqueUntil", "must be zero without a Task.UniqueKey")
 		}
 	case OpStart:
 		switch {
@@ -404,3 +455,22 @@ func (e *invalidChangeError) Error() string {
 }
 
 func (e *invalidChangeError) Unwrap() error { return ErrInvalidChange }
+
+// DuplicateKeyError is the refusal of an [OpInsert] whose UniqueKey another task holds:
+// errors.As finds it in a change's result, and it wraps [ErrDuplicateKey].
+type DuplicateKeyError struct {
+	// ID is the refused task's ID.
+	ID string
+	// Key is the unique key.
+	Key string
+	// Holder is the ID of the task that holds Key.
+	Holder string
+}
+
+func (e *DuplicateKeyError) Error() string {
+	return "store: insert " + strconv.Quote(e.ID) + ": key " + strconv.Quote(e.Key) + " held by " +
+		strconv.Quote(e.Holder) + ": " + ErrDuplicateKey.Error()
+}
+
+// Unwrap returns [ErrDuplicateKey].
+func (e *DuplicateKeyError) Unwrap() error { return ErrDuplicateKey }

@@ -208,6 +208,19 @@ var views = map[string]view{
 		headline: "tasks_per_sec_p3", higher: true,
 		bars: []string{"tasks_per_sec_p1", "tasks_per_sec_p2", "tasks_per_sec_p3", "ack_p99_us_p3"},
 	},
+	"durable-tx": {
+		columns: []column{
+			{"tasks_per_sec_tx", "tasks/s"},
+			{"acks_per_sec_tx", "acks/s"},
+			{"ack_p50_us_tx", "ack p50 µs"},
+			{"ack_p99_us_tx", "ack p99 µs"},
+			{"client_cpu_us_per_task_tx", "client CPU µs/task"},
+			{"server_cpu_us_per_task_tx", "server CPU µs/task"},
+			{"lost", "lost"},
+		},
+		headline: "tasks_per_sec_tx", higher: true,
+		bars: []string{"tasks_per_sec_tx", "ack_p99_us_tx", "server_cpu_us_per_task_tx"},
+	},
 	"groups": {
 		columns: []column{
 			{"max_conc_per_key", "max conc/key"},

@@ -38,7 +38,7 @@ const (
 func durableConfigs() []bench.Factory {
 	return []bench.Factory{
 		{
-			Name: "ax-mariadb-ack", Mode: bench.Blocking, Priorities: true,
+			Name: "ax-mariadb-ack", Mode: bench.Blocking, Priorities: true, DurableTx: true,
 			Doc: "durable scenarios only: ax on mysqlstore (MariaDB at $" + dsnEnv + "), acknowledged mode: a submit returns once its group commit landed",
 			Durable: func(ctx context.Context, _ bench.Params) (*bench.DurableSetup, error) {
 				return openMariaDB(ctx, 0)
@@ -82,8 +82,17 @@ func openMariaDB(ctx context.Context, every time.Duration) (*bench.DurableSetup,
 		return nil, fmt.Errorf("no usable MariaDB/MySQL at %s (set %s, or run `make db`): %w", where, dsnEnv, err)
 	}
 	quoted := "`" + table + "`"
+	orders := "`" + table + "_orders`"
+	if _, err := s.DB().ExecContext(mctx, "CREATE TABLE "+orders+" (id BIGINT NOT NULL PRIMARY KEY, note VARBINARY(64) NOT NULL) ENGINE=InnoDB"); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("%s: create the callers' table: %w", where, err)
+	}
+	var orderSeq atomic.Int64
 	host, port := mysqlAddr(dsn)
 	return &bench.DurableSetup{
+		TxSubmit: func(ctx context.Context, payload []byte) (string, error) {
+			return submitTx(ctx, s, orders, orderSeq.Add(1), payload)
+		},
 		Store:         s,
 		Shared:        table,
 		SnapshotEvery: every,
@@ -96,9 +105,33 @@ func openMariaDB(ctx context.Context, every time.Duration) (*bench.DurableSetup,
 		Close: func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), dropTimeout)
 			defer cancel()
-			return errors.Join(s.Drop(ctx), s.Close())
+			_, err := s.DB().ExecContext(ctx, "DROP TABLE IF EXISTS "+orders)
+			return errors.Join(err, s.Drop(ctx), s.Close())
 		},
 	}, nil
+}
+
+// submitTx inserts row id into the callers' table orders and submits one task
+// with payload to s's pool, in one transaction, commits it and wakes the
+// kernels of s.
+func submitTx(ctx context.Context, s *mysqlstore.Store, orders string, id int64, payload []byte) (string, error) {
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, "INSERT INTO "+orders+" (id, note) VALUES (?, ?)", id, payload); err != nil {
+		return "", err
+	}
+	ids, err := s.SubmitTx(ctx, tx, mysqlstore.TxTask{Kind: bench.DurableKind, Payload: payload})
+	if err != nil {
+		return "", err
+	}
+	if err := tx.Commit(); err != nil {
+		return "", err
+	}
+	s.Notify()
+	return ids[0], nil
 }
 
 // joinMariaDB opens the store of table, made by openMariaDB in another process;

@@ -248,3 +248,45 @@ func TestDurableMultiOnMariaDB(t *testing.T) {
 		t.Errorf("durable tables: %d before, %d after, want the run's dropped", before, after)
 	}
 }
+
+// TestDurableTx runs durable-tx small on ax (MariaDB) and river (PostgreSQL): every
+// task submitted in a caller's transaction runs, none is lost, and the run's tables
+// and schemas are dropped.
+func TestDurableTx(t *testing.T) {
+	db := mariaDB(t)
+	before := durableTables(t, db)
+	reg, err := registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports, err := bench.Run(t.Context(), reg, bench.Options{
+		Scenarios: []string{"durable-tx"}, Executors: []string{"ax-mariadb-ack", "river-pg"},
+		Params: bench.Params{N: 300, Conc: 8}, Reps: 1, InProcess: true,
+	})
+	if err != nil {
+		t.Fatalf("Run() error = %v", err)
+	}
+	if len(reports) != 1 || len(reports[0].Results) != 2 {
+		t.Fatalf("Run() = %d reports, want 1 with 2 results", len(reports))
+	}
+	for _, r := range reports[0].Results {
+		if len(r.Errors) > 0 {
+			t.Fatalf("%s: errors %v", r.Executor, r.Errors)
+		}
+		if s := r.Metrics["stored_tx"]; s.Median != 300 {
+			t.Errorf("%s: stored_tx = %v, want 300 (notes %v)", r.Executor, s.Median, r.Notes)
+		}
+		if s := r.Metrics["lost"]; s.Max != 0 {
+			t.Errorf("%s: lost = %v, want 0", r.Executor, s.Max)
+		}
+		if s := r.Metrics["ack_p99_us_tx"]; s.Median <= 0 {
+			t.Errorf("%s: ack_p99_us_tx = %v, want > 0", r.Executor, s.Median)
+		}
+	}
+	if after := durableTables(t, db); after != before {
+		t.Errorf("durable tables: %d before, %d after, want the run's dropped", before, after)
+	}
+	if n := leftovers(t, "river-pg"); n != 0 {
+		t.Errorf("%d river schemas of this process left behind, want none", n)
+	}
+}

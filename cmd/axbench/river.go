@@ -34,7 +34,7 @@ const (
 // own, dropped after it.
 func riverConfig() bench.Factory {
 	return bench.Factory{
-		Name: "river-pg", Mode: bench.Blocking,
+		Name: "river-pg", Mode: bench.Blocking, DurableTx: true,
 		Doc: "durable scenario only: riverqueue/river on PostgreSQL at $" + pgDSNEnv + " (Insert / InsertMany, MaxWorkers conc, FetchCooldown 1 ms); " +
 			"done when every job is 'completed' in river_job",
 		Durable: openRiver,
@@ -67,6 +67,8 @@ type riverPeer struct {
 	schema string
 	runs   atomic.Int64
 	acked  atomic.Int64
+	// orderSeq numbers the rows of the callers' table (submitTx).
+	orderSeq atomic.Int64
 	// stopped is set once Drain stopped the client; read by close, after it.
 	stopped bool
 }
@@ -104,6 +106,9 @@ func openRiver(ctx context.Context, p bench.Params) (*bench.DurableSetup, error)
 	if _, err := m.Migrate(mctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fail(err)
 	}
+	if _, err := pool.Exec(mctx, "CREATE TABLE "+schema+".orders (id BIGINT NOT NULL PRIMARY KEY, note BYTEA NOT NULL)"); err != nil {
+		return fail(err)
+	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &riverWorker{runs: &rp.runs})
 	rp.c, err = river.NewClient(driver, &river.Config{
@@ -119,7 +124,7 @@ func openRiver(ctx context.Context, p bench.Params) (*bench.DurableSetup, error)
 		return fail(err)
 	}
 	return &bench.DurableSetup{
-		Peer: rp, Succeeded: rp.completed, Close: rp.close,
+		Peer: rp, Succeeded: rp.completed, Close: rp.close, TxSubmit: rp.submitTx,
 		ServerCPU: serverCPU(pgDSNEnv, cfg.ConnConfig.Host, int(cfg.ConnConfig.Port), postgresProcs),
 	}, nil
 }
@@ -142,6 +147,27 @@ func (r *riverPeer) Submit(ctx context.Context, payload []byte) error {
 	}
 	r.acked.Add(1)
 	return nil
+}
+
+// submitTx inserts a row into the callers' table and one job (InsertTx) in
+// one transaction, and commits it.
+func (r *riverPeer) submitTx(ctx context.Context, payload []byte) (string, error) {
+	tx, err := r.pool.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	if _, err := tx.Exec(ctx, "INSERT INTO "+r.schema+".orders (id, note) VALUES ($1, $2)", r.orderSeq.Add(1), payload); err != nil {
+		return "", err
+	}
+	if _, err := r.c.InsertTx(ctx, tx, riverArgs{P: payload}, nil); err != nil {
+		return "", err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return "", err
+	}
+	r.acked.Add(1)
+	return "", nil
 }
 
 // Drain waits until river_job holds every acknowledged job as completed, then

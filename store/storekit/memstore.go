@@ -20,7 +20,7 @@ import (
 type MemoryStore struct {
 	mu     sync.Mutex
 	tasks  map[string]*store.StoredTask // guarded by mu; each task owned by the store
-	live   map[string]string            // guarded by mu; unique key → ID of the live task holding it
+	live   map[string]string            // guarded by mu; unique key → ID of the task holding it (live, or ended with a window)
 	closed bool                         // guarded by mu
 	shared                              // guarded by mu: owners and named leases
 	id     string                       // immutable: see Identity
@@ -121,8 +121,10 @@ func (s *MemoryStore) insertLocked(c *store.Change, owner uint64) error {
 	}
 	if k := c.Task.UniqueKey; k != "" && c.Task.State.Live() {
 		if holder, ok := s.live[k]; ok {
-			return fmt.Errorf("storekit: memory store: insert %q: key %q held by %q: %w",
-				c.Task.ID, k, holder, store.ErrDuplicateKey)
+			if h := s.tasks[holder]; h != nil && h.HoldsKeyAt(msTime(c.Task.UpdatedAt)) {
+				return fmt.Errorf("storekit: memory store: %w", &store.DuplicateKeyError{ID: c.Task.ID, Key: k, Holder: holder})
+			}
+			delete(s.live, k) // the ended holder's window is over
 		}
 	}
 	t := c.Task
@@ -132,6 +134,7 @@ func (s *MemoryStore) insertLocked(c *store.Change, owner uint64) error {
 	}
 	t.LastError = TruncateLastError(t.LastError)
 	t.RunAt, t.CreatedAt, t.UpdatedAt = msTime(t.RunAt), msTime(t.CreatedAt), msTime(t.UpdatedAt)
+	t.UniqueUntil, t.UniqueFor = msTime(t.UniqueUntil), t.UniqueFor.Truncate(time.Millisecond)
 	s.tasks[t.ID] = &t
 	if owner != 0 && !c.Pool {
 		s.owner[t.ID] = owner
@@ -180,8 +183,8 @@ func (s *MemoryStore) applyLocked(t *store.StoredTask, c *store.Change) {
 	s.poolLocked(t)
 	if !t.State.Live() {
 		delete(s.owner, t.ID)
-		if t.UniqueKey != "" && s.live[t.UniqueKey] == t.ID {
-			delete(s.live, t.UniqueKey)
+		if t.UniqueKey != "" && s.live[t.UniqueKey] == t.ID && t.KeyHeldUntil().IsZero() {
+			delete(s.live, t.UniqueKey) // without a window; with one, the next insert frees it
 		}
 	}
 }
@@ -287,7 +290,7 @@ func (s *MemoryStore) requeueLocked(now time.Time, ids []string, owner uint64) [
 				continue
 			}
 			if t.UniqueKey != "" {
-				if _, held := s.live[t.UniqueKey]; held {
+				if h, held := s.live[t.UniqueKey]; held && h != t.ID && s.tasks[h] != nil && s.tasks[h].HoldsKeyAt(msTime(now)) {
 					continue
 				}
 				s.live[t.UniqueKey] = t.ID
@@ -312,7 +315,7 @@ func (s *MemoryStore) Purge(ctx context.Context, ids ...string) (int, error) {
 	err := s.read(ctx, "purge", func() {
 		for _, id := range ids {
 			if t := s.tasks[id]; t != nil && t.State.DeadLetter() {
-				delete(s.tasks, id)
+				s.deleteLocked(t)
 				n++
 			}
 		}
@@ -325,13 +328,22 @@ func (s *MemoryStore) PurgeCompleted(ctx context.Context, olderThan time.Time) (
 	n := 0
 	err := s.read(ctx, "purge completed", func() {
 		for id, t := range s.tasks {
-			if t.State.Completed() && t.UpdatedAt.Before(olderThan) {
-				delete(s.tasks, id)
+			if t.State.Completed() && t.UpdatedAt.Before(olderThan) && !t.KeyHeldUntil().After(olderThan) {
+				s.deleteLocked(s.tasks[id])
 				n++
 			}
 		}
 	})
 	return n, err
+}
+
+// deleteLocked deletes the terminal task t and frees the key it holds. Called with mu
+// held.
+func (s *MemoryStore) deleteLocked(t *store.StoredTask) {
+	delete(s.tasks, t.ID)
+	if t.UniqueKey != "" && s.live[t.UniqueKey] == t.ID {
+		delete(s.live, t.UniqueKey)
+	}
 }
 
 // Close implements [store.Store.Close]: later calls fail with [store.ErrStoreClosed]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 )
 
 // Errs collects the errors of one value's bad fields. Not safe for concurrent use.
@@ -80,5 +81,15 @@ func ZeroOrIn[T Number](e *Errs, field string, v, lo, hi T) bool {
 func Bytes(e *Errs, field, s string, max int, name string) {
 	if len(s) > max {
 		e.Bad(field, nil, strconv.Itoa(len(s))+" bytes: must be at most "+strconv.Itoa(max)+" bytes ("+name+")")
+	}
+}
+
+// UniqueWindow records the fields of a unique key's window that break its rules:
+// UniqueFor below zero ("must be >= 0"), or a window (UniqueFor or UniqueUntil) without
+// a key, which records UniqueKey.
+func UniqueWindow(e *Errs, key string, until time.Time, window time.Duration) {
+	NonNeg(e, "UniqueFor", window)
+	if key == "" && (window != 0 || !until.IsZero()) {
+		e.Bad("UniqueKey", key, "must be set with UniqueFor or UniqueUntil")
 	}
 }

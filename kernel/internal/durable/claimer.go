@@ -15,7 +15,8 @@ import (
 // loop reserves the slots ([Loop.ClaimBudget]), the store claims and starts the
 // tasks in one write (SharedStore.Claim), and the loop hands them to the run queue
 // ([Loop.Claimed]). With nothing to claim it polls with backoff, from claimPollMin to
-// claimPollMax, or until the next pool task is due. It also reads the states of the
+// claimPollMax, or until the next pool task is due, or until the store wakes it
+// (store.PoolWaker). It also reads the states of the
 // pool tasks the kernel follows (SharedStore.States), so that their handles end as
 // the store says ([Loop.PoolEnded]).
 
@@ -106,6 +107,7 @@ func (o *Owner) claimer() {
 	backoff := time.Duration(0)
 	hungry := true // the pool may hold due work (it may, at start)
 	var lastStates time.Time
+	var wake <-chan struct{} // closed at the store's next wake-up of its pool
 	for {
 		if backoff > 0 {
 			t := o.clk.Timer(backoff)
@@ -114,6 +116,9 @@ func (o *Owner) claimer() {
 				t.Stop()
 				return
 			case <-o.claimNow:
+				t.Stop()
+				backoff = 0
+			case <-wake:
 				t.Stop()
 				backoff = 0
 			case <-t.C:
@@ -125,6 +130,8 @@ func (o *Owner) claimer() {
 			default:
 			}
 		}
+		// Before the claim: a wake-up after the claim read the pool closes this one.
+		wake = o.poolWake()
 		if o.clk.Since(lastStates) >= claimPollMin {
 			o.readStates()
 			lastStates = o.clk.Now()
@@ -160,6 +167,21 @@ func (o *Owner) claimer() {
 			}
 		}
 	}
+}
+
+// poolWake returns the store's wake-up channel of its pool (store.PoolWaker), or nil
+// (never ready) for a store without one or whose PoolWake panicked.
+func (o *Owner) poolWake() (ch <-chan struct{}) {
+	w, ok := o.store.(store.PoolWaker)
+	if !ok {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			ch = nil
+		}
+	}()
+	return w.PoolWake()
 }
 
 // claim claims, in one call, up to b.Slots pool tasks of b.Kinds, shared among the

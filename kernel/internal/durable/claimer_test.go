@@ -66,6 +66,7 @@ type fakeLoop struct {
 	slots   int
 	claimed []store.StoredTask
 	got     chan struct{} // size 1: a claim delivered tasks
+	calls   chan struct{} // size 1, if not nil: a claim returned
 }
 
 func (l *fakeLoop) ClaimBudget(bool) Budget {
@@ -79,6 +80,12 @@ func (l *fakeLoop) Claimed(ts []store.StoredTask, reserved int) {
 	defer l.mu.Unlock()
 	l.claimed = append(l.claimed, ts...)
 	l.slots -= len(ts)
+	if l.calls != nil {
+		select {
+		case l.calls <- struct{}{}:
+		default:
+		}
+	}
 	if len(ts) > 0 {
 		select {
 		case l.got <- struct{}{}:
@@ -142,5 +149,67 @@ func TestClaimerClaimsPoolTasks(t *testing.T) {
 	}
 	if c := o.Counts(); c.Claimed != 1 || c.Joins != 1 {
 		t.Errorf("Counts() = %+v, want Claimed 1, Joins 1", c)
+	}
+}
+
+// wakingStore is a MemoryStore with the wake-ups of a store.PoolWaker.
+type wakingStore struct {
+	*storekit.MemoryStore
+	mu   sync.Mutex
+	wake chan struct{}
+}
+
+func (s *wakingStore) PoolWake() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wake == nil {
+		s.wake = make(chan struct{})
+	}
+	return s.wake
+}
+
+func (s *wakingStore) notify() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wake != nil {
+		close(s.wake)
+		s.wake = nil
+	}
+}
+
+// TestClaimerWakesOnPoolWake: a claimer waiting for its next poll (on a clock that
+// never moves) claims a task put in the pool behind its back as soon as the store
+// wakes it.
+func TestClaimerWakesOnPoolWake(t *testing.T) {
+	mem := &wakingStore{MemoryStore: storekit.NewMemoryStore()}
+	clk := clock.NewMock()
+	loop := &fakeLoop{slots: 4, got: make(chan struct{}, 1), calls: make(chan struct{}, 1)}
+	o, _, err := Join(Config{Store: mem, Name: "claimer", Loop: loop, Lease: 10 * time.Second, Timeout: 5 * time.Second, Clock: clk, GuardFunc: guard})
+	if err != nil {
+		t.Fatalf("Join() = %v", err)
+	}
+	o.Start()
+	t.Cleanup(func() {
+		o.Stop()
+		o.Leave(context.Background())
+	})
+	waitFor(t, loop.calls, "the claimer's first claim")
+	now := clk.Now()
+	task := store.StoredTask{ID: "t1", Kind: "k", State: store.Queued, RunAt: now, CreatedAt: now, UpdatedAt: now, MaxAttempts: 1}
+	if res, err := mem.Commit(context.Background(), []store.Change{{Op: store.OpInsert, Task: task}}); err != nil || res[0] != nil {
+		t.Fatalf("Commit(pool insert) = %v, %v", res, err)
+	}
+	mem.notify()
+	waitFor(t, loop.got, "the claim after the wake-up")
+}
+
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	timer := time.NewTimer(10 * time.Second)
+	defer timer.Stop()
+	select {
+	case <-ch:
+	case <-timer.C:
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }

@@ -14,7 +14,7 @@ import (
 type Registry[F any] struct {
 	mu    sync.Mutex
 	kinds map[string]F                  // guarded by mu
-	keys  map[string]struct{}           // guarded by mu: unique keys of live durable tasks
+	keys  map[string]string             // guarded by mu: unique keys of live durable tasks → their IDs
 	held  map[string][]store.StoredTask // guarded by mu: stored tasks by kind, waiting for Register
 	// heldGroups holds, by group, stored tasks of a registered kind whose group is
 	// not configured, waiting for an Update that adds it. Guarded by mu.
@@ -25,7 +25,7 @@ type Registry[F any] struct {
 func New[F any]() *Registry[F] {
 	return &Registry[F]{
 		kinds: make(map[string]F),
-		keys:  make(map[string]struct{}),
+		keys:  make(map[string]string),
 		held:  make(map[string][]store.StoredTask),
 	}
 }
@@ -80,7 +80,7 @@ func (r *Registry[F]) Sort(ts []store.StoredTask) []Batch[F] {
 	byKind := make(map[string]int)
 	for _, t := range ts {
 		if t.UniqueKey != "" {
-			r.keys[t.UniqueKey] = struct{}{}
+			r.keys[t.UniqueKey] = t.ID
 		}
 		fn, ok := r.kinds[t.Kind]
 		if !ok {
@@ -105,16 +105,16 @@ func (r *Registry[F]) Claimed(t *store.StoredTask) F {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if t.UniqueKey != "" {
-		r.keys[t.UniqueKey] = struct{}{}
+		r.keys[t.UniqueKey] = t.ID
 	}
 	return r.kinds[t.Kind]
 }
 
 // TakeKeys marks the unique keys of a batch of new tasks live, all in one step:
-// keys[i] is the key of task i ("" for none). It returns the keys it took, and the
-// indexes of the tasks whose key is live already or stands earlier in keys: they
-// take none.
-func (r *Registry[F]) TakeKeys(keys []string) (taken []string, dup []int) {
+// keys[i] is the key of task i ("" for none), ids[i], when given, its ID (see
+// [Registry.Holder]). It returns the keys it took, and the indexes of the tasks
+// whose key is live already or stands earlier in keys: they take none.
+func (r *Registry[F]) TakeKeys(keys []string, ids ...string) (taken []string, dup []int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, key := range keys {
@@ -125,10 +125,20 @@ func (r *Registry[F]) TakeKeys(keys []string) (taken []string, dup []int) {
 			dup = append(dup, i)
 			continue
 		}
-		r.keys[key] = struct{}{}
+		r.keys[key] = ""
+		if i < len(ids) {
+			r.keys[key] = ids[i]
+		}
 		taken = append(taken, key)
 	}
 	return taken, dup
+}
+
+// Holder returns the ID of the live task holding key, "" if none (or unknown).
+func (r *Registry[F]) Holder(key string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.keys[key]
 }
 
 // DropKeys frees unique keys of durable tasks that are no longer live; "" is
