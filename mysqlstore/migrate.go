@@ -10,8 +10,9 @@ import (
 
 // Migrate creates the store's tables when they do not exist (CREATE TABLE IF NOT
 // EXISTS), checks that an existing task table has the columns the store needs, adds the
-// owner column and its index, and the group and key columns (grp, gkey: empty for the
-// rows stored before, tasks of no group), to a task table that lacks them, drops the
+// owner column and its index, the group and key columns (grp, gkey: empty for the
+// rows stored before, tasks of no group) and the headers column (NULL: none), to a task
+// table that lacks them, drops the
 // index (state, updated_at) of a task table that has it (online), with
 // [Options.ListIndexes] the listing's indexes (kind) and (grp, gkey) to a task table
 // that lacks them (online), the conn_id,
@@ -40,6 +41,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 		if err := s.addGroupKey(ctx); err != nil {
+			return err
+		}
+		if err := s.addColumn(ctx, s.opts.Table, s.table, "headers", headersColumn); err != nil {
 			return err
 		}
 		if err := s.dropIndex(ctx, stateUpdatedIndex); err != nil {

@@ -377,6 +377,7 @@ const schemaWithStateUpdated = `CREATE TABLE %s (
 	owner BIGINT UNSIGNED NOT NULL DEFAULT 0 COMMENT 'epoch of the owner, 0 for none',
 	grp VARBINARY(64) NOT NULL DEFAULT '' COMMENT 'group (DurableTask.Group), empty for none',
 	gkey VARBINARY(255) NOT NULL DEFAULT '' COMMENT 'key within the group (DurableTask.Key)',
+	headers BLOB NULL,
 	PRIMARY KEY (id),
 	UNIQUE KEY live_key (live_key),
 	KEY state_updated_at (state, updated_at),

@@ -167,6 +167,12 @@ type StoredTask struct {
 	// UpdatedAt is the time of the last change applied to the task (Task.UpdatedAt of
 	// that [Change]); [Store.PurgeCompleted] compares it.
 	UpdatedAt time.Time
+	// Headers are opaque key-value pairs the submitter attached (a trace context, see
+	// kernel.Hooks), its keys and values together at most [HeadersMax] bytes. Set by
+	// [OpInsert] and never changed; a store returns them with the task wherever it
+	// returns tasks, nil (or empty) for a task inserted with none. A store keeps a copy:
+	// it neither retains nor modifies the caller's map.
+	Headers map[string]string
 }
 
 // ChangeOp says what a [Change] does to a stored task.
@@ -258,6 +264,9 @@ const (
 	GroupKeyMax = 255
 	// LastErrorMax is the longest LastError kept, in bytes; longer ones are truncated.
 	LastErrorMax = 4096
+	// HeadersMax is the most bytes the keys and values of a task's Headers take
+	// together.
+	HeadersMax = 4096
 	// DeadLettersLimitDefault is the page size of [Store.DeadLetters] for a limit <= 0.
 	DeadLettersLimitDefault = 100
 )
@@ -335,6 +344,8 @@ func (c *Change) Validate() error {
 			return invalidChange(c, "Task.MaxAttempts", "must be >= 0")
 		case t.Timeout < 0:
 			return invalidChange(c, "Task.Timeout", "must be >= 0")
+		case headersBytes(t.Headers) > HeadersMax:
+			return invalidChange(c, "Task.Headers", "longer than HeadersMax bytes")
 		}
 	case OpStart:
 		switch {
@@ -404,3 +415,12 @@ func (e *invalidChangeError) Error() string {
 }
 
 func (e *invalidChangeError) Unwrap() error { return ErrInvalidChange }
+
+// headersBytes returns how many bytes the keys and values of h take.
+func headersBytes(h map[string]string) int {
+	n := 0
+	for k, v := range h {
+		n += len(k) + len(v)
+	}
+	return n
+}

@@ -50,6 +50,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"UniqueKeyBytes", testUniqueKeyBytes},
 		{"UniqueKeyFreedInBatch", testUniqueKeyFreedInBatch},
 		{"GroupKey", testGroupKey},
+		{"Headers", testHeaders},
 		{"Fences", testFences},
 		{"StaleWriter", testStaleWriter},
 		{"UnknownTask", testUnknownTask},
