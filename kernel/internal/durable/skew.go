@@ -98,3 +98,12 @@ func (s *Skew) Measure(ctx context.Context, st store.Store, clk clock.Clock, gua
 	s.off.Store(int64(min(max(0, b.lo), b.hi)))
 	return nil
 }
+
+// CeilMilli rounds t up to a whole millisecond, the precision a store keeps: a due
+// time stored so is never earlier than the one given.
+func CeilMilli(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); !r.Equal(t) {
+		return r.Add(time.Millisecond)
+	}
+	return t
+}
