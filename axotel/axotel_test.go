@@ -144,7 +144,7 @@ func TestAttemptSpans(t *testing.T) {
 		}
 		for _, c := range checks {
 			if got := a[c.key]; got != c.want {
-				t.Errorf("span %d: %s = %v, want %v", i+1, c.key, got.Emit(), c.want.Emit())
+				t.Errorf("span %d: %s = %v, want %v", i+1, c.key, got.String(), c.want.String())
 			}
 		}
 		if sp.SpanKind() != trace.SpanKindConsumer {
@@ -164,7 +164,7 @@ func TestAttemptSpans(t *testing.T) {
 			t.Errorf("span %d: status %v, want %v", i+1, sp.Status(), wantStatus)
 		}
 		if wantStatus == codes.Error && (a["error.type"] != attribute.StringValue("failed") || len(sp.Events()) == 0) {
-			t.Errorf("span %d: error.type %v, %d events; want failed and the error recorded", i+1, a["error.type"].Emit(), len(sp.Events()))
+			t.Errorf("span %d: error.type %v, %d events; want failed and the error recorded", i+1, a["error.type"].String(), len(sp.Events()))
 		}
 	}
 }

@@ -118,7 +118,7 @@ func TestDurableTraceAfterRestart(t *testing.T) {
 		t.Errorf("B's span %q: attributes %v", sp.Name(), sp.Attributes())
 	}
 	if a["ax.task.attempt"] != attribute.IntValue(2) || a["ax.task.outcome"] != attribute.StringValue("succeeded") {
-		t.Errorf("B's span: attempt %v, outcome %v; want 2, succeeded", a["ax.task.attempt"].Emit(), a["ax.task.outcome"].Emit())
+		t.Errorf("B's span: attempt %v, outcome %v; want 2, succeeded", a["ax.task.attempt"].String(), a["ax.task.outcome"].String())
 	}
 	if sp.SpanContext().TraceID() != sc.TraceID() || sp.Parent().SpanID() != sc.SpanID() || !sp.Parent().IsRemote() {
 		t.Errorf("B's span: trace %s parent %s (remote %v); want trace %s, the submit span %s as remote parent",

@@ -204,9 +204,11 @@ func (k *Kernel) newDurableHandle(t *Task, rc *resolved, fn DurableFunc, kind st
 // validate checks a durable task's fields, naming the bad ones.
 func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
 	e := fields(prefix)
-	check.DurableTask(e, check.Durable{Kind: t.Kind, UniqueKey: t.UniqueKey, Group: t.Group, Key: t.Key,
-		Priority: t.Priority, Delay: t.Delay, Timeout: t.Timeout, At: t.At, MaxAttempts: t.MaxAttempts,
-		Pool: t.Pool, Payload: len(t.Payload), MaxPayload: maxBytes, Shared: shared})
+	check.DurableTask(e, check.Durable{
+		Kind: t.Kind, UniqueKey: t.UniqueKey, Group: t.Group, Key: t.Key, Priority: t.Priority,
+		Delay: t.Delay, Timeout: t.Timeout, At: t.At, MaxAttempts: t.MaxAttempts, Pool: t.Pool,
+		Payload: len(t.Payload), MaxPayload: maxBytes, Shared: shared,
+	})
 	return e.Err()
 }
 
