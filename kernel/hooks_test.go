@@ -266,3 +266,31 @@ func TestHooksDurableHeaders(t *testing.T) {
 		t.Errorf("hooks of the second kernel saw %+v, not %s", as, hs[0].ID())
 	}
 }
+
+// TestHooksHeadersOfClaimedTask: a task of the pool that this kernel claims (another
+// process inserted it) reaches the hooks with its stored headers.
+func TestHooksHeadersOfClaimedTask(t *testing.T) {
+	s := storekit.NewMemoryStore()
+	now := time.Now()
+	hdr := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	res, err := s.Commit(t.Context(), []store.Change{{Op: store.OpInsert, Task: store.StoredTask{
+		ID: "pool-1", Kind: "k", State: store.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now, Headers: hdr,
+	}}})
+	if err != nil || res[0] != nil {
+		t.Fatalf("Commit(insert into the pool) = %v, %v", res, err)
+	}
+	rh := &recHooks{}
+	k := newTestKernel(t, kernel.Config{Store: s, Owner: "claimer", Hooks: rh})
+	ran := make(chan struct{})
+	if err := k.Register("k", func(context.Context, []byte) error { close(ran); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	<-ran
+	as, _ := rh.snapshot()
+	if len(as) != 1 || as[0].ID != "pool-1" || !maps.Equal(as[0].Headers, hdr) || as[0].Attempt != 1 {
+		t.Fatalf("hooks saw %+v; want pool-1's first attempt with headers %v", as, hdr)
+	}
+	if st := k.Stats().Store; st.Claimed != 1 {
+		t.Errorf("Stats().Store.Claimed = %d, want 1 (the task came by a claim)", st.Claimed)
+	}
+}
