@@ -294,7 +294,7 @@ func (k *Kernel) execute(a *attempt) {
 		if end != nil {
 			err := a.err
 			if r == nil && !ran {
-				err = &PanicError{Goexit: true} // runExecutor records the attempt's
+				err = &PanicError{Goexit: true} // as runExecutor records the attempt
 			}
 			callback.End(k.m.callbackPanics, end, err)
 		}
