@@ -26,7 +26,7 @@ func TestHookCalls(t *testing.T) {
 	End(&panics, func(err error) { seen = err }, errors.ErrUnsupported)
 	End(&panics, func(error) { panic("end") }, nil)
 	End(&panics, nil, nil)
-	if seen != errors.ErrUnsupported || panics.Get() != 2 {
+	if !errors.Is(seen, errors.ErrUnsupported) || panics.Get() != 2 {
 		t.Fatalf("End: saw %v, panics %d; want ErrUnsupported, 2", seen, panics.Get())
 	}
 	warned := 0

@@ -2,6 +2,7 @@ package lazycancel
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -29,7 +30,7 @@ func TestState(t *testing.T) {
 	s.Cancel(context.DeadlineExceeded)
 	s.Cancel(context.Canceled)
 	<-done
-	if !s.Canceled() || s.Err() != context.DeadlineExceeded {
+	if !s.Canceled() || !errors.Is(s.Err(), context.DeadlineExceeded) {
 		t.Fatalf("after Cancel: Canceled() = %v, Err() = %v; want true, DeadlineExceeded", s.Canceled(), s.Err())
 	}
 	if got := <-ran; got != "kept" {
