@@ -294,3 +294,18 @@ func TestHooksHeadersOfClaimedTask(t *testing.T) {
 		t.Errorf("Stats().Store.Claimed = %d, want 1 (the task came by a claim)", st.Claimed)
 	}
 }
+
+// TestHooksNotChangeable: an Update keeps the hooks; one that changes them is refused
+// with a *ConfigError naming Config.Hooks.
+func TestHooksNotChangeable(t *testing.T) {
+	rh := &recHooks{}
+	k := newTestKernel(t, kernel.Config{Hooks: rh})
+	if err := k.Update(func(c *kernel.Config) { c.MaxConcurrency = 7 }); err != nil {
+		t.Fatalf("Update() of another field = %v", err)
+	}
+	err := k.Update(func(c *kernel.Config) { c.Hooks = &recHooks{} })
+	var ce *kernel.ConfigError
+	if !errors.As(err, &ce) || ce.Field != "Config.Hooks" {
+		t.Fatalf("Update() of Hooks = %v, want a *ConfigError for Config.Hooks", err)
+	}
+}
