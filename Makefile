@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 # Every module of the repository; each is tested, linted and tidied on its own.
-MODULES := $(shell for m in . mysqlstore console/browsertest cmd/axbench cmd/axctl; do [ -f $$m/go.mod ] && echo $$m; done)
+MODULES := $(shell for m in . mysqlstore axotel console/browsertest cmd/axbench cmd/axctl; do [ -f $$m/go.mod ] && echo $$m; done)
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOLANGCI    := github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
@@ -54,7 +54,7 @@ tidy-check: ## Fail when go mod tidy would change a go.mod or go.sum, or the wor
 	@go list -m all >/dev/null && git diff --exit-code go.work.sum
 
 .PHONY: consumer-check
-consumer-check: ## Build and vet mysqlstore, cmd/axbench and cmd/axctl as their users do: GOWORK=off, requires resolved from the working tree served as a release.
+consumer-check: ## Build and vet mysqlstore, axotel, cmd/axbench and cmd/axctl as their users do: GOWORK=off, requires resolved from the working tree served as a release.
 	@bash scripts/modcheck.sh consumer $(filter-out .,$(MODULES))
 
 .PHONY: demo

@@ -173,6 +173,6 @@ func (k *Kernel) cancel(h *Handle, err error) {
 		if h.cancelErr == nil {
 			h.cancelErr = err
 		}
-		h.cur.ctx.cancel(context.Canceled)
+		h.cur.ctx.Cancel(context.Canceled)
 	}
 }

@@ -304,6 +304,10 @@ type Config struct {
 	// and Close wait for it only as long as their bounds allow. Not changeable.
 	OnEvent func(Event)
 
+	// Hooks, if set, is called at durable submits and around every attempt (see
+	// [Hooks]; axotel traces tasks with it). If nil, nothing is called. Not changeable.
+	Hooks Hooks
+
 	// Store, if set, makes durable tasks possible ([Kernel.Register],
 	// [Kernel.SubmitDurable]): their lifecycle is journaled to it in group commits, and
 	// [New] reads back the tasks a previous kernel on it left live (see

@@ -2,31 +2,19 @@ package kernel
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/axsched/ax/kernel/internal/lazycancel"
 )
 
 // attemptCtx is the context a task's function runs under. It costs no allocation
-// until Done is called: its channel is made lazily. The loop cancels it (timeout,
-// Cancel, batch context, Close); nothing else does.
+// until Done is called (lazycancel.State). The loop cancels it (timeout, Cancel,
+// batch context, Close); nothing else does.
 type attemptCtx struct {
 	parent context.Context // values come from it: the batch's context, Task.Values without its cancellation, or Background
 	a      *attempt
-
-	canceled atomic.Bool
-	mu       sync.Mutex
-	done     chan struct{}
-	err      error
-	afters   []*afterFunc
+	lazycancel.State
 }
-
-type afterFunc struct {
-	f    func()
-	once sync.Once
-}
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Deadline returns the attempt's start plus its timeout, once it started.
 func (c *attemptCtx) Deadline() (time.Time, bool) {
@@ -35,30 +23,6 @@ func (c *attemptCtx) Deadline() (time.Time, bool) {
 		return h.k.at(c.a.startAt).Add(h.timeout), true
 	}
 	return c.parent.Deadline()
-}
-
-// Done returns a channel closed when the attempt is cancelled.
-func (c *attemptCtx) Done() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done == nil {
-		if c.err != nil {
-			return closedChan
-		}
-		c.done = make(chan struct{})
-	}
-	return c.done
-}
-
-// Err returns nil until the attempt is cancelled, then context.DeadlineExceeded
-// (timeout) or context.Canceled.
-func (c *attemptCtx) Err() error {
-	if !c.canceled.Load() {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
 }
 
 // Value returns the parent's value for key; for TaskInfo's key, c itself.
@@ -112,46 +76,6 @@ func TaskInfo(ctx context.Context) (Info, bool) {
 		info.Kind = h.dur.kind
 	}
 	return info, true
-}
-
-// AfterFunc lets context.AfterFunc and derived contexts hook cancellation without a
-// goroutine each.
-func (c *attemptCtx) AfterFunc(f func()) func() bool {
-	af := &afterFunc{f: f}
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		af.once.Do(func() { go f() })
-		return func() bool { return false }
-	}
-	c.afters = append(c.afters, af)
-	c.mu.Unlock()
-	return func() bool {
-		stopped := false
-		af.once.Do(func() { stopped = true })
-		return stopped
-	}
-}
-
-// cancel cancels the context with err (context.Canceled or DeadlineExceeded). Only
-// the loop calls it. Idempotent.
-func (c *attemptCtx) cancel(err error) {
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return
-	}
-	c.err = err
-	c.canceled.Store(true)
-	if c.done != nil {
-		close(c.done)
-	}
-	afters := c.afters
-	c.afters = nil
-	c.mu.Unlock()
-	for _, af := range afters {
-		af.once.Do(func() { go af.f() })
-	}
 }
 
 // String names the context in panics and logs.

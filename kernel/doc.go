@@ -102,6 +102,7 @@
 // docs/schedules.md (cron and intervals with package schedule, misfires,
 // overlap, durable schedules),
 // docs/durable.md (durable tasks, several processes on one store, the shared pool)
-// and docs/operations.md (stats, events, metrics, Update, stopping, what a caller
-// must not do). docs/design.md describes how the kernel works inside.
+// docs/operations.md (stats, events, metrics, Update, stopping, what a caller
+// must not do) and docs/otel.md (tracing through Config.Hooks with module axotel).
+// docs/design.md describes how the kernel works inside.
 package kernel

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/axsched/ax/kernel/internal/callback"
 	"github.com/axsched/ax/kernel/internal/check"
 	"github.com/axsched/ax/kernel/internal/durable"
 	"github.com/axsched/ax/kernel/internal/registry"
@@ -209,31 +210,12 @@ func (k *Kernel) newDurableHandle(t *Task, rc *resolved, fn DurableFunc, kind st
 // validate checks a durable task's fields, naming the bad ones.
 func (t *DurableTask) validate(prefix string, maxBytes int, shared bool) error {
 	e := fields(prefix)
-	if t.Kind == "" {
-		e.Bad("Kind", t.Kind, "must not be empty")
-	}
-	check.Bytes(e, "Kind", t.Kind, store.KindMax, "KindMax")
-	if !t.Priority.Valid() {
-		e.Bad("Priority", t.Priority, "must be High, Normal or Low")
-	}
-	check.NonNeg(e, "Delay", t.Delay)
-	if t.Delay > 0 && !t.At.IsZero() {
-		e.Bad("At", t.At.Round(0), "must be zero when Delay is set")
-	}
-	check.NonNeg(e, "Timeout", t.Timeout)
-	check.NonNeg(e, "MaxAttempts", t.MaxAttempts)
-	check.Bytes(e, "UniqueKey", t.UniqueKey, store.UniqueKeyMax, "UniqueKeyMax")
+	check.DurableTask(e, check.Durable{
+		Kind: t.Kind, UniqueKey: t.UniqueKey, Group: t.Group, Key: t.Key, Priority: t.Priority,
+		Delay: t.Delay, Timeout: t.Timeout, At: t.At, MaxAttempts: t.MaxAttempts, Pool: t.Pool,
+		Payload: len(t.Payload), MaxPayload: maxBytes, Shared: shared,
+	})
 	check.UniqueWindow(e, t.UniqueKey, t.UniqueUntil, t.UniqueFor)
-	if t.Key != "" && t.Group == "" {
-		e.Bad("Key", t.Key, "needs a DurableTask.Group")
-	}
-	check.Bytes(e, "Key", t.Key, store.GroupKeyMax, "GroupKeyMax")
-	if t.Pool && !shared {
-		e.Bad("Pool", t.Pool, "needs a Config.Store that is a SharedStore")
-	}
-	if maxBytes > 0 && len(t.Payload) > maxBytes {
-		e.Add(fmt.Errorf("kernel: %sPayload: %d bytes, the store takes at most %d: %w", prefix, len(t.Payload), maxBytes, store.ErrPayloadTooLarge))
-	}
 	return e.Err()
 }
 
@@ -393,6 +375,10 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		rc = k.rc.Load()
 	}
 
+	var hdrs map[string]string
+	if k.hooks != nil {
+		hdrs = callback.Headers(k.m.callbackPanics, k.hooks.Headers, ctx, store.HeadersMax, k.log.Warn)
+	}
 	now := k.clk.Now()
 	hs := make([]*Handle, len(ts))
 	entries := make([]jentry, 0, len(ts)-failed)
@@ -410,11 +396,11 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		payload := bytes.Clone(t.Payload)
 		task := Task{ID: id, Priority: prio, Delay: t.Delay, At: t.At, Timeout: t.Timeout}
 		h := k.newDurableHandle(&task, rc, fns[i], t.Kind, payload, t.UniqueKey, maxAttempts, t.Timeout, gds[i], t.Key)
-		hs[i] = h
+		hs[i], h.dur.headers = h, hdrs
 		st := store.StoredTask{
 			ID: id, Kind: t.Kind, Payload: payload, Priority: prio, RunAt: d.skew.ToStore(now),
 			Timeout: t.Timeout, MaxAttempts: maxAttempts, Fence: 1, UniqueKey: t.UniqueKey,
-			Group: t.Group, Key: t.Key, State: Queued, CreatedAt: now, UpdatedAt: now,
+			Group: t.Group, Key: t.Key, State: Queued, CreatedAt: now, UpdatedAt: now, Headers: hdrs,
 			UniqueUntil: t.UniqueUntil, UniqueFor: t.UniqueFor,
 		}
 		if h.due {

@@ -47,7 +47,7 @@ func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
 			gd = groups[t.Group] // holdGroupless kept only the tasks of these groups
 		}
 		h := k.newDurableHandle(&task, rc, fn, t.Kind, t.Payload, t.UniqueKey, maxAttempts, t.Timeout, gd, t.Key)
-		h.dur.fence = t.Fence
+		h.dur.fence, h.dur.headers = t.Fence, t.Headers
 		// The next attempt: after one interrupted by the stop (Running), after a failed
 		// one waiting for its retry, or the first.
 		h.first.n = int32(t.Attempt) + 1

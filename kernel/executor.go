@@ -1,10 +1,12 @@
 package kernel
 
 import (
+	"context"
 	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/axsched/ax/internal/goid"
+	"github.com/axsched/ax/kernel/internal/callback"
 	"github.com/axsched/ax/queue"
 )
 
@@ -274,20 +276,35 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 // context already cancelled (the task was cancelled while it waited in the run
 // queue) skips the function.
 func (k *Kernel) execute(a *attempt) {
-	if a.ctx.canceled.Load() {
+	if a.ctx.Canceled() {
 		a.err = a.ctx.Err()
 		return
 	}
+	var ctx context.Context = &a.ctx
+	var end func(error)
+	if k.hooks != nil {
+		ctx, end = k.startHook(a)
+	}
+	ran := false
 	defer func() {
-		if r := recover(); r != nil {
+		r := recover()
+		if r != nil {
 			a.err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+		if end != nil {
+			err := a.err
+			if r == nil && !ran {
+				err = &PanicError{Goexit: true} // as runExecutor records the attempt
+			}
+			callback.End(k.m.callbackPanics, end, err)
 		}
 	}()
 	if h := a.h; h.run != nil {
-		a.err = h.run(&a.ctx)
+		a.err = h.run(ctx)
 	} else {
-		a.err = h.batch.runI(&a.ctx, h.idx)
+		a.err = h.batch.runI(ctx, h.idx)
 	}
+	ran = true
 	if a.err != nil && a.h.has(featGroup) {
 		k.classify(a)
 	}

@@ -295,6 +295,7 @@ type durTask struct {
 	// poolDue: counted in durables.poolDue, from its submit until it reaches the
 	// loop (acceptPooled) or fails.
 	poolDue bool
+	headers map[string]string // Hooks.Headers at its submit; immutable
 }
 
 // lazyTask is the compact record of a delayed fire-and-forget task. Immutable.

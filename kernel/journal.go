@@ -2,9 +2,9 @@ package kernel
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
+	"github.com/axsched/ax/kernel/internal/callback"
 	"github.com/axsched/ax/kernel/internal/durable"
 	"github.com/axsched/ax/store"
 )
@@ -31,19 +31,10 @@ func newJournal(k *Kernel, c *Config) *journal {
 	return durable.NewJournal(jc)
 }
 
-// storeCall runs a call to the store on a goroutine of its own (callGuarded) and
-// waits for it, turning a panic or a runtime.Goexit into an error: a Store is the
-// user's code, and the kernel's goroutines must not die with it.
-func storeCall[T any](k *Kernel, op string, f func() (T, error)) (v T, err error) {
-	r, ok := callGuarded(k, func() { v, err = f() })
-	switch {
-	case ok:
-		return v, err
-	case r != nil:
-		return v, fmt.Errorf("kernel: Store.%s panicked: %v", op, r)
-	default:
-		return v, fmt.Errorf("kernel: Store.%s called runtime.Goexit", op)
-	}
+// storeCall is [callback.StoreCall] for k: a Store is the user's code, and the
+// kernel's goroutines must not die with it.
+func storeCall[T any](k *Kernel, op string, f func() (T, error)) (T, error) {
+	return callback.StoreCall(&k.guarded, op, f)
 }
 
 // addJournal hands the changes the loop recorded to the journal. Loop only.

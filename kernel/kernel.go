@@ -82,6 +82,7 @@ type Kernel struct {
 	workDone chan struct{}  // closed when the last executor goroutine (zombies too) exits
 
 	events   *callback.Queue[Event] // nil without Config.OnEvent
+	hooks    Hooks                  // Config.Hooks; immutable
 	ends     endQueue               // Task.OnEnd calls (onend.go)
 	log      *klog.Log              // nil without Config.Logger
 	sidePool *callback.Pool         // OnTimeout callbacks and zombie stack dumps
@@ -189,6 +190,7 @@ func New(cfg Config) (*Kernel, error) {
 		}
 	}
 	k.sidePool = callback.NewPool(c.OnTimeoutWorkers, 1024, k.m.callbackPanics)
+	k.hooks = c.Hooks
 	if c.OnEvent != nil {
 		k.events = callback.NewQueue(c.OnEvent, c.EventBuffer, k.m.callbackPanics)
 	}
@@ -259,7 +261,7 @@ func (k *Kernel) at(m int64) time.Time { return k.epoch.Add(time.Duration(m)) }
 // before Update returns. A bad update returns the errors and changes nothing.
 // MaxConcurrency, Quotas, Reserve, AgeAfter, Capacity, DegradeAt, EvictLow,
 // DefaultTimeout, Retry, RetryBudget, MaxZombies, ZombieGrace and Groups may change; Tick,
-// OnTimeoutWorkers, EventBuffer, Clock, Name, Metrics, Logger, OnEvent and the
+// OnTimeoutWorkers, EventBuffer, Clock, Name, Metrics, Logger, OnEvent, Hooks and the
 // store's fields (Owner and Lease too) may not (an update that changes them is refused).
 // Lowering MaxConcurrency lets running tasks finish; no new one starts until the
 // running count is below the new limit. A group it adds releases the recovered
@@ -295,6 +297,7 @@ func (k *Kernel) Update(fn func(*Config)) error {
 	fixed("Metrics", next.Metrics != old.Metrics)
 	fixed("Logger", next.Logger != old.Logger)
 	fixed("OnEvent", funcPtr(next.OnEvent) != funcPtr(old.OnEvent))
+	fixed("Hooks", !callback.Same(next.Hooks, old.Hooks))
 	fixed("Store", next.Store != old.Store)
 	fixed("SnapshotEvery", next.SnapshotEvery != old.SnapshotEvery)
 	fixed("StoreTimeout", next.StoreTimeout != old.StoreTimeout)

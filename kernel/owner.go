@@ -205,7 +205,7 @@ func (k *Kernel) leaseLapsed() {
 	}
 	q.mu.Unlock()
 	for _, a := range as {
-		a.ctx.cancel(context.Canceled)
+		a.ctx.Cancel(context.Canceled)
 	}
 }
 

@@ -129,6 +129,7 @@ func (k *Kernel) claimed(tasks []store.StoredTask, reserved int) {
 				gd = rc.groups[t.Group]
 			}
 			h = k.newDurableHandle(&task, rc, fn, t.Kind, t.Payload, t.UniqueKey, maxAttempts, t.Timeout, gd, t.Key)
+			h.dur.headers = t.Headers
 			k.index(h)
 			k.ls.live++
 			k.ls.pendSubmitted[h.bucket]++

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/axsched/ax/console"
 	"github.com/axsched/ax/kernel"
 )
 
@@ -91,12 +92,15 @@ func Example_readmeOperations() {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) { k.WritePrometheus(w) })
+	ui, err := console.New(console.Options{Kernel: k}) // pages, JSON; read-only unless Actions: true
+	if err != nil {
+		panic(err)
+	}
+	mux.Handle("/console/", http.StripPrefix("/console", ui))
 	st := k.Stats() // never waits for the scheduler
 	fmt.Println(st.Running, st.Queued.High, st.ByPriority.High.Wait.P99)
 	fmt.Println(k.Update(func(c *kernel.Config) { c.MaxConcurrency = 200 })) // while it runs
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	fmt.Println(k.Shutdown(ctx)) // stop intake and drain; Close cancels everything at once
+	fmt.Println(k.Shutdown(context.Background()))                            // drain (ctx bounds it); Close: at once
 	// Output:
 	// 0 0 0s
 	// <nil>

@@ -142,7 +142,7 @@ func (k *Kernel) onTimeout(a *attempt) {
 	startAt := a.startAt
 	a.settled = true
 	q.mu.Unlock()
-	a.ctx.cancel(context.DeadlineExceeded)
+	a.ctx.Cancel(context.DeadlineExceeded)
 	k.m.observe(0, h.bucket, time.Duration(startAt-h.submitAt), time.Duration(k.ls.nowMono-startAt))
 	if h.has(featOnTimeout) {
 		f, n := h.ext.onTimeout, int(a.n)

@@ -394,7 +394,7 @@ func (k *Kernel) closeAll() {
 	}
 	for _, a := range ended {
 		k.durableEnded(a)
-		a.ctx.cancel(context.Canceled)
+		a.ctx.Cancel(context.Canceled)
 		k.m.canceled[a.h.bucket].Inc()
 		k.end(a.h, Canceled, ErrClosed)
 	}

@@ -159,7 +159,7 @@ const (
 //	---------  ----------------------------------------------------------------
 //	light      fire-and-forget; no ID; due now (no Delay, no At); no Retry of
 //	           its own; no Values; no OnEnd; no timeout (Task.Timeout, else
-//	           the priority's DefaultTimeout, is 0 or NoTimeout); no OnEvent
+//	           the priority's DefaultTimeout, is 0 or NoTimeout); no OnEvent; no Hooks
 //	fast lane  the parked loop opened the lane (fastOpen); no ID; due now; no
 //	           OnEnd; Task.Timeout is NoTimeout, or 0 with no DefaultTimeout for
 //	           its priority; no OnEvent
@@ -190,7 +190,7 @@ const (
 func (k *Kernel) pathOf(t *Task, prio Priority, rc *resolved, pooled bool) taskPath {
 	switch {
 	case pooled && t.ID == "" && t.Delay == 0 && t.At.IsZero() && t.Retry == nil && t.Values == nil && t.OnEnd == nil &&
-		k.events == nil && taskTimeout(t, prio, rc) == 0:
+		k.events == nil && k.hooks == nil && taskTimeout(t, prio, rc) == 0:
 		return pathLight
 	case k.fastOpen.Load() && t.ID == "" && t.Delay == 0 && t.At.IsZero() && t.OnEnd == nil && k.events == nil &&
 		(t.Timeout == NoTimeout || (t.Timeout == 0 && rc.cfg.DefaultTimeout.Get(prio) == 0)):

@@ -106,7 +106,8 @@
 // listing's (grp, gkey). The store only keeps them: it enforces no group
 // limit. Each kernel enforces its own Config.Groups on the tasks it runs, so the limits
 // are per process: N processes with PerKey.Concurrency 5 run up to 5N tasks of a key at
-// once.
+// once. headers (BLOB) holds [store.StoredTask] Headers (a trace context, see
+// kernel.Hooks), NULL for none: written by inserts only, in no index.
 // The store's throughput is in docs/performance.md.
 //
 // # Unique keys with a window
@@ -174,8 +175,8 @@
 // TABLE where the server can) and the index (state, owner, priority, run_at) (an online
 // index build, which reads the whole table) to a task table that lacks them, dropping the
 // index (state, priority, run_at) it replaces, the grp and gkey columns (in place where
-// the server can; the rows already stored get ”, no group) to a task table that lacks
-// them, the conn_id, started and started_v columns to an owner table that lacks them
+// the server can; the rows already stored get ”, no group) and the headers column (NULL)
+// to a task table that lacks them, the conn_id, started and started_v columns to an owner table that lacks them
 // (in place: MariaDB >= 10.3 and MySQL >= 8.0 add a column with a default without
 // copying the table), and creates <table>_starts. It drops the index
 // (state, updated_at) that task tables of earlier versions have: ALTER TABLE … DROP KEY

@@ -12,7 +12,8 @@ import (
 // EXISTS), checks that an existing task table has the columns the store needs, adds the
 // owner column and its index, and the group and key columns (grp, gkey: empty for the
 // rows stored before, tasks of no group) and the unique-key window columns
-// (unique_until, unique_for_ms: 0, no window, for the rows stored before), to a task
+// (unique_until, unique_for_ms: 0, no window, for the rows stored before) and the
+// headers column (NULL: none), to a task
 // table that lacks them, drops the
 // index (state, updated_at) of a task table that has it (online), with
 // [Options.ListIndexes] the listing's indexes (kind) and (grp, gkey) to a task table
@@ -48,6 +49,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 			if err := s.addColumn(ctx, s.opts.Table, s.table, c.name, c.def); err != nil {
 				return err
 			}
+		}
+		if err := s.addColumn(ctx, s.opts.Table, s.table, "headers", headersColumn); err != nil {
+			return err
 		}
 		if err := s.dropIndex(ctx, stateUpdatedIndex); err != nil {
 			return err

@@ -379,6 +379,7 @@ const schemaWithStateUpdated = `CREATE TABLE %s (
 	gkey VARBINARY(255) NOT NULL DEFAULT '' COMMENT 'key within the group (DurableTask.Key)',
 	unique_until BIGINT NOT NULL DEFAULT 0 COMMENT 'unix ms; 0: none',
 	unique_for_ms BIGINT NOT NULL DEFAULT 0 COMMENT 'window after the end, ms; 0: none',
+	headers BLOB NULL,
 	PRIMARY KEY (id),
 	UNIQUE KEY live_key (live_key),
 	KEY state_updated_at (state, updated_at),

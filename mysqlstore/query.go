@@ -369,7 +369,7 @@ func (s *Store) exec(ctx context.Context, what, q string) (int, error) {
 }
 
 // columnsNoPayload are the columns of scanTask with an empty payload in its place.
-const columnsNoPayload = "id, kind, '' AS payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at, grp, gkey, unique_until, unique_for_ms"
+const columnsNoPayload = "id, kind, '' AS payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at, grp, gkey, unique_until, unique_for_ms, headers"
 
 // States implements [store.SharedStore.States]: one read by primary key, payloads
 // left out.

@@ -3,8 +3,12 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -207,13 +211,19 @@ func scanTaskWith(sc scanner, extra ...any) (store.StoredTask, error) {
 		prio, state                uint8
 		runAt, timeout, created, u int64
 		until, window              int64
+		headers                    []byte
 	)
 	err := sc.Scan(append([]any{
 		&t.ID, &t.Kind, &t.Payload, &prio, &runAt, &timeout, &t.MaxAttempts, &t.Attempt,
-		&t.Fence, &t.UniqueKey, &state, &t.LastError, &created, &u, &t.Group, &t.Key, &until, &window,
+		&t.Fence, &t.UniqueKey, &state, &t.LastError, &created, &u, &t.Group, &t.Key, &until, &window, &headers,
 	}, extra...)...)
 	if err != nil {
 		return t, err
+	}
+	if len(headers) > 0 {
+		if t.Headers, err = decodeHeaders(headers); err != nil {
+			return t, fmt.Errorf("mysqlstore: task %q: headers: %w", t.ID, err)
+		}
 	}
 	if t.Priority, err = decodePriority(prio); err != nil {
 		return t, err
@@ -224,4 +234,43 @@ func scanTaskWith(sc scanner, extra ...any) (store.StoredTask, error) {
 	t.RunAt, t.Timeout, t.CreatedAt, t.UpdatedAt = fromMillis(runAt), time.Duration(timeout), fromMillis(created), fromMillis(u)
 	t.UniqueUntil, t.UniqueFor = fromUntil(until), time.Duration(window)*time.Millisecond
 	return t, nil
+}
+
+// encodeHeaders encodes h for the headers column: each pair, by key, as its key and
+// its value, each a uvarint length then its bytes (any bytes, UTF-8 or not).
+func encodeHeaders(h map[string]string) []byte {
+	var b []byte
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		b = binary.AppendUvarint(b, uint64(len(h[k])))
+		b = append(b, h[k]...)
+	}
+	return b
+}
+
+// decodeHeaders decodes what encodeHeaders encoded.
+func decodeHeaders(b []byte) (map[string]string, error) {
+	h := map[string]string{}
+	next := func() (string, error) {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || n > uint64(len(b)-w) {
+			return "", errors.New("malformed")
+		}
+		s := string(b[w : w+int(n)])
+		b = b[w+int(n):]
+		return s, nil
+	}
+	for len(b) > 0 {
+		k, err := next()
+		if err != nil {
+			return nil, err
+		}
+		v, err := next()
+		if err != nil {
+			return nil, err
+		}
+		h[k] = v
+	}
+	return h, nil
 }

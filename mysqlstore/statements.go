@@ -1,6 +1,7 @@
 package mysqlstore
 
 import (
+	"encoding/binary"
 	"slices"
 	"strings"
 
@@ -345,7 +346,7 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 	for len(ins) > 0 {
 		size := 0
 		for _, r := range ins[:min(len(ins), insertRowsMax)] {
-			size += 2*len(r.ins.Payload) + 256
+			size += 2*len(r.ins.Payload) + 256 + headersEst(r.ins.Headers)
 		}
 		q := newQuery(min(size, budget) + 512)
 		q.raw("INSERT INTO ").raw(s.table).raw(" (" + columns + ", live_key")
@@ -354,7 +355,7 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 		}
 		q.raw(") VALUES ")
 		n := 0
-		for n < len(ins) && n < insertRowsMax && (n == 0 || q.Len()+2*len(ins[n].ins.Payload)+2048 < budget) {
+		for n < len(ins) && n < insertRowsMax && (n == 0 || q.Len()+2*len(ins[n].ins.Payload)+headersEst(ins[n].ins.Headers)+2048 < budget) {
 			t := ins[n].ins
 			if n > 0 {
 				q.raw(",")
@@ -366,6 +367,11 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 				hexString(t.LastError).raw(",").int(millis(t.CreatedAt)).raw(",").int(millis(t.UpdatedAt)).raw(",").
 				hexString(t.Group).raw(",").hexString(t.Key).raw(",").int(untilMillis(t.UniqueUntil)).raw(",").
 				int(t.UniqueFor.Milliseconds()).raw(",")
+			if len(t.Headers) > 0 {
+				q.hexBytes(encodeHeaders(t.Headers)).raw(",")
+			} else {
+				q.raw("NULL,")
+			}
 			if ins[n].holds {
 				q.hexString(t.UniqueKey)
 			} else {
@@ -383,4 +389,14 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 		ins = ins[n:]
 	}
 	return stmts
+}
+
+// headersEst bounds the length of h in a statement: encoded (encodeHeaders), then
+// hex-encoded.
+func headersEst(h map[string]string) int {
+	n := 0
+	for k, v := range h {
+		n += len(k) + len(v) + 2*binary.MaxVarintLen64
+	}
+	return 2*n + 8
 }

@@ -234,6 +234,7 @@ const schema = `CREATE TABLE IF NOT EXISTS %s (
 	` + keyColumn + `,
 	` + uniqueUntilColumn + `,
 	` + uniqueForColumn + `,
+	` + headersColumn + `,
 	PRIMARY KEY (id),
 	UNIQUE KEY live_key (live_key),
 	` + ownerIndex + `
@@ -284,6 +285,12 @@ const windowEnd = "GREATEST(unique_until, IF(unique_for_ms > 0, updated_at + uni
 
 // heldWindowEnd is windowEnd of the rows named h.
 var heldWindowEnd = strings.NewReplacer("unique_until", "h.unique_until", "unique_for_ms", "h.unique_for_ms", "updated_at", "h.updated_at").Replace(windowEnd)
+
+// headersColumn holds a task's headers (store.StoredTask.Headers), NULL for none:
+// each pair, by key, as a length-prefixed key and value (encodeHeaders). Migrate adds
+// it to a task table that lacks it. Written by inserts only: it never changes, and no
+// index holds it.
+const headersColumn = "headers BLOB NULL COMMENT 'StoredTask.Headers, NULL for none'"
 
 // ownersSchema is the owner table: one row per membership ([Store.Join]) until
 // [Store.Rescue] forgets it. Times are UTC on the server's clock (UTC_TIMESTAMP(6)).
@@ -345,7 +352,7 @@ const epochsSchema = `CREATE TABLE IF NOT EXISTS %s (
 const baseColumns = "id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at"
 
 // columns are the task columns in the order scanTask reads them.
-const columns = baseColumns + ", grp, gkey, unique_until, unique_for_ms"
+const columns = baseColumns + ", grp, gkey, unique_until, unique_for_ms, headers"
 
 // checkPacket reads max_allowed_packet once and checks that it holds an insert of the
 // largest payload (hex-encoded, so twice its size).

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,11 @@ type TxTask struct {
 	// (kernel.DurableTask.Group and Key).
 	Group string
 	Key   string
+	// Headers are key-value pairs stored with the task (store.StoredTask.Headers), at
+	// most store.HeadersMax bytes: a trace context, for one, as kernel.Hooks.Headers
+	// returns it for the caller's context, so that the attempts continue the caller's
+	// trace. SubmitTx copies them.
+	Headers map[string]string
 }
 
 // txIDPrefix begins the IDs that SubmitTx makes: no kernel makes IDs that begin so.
@@ -170,7 +176,7 @@ func (s *Store) txTask(t *TxTask, id string, now time.Time) (store.StoredTask, e
 		ID: id, Kind: t.Kind, Payload: t.Payload, Priority: t.Priority, Timeout: t.Timeout,
 		MaxAttempts: t.MaxAttempts, Fence: 1, UniqueKey: t.UniqueKey, Group: t.Group, Key: t.Key,
 		State: store.Queued, CreatedAt: now, UpdatedAt: now,
-		UniqueUntil: t.UniqueUntil, UniqueFor: t.UniqueFor,
+		UniqueUntil: t.UniqueUntil, UniqueFor: t.UniqueFor, Headers: maps.Clone(t.Headers),
 	}
 	if st.Priority == store.PriorityDefault {
 		st.Priority = store.Normal
@@ -207,6 +213,11 @@ func txRow(q *query, t *TxTask, st *store.StoredTask) {
 		int(millis(st.CreatedAt)).raw(",").int(millis(st.UpdatedAt)).raw(",").
 		hexString(st.Group).raw(",").hexString(st.Key).raw(",").int(untilMillis(st.UniqueUntil)).raw(",").
 		int(st.UniqueFor.Milliseconds()).raw(",")
+	if len(st.Headers) > 0 {
+		q.hexBytes(encodeHeaders(st.Headers)).raw(",")
+	} else {
+		q.raw("NULL,")
+	}
 	if st.UniqueKey != "" {
 		q.hexString(st.UniqueKey)
 	} else {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -385,4 +386,26 @@ func TestNotify(t *testing.T) {
 	s.Notify()
 	s.Notify() // nothing waits: no panic
 	axtest.WaitOrTimeout(t, next, "the second wake-up")
+}
+
+// TestSubmitTxHeaders: a task's headers (a trace context) are stored with it, and a
+// store returns them; headers over store.HeadersMax are refused, naming the field.
+func TestSubmitTxHeaders(t *testing.T) {
+	s, db := setup(t, mysqlstore.Options{})
+	orders := ordersTable(t, db, s)
+	h := map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	ids := submitOrder(t, db, s, orders, 1, true, mysqlstore.TxTask{Kind: "job", Headers: h})
+	got, err := s.Get(context.Background(), ids[0])
+	if err != nil || !maps.Equal(got.Headers, h) {
+		t.Fatalf("Get() = headers %v, %v; want %v", got.Headers, err, h)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // the refusal leaves it open
+	big := map[string]string{"k": strings.Repeat("v", store.HeadersMax)}
+	if _, err := s.SubmitTx(context.Background(), tx, mysqlstore.TxTask{Kind: "job", Headers: big}); err == nil || !strings.Contains(err.Error(), "Headers") {
+		t.Fatalf("SubmitTx(headers over HeadersMax) = %v, want an error naming Headers", err)
+	}
 }

@@ -182,6 +182,12 @@ type StoredTask struct {
 	// never change; UniqueFor is >= 0 and kept to the millisecond.
 	UniqueUntil time.Time
 	UniqueFor   time.Duration
+	// Headers are opaque key-value pairs the submitter attached (a trace context, see
+	// kernel.Hooks), its keys and values together at most [HeadersMax] bytes. Set by
+	// [OpInsert] and never changed; a store returns them with the task wherever it
+	// returns tasks, nil (or empty) for a task inserted with none. A store keeps a copy:
+	// it neither retains nor modifies the caller's map.
+	Headers map[string]string
 }
 
 // KeyHeldUntil returns when t's window ends if t is terminal and its last change (its
@@ -301,6 +307,9 @@ const (
 	GroupKeyMax = 255
 	// LastErrorMax is the longest LastError kept, in bytes; longer ones are truncated.
 	LastErrorMax = 4096
+	// HeadersMax is the most bytes the keys and values of a task's Headers take
+	// together.
+	HeadersMax = 4096
 	// DeadLettersLimitDefault is the page size of [Store.DeadLetters] for a limit <= 0.
 	DeadLettersLimitDefault = 100
 )
@@ -386,6 +395,8 @@ func (c *Change) Validate() error {
 			return invalidChange(c, "Task.UniqueFor", "must be zero without a Task.UniqueKey")
 		case t.UniqueKey == "" && !t.UniqueUntil.IsZero():
 			return invalidChange(c, "Task.UniqueUntil", "must be zero without a Task.UniqueKey")
+		case headersBytes(t.Headers) > HeadersMax:
+			return invalidChange(c, "Task.Headers", "longer than HeadersMax bytes")
 		}
 	case OpStart:
 		switch {
@@ -474,3 +485,12 @@ func (e *DuplicateKeyError) Error() string {
 
 // Unwrap returns [ErrDuplicateKey].
 func (e *DuplicateKeyError) Unwrap() error { return ErrDuplicateKey }
+
+// headersBytes returns how many bytes the keys and values of h take.
+func headersBytes(h map[string]string) int {
+	n := 0
+	for k, v := range h {
+		n += len(k) + len(v)
+	}
+	return n
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -95,7 +96,7 @@ func (s *MemoryStore) LookupTask(ctx context.Context, id string, payload bool) (
 // infoLocked returns t as a TaskInfo, with a copy of its payload when payload is true.
 func (s *MemoryStore) infoLocked(t *store.StoredTask, payload bool) store.TaskInfo {
 	info := store.TaskInfo{StoredTask: *t, Owner: s.owner[t.ID], PayloadSize: len(t.Payload)}
-	info.Payload = nil
+	info.Payload, info.Headers = nil, maps.Clone(t.Headers)
 	if payload {
 		info.Payload = slices.Clone(t.Payload)
 	}

@@ -3,6 +3,7 @@ package storekit
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -317,7 +318,7 @@ func (s *MemoryStore) States(ctx context.Context, ids []string) ([]store.StoredT
 		for _, id := range ids {
 			if t := s.tasks[id]; t != nil {
 				c := *t
-				c.Payload = nil
+				c.Payload, c.Headers = nil, maps.Clone(t.Headers)
 				out = append(out, c)
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -129,6 +130,7 @@ func (s *MemoryStore) insertLocked(c *store.Change, owner uint64) error {
 	}
 	t := c.Task
 	t.Payload = slices.Clone(t.Payload)
+	t.Headers = maps.Clone(t.Headers)
 	if t.Priority == store.PriorityDefault {
 		t.Priority = store.Normal
 	}
@@ -374,6 +376,7 @@ func (s *MemoryStore) read(ctx context.Context, what string, f func()) error {
 func copyTask(t *store.StoredTask) store.StoredTask {
 	c := *t
 	c.Payload = slices.Clone(t.Payload)
+	c.Headers = maps.Clone(t.Headers)
 	return c
 }
 

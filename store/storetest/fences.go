@@ -97,6 +97,7 @@ func testValidation(t *testing.T, s store.Store) {
 		{"long group", mod(func(tk *store.StoredTask) { tk.Group = strings.Repeat("g", store.GroupNameMax+1) })},
 		{"long group key", mod(func(tk *store.StoredTask) { tk.Group, tk.Key = "g", strings.Repeat("k", store.GroupKeyMax+1) })},
 		{"key without group", mod(func(tk *store.StoredTask) { tk.Key = "k" })},
+		{"long headers", mod(func(tk *store.StoredTask) { tk.Headers = map[string]string{"k": strings.Repeat("v", store.HeadersMax)} })},
 		{"priority", mod(func(tk *store.StoredTask) { tk.Priority = 9 })},
 		{"state zero", mod(func(tk *store.StoredTask) { tk.State = 0 })},
 		{"state unknown", mod(func(tk *store.StoredTask) { tk.State = 77 })},

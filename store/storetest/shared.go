@@ -61,6 +61,7 @@ func exerciseShared(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"StartsMany", testStartsMany},
 		{"StartClaimed", testStartClaimed},
 		{"GroupKey", testSharedGroupKey},
+		{"Headers", testSharedHeaders},
 		{"NamedLeases", testNamedLeases},
 		{"NamedLeaseExpiry", testNamedLeaseExpiry},
 	}

@@ -53,6 +53,7 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"UniqueWindowRequeuePurge", testUniqueWindowRequeuePurge},
 		{"UniqueWindowValidation", testUniqueWindowValidation},
 		{"GroupKey", testGroupKey},
+		{"Headers", testHeaders},
 		{"Fences", testFences},
 		{"StaleWriter", testStaleWriter},
 		{"UnknownTask", testUnknownTask},

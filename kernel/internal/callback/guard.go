@@ -1,6 +1,7 @@
 package callback
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/axsched/ax/internal/goid"
@@ -35,4 +36,18 @@ func Guarded(own *sync.Map, f func()) (r any, normal bool) {
 	}()
 	res := <-done
 	return res.r, res.normal
+}
+
+// StoreCall runs f with [Guarded] and returns what it returned, turning a panic or a
+// runtime.Goexit into an error naming the store's method op.
+func StoreCall[T any](own *sync.Map, op string, f func() (T, error)) (v T, err error) {
+	r, ok := Guarded(own, func() { v, err = f() })
+	switch {
+	case ok:
+		return v, err
+	case r != nil:
+		return v, fmt.Errorf("kernel: Store.%s panicked: %v", op, r)
+	default:
+		return v, fmt.Errorf("kernel: Store.%s called runtime.Goexit", op)
+	}
 }
