@@ -38,6 +38,7 @@ const (
 	eventBufferMax            = 1 << 24
 	storeTimeoutDefault       = 5 * time.Second
 	storeBatchDefault         = 4096
+	maxResultDefault          = 64 << 10
 	storeSnapshotBatchDefault = 1 << 16
 	storeBatchMax             = 1 << 20
 	quotaHighDefault          = 17
@@ -387,6 +388,11 @@ type Config struct {
 	// durable submits wait while 4 × StoreBatch changes wait for the store. At most
 	// 2^20. Not changeable.
 	StoreBatch int
+
+	// MaxResult bounds a task's result ([SetResult]), in bytes; a store that accepts
+	// less (a [store.ResultLimiter]) lowers it. If zero, 64 KiB. At most
+	// store.ResultMax (1 MiB). Not changeable.
+	MaxResult int
 }
 
 // Validate reports every invalid field as a [*ConfigError], joined with
@@ -436,6 +442,7 @@ func (c *Config) Validate() error {
 	}
 	check.NonNeg(e, "StoreTimeout", c.StoreTimeout)
 	check.Upto(e, "StoreBatch", c.StoreBatch, storeBatchMax)
+	check.Upto(e, "MaxResult", c.MaxResult, store.ResultMax)
 	if _, shared := c.Store.(store.SharedStore); c.SharedPool && !shared {
 		e.Bad("SharedPool", c.SharedPool, "needs a Store that is a SharedStore")
 	}
@@ -525,6 +532,7 @@ func (c Config) withDefaults() Config {
 	c.EventBuffer = cmp.Or(c.EventBuffer, eventBufferDefault)
 	c.StoreTimeout = cmp.Or(c.StoreTimeout, storeTimeoutDefault)
 	c.Lease = cmp.Or(c.Lease, leaseDefault)
+	c.MaxResult = cmp.Or(c.MaxResult, maxResultDefault)
 	if c.SnapshotEvery > 0 {
 		c.StoreBatch = cmp.Or(c.StoreBatch, storeSnapshotBatchDefault)
 	} else {

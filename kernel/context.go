@@ -2,31 +2,22 @@ package kernel
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/axsched/ax/kernel/internal/taskctx"
 )
 
 // attemptCtx is the context a task's function runs under. It costs no allocation
 // until Done is called: its channel is made lazily. The loop cancels it (timeout,
-// Cancel, batch context, Close); nothing else does.
+// Cancel, batch context, Close); nothing else does. Its cancellation and result
+// are taskctx.State's.
 type attemptCtx struct {
 	parent context.Context // values come from it: the batch's context, Task.Values without its cancellation, or Background
 	a      *attempt
-
-	canceled atomic.Bool
-	mu       sync.Mutex
-	done     chan struct{}
-	err      error
-	afters   []*afterFunc
+	taskctx.State
 }
-
-type afterFunc struct {
-	f    func()
-	once sync.Once
-}
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Deadline returns the attempt's start plus its timeout, once it started.
 func (c *attemptCtx) Deadline() (time.Time, bool) {
@@ -35,30 +26,6 @@ func (c *attemptCtx) Deadline() (time.Time, bool) {
 		return h.k.at(c.a.startAt).Add(h.timeout), true
 	}
 	return c.parent.Deadline()
-}
-
-// Done returns a channel closed when the attempt is cancelled.
-func (c *attemptCtx) Done() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done == nil {
-		if c.err != nil {
-			return closedChan
-		}
-		c.done = make(chan struct{})
-	}
-	return c.done
-}
-
-// Err returns nil until the attempt is cancelled, then context.DeadlineExceeded
-// (timeout) or context.Canceled.
-func (c *attemptCtx) Err() error {
-	if !c.canceled.Load() {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
 }
 
 // Value returns the parent's value for key; for TaskInfo's key, c itself.
@@ -114,47 +81,33 @@ func TaskInfo(ctx context.Context) (Info, bool) {
 	return info, true
 }
 
-// AfterFunc lets context.AfterFunc and derived contexts hook cancellation without a
-// goroutine each.
-func (c *attemptCtx) AfterFunc(f func()) func() bool {
-	af := &afterFunc{f: f}
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		af.once.Do(func() { go f() })
-		return func() bool { return false }
-	}
-	c.afters = append(c.afters, af)
-	c.mu.Unlock()
-	return func() bool {
-		stopped := false
-		af.once.Do(func() { stopped = true })
-		return stopped
-	}
-}
-
 // cancel cancels the context with err (context.Canceled or DeadlineExceeded). Only
 // the loop calls it. Idempotent.
-func (c *attemptCtx) cancel(err error) {
-	c.mu.Lock()
-	if c.err != nil {
-		c.mu.Unlock()
-		return
-	}
-	c.err = err
-	c.canceled.Store(true)
-	if c.done != nil {
-		close(c.done)
-	}
-	afters := c.afters
-	c.afters = nil
-	c.mu.Unlock()
-	for _, af := range afters {
-		af.once.Do(func() { go af.f() })
-	}
-}
+func (c *attemptCtx) cancel(err error) { c.Cancel(err) }
 
 // String names the context in panics and logs.
 func (c *attemptCtx) String() string { return "kernel.taskContext(" + c.a.h.ID() + ")" }
 
 var _ context.Context = (*attemptCtx)(nil)
+
+// SetResult leaves b as the result of the task that ctx belongs to (see
+// [TaskInfo]): [Handle.Result] returns it once the task ended Succeeded or Failed
+// with this attempt, and a durable task's store keeps it with the terminal state
+// ([store.StoredTask.Result]). It keeps a copy of b; a later call replaces it, and
+// each attempt starts with none. It refuses, keeping the result set before, a b
+// longer than the limit (Config.MaxResult, or less if the store accepts less),
+// with an error wrapping [ErrResultTooLarge] that names it; a call after the
+// attempt ended; and a ctx that belongs to no task (a light task's: see
+// [TaskInfo]). The task ends as its function says either way. Safe for concurrent use.
+func SetResult(ctx context.Context, b []byte) error {
+	c, _ := ctx.Value(infoKey{}).(*attemptCtx)
+	if c == nil {
+		return errors.New("kernel: SetResult: ctx belongs to no task with a Handle")
+	}
+	if err := c.Set(b, c.a.h.k.maxResult); errors.Is(err, taskctx.ErrEnded) {
+		return fmt.Errorf("kernel: SetResult: %w", err)
+	} else if err != nil {
+		return fmt.Errorf("%w: %w (Config.MaxResult, or the store's limit if lower)", ErrResultTooLarge, err)
+	}
+	return nil
+}

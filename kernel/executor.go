@@ -274,7 +274,7 @@ func (k *Kernel) next(e *executor, prev *attempt) (ritem, bool) {
 // context already cancelled (the task was cancelled while it waited in the run
 // queue) skips the function.
 func (k *Kernel) execute(a *attempt) {
-	if a.ctx.canceled.Load() {
+	if a.ctx.Canceled() {
 		a.err = a.ctx.Err()
 		return
 	}

@@ -138,6 +138,9 @@ func (s *Store) newBatch(changes []store.Change) *batch {
 		} else if c.Op == store.OpInsert && len(c.Task.Payload) > s.opts.MaxPayload {
 			b.pre[i] = fmt.Errorf("mysqlstore: insert %q: payload of %d bytes, Options.MaxPayload is %d: %w",
 				c.Task.ID, len(c.Task.Payload), s.opts.MaxPayload, store.ErrPayloadTooLarge)
+		} else if len(c.Task.Result) > s.opts.MaxResult {
+			b.pre[i] = fmt.Errorf("mysqlstore: %s %q: result of %d bytes, Options.MaxResult is %d: %w",
+				c.Op, c.Task.ID, len(c.Task.Result), s.opts.MaxResult, store.ErrPayloadTooLarge)
 		}
 	}
 	storekit.RefuseBeforeInsert(changes, b.pre)
@@ -222,6 +225,10 @@ type row struct {
 	runAt                time.Time
 	lastError            string
 	updatedAt            time.Time
+
+	hist      string // attempt records the batch appends to the row's history (history.go)
+	setResult bool
+	result    []byte
 }
 
 // commitOnce runs the batch in one transaction. Optimistic: rows are assumed as the batch
@@ -523,6 +530,12 @@ func (r *row) apply(c *store.Change, holders map[string]string, toSet bool) {
 			r.lastError, r.setLastError = storekit.TruncateLastError(c.Task.LastError), true
 		}
 	}
+	if len(c.Task.Result) > 0 { // OpSucceed, OpFail (Validate): the column is NULL until then
+		r.result, r.setResult = c.Task.Result, true
+	}
+	if c.Attempt.Number != 0 {
+		r.hist += encodeAttempt(c.Attempt)
+	}
 	r.state, r.updatedAt = c.ResultState(), c.Task.UpdatedAt
 	switch t := r.ins; {
 	case t != nil: // a row of this batch: change the row to insert
@@ -533,7 +546,7 @@ func (r *row) apply(c *store.Change, holders map[string]string, toSet bool) {
 		if r.setLastError {
 			t.LastError = r.lastError
 		}
-	case toSet && c.Op == store.OpStart && !c.Adopt && !r.adopt && r.mine && !r.dirty:
+	case toSet && c.Op == store.OpStart && !c.Adopt && !r.adopt && r.mine && !r.dirty && r.hist == "":
 		r.started = true
 	default:
 		r.dirty = true

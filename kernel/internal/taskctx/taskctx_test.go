@@ -1,0 +1,63 @@
+package taskctx
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestSetFreeze(t *testing.T) {
+	var s State
+	if got := s.Result(); got != nil {
+		t.Fatalf("Result() before Freeze = %q, want nil", got)
+	}
+	b := []byte("abc")
+	if err := s.Set(b, 3); err != nil {
+		t.Fatalf("Set(3 bytes, 3) = %v, want nil", err)
+	}
+	b[0] = 'x' // Set copied it
+	if err := s.Set([]byte("abcd"), 3); err == nil || !strings.Contains(err.Error(), "limit of 3 bytes") {
+		t.Fatalf("Set(4 bytes, 3) = %v, want an error naming the limit", err)
+	}
+	if got := string(s.Freeze()); got != "abc" {
+		t.Fatalf("Freeze() = %q, want abc", got)
+	}
+	if err := s.Set([]byte("z"), 3); !errors.Is(err, ErrEnded) {
+		t.Fatalf("Set after Freeze = %v, want ErrEnded", err)
+	}
+	if got := string(s.Result()); got != "abc" {
+		t.Fatalf("Result() = %q, want abc", got)
+	}
+}
+
+func TestFreezeRacesSet(t *testing.T) {
+	for range 200 {
+		var s State
+		var wg sync.WaitGroup
+		var setErr error
+		wg.Go(func() { setErr = s.Set([]byte("r"), 8) })
+		got := s.Freeze()
+		wg.Wait()
+		// Either Set came first (and Freeze returned its result) or it was refused.
+		if (setErr == nil) != (string(got) == "r") {
+			t.Fatalf("Set = %v, Freeze = %q, Result = %q: a result accepted but lost", setErr, got, s.Result())
+		}
+	}
+}
+
+func TestCancelRunsAfterFuncs(t *testing.T) {
+	var s State
+	ran := make(chan struct{})
+	stop := s.AfterFunc(func() { close(ran) })
+	s.Cancel(context.Canceled)
+	<-ran
+	if stop() {
+		t.Fatal("stop() after the func ran = true, want false")
+	}
+	if err := s.Err(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Err() = %v, want context.Canceled", err)
+	}
+	<-s.Done()
+}

@@ -1,0 +1,129 @@
+package kernel_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store"
+	"github.com/axsched/ax/store/storekit"
+)
+
+func TestResultInMemory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, kernel.Config{MaxResult: 8})
+		var tooLarge, after error
+		var keep context.Context
+		h, err := k.Submit(context.Background(), kernel.Task{Run: func(ctx context.Context) error {
+			if err := kernel.SetResult(ctx, []byte("first")); err != nil {
+				return err
+			}
+			tooLarge = kernel.SetResult(ctx, []byte("123456789")) // 9 bytes > 8: refused, "first" kept
+			keep = ctx
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := h.Result(); got != nil {
+			t.Fatalf("Result() before the end = %q, want nil", got)
+		}
+		if err := h.Wait(context.Background()); err != nil {
+			t.Fatalf("Wait() = %v, want nil: an oversized result does not fail the task", err)
+		}
+		if !errors.Is(tooLarge, kernel.ErrResultTooLarge) || !strings.Contains(tooLarge.Error(), "limit of 8 bytes") {
+			t.Fatalf("SetResult(9 bytes) = %v, want ErrResultTooLarge naming the limit of 8 bytes", tooLarge)
+		}
+		if got := string(h.Result()); got != "first" {
+			t.Fatalf("Result() = %q, want first", got)
+		}
+		after = kernel.SetResult(keep, []byte("late"))
+		if after == nil || string(h.Result()) != "first" {
+			t.Fatalf("SetResult after the end = %v, Result() = %q; want an error and first", after, h.Result())
+		}
+		if err := kernel.SetResult(context.Background(), []byte("x")); err == nil {
+			t.Fatal("SetResult(context.Background()) = nil, want an error")
+		}
+	})
+}
+
+func TestResultOfLastAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := newTestKernel(t, kernel.Config{})
+		n := 0
+		fail := errors.New("boom")
+		retry := &kernel.RetryPolicy{MaxAttempts: 3, Base: time.Millisecond}
+		h, err := k.Submit(context.Background(), kernel.Task{Retry: retry, Run: func(ctx context.Context) error {
+			n++
+			if n == 1 {
+				_ = kernel.SetResult(ctx, []byte("attempt 1")) // dropped: attempt 2 ends the task
+				return fail
+			}
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.Result(); got != nil {
+			t.Fatalf("Result() = %q, want nil: the last attempt set none", got)
+		}
+		h2, _ := k.Submit(context.Background(), kernel.Task{Run: func(ctx context.Context) error {
+			_ = kernel.SetResult(ctx, []byte("why"))
+			return kernel.Permanent(fail)
+		}})
+		if err := h2.Wait(context.Background()); !errors.Is(err, fail) || string(h2.Result()) != "why" {
+			t.Fatalf("failed task: Wait() = %v, Result() = %q; want boom and why", err, h2.Result())
+		}
+	})
+}
+
+func TestResultAndHistoryDurable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := storekit.NewMemoryStore()
+		k := newTestKernel(t, kernel.Config{Store: s, Retry: kernel.ByPriority[kernel.RetryPolicy]{Normal: kernel.RetryPolicy{MaxAttempts: 3, Base: time.Millisecond}}})
+		calls := 0
+		if err := k.Register("res", func(ctx context.Context, p []byte) error {
+			calls++
+			if calls == 1 {
+				return errors.New("first attempt fails")
+			}
+			return kernel.SetResult(ctx, append([]byte("done:"), p...))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "res", Payload: []byte("p")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(h.Result()); got != "done:p" {
+			t.Fatalf("Handle.Result() = %q, want done:p", got)
+		}
+		if err := k.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		st := stored(t, s, h.ID())
+		if string(st.Result) != "done:p" {
+			t.Fatalf("stored Result = %q, want done:p", st.Result)
+		}
+		if len(st.History) != 2 {
+			t.Fatalf("stored History = %+v, want 2 attempts", st.History)
+		}
+		a1, a2 := st.History[0], st.History[1]
+		if a1.Number != 1 || a1.Outcome != store.Failed || a1.Error != "first attempt fails" || a1.Start.IsZero() || a1.End.Before(a1.Start) {
+			t.Fatalf("History[0] = %+v, want attempt 1 Failed with its error", a1)
+		}
+		if a2.Number != 2 || a2.Outcome != store.Succeeded || a2.Error != "" || a2.Start.Before(a1.End) {
+			t.Fatalf("History[1] = %+v, want attempt 2 Succeeded after attempt 1", a2)
+		}
+	})
+}
