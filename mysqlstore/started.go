@@ -337,10 +337,10 @@ func scanOwned(sc scanner) (ownedTask, error) {
 // scanOwnedFull reads the columns of scanOwned, then result and history.
 func scanOwnedFull(sc scanner) (ownedTask, error) {
 	var t ownedTask
-	var hist []byte
+	var result, hist []byte
 	var err error
-	t.StoredTask, err = scanTaskWith(sc, &t.owner, &t.Result, &hist)
-	t.History = decodeHistory(hist)
+	t.StoredTask, err = scanTaskWith(sc, &t.owner, &result, &hist)
+	t.Result, t.History = result, decodeHistory(hist)
 	return t, err
 }
 
