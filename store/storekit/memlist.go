@@ -84,6 +84,7 @@ func (s *MemoryStore) LookupTask(ctx context.Context, id string, payload bool) (
 		var t *store.StoredTask
 		if t, ok = s.tasks[id]; ok {
 			out = s.infoLocked(t, payload)
+			out.Result, out.History = slices.Clone(t.Result), slices.Clone(t.History)
 		}
 	})
 	if err == nil && !ok {
@@ -95,7 +96,7 @@ func (s *MemoryStore) LookupTask(ctx context.Context, id string, payload bool) (
 // infoLocked returns t as a TaskInfo, with a copy of its payload when payload is true.
 func (s *MemoryStore) infoLocked(t *store.StoredTask, payload bool) store.TaskInfo {
 	info := store.TaskInfo{StoredTask: *t, Owner: s.owner[t.ID], PayloadSize: len(t.Payload)}
-	info.Payload = nil
+	info.Payload, info.Result, info.History = nil, nil, nil // the store's: never shared
 	if payload {
 		info.Payload = slices.Clone(t.Payload)
 	}
