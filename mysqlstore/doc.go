@@ -104,6 +104,14 @@
 // limit. Each kernel enforces its own Config.Groups on the tasks it runs, so the limits
 // are per process: N processes with PerKey.Concurrency 5 run up to 5N tasks of a key at
 // once.
+//
+// result (MEDIUMBLOB, NULL for none) holds [store.StoredTask] Result, written by the
+// end that carries it ([Options.MaxResult]), and history (MEDIUMBLOB) the task's
+// attempt records ([store.Attempt]), each appended by the write of the change that
+// ends the attempt, in SQL (CONCAT, then SUBSTRING_INDEX keeps the last
+// [Options.AttemptsKept]), without reading the row: the ends of a batch that share
+// their other values stay one UPDATE, whose history is a CASE on id over at most 128
+// rows. Neither is in an index; only [Store.Get] and [Store.LookupTask] read them.
 // The store's throughput is in docs/performance.md.
 //
 // Six more tables are named after it, which is why a table name is at most [TableMax]
