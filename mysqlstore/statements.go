@@ -30,7 +30,8 @@ func (s *Store) statements(rows map[string]*row, ids []string, insertsFirst bool
 // other sets, with values of their own, are one multi-row INSERT … ON DUPLICATE KEY
 // UPDATE (see upsertTail), one primary-key write per row whatever the values. Each ID is
 // written once. A store without the multi-statement pool (made by [New]), which pays a
-// round trip per statement, writes a batch of several sets as one upsert instead. Each
+// round trip per statement, writes a batch of several sets, or of more than
+// histRowsMax rows that append attempt records, as one upsert instead. Each
 // statement must report every row it names as changed (version is bumped so that an
 // identical rewrite counts too), and holds at most updateRowsMax rows and
 // statementBudget bytes.
@@ -52,8 +53,8 @@ func (s *Store) updates(rows map[string]*row, ids []string, guard string) []stat
 	single := s.multi == nil || s.multiOff.Load()
 	var stmts []statement
 	var rest []*row // the rows of no set's UPDATE
-	if single && len(sets) > 1 {
-		rest = upd
+	if single && (len(sets) > 1 || len(upd) > histRowsMax && anyHistory(upd)) {
+		rest = upd // one statement, not one per set or per histRowsMax rows
 	} else {
 		// The largest sets first; a stable sort keeps the others in order of their IDs.
 		slices.SortStableFunc(sets, func(a, b []*row) int { return len(b) - len(a) })
@@ -154,10 +155,7 @@ func setsOf(rows []*row) [][]*row {
 // histRowsMax rows, since the server tries its branches in turn.
 func (s *Store) setUpdates(rows []*row, guard string) []statement {
 	k := setOf(rows[0])
-	hist := false
-	for _, r := range rows {
-		hist = hist || r.hist != ""
-	}
+	hist := anyHistory(rows)
 	head := newQuery(128 + 2*len(k.lastError) + 2*len(k.result))
 	head.raw("UPDATE ").raw(s.table).raw(" SET state = ").uint(uint64(k.state))
 	if k.fence != k.preFence {
@@ -219,6 +217,16 @@ func (s *Store) setUpdates(rows []*row, guard string) []statement {
 // histRowsMax bounds the rows of a set's UPDATE that appends attempt records: its
 // CASE on id costs the server a comparison per branch tried, so rows × rows / 2.
 const histRowsMax = 128
+
+// anyHistory reports whether one of rows appends attempt records.
+func anyHistory(rows []*row) bool {
+	for _, r := range rows {
+		if r.hist != "" {
+			return true
+		}
+	}
+	return false
+}
 
 // histCase returns the SQL CASE that gives each of rows the attempt records it
 // appends ('' for none).

@@ -140,10 +140,10 @@ func testHistoryBatches(t *testing.T, s store.Store) {
 	mustCommit(t, s, ins(one), start("one", 1, 2, 1), ended(succeed("one", 2), rec(1, 1, 3, store.Succeeded, "")))
 	wantHistory(t, get(t, s, "one").History, rec(1, 1, 3, store.Succeeded, ""))
 
-	const n = 40
+	const n = 300 // more than one UPDATE of a set (mysqlstore: 128 rows with records)
 	var inserts, starts, ends []store.Change
 	for i := range n {
-		id := fmt.Sprintf("m%02d", i)
+		id := fmt.Sprintf("m%03d", i)
 		inserts = append(inserts, ins(task(id)))
 		starts = append(starts, start(id, 1, 2, 1))
 		ends = append(ends, ended(succeed(id, 2), rec(1, i, 100, store.Succeeded, "")))
@@ -152,7 +152,7 @@ func testHistoryBatches(t *testing.T, s store.Store) {
 	mustCommit(t, s, starts...)
 	mustCommit(t, s, ends...)
 	for i := range n {
-		id := fmt.Sprintf("m%02d", i)
+		id := fmt.Sprintf("m%03d", i)
 		wantHistory(t, get(t, s, id).History, rec(1, i, 100, store.Succeeded, ""))
 	}
 }
