@@ -401,7 +401,16 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 			size += 2*len(r.ins.Payload) + 2*len(r.result) + 2*len(r.hist) + 256
 		}
 		q := newQuery(min(size, budget) + 512)
-		q.raw("INSERT INTO ").raw(s.table).raw(" (" + columns + ", result, history, live_key")
+		// result and history only when a row of the statement has one (a task
+		// inserted and ended in one batch): the others leave them NULL.
+		extra := false
+		for _, r := range ins[:min(len(ins), insertRowsMax)] {
+			extra = extra || r.setResult || r.hist != ""
+		}
+		q.raw("INSERT INTO ").raw(s.table).raw(" (" + columns + ", live_key")
+		if extra {
+			q.raw(", result, history")
+		}
 		if owner != 0 {
 			q.raw(", owner")
 		}
@@ -418,20 +427,24 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 				uint(t.Fence).raw(",").hexString(t.UniqueKey).raw(",").uint(uint64(stateCode(t.State))).raw(",").
 				hexString(t.LastError).raw(",").int(millis(t.CreatedAt)).raw(",").int(millis(t.UpdatedAt)).raw(",").
 				hexString(t.Group).raw(",").hexString(t.Key).raw(",")
-			if r := ins[n]; r.setResult {
-				q.hexBytes(r.result).raw(",")
-			} else {
-				q.raw("NULL,")
-			}
-			if r := ins[n]; r.hist != "" {
-				q.hexString(lastRecords(r.hist[1:], s.opts.AttemptsKept)).raw(",")
-			} else {
-				q.raw("NULL,")
-			}
 			if t.UniqueKey != "" && t.State.Live() {
 				q.hexString(t.UniqueKey)
 			} else {
 				q.raw("NULL")
+			}
+			if r := ins[n]; extra {
+				q.raw(",")
+				if r.setResult {
+					q.hexBytes(r.result)
+				} else {
+					q.raw("NULL")
+				}
+				q.raw(",")
+				if r.hist != "" {
+					q.hexString(lastRecords(r.hist[1:], s.opts.AttemptsKept))
+				} else {
+					q.raw("NULL")
+				}
 			}
 			if owner != 0 && ins[n].pool {
 				q.raw(",0")
