@@ -69,7 +69,7 @@ func (k *Kernel) journalStart(h *Handle, a *attempt) {
 // journalRetry records a failed attempt a (outcome Failed or TimedOut) that will
 // be tried again at at (stored on the store's clock). Loop only.
 func (k *Kernel) journalRetry(h *Handle, a *attempt, at time.Time, err error, outcome State) {
-	msg := errText(err)
+	msg := durable.ErrText(err)
 	rec := k.attemptRecord(a, outcome, msg)
 	k.ls.jbuf = append(k.ls.jbuf, jentry{C: store.Change{Op: store.OpRetry, Fence: h.dur.fence, Attempt: rec,
 		Task: store.StoredTask{ID: h.id, RunAt: k.dur.skew.ToStore(at), LastError: msg, UpdatedAt: k.ls.now}}})
@@ -84,7 +84,7 @@ func (k *Kernel) journalEnd(h *Handle, to State, err error) {
 	if d.keepLive || to == Abandoned || (to == Canceled && errors.Is(err, ErrClosed)) {
 		return
 	}
-	msg := errText(err)
+	msg := durable.ErrText(err)
 	k.ls.jbuf = append(k.ls.jbuf, jentry{C: durable.EndChange(h.id, d.fence, to, msg, k.ls.now, h.cur.ctx.Result(), k.attemptRecord(h.cur, to, msg))})
 }
 
@@ -103,11 +103,4 @@ func (k *Kernel) attemptRecord(a *attempt, outcome State, msg string) store.Atte
 		r.Owner = k.dur.own.Current().Name
 	}
 	return r
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
 }

@@ -127,3 +127,36 @@ func TestResultAndHistoryDurable(t *testing.T) {
 		}
 	})
 }
+
+// TestHistoryRecordsInterrupted: a task the store holds Running when a kernel
+// starts was interrupted: its attempt is recorded Abandoned with the next start,
+// or with the dead letter when it was the last.
+func TestHistoryRecordsInterrupted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := storekit.NewMemoryStore()
+		at := time.Now()
+		running := func(id string, maxAttempts int) store.Change {
+			return store.Change{Op: store.OpInsert, Task: store.StoredTask{ID: id, Kind: "k", State: store.Running, Attempt: 1,
+				MaxAttempts: maxAttempts, Fence: 2, CreatedAt: at, UpdatedAt: at}}
+		}
+		if _, err := s.Commit(context.Background(), []store.Change{running("again", 3), running("last", 1)}); err != nil {
+			t.Fatal(err)
+		}
+		k := newTestKernel(t, kernel.Config{Store: s, Owner: "k2"})
+		if err := k.Register("k", func(context.Context, []byte) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := k.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		again, last := stored(t, s, "again"), stored(t, s, "last")
+		if h := again.History; again.State != store.Succeeded || len(h) != 2 || h[0].Number != 1 || h[0].Outcome != store.Abandoned ||
+			!h[0].Start.Equal(at.Truncate(time.Millisecond)) || h[1].Number != 2 || h[1].Outcome != store.Succeeded {
+			t.Errorf("again: %s, history %+v; want succeeded after attempt 1 abandoned and attempt 2 succeeded", again.State, h)
+		}
+		if h := last.History; last.State != store.Failed || len(h) != 1 || h[0].Number != 1 || h[0].Outcome != store.Abandoned {
+			t.Errorf("last: %s, history %+v; want failed with attempt 1 abandoned", last.State, h)
+		}
+	})
+}

@@ -540,3 +540,11 @@ func EndChange(id string, fence uint64, to store.State, msg string, now time.Tim
 	}
 	return c
 }
+
+// ErrText returns err's message, "" for nil.
+func ErrText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
