@@ -86,7 +86,7 @@ type taskData struct {
 	// ResultSize is the length of the result the task's last attempt left, in
 	// bytes; Result previews its first 1 KiB as Payload does, only with
 	// Options.Payloads and only for one task.
-	ResultSize      int    `json:"result_size"`
+	ResultSize      int    `json:"result_size,omitempty"`
 	Result          string `json:"result,omitempty"`
 	ResultEncoding  string `json:"result_encoding,omitempty"`
 	ResultTruncated bool   `json:"result_truncated,omitempty"`
