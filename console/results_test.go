@@ -24,11 +24,15 @@ func TestTaskResultAndAttempts(t *testing.T) {
 		changes := []store.Change{
 			{Op: store.OpInsert, Task: store.StoredTask{ID: id, Kind: "k", State: store.Queued, Fence: 1, UpdatedAt: now}},
 			{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: now}},
-			{Op: store.OpRetry, Fence: 2, Attempt: store.Attempt{Number: 1, Start: now, End: now.Add(time.Second), Outcome: store.Failed, Error: "first: " + s, Owner: s},
-				Task: store.StoredTask{ID: id, RunAt: now, LastError: "first: " + s, UpdatedAt: now.Add(time.Second)}},
+			{
+				Op: store.OpRetry, Fence: 2, Attempt: store.Attempt{Number: 1, Start: now, End: now.Add(time.Second), Outcome: store.Failed, Error: "first: " + s, Owner: s},
+				Task: store.StoredTask{ID: id, RunAt: now, LastError: "first: " + s, UpdatedAt: now.Add(time.Second)},
+			},
 			{Op: store.OpStart, Fence: 2, Task: store.StoredTask{ID: id, Fence: 3, Attempt: 2, UpdatedAt: now.Add(2 * time.Second)}},
-			{Op: store.OpSucceed, Fence: 3, Attempt: store.Attempt{Number: 2, Start: now.Add(2 * time.Second), End: now.Add(3 * time.Second), Outcome: store.Succeeded, Owner: "second-owner"},
-				Task: store.StoredTask{ID: id, Result: []byte(s), UpdatedAt: now.Add(3 * time.Second)}},
+			{
+				Op: store.OpSucceed, Fence: 3, Attempt: store.Attempt{Number: 2, Start: now.Add(2 * time.Second), End: now.Add(3 * time.Second), Outcome: store.Succeeded, Owner: "second-owner"},
+				Task: store.StoredTask{ID: id, Result: []byte(s), UpdatedAt: now.Add(3 * time.Second)},
+			},
 		}
 		res, err := tb.st.Commit(ctx, changes)
 		if err != nil {

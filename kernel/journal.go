@@ -70,9 +70,9 @@ func (k *Kernel) journalStart(h *Handle, a *attempt) {
 // be tried again at at (stored on the store's clock). Loop only.
 func (k *Kernel) journalRetry(h *Handle, a *attempt, at time.Time, err error, outcome State) {
 	msg := durable.ErrText(err)
-	rec := k.attemptRecord(a, outcome, msg)
-	k.ls.jbuf = append(k.ls.jbuf, jentry{C: store.Change{Op: store.OpRetry, Fence: h.dur.fence, Attempt: rec,
-		Task: store.StoredTask{ID: h.id, RunAt: k.dur.skew.ToStore(at), LastError: msg, UpdatedAt: k.ls.now}}})
+	c := store.Change{Op: store.OpRetry, Fence: h.dur.fence, Attempt: k.attemptRecord(a, outcome, msg)}
+	c.Task = store.StoredTask{ID: h.id, RunAt: k.dur.skew.ToStore(at), LastError: msg, UpdatedAt: k.ls.now}
+	k.ls.jbuf = append(k.ls.jbuf, jentry{C: c})
 }
 
 // journalEnd records the end of a durable task, unless the end belongs to this

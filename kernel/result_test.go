@@ -136,8 +136,10 @@ func TestHistoryRecordsInterrupted(t *testing.T) {
 		s := storekit.NewMemoryStore()
 		at := time.Now()
 		running := func(id string, maxAttempts int) store.Change {
-			return store.Change{Op: store.OpInsert, Task: store.StoredTask{ID: id, Kind: "k", State: store.Running, Attempt: 1,
-				MaxAttempts: maxAttempts, Fence: 2, CreatedAt: at, UpdatedAt: at}}
+			return store.Change{Op: store.OpInsert, Task: store.StoredTask{
+				ID: id, Kind: "k", State: store.Running, Attempt: 1,
+				MaxAttempts: maxAttempts, Fence: 2, CreatedAt: at, UpdatedAt: at,
+			}}
 		}
 		if _, err := s.Commit(context.Background(), []store.Change{running("again", 3), running("last", 1)}); err != nil {
 			t.Fatal(err)

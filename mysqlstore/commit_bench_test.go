@@ -70,8 +70,10 @@ func BenchmarkCommit(b *testing.B) {
 				start := now.Add(-time.Duration(n%size) * time.Millisecond)
 				return []store.Change{
 					{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: start}},
-					{Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: now.Add(time.Millisecond)},
-						Attempt: store.Attempt{Number: 1, Start: start, End: now.Add(time.Millisecond), Outcome: store.Succeeded, Owner: "ax-bench-host-0"}},
+					{
+						Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: now.Add(time.Millisecond)},
+						Attempt: store.Attempt{Number: 1, Start: start, End: now.Add(time.Millisecond), Outcome: store.Succeeded, Owner: "ax-bench-host-0"},
+					},
 				}
 			})
 		})

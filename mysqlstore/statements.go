@@ -229,7 +229,7 @@ func anyHistory(rows []*row) bool {
 }
 
 // histCase returns the SQL CASE that gives each of rows the attempt records it
-// appends ('' for none).
+// appends (the empty string for none).
 func histCase(rows []*row) string {
 	size := 32
 	for _, r := range rows {
