@@ -162,3 +162,40 @@ func TestHistoryRecordsInterrupted(t *testing.T) {
 		}
 	})
 }
+
+// limitedStore is a MemoryStore that accepts results of at most 4 bytes.
+type limitedStore struct{ *storekit.MemoryStore }
+
+func (limitedStore) MaxResult() int { return 4 }
+
+// TestResultStoreLimit: a store's lower limit lowers Config.MaxResult; a result
+// over it is refused and the task still succeeds, stored without one.
+func TestResultStoreLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := limitedStore{storekit.NewMemoryStore()}
+		k := newTestKernel(t, kernel.Config{Store: s})
+		var setErr error
+		if err := k.Register("k", func(ctx context.Context, _ []byte) error {
+			setErr = kernel.SetResult(ctx, []byte("12345"))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		h, err := k.SubmitDurable(context.Background(), kernel.DurableTask{Kind: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(setErr, kernel.ErrResultTooLarge) || !strings.Contains(setErr.Error(), "limit of 4 bytes") {
+			t.Fatalf("SetResult(5 bytes) = %v, want ErrResultTooLarge naming the limit of 4 bytes", setErr)
+		}
+		if err := k.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if st := stored(t, s, h.ID()); st.State != store.Succeeded || st.Result != nil {
+			t.Fatalf("stored = %s, result %q; want succeeded, none", st.State, st.Result)
+		}
+	})
+}
