@@ -339,8 +339,10 @@ func TestResultCaps(t *testing.T) {
 	for n := 1; n <= 3; n++ {
 		changes = append(changes,
 			store.Change{Op: store.OpStart, Fence: uint64(n), Task: store.StoredTask{ID: "a", Fence: uint64(n + 1), Attempt: n, UpdatedAt: now}},
-			store.Change{Op: store.OpRetry, Fence: uint64(n + 1), Task: store.StoredTask{ID: "a", RunAt: now, LastError: "e", UpdatedAt: now},
-				Attempt: store.Attempt{Number: n, Start: now, End: now, Outcome: store.Failed, Error: "e"}})
+			store.Change{
+				Op: store.OpRetry, Fence: uint64(n + 1), Task: store.StoredTask{ID: "a", RunAt: now, LastError: "e", UpdatedAt: now},
+				Attempt: store.Attempt{Number: n, Start: now, End: now, Outcome: store.Failed, Error: "e"},
+			})
 	}
 	if res, err := s.Commit(ctx, changes); err != nil || errors.Join(res...) != nil {
 		t.Fatalf("Commit() = %v, %v", res, err)
