@@ -30,8 +30,7 @@ func (s *Store) statements(rows map[string]*row, ids []string, insertsFirst bool
 // other sets, with values of their own, are one multi-row INSERT … ON DUPLICATE KEY
 // UPDATE (see upsertTail), one primary-key write per row whatever the values. Each ID is
 // written once. A store without the multi-statement pool (made by [New]), which pays a
-// round trip per statement, writes a batch of several sets, or of more than
-// histRowsMax rows that append attempt records, as one upsert instead. Each
+// round trip per statement, writes a batch of several sets as one upsert instead. Each
 // statement must report every row it names as changed (version is bumped so that an
 // identical rewrite counts too), and holds at most updateRowsMax rows and
 // statementBudget bytes.
@@ -53,8 +52,8 @@ func (s *Store) updates(rows map[string]*row, ids []string, guard string) []stat
 	single := s.multi == nil || s.multiOff.Load()
 	var stmts []statement
 	var rest []*row // the rows of no set's UPDATE
-	if single && (len(sets) > 1 || len(upd) > histRowsMax && anyHistory(upd)) {
-		rest = upd // one statement, not one per set or per histRowsMax rows
+	if single && len(sets) > 1 {
+		rest = upd
 	} else {
 		// The largest sets first; a stable sort keeps the others in order of their IDs.
 		slices.SortStableFunc(sets, func(a, b []*row) int { return len(b) - len(a) })
