@@ -120,6 +120,8 @@ type batch struct {
 	adopts map[string]bool
 	// toSet: the starts of the committing owner's stored tasks go to its start set.
 	toSet bool
+	// noHistory: the store keeps no attempt records (Options.AttemptsKept < 0).
+	noHistory bool
 	// insertsFirst: the optimistic plan runs the INSERT before the updates. True when a
 	// live insert with a unique key comes before a change that ends a task not inserted
 	// by the batch: that change may free the key, but only after the insert, which must
@@ -130,7 +132,7 @@ type batch struct {
 }
 
 func (s *Store) newBatch(changes []store.Change) *batch {
-	b := &batch{changes: changes, pre: make([]error, len(changes))}
+	b := &batch{changes: changes, pre: make([]error, len(changes)), noHistory: s.opts.AttemptsKept < 0}
 	for i := range changes {
 		c := &changes[i]
 		if err := c.Validate(); err != nil {
@@ -471,7 +473,7 @@ func plan(b *batch, rows map[string]*row, holders map[string]string) []error {
 			if c.Adopt {
 				r.adopt, r.owned, r.pool = r.ins == nil, true, false
 			}
-			r.apply(c, holders, b.toSet)
+			r.apply(c, holders, b.toSet, b.noHistory)
 		case storekit.AlreadyApplied(b.changes, results, b.next, i, r.fence, r.state, r.attempt):
 			// The batch is a retry of one that landed: report what it reported then.
 		default:
@@ -516,7 +518,7 @@ func (r *row) insert(c *store.Change, holders map[string]string, noOwner bool) e
 // batch changed no other way goes to the owner's start set (started) instead of the
 // row; any other change of a row in the set, or started, writes the row whole (its
 // attempt and fence from the set too).
-func (r *row) apply(c *store.Change, holders map[string]string, toSet bool) {
+func (r *row) apply(c *store.Change, holders map[string]string, toSet, noHistory bool) {
 	switch c.Op {
 	case store.OpStart:
 		r.attempt, r.fence, r.setAttempt = c.Task.Attempt, c.Task.Fence, true
@@ -533,7 +535,7 @@ func (r *row) apply(c *store.Change, holders map[string]string, toSet bool) {
 	if len(c.Task.Result) > 0 { // OpSucceed, OpFail (Validate): the column is NULL until then
 		r.result, r.setResult = c.Task.Result, true
 	}
-	if c.Attempt.Number != 0 {
+	if c.Attempt.Number != 0 && !noHistory {
 		r.hist += encodeAttempt(c.Attempt)
 	}
 	r.state, r.updatedAt = c.ResultState(), c.Task.UpdatedAt

@@ -110,8 +110,9 @@ type Options struct {
 	MaxResult int
 
 	// AttemptsKept is how many attempt records per task the store keeps
-	// (store.StoredTask.History): the most recent ones, at most AttemptsKeptMax. If
-	// zero, store.AttemptsKeptDefault (5).
+	// (store.StoredTask.History): the most recent ones, at most AttemptsKeptMax.
+	// Each record makes the write of an end larger (see "Schema" in the package
+	// docs); -1 keeps none, and writes none. If zero, store.AttemptsKeptDefault (5).
 	AttemptsKept int
 
 	// Logger receives the store's warnings (retries, purge errors, connections killed
@@ -146,8 +147,8 @@ func (o Options) Validate() error {
 	if o.MaxResult < 0 || o.MaxResult > store.ResultMax {
 		errs = append(errs, &OptionError{"Options.MaxResult", o.MaxResult, "must be between 0 and store.ResultMax (1 MiB)"})
 	}
-	if o.AttemptsKept < 0 || o.AttemptsKept > AttemptsKeptMax {
-		errs = append(errs, &OptionError{"Options.AttemptsKept", o.AttemptsKept, "must be between 0 and AttemptsKeptMax (100)"})
+	if o.AttemptsKept < -1 || o.AttemptsKept > AttemptsKeptMax {
+		errs = append(errs, &OptionError{"Options.AttemptsKept", o.AttemptsKept, "must be between -1 and AttemptsKeptMax (100)"})
 	}
 	if o.PurgeInterval < 0 {
 		errs = append(errs, &OptionError{"Options.PurgeInterval", o.PurgeInterval, "must be >= 0"})

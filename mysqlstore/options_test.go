@@ -34,7 +34,7 @@ func TestOptionsValidate(t *testing.T) {
 		{"payload huge", mysqlstore.Options{MaxPayload: mysqlstore.MaxPayloadMax + 1}, "Options.MaxPayload"},
 		{"result negative", mysqlstore.Options{MaxResult: -1}, "Options.MaxResult"},
 		{"result huge", mysqlstore.Options{MaxResult: store.ResultMax + 1}, "Options.MaxResult"},
-		{"attempts negative", mysqlstore.Options{AttemptsKept: -1}, "Options.AttemptsKept"},
+		{"attempts negative", mysqlstore.Options{AttemptsKept: -2}, "Options.AttemptsKept"},
 		{"attempts huge", mysqlstore.Options{AttemptsKept: mysqlstore.AttemptsKeptMax + 1}, "Options.AttemptsKept"},
 		{"purge interval", mysqlstore.Options{PurgeInterval: -1}, "Options.PurgeInterval"},
 		{"lock wait", mysqlstore.Options{LockWait: -1}, "Options.LockWait"},

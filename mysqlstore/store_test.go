@@ -360,3 +360,25 @@ func TestResultCaps(t *testing.T) {
 		t.Fatalf("Get() = %s, history %+v; want retrying with attempts 2 and 3", got.State, got.History)
 	}
 }
+
+// TestNoHistory: with Options.AttemptsKept -1 the store writes no attempt records.
+func TestNoHistory(t *testing.T) {
+	s, _ := setup(t, mysqlstore.Options{AttemptsKept: -1})
+	ctx := context.Background()
+	now := time.UnixMilli(10_000)
+	changes := []store.Change{
+		{Op: store.OpInsert, Task: store.StoredTask{ID: "a", Kind: "k", State: store.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now}},
+		{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: "a", Fence: 2, Attempt: 1, UpdatedAt: now}},
+		{
+			Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: "a", Result: []byte("r"), UpdatedAt: now},
+			Attempt: store.Attempt{Number: 1, Start: now, End: now, Outcome: store.Succeeded},
+		},
+	}
+	if res, err := s.Commit(ctx, changes); err != nil || errors.Join(res...) != nil {
+		t.Fatalf("Commit() = %v, %v", res, err)
+	}
+	got, err := s.Get(ctx, "a")
+	if err != nil || got.History != nil || string(got.Result) != "r" {
+		t.Fatalf("Get() = history %+v, result %q, %v; want none, r", got.History, got.Result, err)
+	}
+}
