@@ -62,7 +62,7 @@ func (k *Kernel) adoptable(h *Handle) bool {
 // journalAdopt journals the adopting start of h and reserves its slot. Loop only.
 func (k *Kernel) journalAdopt(h *Handle) {
 	d := h.dur
-	d.adopting = true
+	d.adopting, d.startedAt = true, k.ls.now
 	k.ls.durRunning++
 	k.ls.adoptReserved++
 	k.ls.jbuf = append(k.ls.jbuf, jentry{H: h, Adopt: true, C: store.Change{Op: store.OpStart, Adopt: true, Fence: d.fence, Task: store.StoredTask{

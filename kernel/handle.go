@@ -307,9 +307,10 @@ type durTask struct {
 	cancel            error
 	// poolDue: counted in durables.poolDue, from its submit until it reaches the
 	// loop (acceptPooled) or fails.
-	poolDue bool
-	headers map[string]string // Hooks.Headers at its submit; immutable
-	lost    *store.Attempt    // loop-owned: the record of a recovered attempt a stop interrupted, for its next start
+	poolDue   bool
+	headers   map[string]string // Hooks.Headers at its submit; immutable
+	lost      *store.Attempt    // loop-owned: the record of a recovered attempt a stop interrupted, for its next start
+	startedAt time.Time         // loop-owned: the UpdatedAt of the last OpStart journaled
 }
 
 // lazyTask is the compact record of a delayed fire-and-forget task. Immutable.

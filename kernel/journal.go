@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"cmp"
 	"errors"
 	"time"
 
@@ -54,7 +55,7 @@ func (k *Kernel) journalStart(h *Handle, a *attempt) {
 	if d.lost != nil {
 		k.ls.jbuf[len(k.ls.jbuf)-1].C.Attempt, d.lost = *d.lost, nil
 	}
-	d.fence = next
+	d.fence, d.startedAt = next, k.ls.now
 }
 
 // journalRetry records a failed attempt a (outcome Failed or TimedOut) that will
@@ -89,7 +90,8 @@ func (k *Kernel) attemptRecord(a *attempt, outcome State, msg string) store.Atte
 	if !started {
 		return store.Attempt{}
 	}
-	r := store.Attempt{Number: int(a.n), Start: k.at(startAt), End: k.ls.now, Outcome: outcome, Error: msg}
+	// Start: its OpStart's UpdatedAt (shared by a pass's starts), else when it ran.
+	r := store.Attempt{Number: int(a.n), Start: cmp.Or(a.h.dur.startedAt, k.at(startAt)), End: k.ls.now, Outcome: outcome, Error: msg}
 	if k.dur.own != nil {
 		r.Owner = k.dur.own.Current().Name
 	}

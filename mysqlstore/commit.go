@@ -50,6 +50,9 @@ func (s *Store) commit(ctx context.Context, o *store.Owner, changes []store.Chan
 	}
 	b := s.newBatch(changes)
 	b.owned = o != nil
+	if o != nil {
+		b.ownerName = o.Name
+	}
 	if len(b.ids) == 0 { // every change refused before reaching the server
 		if o != nil {
 			if err := s.retryAs(ctx, "commit", o, func() error { return s.renew(ctx, s.db, o) }); err != nil {
@@ -122,6 +125,9 @@ type batch struct {
 	toSet bool
 	// noHistory: the store keeps no attempt records (Options.AttemptsKept < 0).
 	noHistory bool
+	// ownerName: the committing owner's name ("" without one), the Owner of the attempt
+	// records a row keeps implicitly (started_at, history.go).
+	ownerName string
 	// insertsFirst: the optimistic plan runs the INSERT before the updates. True when a
 	// live insert with a unique key comes before a change that ends a task not inserted
 	// by the batch: that change may free the key, but only after the insert, which must
@@ -234,9 +240,14 @@ type row struct {
 	lastError            string
 	updatedAt            time.Time
 
-	hist      string // attempt records the batch appends to the row's history (history.go)
-	setResult bool
-	result    []byte
+	hist string // attempt records the batch appends to the row's history (history.go)
+	// startedAt: the started_at the batch writes (setStartedAt): the Start of the
+	// record the row keeps implicitly, 0 for none (history.go).
+	startedAt    int64
+	setStartedAt bool
+	lastOwner    string // the last_owner it writes with started_at: the batch's owner name
+	setResult    bool
+	result       []byte
 }
 
 // commitOnce runs the batch in one transaction. Optimistic: rows are assumed as the batch
@@ -489,7 +500,7 @@ func plan(b *batch, rows map[string]*row, keys *keyPlan) []error {
 			if c.Adopt {
 				r.adopt, r.owned, r.pool = r.ins == nil, true, false
 			}
-			r.apply(c, keys.holders, b.toSet, b.noHistory)
+			r.apply(c, keys.holders, b)
 		case storekit.AlreadyApplied(b.changes, results, b.next, i, r.fence, r.state, r.attempt):
 			// The batch is a retry of one that landed: report what it reported then.
 		default:
@@ -543,7 +554,8 @@ func (r *row) insert(c *store.Change, rows map[string]*row, keys *keyPlan, noOwn
 // batch changed no other way goes to the owner's start set (started) instead of the
 // row; any other change of a row in the set, or started, writes the row whole (its
 // attempt and fence from the set too).
-func (r *row) apply(c *store.Change, holders map[string]keyHolder, toSet, noHistory bool) {
+func (r *row) apply(c *store.Change, holders map[string]keyHolder, b *batch) {
+	toSet := b.toSet
 	switch c.Op {
 	case store.OpStart:
 		r.attempt, r.fence, r.setAttempt = c.Task.Attempt, c.Task.Fence, true
@@ -560,10 +572,17 @@ func (r *row) apply(c *store.Change, holders map[string]keyHolder, toSet, noHist
 	if len(c.Task.Result) > 0 { // OpSucceed, OpFail (Validate): the column is NULL until then
 		r.result, r.setResult = c.Task.Result, true
 	}
-	if c.Attempt.Number != 0 && !noHistory {
-		r.hist += encodeAttempt(c.Attempt)
-	}
 	r.state, r.updatedAt = c.ResultState(), c.Task.UpdatedAt
+	if c.Op != store.OpStart {
+		r.startedAt, r.setStartedAt, r.lastOwner = 0, true, b.ownerName // the attempt it ends, if any, is the row's last
+	}
+	if c.Attempt.Number != 0 && !b.noHistory {
+		if r.implicit(c, b.ownerName) {
+			r.startedAt = millis(c.Attempt.Start)
+		} else {
+			r.hist += encodeAttempt(c.Attempt)
+		}
+	}
 	switch t := r.ins; {
 	case t != nil: // a row of this batch: change the row to insert
 		t.Attempt, t.Fence, t.State, t.UpdatedAt = r.attempt, r.fence, r.state, r.updatedAt

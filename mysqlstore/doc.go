@@ -111,11 +111,19 @@
 //
 // result (MEDIUMBLOB, NULL for none) holds [store.StoredTask] Result, written by the
 // end that carries it ([Options.MaxResult]), and history (MEDIUMBLOB) the task's
-// attempt records ([store.Attempt]), each appended by the write of the change that
-// ends the attempt, in SQL (CONCAT, then SUBSTRING_INDEX keeps the last
-// [Options.AttemptsKept]), without reading the row: the ends of a batch that share
-// their other values stay one UPDATE, whose history is a CASE on id over at most 128
-// rows. Neither is in an index; only [Store.Get] and [Store.LookupTask] read them.
+// attempt records ([store.Attempt]) but the last one's when the row reproduces it:
+// started_at (BIGINT, unix ms) and last_owner (VARBINARY(64)) hold that record's
+// start and owner, and its number, end, outcome and error are the row's attempt,
+// updated_at, state and last_error (none for a success).
+// A change that ends an attempt writes started_at (0 when its record is not the
+// row's); every other record (a retry's, an interrupted attempt's, or one the row
+// does not reproduce) is appended by the write of its change, in SQL (CONCAT, then
+// SUBSTRING_INDEX keeps the last [Options.AttemptsKept]), without reading the row,
+// through a CASE on id over at most 128 rows. So a task that succeeds at its first
+// attempt writes no history, and the ends of tasks started in one commit share their
+// values: one UPDATE … WHERE id IN (…). [Store.Requeue] moves the implicit record into
+// history. None of them is in an index; only [Store.Get] and [Store.LookupTask] read
+// them.
 // The store's throughput is in docs/performance.md.
 //
 // # Unique keys with a window
@@ -184,8 +192,8 @@
 // index build, which reads the whole table) to a task table that lacks them, dropping the
 // index (state, priority, run_at) it replaces, the grp and gkey columns (in place where
 // the server can; the rows already stored get ”, no group), the unique_until and
-// unique_for_ms columns (0), and the headers, result and history columns (NULL) to a
-// task table that lacks them, the conn_id, started and started_v columns to an owner table that lacks them
+// unique_for_ms columns (0), the headers, result and history columns (NULL), and the
+// started_at (0) and last_owner (empty) columns to a task table that lacks them, the conn_id, started and started_v columns to an owner table that lacks them
 // (in place: MariaDB >= 10.3 and MySQL >= 8.0 add a column with a default without
 // copying the table), and creates <table>_starts. It drops the index
 // (state, updated_at) that task tables of earlier versions have: ALTER TABLE … DROP KEY

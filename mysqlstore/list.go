@@ -546,7 +546,7 @@ func (s *Store) LookupTask(ctx context.Context, id string, payload bool) (store.
 	if payload {
 		cols = columns + ", owner, LENGTH(payload), priority, run_at"
 	}
-	stmt := newQuery(256).raw("SELECT " + cols + ", result, history FROM ").raw(s.table).raw(" WHERE id = ").hexString(id).String()
+	stmt := newQuery(256).raw("SELECT " + cols + ", result, history" + s.implicitColumns() + " FROM ").raw(s.table).raw(" WHERE id = ").hexString(id).String()
 	var (
 		rows  []listed
 		found bool
@@ -561,12 +561,15 @@ func (s *Store) LookupTask(ctx context.Context, id string, payload bool) (store.
 				owner uint64
 				res   []byte
 				hist  []byte
+				sAt   int64
+				oName []byte
 			)
-			t, err := scanTaskWith(sc, &owner, &size, &prio, &runAt, &res, &hist)
+			t, err := scanTaskWith(sc, &owner, &size, &prio, &runAt, &res, &hist, &sAt, &oName)
 			if !payload {
 				t.Payload = nil
 			}
 			t.Result, t.History = res, decodeHistory(hist)
+			withImplicit(&t, sAt, string(oName), s.opts.AttemptsKept)
 			rows, found = append(rows, listed{info: store.TaskInfo{StoredTask: t, Owner: owner, PayloadSize: size}}), true
 			return err
 		})

@@ -13,8 +13,9 @@ import (
 // owner column and its index, the group and key columns (grp, gkey: empty for the
 // rows stored before, tasks of no group), the unique-key window columns
 // (unique_until, unique_for_ms: 0, no window, for the rows stored before), the
-// headers column (NULL: none), and the result and history columns (NULL for the rows
-// stored before: no result, no attempt records), to a task table that lacks them,
+// headers column (NULL: none), the result and history columns (NULL for the rows
+// stored before: no result, no attempt records) and the started_at and last_owner
+// columns (0, empty: no implicit attempt record), to a task table that lacks them,
 // drops the
 // index (state, updated_at) of a task table that has it (online), with
 // [Options.ListIndexes] the listing's indexes (kind) and (grp, gkey) to a task table
@@ -48,7 +49,8 @@ func (s *Store) Migrate(ctx context.Context) error {
 		}
 		for _, c := range []struct{ name, def string }{
 			{"unique_until", uniqueUntilColumn}, {"unique_for_ms", uniqueForColumn}, {"headers", headersColumn},
-			{"result", resultColumn}, {"history", historyColumn},
+			{"result", resultColumn}, {"history", historyColumn}, {"started_at", startedAtColumn},
+			{"last_owner", lastOwnerColumn},
 		} {
 			if err := s.addColumn(ctx, s.opts.Table, s.table, c.name, c.def); err != nil {
 				return err

@@ -89,10 +89,10 @@ func (s *Store) Get(ctx context.Context, id string) (store.StoredTask, error) {
 		return store.StoredTask{}, err
 	}
 	var ts []store.StoredTask
-	q := newQuery(128).raw("SELECT " + columns + ", owner, result, history FROM ").raw(s.table).raw(" WHERE id = ").hexString(id)
+	q := newQuery(128).raw("SELECT " + columns + ", owner, result, history" + s.implicitColumns() + " FROM ").raw(s.table).raw(" WHERE id = ").hexString(id)
 	err := s.retry(ctx, "get", func() error {
 		var err error
-		ts, err = s.readOverlaidWith(ctx, q.String(), true, scanOwnedFull)
+		ts, err = s.readOverlaidWith(ctx, q.String(), true, s.scanOwnedFull)
 		return err
 	})
 	if err != nil {
@@ -211,7 +211,7 @@ func (s *Store) requeue(ctx context.Context, o *store.Owner, now time.Time, ids 
 	if _, err = tx.ExecContext(ctx, q.String()); err != nil {
 		return nil, err
 	}
-	q = newQuery(256).raw("UPDATE IGNORE ").raw(s.table).raw(" SET state = ").uint(uint64(stateCode(store.Queued))).
+	q = newQuery(1024).raw("UPDATE IGNORE ").raw(s.table).raw(" SET " + s.requeueHistory() + "state = ").uint(uint64(stateCode(store.Queued))).
 		raw(", attempt = 0, fence = fence + 1, result = NULL, run_at = ").int(millis(now)).raw(", updated_at = ").int(millis(now)).
 		raw(", live_key = IF(unique_key = '', NULL, unique_key), owner = ").uint(owner).
 		raw(", version = version + 1 WHERE id IN ").hexList(dead).raw(" AND state IN " + deadLetterCodes)

@@ -388,13 +388,17 @@ func scanOwned(sc scanner) (ownedTask, error) {
 	return t, err
 }
 
-// scanOwnedFull reads the columns of scanOwned, then result and history.
-func scanOwnedFull(sc scanner) (ownedTask, error) {
+// scanOwnedFull reads the columns of scanOwned, then result, history and
+// implicitColumns.
+func (s *Store) scanOwnedFull(sc scanner) (ownedTask, error) {
 	var t ownedTask
 	var result, hist []byte
+	var startedAt int64
+	var owner []byte
 	var err error
-	t.StoredTask, err = scanTaskWith(sc, &t.owner, &result, &hist)
+	t.StoredTask, err = scanTaskWith(sc, &t.owner, &result, &hist, &startedAt, &owner)
 	t.Result, t.History = result, decodeHistory(hist)
+	withImplicit(&t.StoredTask, startedAt, string(owner), s.opts.AttemptsKept)
 	return t, err
 }
 

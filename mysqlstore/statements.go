@@ -108,6 +108,9 @@ type setKey struct {
 	setLastError    bool
 	setResult       bool
 	result          string // when setResult
+	setStartedAt    bool
+	startedAt       int64  // when setStartedAt
+	lastOwner       string // when setStartedAt
 }
 
 func setOf(r *row) setKey {
@@ -126,6 +129,9 @@ func setOf(r *row) setKey {
 	}
 	if r.setResult {
 		k.setResult, k.result = true, string(r.result)
+	}
+	if r.setStartedAt {
+		k.setStartedAt, k.startedAt, k.lastOwner = true, r.startedAt, r.lastOwner
 	}
 	return k
 }
@@ -172,6 +178,9 @@ func (s *Store) setUpdates(rows []*row, guard string) []statement {
 	}
 	if k.setResult {
 		head.raw(", result = ").hexString(k.result)
+	}
+	if k.setStartedAt {
+		head.raw(", started_at = ").int(k.startedAt).raw(", last_owner = ").hexString(k.lastOwner)
 	}
 	head.raw(", updated_at = ").int(k.updatedAt)
 	if k.state > stateCode(store.Retrying) {
@@ -268,12 +277,15 @@ func (s *Store) upsert(rows []*row, size int, guard string) statement {
 		if r.setLastError {
 			flags, lastError = flags|upsertLastError, r.lastError
 		}
+		if r.setStartedAt {
+			flags |= upsertStartedAt
+		}
 		// The columns of upsertHead: a row that is not stored would be inserted with
 		// these values, which the count of rows affected reveals (1, not 2).
 		q.raw("(").hexString(r.id).raw(",'','',0,").int(runAt).raw(",0,").uint(flags).raw(",").
 			int(int64(attempt)).raw(",").uint(r.fence).raw(",'',").uint(uint64(stateCode(r.state))).raw(",").
 			hexString(lastError).raw(",0,").int(millis(r.updatedAt)).raw(",").uint(r.preFence).raw(",").
-			hexBytes(result).raw(",").hexString(r.hist).raw(")")
+			hexBytes(result).raw(",").hexString(r.hist).raw(",").int(r.startedAt).raw(",").hexString(r.lastOwner).raw(")")
 	}
 	q.raw(tail)
 	return statement{sql: q.String(), want: 2 * int64(len(rows))}
@@ -288,6 +300,9 @@ func (s *Store) updateOne(r *row, guard string) statement {
 	}
 	if r.hist != "" {
 		q.raw(", history = ").raw(keepHistory(newQuery(2*len(r.hist)+4).hexString(r.hist).String(), s.opts.AttemptsKept))
+	}
+	if r.setStartedAt {
+		q.raw(", started_at = ").int(r.startedAt).raw(", last_owner = ").hexString(r.lastOwner)
 	}
 	if r.setAttempt {
 		q.raw(", attempt = ").int(int64(r.attempt))
@@ -314,12 +329,13 @@ const (
 	upsertRunAt
 	upsertLastError
 	upsertResult
+	upsertStartedAt
 )
 
 // upsertHead lists the columns of an upsert row. Besides the new values, version carries
 // the fence the row must have (its pre-fence) and max_attempts the flags: neither is ever
 // written by an upsert, whose assignments read them with VALUES().
-const upsertHead = " (id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at, version, result, history) VALUES "
+const upsertHead = " (id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at, version, result, history, started_at, last_owner) VALUES "
 
 // upsertTail returns the tail that applies an upsert row to the stored row when the
 // stored fence is the pre-fence, the task is live and guard holds (ok below), and
@@ -337,6 +353,8 @@ func upsertTail(guard string, keep int) string {
 var upsertTailOK = " ON DUPLICATE KEY UPDATE" +
 	" result = IF(OK AND VALUES(max_attempts) & 8, VALUES(result), result)," +
 	" history = IF(OK AND VALUES(history) <> '', HISTORY, history)," +
+	" started_at = IF(OK AND VALUES(max_attempts) & 16, VALUES(started_at), started_at)," +
+	" last_owner = IF(OK AND VALUES(max_attempts) & 16, VALUES(last_owner), last_owner)," +
 	" attempt = IF(OK AND VALUES(max_attempts) & 1, VALUES(attempt), attempt)," +
 	" run_at = IF(OK AND VALUES(max_attempts) & 2, VALUES(run_at), run_at)," +
 	" last_error = IF(OK AND VALUES(max_attempts) & 4, VALUES(last_error), last_error)," +
@@ -417,11 +435,11 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 		// inserted and ended in one batch): the others leave them NULL.
 		extra := false
 		for _, r := range ins[:min(len(ins), insertRowsMax)] {
-			extra = extra || r.setResult || r.hist != ""
+			extra = extra || r.setResult || r.hist != "" || r.startedAt != 0
 		}
 		q.raw("INSERT INTO ").raw(s.table).raw(" (" + columns + ", live_key")
 		if extra {
-			q.raw(", result, history")
+			q.raw(", result, history, started_at, last_owner")
 		}
 		if owner != 0 {
 			q.raw(", owner")
@@ -463,6 +481,7 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 				} else {
 					q.raw("NULL")
 				}
+				q.raw(",").int(r.startedAt).raw(",").hexString(r.lastOwner)
 			}
 			if owner != 0 && ins[n].pool {
 				q.raw(",0")

@@ -240,6 +240,8 @@ const schema = `CREATE TABLE IF NOT EXISTS %s (
 	` + headersColumn + `,
 	` + resultColumn + `,
 	` + historyColumn + `,
+	` + startedAtColumn + `,
+	` + lastOwnerColumn + `,
 	PRIMARY KEY (id),
 	UNIQUE KEY live_key (live_key),
 	` + ownerIndex + `
@@ -251,6 +253,9 @@ const schema = `CREATE TABLE IF NOT EXISTS %s (
 const (
 	resultColumn  = "result MEDIUMBLOB NULL COMMENT 'StoredTask.Result, set by succeed and fail'"
 	historyColumn = "history MEDIUMBLOB NULL COMMENT 'StoredTask.History: attempt records (history.go)'"
+	// startedAtColumn: the Start of the last attempt's record, kept implicitly (history.go).
+	startedAtColumn = "started_at BIGINT NOT NULL DEFAULT 0 COMMENT 'unix ms; 0: no implicit attempt record'"
+	lastOwnerColumn = "last_owner VARBINARY(64) NOT NULL DEFAULT '' COMMENT 'the owner of the implicit attempt record'"
 )
 
 // stateUpdatedIndex is the index (state, updated_at) of the task tables of earlier

@@ -140,6 +140,32 @@ func testHistoryBatches(t *testing.T, s store.Store) {
 	mustCommit(t, s, ins(one), start("one", 1, 2, 1), ended(succeed("one", 2), rec(1, 1, 3, store.Succeeded, "")))
 	wantHistory(t, get(t, s, "one").History, rec(1, 1, 3, store.Succeeded, ""))
 
+	// Records that the ended rows reproduce (end at the change's UpdatedAt, outcome
+	// its state, error its LastError, no owner), as a kernel's are: kept the same,
+	// and kept by a Requeue, after which the next end appends its own.
+	var same []store.Change
+	for i := range 20 {
+		id := fmt.Sprintf("s%02d", i)
+		mustCommit(t, s, ins(task(id)), start(id, 1, 2, 1))
+		c := ended(succeed(id, 2), store.Attempt{Number: 1, Start: at(1), End: at(3), Outcome: store.Succeeded})
+		if i%2 == 1 {
+			c = ended(fail(id, 2, store.Failed, "boom ✓"), store.Attempt{Number: 1, Start: at(1), End: at(4), Outcome: store.Failed, Error: "boom ✓"})
+		}
+		same = append(same, c)
+	}
+	mustCommit(t, s, same...)
+	for i, c := range same {
+		wantHistory(t, get(t, s, c.Task.ID).History, same[i].Attempt)
+	}
+	if _, err := s.Requeue(context.Background(), at(30), "s01"); err != nil {
+		t.Fatalf("Requeue(s01) error = %v", err)
+	}
+	wantHistory(t, get(t, s, "s01").History, same[1].Attempt)
+	mustCommit(t, s, start("s01", 3, 4, 1))
+	re := ended(withTime(succeed("s01", 4), at(40)), store.Attempt{Number: 1, Start: at(1), End: at(40), Outcome: store.Succeeded})
+	mustCommit(t, s, re)
+	wantHistory(t, get(t, s, "s01").History, same[1].Attempt, re.Attempt)
+
 	const n = 300 // more than one UPDATE of a set (mysqlstore: 128 rows with records)
 	var inserts, starts, ends []store.Change
 	for i := range n {
