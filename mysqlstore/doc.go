@@ -112,7 +112,7 @@
 // result (MEDIUMBLOB, NULL for none) holds [store.StoredTask] Result, written by the
 // end that carries it ([Options.MaxResult]), and history (MEDIUMBLOB) the task's
 // attempt records ([store.Attempt]) but the last one's when the row reproduces it:
-// started_at (BIGINT, unix ms) and last_owner (VARBINARY(64)) hold that record's
+// started_at (BIGINT, unix ms) and last_owner (BINARY(64): written in place) hold that record's
 // start and owner, and its number, end, outcome and error are the row's attempt,
 // updated_at, state and last_error (none for a success).
 // A change that ends an attempt writes started_at (0 when its record is not the

@@ -135,7 +135,7 @@ func withImplicit(t *store.StoredTask, startedAt int64, owner string, keep int) 
 	if startedAt == 0 || t.State.Live() {
 		return
 	}
-	a := store.Attempt{Number: t.Attempt, Start: fromMillis(startedAt), End: t.UpdatedAt, Outcome: t.State, Owner: owner}
+	a := store.Attempt{Number: t.Attempt, Start: fromMillis(startedAt), End: t.UpdatedAt, Outcome: t.State, Owner: strings.TrimRight(owner, "\x00")}
 	if t.State != store.Succeeded {
 		a.Error = t.LastError
 	}
@@ -156,7 +156,7 @@ func (s *Store) requeueHistory() string {
 		return "REPLACE(REPLACE(REPLACE(" + x + ", X'1D', X'1D61'), X'1E', X'1D62'), X'1F', X'1D63')"
 	}
 	rec := "CONCAT(X'1E', attempt, X'1F', started_at, X'1F', updated_at, X'1F', state, X'1F', " +
-		esc("last_owner") + ", X'1F', " +
+		esc("TRIM(TRAILING X'00' FROM last_owner)") + ", X'1F', " +
 		esc("IF(state = "+strconv.Itoa(int(stateCode(store.Succeeded)))+", '', last_error)") + ")"
 	keep := s.opts.AttemptsKept
 	if keep < 0 {

@@ -255,7 +255,8 @@ const (
 	historyColumn = "history MEDIUMBLOB NULL COMMENT 'StoredTask.History: attempt records (history.go)'"
 	// startedAtColumn: the Start of the last attempt's record, kept implicitly (history.go).
 	startedAtColumn = "started_at BIGINT NOT NULL DEFAULT 0 COMMENT 'unix ms; 0: no implicit attempt record'"
-	lastOwnerColumn = "last_owner VARBINARY(64) NOT NULL DEFAULT '' COMMENT 'the owner of the implicit attempt record'"
+	// lastOwnerColumn: fixed-size (padded with 0 bytes), so that an end writes it in place.
+	lastOwnerColumn = "last_owner BINARY(64) NOT NULL DEFAULT '' COMMENT 'the owner of the implicit attempt record'"
 )
 
 // stateUpdatedIndex is the index (state, updated_at) of the task tables of earlier
