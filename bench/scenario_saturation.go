@@ -110,7 +110,7 @@ func fixMix(mix saturationMixOf, p Params) Params {
 
 // saturationTasks are one priority's tasks in a run, indexed by arrival. The
 // generator writes refused and unsent, the task started and ended (ns since
-// the run's start); all are read after Wait.
+// the run's start, atomically); all are read after Wait.
 type saturationTasks struct {
 	started, ended []int64
 	refused        []bool // Submit refused the task
