@@ -35,9 +35,9 @@ type Options struct {
 	// tasks and no other replica.
 	Store store.Store
 
-	// Payloads enables the previews of task payloads (their first 1 KiB) on a
-	// task's page and in api/v1/tasks/{id}. Payloads may hold secrets. If false,
-	// the console shows a payload's size only.
+	// Payloads enables the previews of task payloads and results (their first
+	// 1 KiB) on a task's page and in api/v1/tasks/{id}. Payloads and results may
+	// hold secrets. If false, the console shows their sizes only.
 	Payloads bool
 
 	// Actions enables the state-changing requests: pause and resume of a priority,

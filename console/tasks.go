@@ -83,12 +83,47 @@ type taskData struct {
 	Payload          string `json:"payload,omitempty"`
 	PayloadEncoding  string `json:"payload_encoding,omitempty"`
 	PayloadTruncated bool   `json:"payload_truncated,omitempty"`
+	// ResultSize is the length of the result the task's last attempt left, in
+	// bytes; Result previews its first 1 KiB as Payload does, only with
+	// Options.Payloads and only for one task.
+	ResultSize      int    `json:"result_size,omitempty"`
+	Result          string `json:"result,omitempty"`
+	ResultEncoding  string `json:"result_encoding,omitempty"`
+	ResultTruncated bool   `json:"result_truncated,omitempty"`
+	// Attempts are the records of the task's most recent ended attempts, oldest
+	// first, only for one task.
+	Attempts []attemptData `json:"attempts,omitempty"`
 	// Actions are the actions that apply to the task in its state, when
 	// Options.Actions is set: "cancel" and "run_now" for a live task (run_now
 	// for a waiting one), "requeue" and "purge" for a dead letter.
 	Actions []string `json:"actions,omitempty"`
 
 	Mine bool `json:"-"` // this kernel is the owner
+}
+
+// attemptData is one ended attempt of a task (store.Attempt).
+type attemptData struct {
+	Number  int       `json:"number"`
+	Start   time.Time `json:"start,omitzero"`
+	End     time.Time `json:"end,omitzero"`
+	Outcome string    `json:"outcome"`
+	Error   string    `json:"error,omitempty"`
+	Owner   string    `json:"owner,omitempty"`
+}
+
+// preview returns the first payloadPreviewMax bytes of p as text when they are
+// valid UTF-8 ("text"), in hex otherwise ("hex"), and whether p was longer.
+func preview(p []byte) (text, encoding string, truncated bool) {
+	if len(p) > payloadPreviewMax {
+		p, truncated = p[:payloadPreviewMax], true
+	}
+	switch {
+	case len(p) == 0:
+		return "", "", truncated
+	case utf8.Valid(p):
+		return string(p), "text", truncated
+	}
+	return hex.EncodeToString(p), "hex", truncated
 }
 
 // confirmData is the confirmation page of a purge.
@@ -301,18 +336,13 @@ func (c *console) serveTask(w http.ResponseWriter, r *http.Request, rel, id stri
 		return
 	}
 	t := c.taskOf(&ti, c.k.Stats().Store.Epoch)
+	t.ResultSize = len(ti.Result)
 	if c.payloads {
-		p := ti.Payload
-		if len(p) > payloadPreviewMax {
-			p, t.PayloadTruncated = p[:payloadPreviewMax], true
-		}
-		switch {
-		case len(p) == 0:
-		case utf8.Valid(p):
-			t.Payload, t.PayloadEncoding = string(p), "text"
-		default:
-			t.Payload, t.PayloadEncoding = hex.EncodeToString(p), "hex"
-		}
+		t.Payload, t.PayloadEncoding, t.PayloadTruncated = preview(ti.Payload)
+		t.Result, t.ResultEncoding, t.ResultTruncated = preview(ti.Result)
+	}
+	for _, a := range ti.History {
+		t.Attempts = append(t.Attempts, attemptData{Number: a.Number, Start: a.Start, End: a.End, Outcome: a.Outcome.String(), Error: a.Error, Owner: a.Owner})
 	}
 	if isAPI(rel) {
 		writeJSON(w, http.StatusOK, t)

@@ -1,31 +1,11 @@
 package kernel
 
 import (
-	"cmp"
-	"math"
 	"strconv"
 	"time"
 
 	"github.com/axsched/ax/internal/breaker"
 	"github.com/axsched/ax/kernel/internal/check"
-)
-
-// Defaults and limits of [BreakerConfig]. OpenFor and Probes follow
-// sony/gobreaker's Timeout (60 s) and MaxRequests (1).
-const (
-	breakerWindowDefault       = 10 * time.Second
-	breakerWindowMin           = 100 * time.Millisecond
-	breakerWindowMax           = 24 * time.Hour
-	breakerMinCallsDefault     = 10
-	breakerMinCallsMax         = 1 << 24
-	breakerFailureRatioDefault = 0.5
-	breakerSlowRatioDefault    = 0.5
-	breakerOpenForDefault      = 60 * time.Second
-	breakerOpenForMin          = time.Millisecond
-	breakerMaxOpenForDefault   = 10 * time.Minute
-	breakerOpenForMax          = 24 * time.Hour
-	breakerProbesDefault       = 1
-	breakerProbesMax           = 10_000
 )
 
 // BreakerConfig configures the circuit breaker each key of a group holds. The zero
@@ -93,42 +73,18 @@ type BreakerConfig struct {
 }
 
 // validate reports each invalid field of c as a [*ConfigError] named prefix +
-// "." + field, e.g. `Config.Groups["x"].Breaker.FailureRatio`. Every config it
-// accepts is safe: doubling the open period cannot overflow.
+// "." + field, e.g. `Config.Groups["x"].Breaker.FailureRatio` (check.Breaker).
 func (c *BreakerConfig) validate(prefix string) []error {
 	e := fields(prefix + ".")
-	check.ZeroOrIn(e, "Window", c.Window, breakerWindowMin, breakerWindowMax)
-	check.In(e, "MinCalls", c.MinCalls, breakerMinCallsMax)
-	ratio := func(field string, v float64) {
-		if math.IsNaN(v) || v < 0 || v > 1 {
-			e.Bad(field, v, "must be 0 or in (0, 1]")
-		}
-	}
-	ratio("FailureRatio", c.FailureRatio)
-	check.NonNeg(e, "SlowCall", c.SlowCall)
-	ratio("SlowRatio", c.SlowRatio)
-	if c.SlowCall == 0 && c.SlowRatio > 0 && c.SlowRatio <= 1 {
-		e.Bad("SlowRatio", c.SlowRatio, "must be 0 when SlowCall is 0 (no call is slow)")
-	}
-	openOK := check.ZeroOrIn(e, "OpenFor", c.OpenFor, breakerOpenForMin, breakerOpenForMax)
-	if check.In(e, "MaxOpenFor", c.MaxOpenFor, breakerOpenForMax) && c.MaxOpenFor > 0 && openOK && c.MaxOpenFor < cmp.Or(c.OpenFor, breakerOpenForDefault) {
-		e.Bad("MaxOpenFor", c.MaxOpenFor, "must be 0 or >= OpenFor ("+cmp.Or(c.OpenFor, breakerOpenForDefault).String()+")")
-	}
-	check.In(e, "Probes", c.Probes, breakerProbesMax)
+	check.Breaker(e, c.params())
 	return e.List()
 }
 
 // withDefaults returns a copy of c with every zero field resolved. c must be valid.
 func (c BreakerConfig) withDefaults() BreakerConfig {
-	c.Window = cmp.Or(c.Window, breakerWindowDefault)
-	c.MinCalls = cmp.Or(c.MinCalls, breakerMinCallsDefault)
-	c.FailureRatio = cmp.Or(c.FailureRatio, breakerFailureRatioDefault)
-	if c.SlowCall > 0 {
-		c.SlowRatio = cmp.Or(c.SlowRatio, breakerSlowRatioDefault)
-	}
-	c.OpenFor = cmp.Or(c.OpenFor, breakerOpenForDefault)
-	c.MaxOpenFor = cmp.Or(c.MaxOpenFor, max(breakerMaxOpenForDefault, c.OpenFor))
-	c.Probes = cmp.Or(c.Probes, breakerProbesDefault)
+	p := check.BreakerDefaults(*c.params())
+	c.Window, c.MinCalls, c.FailureRatio, c.SlowRatio = p.Window, p.MinCalls, p.FailureRatio, p.SlowRatio
+	c.OpenFor, c.MaxOpenFor, c.Probes = p.OpenFor, p.MaxOpenFor, p.Probes
 	return c
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/internal/breaker"
+	"github.com/axsched/ax/kernel/internal/check"
 )
 
 // The arithmetic of a key's breaker (its window, trips, states, probes and open
@@ -74,19 +75,19 @@ func TestBreakerConfigValidate(t *testing.T) {
 	}{
 		{"zero", BreakerConfig{}, ""},
 		{"largest", BreakerConfig{
-			Window: breakerWindowMax, MinCalls: breakerMinCallsMax, FailureRatio: 1, SlowCall: time.Duration(math.MaxInt64),
-			SlowRatio: 1, OpenFor: breakerOpenForMax, MaxOpenFor: breakerOpenForMax, Probes: breakerProbesMax,
+			Window: check.BreakerWindowMax, MinCalls: check.BreakerMinCallsMax, FailureRatio: 1, SlowCall: time.Duration(math.MaxInt64),
+			SlowRatio: 1, OpenFor: check.BreakerOpenForMax, MaxOpenFor: check.BreakerOpenForMax, Probes: check.BreakerProbesMax,
 		}, ""},
 		{"smallest", BreakerConfig{
-			Window: breakerWindowMin, MinCalls: 1, FailureRatio: math.SmallestNonzeroFloat64, SlowCall: 1,
-			SlowRatio: math.SmallestNonzeroFloat64, OpenFor: breakerOpenForMin, MaxOpenFor: breakerOpenForMin, Probes: 1,
+			Window: check.BreakerWindowMin, MinCalls: 1, FailureRatio: math.SmallestNonzeroFloat64, SlowCall: 1,
+			SlowRatio: math.SmallestNonzeroFloat64, OpenFor: check.BreakerOpenForMin, MaxOpenFor: check.BreakerOpenForMin, Probes: 1,
 		}, ""},
 		{"OpenFor beyond MaxOpenForDefault", BreakerConfig{OpenFor: time.Hour}, ""},
 		{"Window negative", BreakerConfig{Window: -1}, "Window"},
-		{"Window below min", BreakerConfig{Window: breakerWindowMin - 1}, "Window"},
-		{"Window above max", BreakerConfig{Window: breakerWindowMax + 1}, "Window"},
+		{"Window below min", BreakerConfig{Window: check.BreakerWindowMin - 1}, "Window"},
+		{"Window above max", BreakerConfig{Window: check.BreakerWindowMax + 1}, "Window"},
 		{"MinCalls negative", BreakerConfig{MinCalls: -1}, "MinCalls"},
-		{"MinCalls above max", BreakerConfig{MinCalls: breakerMinCallsMax + 1}, "MinCalls"},
+		{"MinCalls above max", BreakerConfig{MinCalls: check.BreakerMinCallsMax + 1}, "MinCalls"},
 		{"FailureRatio negative", BreakerConfig{FailureRatio: -0.1}, "FailureRatio"},
 		{"FailureRatio above 1", BreakerConfig{FailureRatio: 1.01}, "FailureRatio"},
 		{"FailureRatio NaN", BreakerConfig{FailureRatio: math.NaN()}, "FailureRatio"},
@@ -98,15 +99,15 @@ func TestBreakerConfigValidate(t *testing.T) {
 		{"SlowRatio Inf", BreakerConfig{SlowCall: sec, SlowRatio: math.Inf(1)}, "SlowRatio"},
 		{"SlowRatio above 1", BreakerConfig{SlowCall: sec, SlowRatio: 2}, "SlowRatio"},
 		{"OpenFor negative", BreakerConfig{OpenFor: -1}, "OpenFor"},
-		{"OpenFor below min", BreakerConfig{OpenFor: breakerOpenForMin - 1}, "OpenFor"},
-		{"OpenFor above max", BreakerConfig{OpenFor: breakerOpenForMax + 1}, "OpenFor"},
+		{"OpenFor below min", BreakerConfig{OpenFor: check.BreakerOpenForMin - 1}, "OpenFor"},
+		{"OpenFor above max", BreakerConfig{OpenFor: check.BreakerOpenForMax + 1}, "OpenFor"},
 		{"MaxOpenFor negative", BreakerConfig{MaxOpenFor: -1}, "MaxOpenFor"},
-		{"MaxOpenFor above max", BreakerConfig{MaxOpenFor: breakerOpenForMax + 1}, "MaxOpenFor"},
+		{"MaxOpenFor above max", BreakerConfig{MaxOpenFor: check.BreakerOpenForMax + 1}, "MaxOpenFor"},
 		{"MaxOpenFor overflow-prone", BreakerConfig{MaxOpenFor: time.Duration(math.MaxInt64)}, "MaxOpenFor"},
 		{"MaxOpenFor below OpenFor", BreakerConfig{OpenFor: 2 * sec, MaxOpenFor: sec}, "MaxOpenFor"},
 		{"MaxOpenFor below OpenForDefault", BreakerConfig{MaxOpenFor: sec}, "MaxOpenFor"},
 		{"Probes negative", BreakerConfig{Probes: -1}, "Probes"},
-		{"Probes above max", BreakerConfig{Probes: breakerProbesMax + 1}, "Probes"},
+		{"Probes above max", BreakerConfig{Probes: check.BreakerProbesMax + 1}, "Probes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,17 +147,17 @@ func TestBreakerConfigDefaults(t *testing.T) {
 		want BreakerConfig
 	}{
 		{"zero", BreakerConfig{}, BreakerConfig{
-			Window: breakerWindowDefault, MinCalls: breakerMinCallsDefault, FailureRatio: breakerFailureRatioDefault,
-			OpenFor: breakerOpenForDefault, MaxOpenFor: breakerMaxOpenForDefault, Probes: breakerProbesDefault,
+			Window: check.BreakerWindowDefault, MinCalls: check.BreakerMinCallsDefault, FailureRatio: check.BreakerFailureRatioDefault,
+			OpenFor: check.BreakerOpenForDefault, MaxOpenFor: check.BreakerMaxOpenForDefault, Probes: check.BreakerProbesDefault,
 		}},
 		{"slow on", BreakerConfig{SlowCall: sec}, BreakerConfig{
-			Window: breakerWindowDefault, MinCalls: breakerMinCallsDefault, FailureRatio: breakerFailureRatioDefault,
-			SlowCall: sec, SlowRatio: breakerSlowRatioDefault,
-			OpenFor: breakerOpenForDefault, MaxOpenFor: breakerMaxOpenForDefault, Probes: breakerProbesDefault,
+			Window: check.BreakerWindowDefault, MinCalls: check.BreakerMinCallsDefault, FailureRatio: check.BreakerFailureRatioDefault,
+			SlowCall: sec, SlowRatio: check.BreakerSlowRatioDefault,
+			OpenFor: check.BreakerOpenForDefault, MaxOpenFor: check.BreakerMaxOpenForDefault, Probes: check.BreakerProbesDefault,
 		}},
 		{"long OpenFor", BreakerConfig{OpenFor: time.Hour}, BreakerConfig{
-			Window: breakerWindowDefault, MinCalls: breakerMinCallsDefault, FailureRatio: breakerFailureRatioDefault,
-			OpenFor: time.Hour, MaxOpenFor: time.Hour, Probes: breakerProbesDefault,
+			Window: check.BreakerWindowDefault, MinCalls: check.BreakerMinCallsDefault, FailureRatio: check.BreakerFailureRatioDefault,
+			OpenFor: time.Hour, MaxOpenFor: time.Hour, Probes: check.BreakerProbesDefault,
 		}},
 	}
 	for _, tt := range tests {

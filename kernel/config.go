@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"log/slog"
-	"math"
 	"strconv"
 	"time"
 
@@ -38,6 +37,7 @@ const (
 	eventBufferMax            = 1 << 24
 	storeTimeoutDefault       = 5 * time.Second
 	storeBatchDefault         = 4096
+	maxResultDefault          = 64 << 10
 	storeSnapshotBatchDefault = 1 << 16
 	storeBatchMax             = 1 << 20
 	quotaHighDefault          = 17
@@ -391,6 +391,11 @@ type Config struct {
 	// durable submits wait while 4 × StoreBatch changes wait for the store. At most
 	// 2^20. Not changeable.
 	StoreBatch int
+
+	// MaxResult bounds a task's result ([SetResult]), in bytes; a store that accepts
+	// less (a [store.ResultLimiter]) lowers it. If zero, 64 KiB. At most
+	// store.ResultMax (1 MiB). Not changeable.
+	MaxResult int
 }
 
 // Validate reports every invalid field as a [*ConfigError], joined with
@@ -423,12 +428,7 @@ func (c *Config) Validate() error {
 	check.NonNeg(e, "RetryBudget.Ratio", c.RetryBudget.Ratio)
 	check.NonNeg(e, "RetryBudget.MinPerSecond", c.RetryBudget.MinPerSecond)
 	check.NonNeg(e, "RetryBudget.Window", c.RetryBudget.Window)
-	switch {
-	case c.MaxZombies < -1:
-		e.Bad("MaxZombies", c.MaxZombies, "must be >= -1")
-	case c.MaxZombies > maxZombiesMax:
-		e.Bad("MaxZombies", c.MaxZombies, "must be <= "+strconv.Itoa(maxZombiesMax))
-	}
+	check.Between(e, "MaxZombies", c.MaxZombies, -1, maxZombiesMax)
 	check.Upto(e, "ZombieGrace", c.ZombieGrace, zombieGraceMax)
 	check.Upto(e, "OnTimeoutWorkers", c.OnTimeoutWorkers, onTimeoutWorkersMax)
 	check.Upto(e, "EventBuffer", c.EventBuffer, eventBufferMax)
@@ -440,6 +440,7 @@ func (c *Config) Validate() error {
 	}
 	check.NonNeg(e, "StoreTimeout", c.StoreTimeout)
 	check.Upto(e, "StoreBatch", c.StoreBatch, storeBatchMax)
+	check.Upto(e, "MaxResult", c.MaxResult, store.ResultMax)
 	if _, shared := c.Store.(store.SharedStore); c.SharedPool && !shared {
 		e.Bad("SharedPool", c.SharedPool, "needs a Store that is a SharedStore")
 	}
@@ -450,25 +451,10 @@ func (c *Config) Validate() error {
 		e.Bad("Lease", c.Lease, "must be 0 (the default, 15 s) or from "+leaseConfigMin.String()+" to "+leaseConfigMax.String())
 	}
 	e.Add(validateGroups(c.Groups)...)
-	if !validName(c.Name) {
+	if !check.Name(c.Name, nameMax) {
 		e.Bad("Name", c.Name, "must be at most "+strconv.Itoa(nameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
 	}
 	return e.Err()
-}
-
-// validName reports whether name is a valid Config.Name (the empty name is).
-func validName(name string) bool {
-	if len(name) > nameMax {
-		return false
-	}
-	for i := range len(name) {
-		switch c := name[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-', c == '.':
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // Validate returns nil for a policy that [Config.Validate] and the submit calls
@@ -482,9 +468,7 @@ func (p *RetryPolicy) validate(prefix string) []error {
 	e := fields(prefix + ".")
 	check.NonNeg(e, "MaxAttempts", p.MaxAttempts)
 	check.NonNeg(e, "Base", p.Base)
-	if p.Multiplier != 0 && (p.Multiplier < 1 || math.IsNaN(p.Multiplier) || math.IsInf(p.Multiplier, 0)) {
-		e.Bad("Multiplier", p.Multiplier, "must be 0 or a finite number >= 1")
-	}
+	check.Multiplier(e, "Multiplier", p.Multiplier)
 	check.NonNeg(e, "Max", p.Max)
 	if p.Jitter > JitterNone {
 		e.Bad("Jitter", p.Jitter, "must be JitterFull, JitterEqual or JitterNone")
@@ -529,6 +513,7 @@ func (c Config) withDefaults() Config {
 	c.EventBuffer = cmp.Or(c.EventBuffer, eventBufferDefault)
 	c.StoreTimeout = cmp.Or(c.StoreTimeout, storeTimeoutDefault)
 	c.Lease = cmp.Or(c.Lease, leaseDefault)
+	c.MaxResult = cmp.Or(c.MaxResult, maxResultDefault)
 	if c.SnapshotEvery > 0 {
 		c.StoreBatch = cmp.Or(c.StoreBatch, storeSnapshotBatchDefault)
 	} else {

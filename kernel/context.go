@@ -2,18 +2,22 @@ package kernel
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/axsched/ax/kernel/internal/lazycancel"
+	"github.com/axsched/ax/kernel/internal/taskctx"
 )
 
 // attemptCtx is the context a task's function runs under. It costs no allocation
 // until Done is called (lazycancel.State). The loop cancels it (timeout, Cancel,
-// batch context, Close); nothing else does.
+// batch context, Close); nothing else does. Its result is taskctx.Result's.
 type attemptCtx struct {
 	parent context.Context // values come from it: the batch's context, Task.Values without its cancellation, or Background
 	a      *attempt
 	lazycancel.State
+	taskctx.Result
 }
 
 // Deadline returns the attempt's start plus its timeout, once it started.
@@ -82,3 +86,25 @@ func TaskInfo(ctx context.Context) (Info, bool) {
 func (c *attemptCtx) String() string { return "kernel.taskContext(" + c.a.h.ID() + ")" }
 
 var _ context.Context = (*attemptCtx)(nil)
+
+// SetResult leaves b as the result of the task that ctx belongs to (see
+// [TaskInfo]): [Handle.Result] returns it once the task ended Succeeded or Failed
+// with this attempt, and a durable task's store keeps it with the terminal state
+// ([store.StoredTask.Result]). It keeps a copy of b; a later call replaces it, and
+// each attempt starts with none. It refuses, keeping the result set before, a b
+// longer than the limit (Config.MaxResult, or less if the store accepts less),
+// with an error wrapping [ErrResultTooLarge] that names it; a call after the
+// attempt ended; and a ctx that belongs to no task (a light task's: see
+// [TaskInfo]). The task ends as its function says either way. Safe for concurrent use.
+func SetResult(ctx context.Context, b []byte) error {
+	c, _ := ctx.Value(infoKey{}).(*attemptCtx)
+	if c == nil {
+		return errors.New("kernel: SetResult: ctx belongs to no task with a Handle")
+	}
+	if err := c.Set(b, c.a.h.k.maxResult); errors.Is(err, taskctx.ErrEnded) {
+		return fmt.Errorf("kernel: SetResult: %w", err)
+	} else if err != nil {
+		return fmt.Errorf("%w: %w (Config.MaxResult, or the store's limit if lower)", ErrResultTooLarge, err)
+	}
+	return nil
+}

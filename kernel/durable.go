@@ -124,6 +124,9 @@ func (k *Kernel) initDurable(c *Config) error {
 	if pc, ok := c.Store.(payloadCapper); ok {
 		d.maxBytes = pc.MaxPayload()
 	}
+	if rl, ok := c.Store.(store.ResultLimiter); ok {
+		k.maxResult = max(min(k.maxResult, rl.MaxResult()), 0)
+	}
 	var tasks []store.StoredTask
 	ctx, cancel := context.WithTimeout(context.Background(), c.StoreTimeout)
 	_ = d.skew.Measure(ctx, c.Store, k.clk, func(f func()) (any, bool) { return callGuarded(k, f) }) // a store down fails the recovery below

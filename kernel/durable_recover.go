@@ -32,9 +32,13 @@ func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
 		if maxAttempts <= 0 {
 			maxAttempts = rc.retry[levelOf(prio)].MaxAttempts
 		}
+		var lost *store.Attempt // the attempt a stop interrupted: its record goes with the next change
+		if t.State == Running {
+			lost = &store.Attempt{Number: t.Attempt, Start: t.UpdatedAt, End: now, Outcome: Abandoned, Error: "kernel: interrupted: its process stopped or lost the task while it ran"}
+		}
 		if t.State == Running && t.Attempt >= maxAttempts {
 			msg := "kernel: attempt " + strconv.Itoa(t.Attempt) + " of " + strconv.Itoa(maxAttempts) + " was interrupted (the process stopped) and it was the last"
-			dead = append(dead, jentry{C: store.Change{Op: store.OpFail, Fence: t.Fence, Task: store.StoredTask{ID: t.ID, State: Failed, LastError: msg, UpdatedAt: now}}})
+			dead = append(dead, jentry{C: store.Change{Op: store.OpFail, Fence: t.Fence, Attempt: *lost, Task: store.StoredTask{ID: t.ID, State: Failed, LastError: msg, UpdatedAt: now}}})
 			k.dur.reg.DropKeys(t.UniqueKey)
 			continue
 		}
@@ -47,7 +51,7 @@ func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
 			gd = groups[t.Group] // holdGroupless kept only the tasks of these groups
 		}
 		h := k.newDurableHandle(&task, rc, fn, t.Kind, t.Payload, t.UniqueKey, maxAttempts, t.Timeout, gd, t.Key)
-		h.dur.fence, h.dur.headers = t.Fence, t.Headers
+		h.dur.fence, h.dur.headers, h.dur.lost = t.Fence, t.Headers, lost
 		// The next attempt: after one interrupted by the stop (Running), after a failed
 		// one waiting for its retry, or the first.
 		h.first.n = int32(t.Attempt) + 1

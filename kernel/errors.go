@@ -16,6 +16,9 @@ var (
 	// error of queued or delayed tasks that Close ended.
 	ErrClosed = errors.New("kernel: closed")
 
+	// ErrResultTooLarge is returned by [SetResult] for a result over the limit.
+	ErrResultTooLarge = errors.New("kernel: result too large")
+
 	// ErrQueueFull is returned by [Kernel.TrySubmit] and [Kernel.TryGo] when the bucket
 	// of the task's priority holds Config.Capacity tasks already.
 	ErrQueueFull = errors.New("kernel: queue full")

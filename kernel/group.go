@@ -217,7 +217,7 @@ func validateGroups(groups map[string]GroupConfig) []error {
 	}
 	for name, g := range groups {
 		ge := fields("Config.Groups[" + strconv.Quote(name) + "]")
-		if name == "" || !validName(name) {
+		if name == "" || !check.Name(name, nameMax) {
 			ge.Bad("", nil, "a group's name must be 1 to "+strconv.Itoa(nameMax)+" bytes of ASCII letters, digits, '_', '-' and '.'")
 		}
 		ge.Add(g.PerKey.validate(ge.Prefix + ".PerKey")...)

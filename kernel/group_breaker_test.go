@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/internal/breaker"
+	"github.com/axsched/ax/kernel/internal/check"
 )
 
 // breakerKernel starts a kernel whose group "g" gives each key a breaker that
@@ -117,7 +118,7 @@ func TestBreakerFailFast(t *testing.T) {
 func TestBreakerOutcomes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		k, br := breakerKernel(t, false, Config{Groups: map[string]GroupConfig{"g": {Breaker: &BreakerConfig{
-			MinCalls:  breakerMinCallsMax, // never trips: the window keeps every outcome
+			MinCalls:  check.BreakerMinCallsMax, // never trips: the window keeps every outcome
 			SlowCall:  50 * time.Millisecond,
 			IsFailure: func(err error) bool { return err.Error() != "not found" },
 		}}}})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/axsched/ax/queue"
+	"github.com/axsched/ax/store"
 	"github.com/axsched/ax/timewheel"
 )
 
@@ -53,6 +54,8 @@ type Handle struct {
 	mu   sync.Mutex
 	done chan struct{} // made on first use
 	err  error         // the task's final error
+
+	_ [56]byte // the record is whole cache lines
 }
 
 // handlePool recycles the records of fire-and-forget tasks (TryGo, Go).
@@ -94,6 +97,16 @@ func (h *Handle) State() State { return State(h.state.Load()) }
 
 // Attempts returns the number of attempts started so far.
 func (h *Handle) Attempts() int { return int(h.attempts.Load()) }
+
+// Result returns what the attempt that ended the task left with [SetResult],
+// once the task ended Succeeded or Failed; nil before, for other ends, and when
+// it left none. The caller must not modify it. Safe for concurrent use.
+func (h *Handle) Result() []byte {
+	if s := h.State(); (s != Succeeded && s != Failed) || !isDone(h.Done()) {
+		return nil
+	}
+	return h.cur.ctx.Get()
+}
 
 // Priority returns the task's priority (never PriorityDefault).
 func (h *Handle) Priority() Priority { return h.prio }
@@ -296,6 +309,7 @@ type durTask struct {
 	// loop (acceptPooled) or fails.
 	poolDue bool
 	headers map[string]string // Hooks.Headers at its submit; immutable
+	lost    *store.Attempt    // loop-owned: the record of a recovered attempt a stop interrupted, for its next start
 }
 
 // lazyTask is the compact record of a delayed fire-and-forget task. Immutable.
@@ -352,6 +366,9 @@ func (k *Kernel) end(h *Handle, to State, err error) {
 		k.unindex(h)
 	}
 	gateUncount(h)
+	if h.cur != nil {
+		h.cur.ctx.Freeze() // Handle.Result and the store read what it holds now
+	}
 	if h.has(featDurable) {
 		k.journalEnd(h, to, err)
 	}

@@ -51,13 +51,19 @@ func (k *Kernel) journalStart(h *Handle, a *attempt) {
 	d := h.dur
 	next := d.fence + 1
 	k.ls.jbuf = append(k.ls.jbuf, jentry{C: store.Change{Op: store.OpStart, Fence: d.fence, Task: store.StoredTask{ID: h.id, Attempt: int(a.n), Fence: next, UpdatedAt: k.ls.now}}})
+	if d.lost != nil {
+		k.ls.jbuf[len(k.ls.jbuf)-1].C.Attempt, d.lost = *d.lost, nil
+	}
 	d.fence = next
 }
 
-// journalRetry records a failed attempt that will be tried again at at (stored on
-// the store's clock). Loop only.
-func (k *Kernel) journalRetry(h *Handle, at time.Time, err error) {
-	k.ls.jbuf = append(k.ls.jbuf, jentry{C: store.Change{Op: store.OpRetry, Fence: h.dur.fence, Task: store.StoredTask{ID: h.id, RunAt: k.dur.skew.ToStore(at), LastError: errText(err), UpdatedAt: k.ls.now}}})
+// journalRetry records a failed attempt a (outcome Failed or TimedOut) that will
+// be tried again at at (stored on the store's clock). Loop only.
+func (k *Kernel) journalRetry(h *Handle, a *attempt, at time.Time, err error, outcome State) {
+	msg := durable.ErrText(err)
+	c := store.Change{Op: store.OpRetry, Fence: h.dur.fence, Attempt: k.attemptRecord(a, outcome, msg)}
+	c.Task = store.StoredTask{ID: h.id, RunAt: k.dur.skew.ToStore(at), LastError: msg, UpdatedAt: k.ls.now}
+	k.ls.jbuf = append(k.ls.jbuf, jentry{C: c})
 }
 
 // journalEnd records the end of a durable task, unless the end belongs to this
@@ -69,24 +75,23 @@ func (k *Kernel) journalEnd(h *Handle, to State, err error) {
 	if d.keepLive || to == Abandoned || (to == Canceled && errors.Is(err, ErrClosed)) {
 		return
 	}
-	c := store.Change{Fence: d.fence, Task: store.StoredTask{ID: h.id, UpdatedAt: k.ls.now}}
-	switch to {
-	case Succeeded:
-		c.Op = store.OpSucceed
-	case Canceled:
-		c.Op = store.OpCancel
-		c.Task.LastError = errText(err)
-	default: // Failed, TimedOut, Evicted
-		c.Op = store.OpFail
-		c.Task.State = to
-		c.Task.LastError = errText(err)
-	}
-	k.ls.jbuf = append(k.ls.jbuf, jentry{C: c})
+	msg := durable.ErrText(err)
+	k.ls.jbuf = append(k.ls.jbuf, jentry{C: durable.EndChange(h.id, d.fence, to, msg, k.ls.now, h.cur.ctx.Get(), k.attemptRecord(h.cur, to, msg))})
 }
 
-func errText(err error) string {
-	if err == nil {
-		return ""
+// attemptRecord returns the history record of attempt a, ended now with outcome
+// and msg, or none when it never started. Loop only.
+func (k *Kernel) attemptRecord(a *attempt, outcome State, msg string) store.Attempt {
+	q := &k.rq
+	q.mu.Lock() // the executor writes started and startAt under it
+	started, startAt := a.started, a.startAt
+	q.mu.Unlock()
+	if !started {
+		return store.Attempt{}
 	}
-	return err.Error()
+	r := store.Attempt{Number: int(a.n), Start: k.at(startAt), End: k.ls.now, Outcome: outcome, Error: msg}
+	if k.dur.own != nil {
+		r.Owner = k.dur.own.Current().Name
+	}
+	return r
 }

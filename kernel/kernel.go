@@ -96,7 +96,10 @@ type Kernel struct {
 	gpub metricfam.GroupSet // the published figures of each group; safe for concurrent use
 	m    *kernelMetrics
 	dur  *durables // nil without Config.Store
-	_    cacheLinePad
+	// maxResult: the limit of SetResult (Config.MaxResult, lowered to the store's);
+	// immutable once New returns.
+	maxResult int
+	_         cacheLinePad
 
 	ls loopState // loop-owned: only the loop goroutine reads or writes it
 }
@@ -163,16 +166,17 @@ func New(cfg Config) (*Kernel, error) {
 		return nil, err
 	}
 	k := &Kernel{
-		clk:      c.Clock,
-		epoch:    c.Clock.Now(),
-		cfg:      cfg,
-		pokeCh:   make(chan struct{}, 1),
-		closedCh: make(chan struct{}),
-		closeCh:  make(chan struct{}),
-		loopDone: make(chan struct{}),
-		ready:    make(chan struct{}),
-		workDone: make(chan struct{}),
-		roomCh:   make(chan struct{}),
+		clk:       c.Clock,
+		epoch:     c.Clock.Now(),
+		cfg:       cfg,
+		pokeCh:    make(chan struct{}, 1),
+		closedCh:  make(chan struct{}),
+		closeCh:   make(chan struct{}),
+		loopDone:  make(chan struct{}),
+		ready:     make(chan struct{}),
+		workDone:  make(chan struct{}),
+		roomCh:    make(chan struct{}),
+		maxResult: c.MaxResult,
 	}
 	k.lightCtx, k.lightCancel = context.WithCancel(context.Background())
 	k.rc.Store(rc)
@@ -294,6 +298,7 @@ func (k *Kernel) Update(fn func(*Config)) error {
 	fixed("EventBuffer", next.EventBuffer != old.EventBuffer)
 	fixed("Clock", next.Clock != old.Clock)
 	fixed("Name", next.Name != old.Name)
+	fixed("MaxResult", next.MaxResult != old.MaxResult)
 	fixed("Metrics", next.Metrics != old.Metrics)
 	fixed("Logger", next.Logger != old.Logger)
 	fixed("OnEvent", funcPtr(next.OnEvent) != funcPtr(old.OnEvent))

@@ -44,7 +44,7 @@ func (k *Kernel) appendSamples(p *metricfam.Page) {
 	m := k.m
 	kl := ""
 	if name := m.name; name != "" {
-		kl = `kernel="` + name + `"` // validName admits nothing that needs escaping
+		kl = `kernel="` + name + `"` // check.Name admits nothing that needs escaping
 	}
 	var prio [queue.NumLevels]string
 	for l := range queue.NumLevels {

@@ -91,7 +91,7 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 			at = k.ls.budget.Refill(k.ls.now, at)
 		}
 		if h.has(featDurable) {
-			k.journalRetry(h, at, err)
+			k.journalRetry(h, a, at, err, final)
 		}
 		k.toWheel(h, na, Retrying, at, err)
 		return
@@ -99,7 +99,7 @@ func (k *Kernel) retryOrEnd(h *Handle, a *attempt, err error, final State) {
 	if more && h.has(featDurable) && (k.ls.draining || k.ls.closing) {
 		// The process stops, not the task: the store keeps it for a retry by the next
 		// kernel, after its backoff.
-		k.journalRetry(h, k.ls.now.Add(k.backoff(p, int(a.n), err)), err)
+		k.journalRetry(h, a, k.ls.now.Add(k.backoff(p, int(a.n), err)), err, final)
 		h.dur.keepLive = true
 	}
 	if refused {
@@ -186,6 +186,7 @@ func (k *Kernel) finishSelfSettled(a *attempt) {
 	if h.pooled {
 		recycle(h, a)
 	} else {
+		a.ctx.Freeze() // before finish: Handle.Result reads it
 		h.finish(nil)
 	}
 }

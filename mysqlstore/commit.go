@@ -120,6 +120,8 @@ type batch struct {
 	adopts map[string]bool
 	// toSet: the starts of the committing owner's stored tasks go to its start set.
 	toSet bool
+	// noHistory: the store keeps no attempt records (Options.AttemptsKept < 0).
+	noHistory bool
 	// insertsFirst: the optimistic plan runs the INSERT before the updates. True when a
 	// live insert with a unique key comes before a change that ends a task not inserted
 	// by the batch: that change may free the key, but only after the insert, which must
@@ -130,7 +132,7 @@ type batch struct {
 }
 
 func (s *Store) newBatch(changes []store.Change) *batch {
-	b := &batch{changes: changes, pre: make([]error, len(changes))}
+	b := &batch{changes: changes, pre: make([]error, len(changes)), noHistory: s.opts.AttemptsKept < 0}
 	for i := range changes {
 		c := &changes[i]
 		if err := c.Validate(); err != nil {
@@ -138,6 +140,9 @@ func (s *Store) newBatch(changes []store.Change) *batch {
 		} else if c.Op == store.OpInsert && len(c.Task.Payload) > s.opts.MaxPayload {
 			b.pre[i] = fmt.Errorf("mysqlstore: insert %q: payload of %d bytes, Options.MaxPayload is %d: %w",
 				c.Task.ID, len(c.Task.Payload), s.opts.MaxPayload, store.ErrPayloadTooLarge)
+		} else if len(c.Task.Result) > s.opts.MaxResult {
+			b.pre[i] = fmt.Errorf("mysqlstore: %s %q: result of %d bytes, Options.MaxResult is %d: %w",
+				c.Op, c.Task.ID, len(c.Task.Result), s.opts.MaxResult, store.ErrPayloadTooLarge)
 		}
 	}
 	storekit.RefuseBeforeInsert(changes, b.pre)
@@ -228,6 +233,10 @@ type row struct {
 	runAt                time.Time
 	lastError            string
 	updatedAt            time.Time
+
+	hist      string // attempt records the batch appends to the row's history (history.go)
+	setResult bool
+	result    []byte
 }
 
 // commitOnce runs the batch in one transaction. Optimistic: rows are assumed as the batch
@@ -480,7 +489,7 @@ func plan(b *batch, rows map[string]*row, keys *keyPlan) []error {
 			if c.Adopt {
 				r.adopt, r.owned, r.pool = r.ins == nil, true, false
 			}
-			r.apply(c, keys.holders, b.toSet)
+			r.apply(c, keys.holders, b.toSet, b.noHistory)
 		case storekit.AlreadyApplied(b.changes, results, b.next, i, r.fence, r.state, r.attempt):
 			// The batch is a retry of one that landed: report what it reported then.
 		default:
@@ -534,7 +543,7 @@ func (r *row) insert(c *store.Change, rows map[string]*row, keys *keyPlan, noOwn
 // batch changed no other way goes to the owner's start set (started) instead of the
 // row; any other change of a row in the set, or started, writes the row whole (its
 // attempt and fence from the set too).
-func (r *row) apply(c *store.Change, holders map[string]keyHolder, toSet bool) {
+func (r *row) apply(c *store.Change, holders map[string]keyHolder, toSet, noHistory bool) {
 	switch c.Op {
 	case store.OpStart:
 		r.attempt, r.fence, r.setAttempt = c.Task.Attempt, c.Task.Fence, true
@@ -548,6 +557,12 @@ func (r *row) apply(c *store.Change, holders map[string]keyHolder, toSet bool) {
 			r.lastError, r.setLastError = storekit.TruncateLastError(c.Task.LastError), true
 		}
 	}
+	if len(c.Task.Result) > 0 { // OpSucceed, OpFail (Validate): the column is NULL until then
+		r.result, r.setResult = c.Task.Result, true
+	}
+	if c.Attempt.Number != 0 && !noHistory {
+		r.hist += encodeAttempt(c.Attempt)
+	}
 	r.state, r.updatedAt = c.ResultState(), c.Task.UpdatedAt
 	switch t := r.ins; {
 	case t != nil: // a row of this batch: change the row to insert
@@ -558,7 +573,7 @@ func (r *row) apply(c *store.Change, holders map[string]keyHolder, toSet bool) {
 		if r.setLastError {
 			t.LastError = r.lastError
 		}
-	case toSet && c.Op == store.OpStart && !c.Adopt && !r.adopt && r.mine && !r.dirty:
+	case toSet && c.Op == store.OpStart && !c.Adopt && !r.adopt && r.mine && !r.dirty && r.hist == "":
 		r.started = true
 	default:
 		r.dirty = true

@@ -61,6 +61,23 @@ func BenchmarkCommit(b *testing.B) {
 				}
 			})
 		})
+		// complete-history: the same, each success with its attempt's record (whose
+		// start is of its own millisecond, so that the records differ), as the kernel
+		// writes it.
+		b.Run(fmt.Sprintf("complete-history/batch=%d", size), func(b *testing.B) {
+			n := 0
+			benchUpdates(b, size, newTask, func(id string) []store.Change {
+				n++
+				start := now.Add(-time.Duration(n%size) * time.Millisecond)
+				return []store.Change{
+					{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: id, Fence: 2, Attempt: 1, UpdatedAt: now}},
+					{
+						Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: now.Add(time.Millisecond)},
+						Attempt: store.Attempt{Number: 1, Start: start, End: now.Add(time.Millisecond), Outcome: store.Succeeded, Owner: "ax-bench-host-0"},
+					},
+				}
+			})
+		})
 	}
 }
 

@@ -108,6 +108,14 @@
 // are per process: N processes with PerKey.Concurrency 5 run up to 5N tasks of a key at
 // once. headers (BLOB) holds [store.StoredTask] Headers (a trace context, see
 // kernel.Hooks), NULL for none: written by inserts only, in no index.
+//
+// result (MEDIUMBLOB, NULL for none) holds [store.StoredTask] Result, written by the
+// end that carries it ([Options.MaxResult]), and history (MEDIUMBLOB) the task's
+// attempt records ([store.Attempt]), each appended by the write of the change that
+// ends the attempt, in SQL (CONCAT, then SUBSTRING_INDEX keeps the last
+// [Options.AttemptsKept]), without reading the row: the ends of a batch that share
+// their other values stay one UPDATE, whose history is a CASE on id over at most 128
+// rows. Neither is in an index; only [Store.Get] and [Store.LookupTask] read them.
 // The store's throughput is in docs/performance.md.
 //
 // # Unique keys with a window
@@ -175,8 +183,9 @@
 // TABLE where the server can) and the index (state, owner, priority, run_at) (an online
 // index build, which reads the whole table) to a task table that lacks them, dropping the
 // index (state, priority, run_at) it replaces, the grp and gkey columns (in place where
-// the server can; the rows already stored get ”, no group) and the headers column (NULL)
-// to a task table that lacks them, the conn_id, started and started_v columns to an owner table that lacks them
+// the server can; the rows already stored get ”, no group), the unique_until and
+// unique_for_ms columns (0), and the headers, result and history columns (NULL) to a
+// task table that lacks them, the conn_id, started and started_v columns to an owner table that lacks them
 // (in place: MariaDB >= 10.3 and MySQL >= 8.0 add a column with a default without
 // copying the table), and creates <table>_starts. It drops the index
 // (state, updated_at) that task tables of earlier versions have: ALTER TABLE … DROP KEY

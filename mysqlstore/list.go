@@ -546,7 +546,7 @@ func (s *Store) LookupTask(ctx context.Context, id string, payload bool) (store.
 	if payload {
 		cols = columns + ", owner, LENGTH(payload), priority, run_at"
 	}
-	stmt := newQuery(256).raw("SELECT " + cols + " FROM ").raw(s.table).raw(" WHERE id = ").hexString(id).String()
+	stmt := newQuery(256).raw("SELECT " + cols + ", result, history FROM ").raw(s.table).raw(" WHERE id = ").hexString(id).String()
 	var (
 		rows  []listed
 		found bool
@@ -559,11 +559,14 @@ func (s *Store) LookupTask(ctx context.Context, id string, payload bool) (store.
 				prio  uint8
 				runAt int64
 				owner uint64
+				res   []byte
+				hist  []byte
 			)
-			t, err := scanTaskWith(sc, &owner, &size, &prio, &runAt)
+			t, err := scanTaskWith(sc, &owner, &size, &prio, &runAt, &res, &hist)
 			if !payload {
 				t.Payload = nil
 			}
+			t.Result, t.History = res, decodeHistory(hist)
 			rows, found = append(rows, listed{info: store.TaskInfo{StoredTask: t, Owner: owner, PayloadSize: size}}), true
 			return err
 		})

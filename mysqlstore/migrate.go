@@ -10,11 +10,12 @@ import (
 
 // Migrate creates the store's tables when they do not exist (CREATE TABLE IF NOT
 // EXISTS), checks that an existing task table has the columns the store needs, adds the
-// owner column and its index, and the group and key columns (grp, gkey: empty for the
-// rows stored before, tasks of no group) and the unique-key window columns
-// (unique_until, unique_for_ms: 0, no window, for the rows stored before) and the
-// headers column (NULL: none), to a task
-// table that lacks them, drops the
+// owner column and its index, the group and key columns (grp, gkey: empty for the
+// rows stored before, tasks of no group), the unique-key window columns
+// (unique_until, unique_for_ms: 0, no window, for the rows stored before), the
+// headers column (NULL: none), and the result and history columns (NULL for the rows
+// stored before: no result, no attempt records), to a task table that lacks them,
+// drops the
 // index (state, updated_at) of a task table that has it (online), with
 // [Options.ListIndexes] the listing's indexes (kind) and (grp, gkey) to a task table
 // that lacks them (online), the conn_id,
@@ -45,13 +46,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if err := s.addGroupKey(ctx); err != nil {
 			return err
 		}
-		for _, c := range []struct{ name, def string }{{"unique_until", uniqueUntilColumn}, {"unique_for_ms", uniqueForColumn}} {
+		for _, c := range []struct{ name, def string }{
+			{"unique_until", uniqueUntilColumn}, {"unique_for_ms", uniqueForColumn}, {"headers", headersColumn},
+			{"result", resultColumn}, {"history", historyColumn},
+		} {
 			if err := s.addColumn(ctx, s.opts.Table, s.table, c.name, c.def); err != nil {
 				return err
 			}
-		}
-		if err := s.addColumn(ctx, s.opts.Table, s.table, "headers", headersColumn); err != nil {
-			return err
 		}
 		if err := s.dropIndex(ctx, stateUpdatedIndex); err != nil {
 			return err

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/axsched/ax/store"
 )
 
 // Defaults and limits of [Options].
@@ -20,6 +22,11 @@ const (
 	// MaxPayloadMax is the largest payload cap: 64 MiB (the server's max_allowed_packet
 	// must hold twice the cap; see [Store.Migrate]).
 	MaxPayloadMax = 64 << 20
+	// MaxResultDefault is the result cap when Options.MaxResult is zero: 64 KiB.
+	MaxResultDefault = 64 << 10
+	// AttemptsKeptMax is the most attempt records per task Options.AttemptsKept may
+	// keep.
+	AttemptsKeptMax = 100
 	// RetentionDefault is how long completed tasks are kept when Options.Retention is zero.
 	RetentionDefault = 24 * time.Hour
 	// PurgeIntervalDefault is how often completed tasks are purged when
@@ -95,6 +102,19 @@ type Options struct {
 	// LockWaitDefault.
 	LockWait time.Duration
 
+	// MaxResult caps a task's result (store.StoredTask.Result), in bytes, at most
+	// store.ResultMax (1 MiB): a kernel on the store refuses a larger one when the
+	// task's function sets it (the store is a [store.ResultLimiter]), and a change
+	// that carries one is refused with [store.ErrPayloadTooLarge]. If zero,
+	// MaxResultDefault.
+	MaxResult int
+
+	// AttemptsKept is how many attempt records per task the store keeps
+	// (store.StoredTask.History): the most recent ones, at most AttemptsKeptMax.
+	// Each record makes the write of an end larger (see "Schema" in the package
+	// docs); -1 keeps none, and writes none. If zero, store.AttemptsKeptDefault (5).
+	AttemptsKept int
+
 	// Logger receives the store's warnings (retries, purge errors, connections killed
 	// to free the locks of a stuck transaction) and the driver's messages, passwords
 	// removed. If nil, nothing is logged.
@@ -124,6 +144,12 @@ func (o Options) Validate() error {
 	if o.MaxPayload < 0 || o.MaxPayload > MaxPayloadMax {
 		errs = append(errs, &OptionError{"Options.MaxPayload", o.MaxPayload, "must be between 0 and MaxPayloadMax (64 MiB)"})
 	}
+	if o.MaxResult < 0 || o.MaxResult > store.ResultMax {
+		errs = append(errs, &OptionError{"Options.MaxResult", o.MaxResult, "must be between 0 and store.ResultMax (1 MiB)"})
+	}
+	if o.AttemptsKept < -1 || o.AttemptsKept > AttemptsKeptMax {
+		errs = append(errs, &OptionError{"Options.AttemptsKept", o.AttemptsKept, "must be between -1 and AttemptsKeptMax (100)"})
+	}
 	if o.PurgeInterval < 0 {
 		errs = append(errs, &OptionError{"Options.PurgeInterval", o.PurgeInterval, "must be >= 0"})
 	}
@@ -137,6 +163,8 @@ func (o Options) Validate() error {
 func (o Options) withDefaults() Options {
 	o.Table = cmp.Or(o.Table, TableDefault)
 	o.MaxPayload = cmp.Or(o.MaxPayload, MaxPayloadDefault)
+	o.MaxResult = cmp.Or(o.MaxResult, MaxResultDefault)
+	o.AttemptsKept = cmp.Or(o.AttemptsKept, store.AttemptsKeptDefault)
 	o.Retention = cmp.Or(o.Retention, RetentionDefault)
 	o.PurgeInterval = cmp.Or(o.PurgeInterval, PurgeIntervalDefault)
 	o.Retries = cmp.Or(o.Retries, RetriesDefault)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/axsched/ax/mysqlstore"
+	"github.com/axsched/ax/store"
 )
 
 func TestOptionsValidate(t *testing.T) {
@@ -31,6 +32,10 @@ func TestOptionsValidate(t *testing.T) {
 		{"nul", mysqlstore.Options{Table: "ax\x00"}, "Options.Table"},
 		{"payload negative", mysqlstore.Options{MaxPayload: -1}, "Options.MaxPayload"},
 		{"payload huge", mysqlstore.Options{MaxPayload: mysqlstore.MaxPayloadMax + 1}, "Options.MaxPayload"},
+		{"result negative", mysqlstore.Options{MaxResult: -1}, "Options.MaxResult"},
+		{"result huge", mysqlstore.Options{MaxResult: store.ResultMax + 1}, "Options.MaxResult"},
+		{"attempts negative", mysqlstore.Options{AttemptsKept: -2}, "Options.AttemptsKept"},
+		{"attempts huge", mysqlstore.Options{AttemptsKept: mysqlstore.AttemptsKeptMax + 1}, "Options.AttemptsKept"},
 		{"purge interval", mysqlstore.Options{PurgeInterval: -1}, "Options.PurgeInterval"},
 		{"lock wait", mysqlstore.Options{LockWait: -1}, "Options.LockWait"},
 	}

@@ -35,11 +35,17 @@ func (s *Store) Recover(ctx context.Context) ([]store.StoredTask, error) {
 // live rows of an owner, it reads them and the sets in one read-only transaction at
 // repeatable read, so from one snapshot; unless first, it reads them so only.
 func (s *Store) readOverlaid(ctx context.Context, query string, first bool) ([]store.StoredTask, error) {
+	return s.readOverlaidWith(ctx, query, first, scanOwned)
+}
+
+// readOverlaidWith is readOverlaid with the scan of each row: scanOwned, or
+// scanOwnedFull for a query that selects result and history after owner.
+func (s *Store) readOverlaidWith(ctx context.Context, query string, first bool, scan func(scanner) (ownedTask, error)) ([]store.StoredTask, error) {
 	var ts []ownedTask
 	read := func(q queryer) error {
 		ts = ts[:0]
 		return scanAll(ctx, q, query, func(sc scanner) error {
-			t, err := scanOwned(sc)
+			t, err := scan(sc)
 			ts = append(ts, t)
 			return err
 		})
@@ -83,10 +89,10 @@ func (s *Store) Get(ctx context.Context, id string) (store.StoredTask, error) {
 		return store.StoredTask{}, err
 	}
 	var ts []store.StoredTask
-	q := newQuery(128).raw("SELECT " + columns + ", owner FROM ").raw(s.table).raw(" WHERE id = ").hexString(id)
+	q := newQuery(128).raw("SELECT " + columns + ", owner, result, history FROM ").raw(s.table).raw(" WHERE id = ").hexString(id)
 	err := s.retry(ctx, "get", func() error {
 		var err error
-		ts, err = s.readOverlaid(ctx, q.String(), true)
+		ts, err = s.readOverlaidWith(ctx, q.String(), true, scanOwnedFull)
 		return err
 	})
 	if err != nil {
@@ -206,7 +212,7 @@ func (s *Store) requeue(ctx context.Context, o *store.Owner, now time.Time, ids 
 		return nil, err
 	}
 	q = newQuery(256).raw("UPDATE IGNORE ").raw(s.table).raw(" SET state = ").uint(uint64(stateCode(store.Queued))).
-		raw(", attempt = 0, fence = fence + 1, run_at = ").int(millis(now)).raw(", updated_at = ").int(millis(now)).
+		raw(", attempt = 0, fence = fence + 1, result = NULL, run_at = ").int(millis(now)).raw(", updated_at = ").int(millis(now)).
 		raw(", live_key = IF(unique_key = '', NULL, unique_key), owner = ").uint(owner).
 		raw(", version = version + 1 WHERE id IN ").hexList(dead).raw(" AND state IN " + deadLetterCodes)
 	if _, err = tx.ExecContext(ctx, q.String()); err != nil {

@@ -389,6 +389,16 @@ func scanOwned(sc scanner) (ownedTask, error) {
 	return t, err
 }
 
+// scanOwnedFull reads the columns of scanOwned, then result and history.
+func scanOwnedFull(sc scanner) (ownedTask, error) {
+	var t ownedTask
+	var result, hist []byte
+	var err error
+	t.StoredTask, err = scanTaskWith(sc, &t.owner, &result, &hist)
+	t.Result, t.History = result, decodeHistory(hist)
+	return t, err
+}
+
 // overlaySets reads the sets of the owners of the live rows among ts and gives each
 // row in its owner's set the state the set records.
 func (s *Store) overlaySets(ctx context.Context, ex queryer, ts []ownedTask) error {

@@ -74,7 +74,7 @@ func (s *Store) updates(rows map[string]*row, ids []string, guard string) []stat
 	for len(rest) > 0 {
 		n, size := 0, 0
 		for n < len(rest) && n < updateRowsMax {
-			size += 2*len(rest[n].id) + 2*len(rest[n].lastError) + 96
+			size += 2*len(rest[n].id) + 2*len(rest[n].lastError) + 2*len(rest[n].hist) + 2*len(rest[n].result) + 112
 			if n > 0 && size > budget {
 				break
 			}
@@ -106,6 +106,8 @@ type setKey struct {
 	setAttempt      bool
 	setRunAt        bool
 	setLastError    bool
+	setResult       bool
+	result          string // when setResult
 }
 
 func setOf(r *row) setKey {
@@ -121,6 +123,9 @@ func setOf(r *row) setKey {
 	}
 	if r.setLastError {
 		k.lastError = r.lastError
+	}
+	if r.setResult {
+		k.setResult, k.result = true, string(r.result)
 	}
 	return k
 }
@@ -145,10 +150,13 @@ func setsOf(rows []*row) [][]*row {
 
 // setUpdates returns the UPDATEs of rows (sorted by ID) that write the same values:
 // UPDATE … SET state = …, … WHERE id IN (…) AND fence = … AND state <= live, one per
-// chunk of updateRowsMax rows or statementBudget bytes.
+// chunk of updateRowsMax rows or statementBudget bytes. The attempt records the rows
+// append, each its own, are a CASE on id (see histCase), in chunks of at most
+// histRowsMax rows, since the server tries its branches in turn.
 func (s *Store) setUpdates(rows []*row, guard string) []statement {
 	k := setOf(rows[0])
-	head := newQuery(128 + 2*len(k.lastError))
+	hist := anyHistory(rows)
+	head := newQuery(128 + 2*len(k.lastError) + 2*len(k.result))
 	head.raw("UPDATE ").raw(s.table).raw(" SET state = ").uint(uint64(k.state))
 	if k.fence != k.preFence {
 		head.raw(", fence = ").uint(k.fence)
@@ -162,26 +170,37 @@ func (s *Store) setUpdates(rows []*row, guard string) []statement {
 	if k.setLastError {
 		head.raw(", last_error = ").hexString(k.lastError)
 	}
+	if k.setResult {
+		head.raw(", result = ").hexString(k.result)
+	}
 	head.raw(", updated_at = ").int(k.updatedAt)
 	if k.state > stateCode(store.Retrying) {
 		head.raw(", live_key = " + keyAtEnd)
 	}
-	// id IN (…) first: the optimizer reads the primary key's ranges for it.
-	head.raw(", version = version + 1 WHERE id IN (")
+	// id IN (…) first (written by the loop below): the optimizer reads the primary
+	// key's ranges for it.
 	tail := newQuery(64 + len(guard)).raw(") AND fence = ").uint(k.preFence).raw(" AND state <= " + liveMaxCode).raw(guard).String()
 	budget := s.statementBudget() - head.Len() - len(tail)
+	most := updateRowsMax
+	if hist {
+		most = histRowsMax
+	}
 	var stmts []statement
 	for len(rows) > 0 {
 		n, size := 0, 0
-		for n < len(rows) && n < updateRowsMax {
-			size += 2*len(rows[n].id) + 4
+		for n < len(rows) && n < most {
+			size += 4*len(rows[n].id) + 2*len(rows[n].hist) + 24
 			if n > 0 && size > budget {
 				break
 			}
 			n++
 		}
-		q := newQuery(head.Len() + size + len(tail))
+		q := newQuery(head.Len() + size + len(tail) + 64)
 		q.raw(head.String())
+		if hist {
+			q.raw(", history = ").raw(keepHistory(histCase(rows[:n]), s.opts.AttemptsKept))
+		}
+		q.raw(", version = version + 1 WHERE id IN (")
 		for i, r := range rows[:n] {
 			if i > 0 {
 				q.raw(",")
@@ -195,9 +214,39 @@ func (s *Store) setUpdates(rows []*row, guard string) []statement {
 	return stmts
 }
 
+// histRowsMax bounds the rows of a set's UPDATE that appends attempt records: its
+// CASE on id costs the server a comparison per branch tried, so rows × rows / 2.
+const histRowsMax = 128
+
+// anyHistory reports whether one of rows appends attempt records.
+func anyHistory(rows []*row) bool {
+	for _, r := range rows {
+		if r.hist != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// histCase returns the SQL CASE that gives each of rows the attempt records it
+// appends (the empty string for none).
+func histCase(rows []*row) string {
+	size := 32
+	for _, r := range rows {
+		size += 2*len(r.id) + 2*len(r.hist) + 16
+	}
+	q := newQuery(size).raw("CASE id")
+	for _, r := range rows {
+		if r.hist != "" {
+			q.raw(" WHEN ").hexString(r.id).raw(" THEN ").hexString(r.hist)
+		}
+	}
+	return q.raw(" ELSE '' END").String()
+}
+
 // upsert returns the INSERT … ON DUPLICATE KEY UPDATE of rows; size estimates its length.
 func (s *Store) upsert(rows []*row, size int, guard string) statement {
-	tail := upsertTail(guard)
+	tail := upsertTail(guard, s.opts.AttemptsKept)
 	q := newQuery(len(upsertHead) + len(tail) + size + 64)
 	q.raw("INSERT INTO ").raw(s.table).raw(upsertHead)
 	for i, r := range rows {
@@ -206,6 +255,10 @@ func (s *Store) upsert(rows []*row, size int, guard string) statement {
 		}
 		var flags uint64
 		attempt, runAt, lastError := 0, int64(0), ""
+		var result []byte
+		if r.setResult {
+			flags, result = flags|upsertResult, r.result
+		}
 		if r.setAttempt {
 			flags, attempt = flags|upsertAttempt, r.attempt
 		}
@@ -219,7 +272,8 @@ func (s *Store) upsert(rows []*row, size int, guard string) statement {
 		// these values, which the count of rows affected reveals (1, not 2).
 		q.raw("(").hexString(r.id).raw(",'','',0,").int(runAt).raw(",0,").uint(flags).raw(",").
 			int(int64(attempt)).raw(",").uint(r.fence).raw(",'',").uint(uint64(stateCode(r.state))).raw(",").
-			hexString(lastError).raw(",0,").int(millis(r.updatedAt)).raw(",").uint(r.preFence).raw(")")
+			hexString(lastError).raw(",0,").int(millis(r.updatedAt)).raw(",").uint(r.preFence).raw(",").
+			hexBytes(result).raw(",").hexString(r.hist).raw(")")
 	}
 	q.raw(tail)
 	return statement{sql: q.String(), want: 2 * int64(len(rows))}
@@ -227,8 +281,14 @@ func (s *Store) upsert(rows []*row, size int, guard string) statement {
 
 // updateOne returns the UPDATE of one stored row.
 func (s *Store) updateOne(r *row, guard string) statement {
-	q := newQuery(256 + 2*len(r.id) + 2*len(r.lastError))
+	q := newQuery(256 + 2*len(r.id) + 2*len(r.lastError) + 2*len(r.hist) + 2*len(r.result))
 	q.raw("UPDATE ").raw(s.table).raw(" SET fence = ").uint(r.fence).raw(", state = ").uint(uint64(stateCode(r.state)))
+	if r.setResult {
+		q.raw(", result = ").hexBytes(r.result)
+	}
+	if r.hist != "" {
+		q.raw(", history = ").raw(keepHistory(newQuery(2*len(r.hist)+4).hexString(r.hist).String(), s.opts.AttemptsKept))
+	}
 	if r.setAttempt {
 		q.raw(", attempt = ").int(int64(r.attempt))
 	}
@@ -253,12 +313,13 @@ const (
 	upsertAttempt = 1 << iota
 	upsertRunAt
 	upsertLastError
+	upsertResult
 )
 
 // upsertHead lists the columns of an upsert row. Besides the new values, version carries
 // the fence the row must have (its pre-fence) and max_attempts the flags: neither is ever
 // written by an upsert, whose assignments read them with VALUES().
-const upsertHead = " (id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at, version) VALUES "
+const upsertHead = " (id, kind, payload, priority, run_at, timeout_ns, max_attempts, attempt, fence, unique_key, state, last_error, created_at, updated_at, version, result, history) VALUES "
 
 // upsertTail returns the tail that applies an upsert row to the stored row when the
 // stored fence is the pre-fence, the task is live and guard holds (ok below), and
@@ -268,11 +329,14 @@ const upsertHead = " (id, kind, payload, priority, run_at, timeout_ns, max_attem
 // come last; fence's own test holds under both rules: after the state assignment, the
 // state is the new one exactly when ok held (or the row was terminal in that very state
 // at the pre-fence, for an op that keeps the fence: a no-op).
-func upsertTail(guard string) string {
-	return strings.NewReplacer("OK", "fence = VALUES(version) AND state <= "+liveMaxCode+guard, "GUARD", guard).Replace(upsertTailOK)
+func upsertTail(guard string, keep int) string {
+	return strings.NewReplacer("OK", "fence = VALUES(version) AND state <= "+liveMaxCode+guard, "GUARD", guard,
+		"HISTORY", keepHistory("VALUES(history)", keep)).Replace(upsertTailOK)
 }
 
 var upsertTailOK = " ON DUPLICATE KEY UPDATE" +
+	" result = IF(OK AND VALUES(max_attempts) & 8, VALUES(result), result)," +
+	" history = IF(OK AND VALUES(history) <> '', HISTORY, history)," +
 	" attempt = IF(OK AND VALUES(max_attempts) & 1, VALUES(attempt), attempt)," +
 	" run_at = IF(OK AND VALUES(max_attempts) & 2, VALUES(run_at), run_at)," +
 	" last_error = IF(OK AND VALUES(max_attempts) & 4, VALUES(last_error), last_error)," +
@@ -346,16 +410,25 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 	for len(ins) > 0 {
 		size := 0
 		for _, r := range ins[:min(len(ins), insertRowsMax)] {
-			size += 2*len(r.ins.Payload) + 256 + headersEst(r.ins.Headers)
+			size += 2*len(r.ins.Payload) + 2*len(r.result) + 2*len(r.hist) + 256 + headersEst(r.ins.Headers)
 		}
 		q := newQuery(min(size, budget) + 512)
+		// result and history only when a row of the statement has one (a task
+		// inserted and ended in one batch): the others leave them NULL.
+		extra := false
+		for _, r := range ins[:min(len(ins), insertRowsMax)] {
+			extra = extra || r.setResult || r.hist != ""
+		}
 		q.raw("INSERT INTO ").raw(s.table).raw(" (" + columns + ", live_key")
+		if extra {
+			q.raw(", result, history")
+		}
 		if owner != 0 {
 			q.raw(", owner")
 		}
 		q.raw(") VALUES ")
 		n := 0
-		for n < len(ins) && n < insertRowsMax && (n == 0 || q.Len()+2*len(ins[n].ins.Payload)+headersEst(ins[n].ins.Headers)+2048 < budget) {
+		for n < len(ins) && n < insertRowsMax && (n == 0 || q.Len()+2*len(ins[n].ins.Payload)+2*len(ins[n].result)+2*len(ins[n].hist)+headersEst(ins[n].ins.Headers)+2048 < budget) {
 			t := ins[n].ins
 			if n > 0 {
 				q.raw(",")
@@ -376,6 +449,20 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 				q.hexString(t.UniqueKey)
 			} else {
 				q.raw("NULL")
+			}
+			if r := ins[n]; extra {
+				q.raw(",")
+				if r.setResult {
+					q.hexBytes(r.result)
+				} else {
+					q.raw("NULL")
+				}
+				q.raw(",")
+				if r.hist != "" {
+					q.hexString(lastRecords(r.hist[1:], s.opts.AttemptsKept))
+				} else {
+					q.raw("NULL")
+				}
 			}
 			if owner != 0 && ins[n].pool {
 				q.raw(",0")

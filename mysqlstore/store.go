@@ -166,6 +166,9 @@ func (s *Store) Table() string { return s.opts.Table }
 // durable submit at once, before any write.
 func (s *Store) MaxPayload() int { return s.opts.MaxPayload }
 
+// MaxResult implements [store.ResultLimiter]: it returns Options.MaxResult.
+func (s *Store) MaxResult() int { return s.opts.MaxResult }
+
 // Close stops the purger and, for a store made by [Open], closes its connection pool.
 // Calls after Close fail with [store.ErrStoreClosed]. It is idempotent; calls running
 // when it is called finish or fail on their own.
@@ -235,10 +238,20 @@ const schema = `CREATE TABLE IF NOT EXISTS %s (
 	` + uniqueUntilColumn + `,
 	` + uniqueForColumn + `,
 	` + headersColumn + `,
+	` + resultColumn + `,
+	` + historyColumn + `,
 	PRIMARY KEY (id),
 	UNIQUE KEY live_key (live_key),
 	` + ownerIndex + `
 ) ENGINE=InnoDB`
+
+// The result and history columns of a task (store.StoredTask.Result and History),
+// which Migrate adds to a task table that lacks them. history holds the attempt
+// records (see history.go); both are NULL until a change writes them.
+const (
+	resultColumn  = "result MEDIUMBLOB NULL COMMENT 'StoredTask.Result, set by succeed and fail'"
+	historyColumn = "history MEDIUMBLOB NULL COMMENT 'StoredTask.History: attempt records (history.go)'"
+)
 
 // stateUpdatedIndex is the index (state, updated_at) of the task tables of earlier
 // versions, which Migrate drops: the state index serves what it served (see doc.go,

@@ -324,3 +324,61 @@ func TestDropCompleted(t *testing.T) {
 		}
 	}
 }
+
+// TestResultCaps: a store keeps the last Options.AttemptsKept records, and refuses a
+// result over Options.MaxResult, which it reports as a store.ResultLimiter.
+func TestResultCaps(t *testing.T) {
+	s, _ := setup(t, mysqlstore.Options{MaxResult: 8, AttemptsKept: 2})
+	var _ store.ResultLimiter = s
+	if got := s.MaxResult(); got != 8 {
+		t.Fatalf("MaxResult() = %d, want 8", got)
+	}
+	ctx := context.Background()
+	now := time.UnixMilli(10_000)
+	changes := []store.Change{{Op: store.OpInsert, Task: store.StoredTask{ID: "a", Kind: "k", State: store.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now}}}
+	for n := 1; n <= 3; n++ {
+		changes = append(changes,
+			store.Change{Op: store.OpStart, Fence: uint64(n), Task: store.StoredTask{ID: "a", Fence: uint64(n + 1), Attempt: n, UpdatedAt: now}},
+			store.Change{
+				Op: store.OpRetry, Fence: uint64(n + 1), Task: store.StoredTask{ID: "a", RunAt: now, LastError: "e", UpdatedAt: now},
+				Attempt: store.Attempt{Number: n, Start: now, End: now, Outcome: store.Failed, Error: "e"},
+			})
+	}
+	if res, err := s.Commit(ctx, changes); err != nil || errors.Join(res...) != nil {
+		t.Fatalf("Commit() = %v, %v", res, err)
+	}
+	big := store.Change{Op: store.OpSucceed, Fence: 4, Task: store.StoredTask{ID: "a", Result: []byte("123456789"), UpdatedAt: now}}
+	res, err := s.Commit(ctx, []store.Change{big})
+	if err != nil || !errors.Is(res[0], store.ErrPayloadTooLarge) || !strings.Contains(res[0].Error(), "Options.MaxResult is 8") {
+		t.Fatalf("Commit(result of 9 bytes) = %v, %v; want ErrPayloadTooLarge naming Options.MaxResult", res, err)
+	}
+	got, err := s.Get(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != store.Retrying || len(got.History) != 2 || got.History[0].Number != 2 || got.History[1].Number != 3 {
+		t.Fatalf("Get() = %s, history %+v; want retrying with attempts 2 and 3", got.State, got.History)
+	}
+}
+
+// TestNoHistory: with Options.AttemptsKept -1 the store writes no attempt records.
+func TestNoHistory(t *testing.T) {
+	s, _ := setup(t, mysqlstore.Options{AttemptsKept: -1})
+	ctx := context.Background()
+	now := time.UnixMilli(10_000)
+	changes := []store.Change{
+		{Op: store.OpInsert, Task: store.StoredTask{ID: "a", Kind: "k", State: store.Queued, Fence: 1, CreatedAt: now, UpdatedAt: now}},
+		{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: "a", Fence: 2, Attempt: 1, UpdatedAt: now}},
+		{
+			Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: "a", Result: []byte("r"), UpdatedAt: now},
+			Attempt: store.Attempt{Number: 1, Start: now, End: now, Outcome: store.Succeeded},
+		},
+	}
+	if res, err := s.Commit(ctx, changes); err != nil || errors.Join(res...) != nil {
+		t.Fatalf("Commit() = %v, %v", res, err)
+	}
+	got, err := s.Get(ctx, "a")
+	if err != nil || got.History != nil || string(got.Result) != "r" {
+		t.Fatalf("Get() = history %+v, result %q, %v; want none, r", got.History, got.Result, err)
+	}
+}

@@ -34,8 +34,9 @@ type TaskLister interface {
 	ListTasks(ctx context.Context, q TaskQuery) (TaskPage, error)
 
 	// LookupTask returns the task id in whatever state it is, with its payload when
-	// payload is true (nil otherwise), or an error wrapping [ErrUnknownTask] when the
-	// store does not hold it.
+	// payload is true (nil otherwise), its result and its attempt records, or an
+	// error wrapping [ErrUnknownTask] when the store does not hold it. (ListTasks
+	// may leave Result and History nil.)
 	LookupTask(ctx context.Context, id string, payload bool) (TaskInfo, error)
 }
 

@@ -188,6 +188,16 @@ type StoredTask struct {
 	// returns tasks, nil (or empty) for a task inserted with none. A store keeps a copy:
 	// it neither retains nor modifies the caller's map.
 	Headers map[string]string
+	// Result is what the attempt that ended the task left for its caller (set by
+	// [OpSucceed] or [OpFail]), at most [ResultMax] bytes, or a store's own limit (see
+	// [ResultLimiter]); nil when it left none. Nil and empty are the same. Kept until
+	// the task is deleted ([Store.PurgeCompleted], [Store.Purge]); [Store.Requeue]
+	// clears it. Returned by [Store.Get]; other reads may leave it nil.
+	Result []byte
+	// History holds the records of the task's most recent ended attempts, oldest
+	// first (see [Attempt]); an [OpInsert] does not set it. Returned by [Store.Get];
+	// other reads may leave it nil.
+	History []Attempt
 }
 
 // KeyHeldUntil returns when t's window ends if t is terminal and its last change (its
@@ -239,11 +249,12 @@ const (
 	// becomes Task.LastError. The fence does not change.
 	OpRetry
 	// OpSucceed records success: State becomes Succeeded, terminal; a unique key is
-	// freed, or held for its window. LastError is kept.
+	// freed, or held for its window. LastError is kept; Result becomes Task.Result.
 	OpSucceed
 	// OpFail dead-letters the task: State becomes Task.State, which must be Failed,
-	// TimedOut, Evicted or Abandoned (zero means Failed), and LastError becomes
-	// Task.LastError. Terminal; a unique key is freed, or held for its window.
+	// TimedOut, Evicted or Abandoned (zero means Failed), LastError becomes
+	// Task.LastError and Result becomes Task.Result. Terminal; a unique key is freed,
+	// or held for its window.
 	OpFail
 	// OpCancel records a cancellation: State becomes Canceled, LastError becomes
 	// Task.LastError when it is not empty. Terminal; a unique key is freed, or held
@@ -289,6 +300,10 @@ type Change struct {
 	// is. It is how a kernel starts, through its group commits, the tasks it put in
 	// the pool itself, without a [SharedStore.Claim].
 	Adopt bool
+	// Attempt, when its Number is not 0, is the record of the attempt the change
+	// ends, appended to the task's [StoredTask.History] when the change applies: see
+	// [Attempt] for the ops that carry one.
+	Attempt Attempt
 }
 
 // Limits every [Store] enforces; a change beyond them is refused with [ErrInvalidChange].
@@ -408,6 +423,15 @@ func (c *Change) Validate() error {
 	}
 	if c.Adopt && c.Op != OpStart {
 		return invalidChange(c, "Adopt", "is only for OpStart")
+	}
+	if len(t.Result) > 0 && c.Op != OpSucceed && c.Op != OpFail {
+		return invalidChange(c, "Task.Result", "is only for OpSucceed and OpFail")
+	}
+	if len(t.Result) > ResultMax {
+		return invalidChange(c, "Task.Result", "longer than ResultMax bytes")
+	}
+	if field, reason := validAttempt(c); field != "" {
+		return invalidChange(c, field, reason)
 	}
 	if c.Op == OpFail && t.State != 0 && !t.State.DeadLetter() {
 		return invalidChange(c, "Task.State", "must be Failed, TimedOut, Evicted or Abandoned")

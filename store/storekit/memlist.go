@@ -85,6 +85,7 @@ func (s *MemoryStore) LookupTask(ctx context.Context, id string, payload bool) (
 		var t *store.StoredTask
 		if t, ok = s.tasks[id]; ok {
 			out = s.infoLocked(t, payload)
+			out.Result, out.History = slices.Clone(t.Result), slices.Clone(t.History)
 		}
 	})
 	if err == nil && !ok {
@@ -97,6 +98,7 @@ func (s *MemoryStore) LookupTask(ctx context.Context, id string, payload bool) (
 func (s *MemoryStore) infoLocked(t *store.StoredTask, payload bool) store.TaskInfo {
 	info := store.TaskInfo{StoredTask: *t, Owner: s.owner[t.ID], PayloadSize: len(t.Payload)}
 	info.Payload, info.Headers = nil, maps.Clone(t.Headers)
+	info.Result, info.History = nil, nil // the store's: never shared
 	if payload {
 		info.Payload = slices.Clone(t.Payload)
 	}

@@ -25,6 +25,16 @@ type MemoryStore struct {
 	closed bool                         // guarded by mu
 	shared                              // guarded by mu: owners and named leases
 	id     string                       // immutable: see Identity
+	keep   int                          // guarded by mu: attempt records kept per task (0: the default)
+}
+
+// SetAttemptsKept sets how many attempt records per task the store keeps (see
+// [store.Attempt]): the most recent n. n <= 0 means [store.AttemptsKeptDefault].
+// Histories already longer are cut at their next record.
+func (s *MemoryStore) SetAttemptsKept(n int) {
+	s.mu.Lock()
+	s.keep = n
+	s.mu.Unlock()
 }
 
 var (
@@ -99,6 +109,9 @@ func (s *MemoryStore) commitLocked(changes []store.Change, owner uint64) []error
 				s.owner[t.ID] = owner
 			}
 			s.applyLocked(t, c)
+			if c.Attempt.Number != 0 {
+				t.History = store.AppendAttempt(t.History, c.Attempt, s.keep)
+			}
 		case s.lookAhead(changes, results, &next, i, t) && (!c.Adopt || s.owner[t.ID] == owner):
 			// The batch is a retry of one that landed: report what it reported then.
 		default:
@@ -131,6 +144,7 @@ func (s *MemoryStore) insertLocked(c *store.Change, owner uint64) error {
 	t := c.Task
 	t.Payload = slices.Clone(t.Payload)
 	t.Headers = maps.Clone(t.Headers)
+	t.Result, t.History = nil, nil // set by the changes that end attempts only
 	if t.Priority == store.PriorityDefault {
 		t.Priority = store.Normal
 	}
@@ -175,6 +189,9 @@ func (s *MemoryStore) applyLocked(t *store.StoredTask, c *store.Change) {
 		t.LastError = TruncateLastError(c.Task.LastError)
 	case store.OpFail:
 		t.LastError = TruncateLastError(c.Task.LastError)
+		t.Result = slices.Clone(c.Task.Result)
+	case store.OpSucceed:
+		t.Result = slices.Clone(c.Task.Result)
 	case store.OpCancel:
 		if c.Task.LastError != "" {
 			t.LastError = TruncateLastError(c.Task.LastError)
@@ -297,7 +314,7 @@ func (s *MemoryStore) requeueLocked(now time.Time, ids []string, owner uint64) [
 				}
 				s.live[t.UniqueKey] = t.ID
 			}
-			t.State, t.Attempt, t.Fence = store.Queued, 0, t.Fence+1
+			t.State, t.Attempt, t.Fence, t.Result = store.Queued, 0, t.Fence+1, nil
 			t.RunAt, t.UpdatedAt = msTime(now), msTime(now)
 			if owner != 0 {
 				s.owner[t.ID] = owner
@@ -377,6 +394,8 @@ func copyTask(t *store.StoredTask) store.StoredTask {
 	c := *t
 	c.Payload = slices.Clone(t.Payload)
 	c.Headers = maps.Clone(t.Headers)
+	c.Result = slices.Clone(t.Result)
+	c.History = slices.Clone(t.History)
 	return c
 }
 

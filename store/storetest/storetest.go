@@ -12,6 +12,7 @@
 // Each subtest gets a new, empty store from newStore, which also arranges its cleanup.
 // The suite checks the contract documented on [store.Store]: idempotent inserts and
 // retried batches, unique keys, groups and keys, fences, recovery, dead letters, retention, large batches,
+// results and attempt history,
 // payload and time round trips, concurrent commits and closing; and, for a
 // [store.SharedStore], [store.ScheduleStore], [store.ReplicaStore], [store.Clock] or [store.TaskLister], their
 // contracts too.
@@ -71,6 +72,9 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"ConcurrentCommits", testConcurrentCommits},
 		{"ConcurrentUniqueKeys", testConcurrentUniqueKeys},
 		{"ContextDone", testContextDone},
+		{"Results", testResults},
+		{"History", testHistory},
+		{"HistoryBatches", testHistoryBatches},
 		{"Close", testClose},
 	}
 	for _, tt := range tests {

@@ -521,3 +521,30 @@ func (j *Journal[H, A]) probe(backoff time.Duration) time.Duration {
 	}
 	return nextBackoff(backoff)
 }
+
+// EndChange returns the change that ends task id at fence in state to (Succeeded,
+// Canceled, or a dead letter's), with its error text msg, at now, the result of its
+// last attempt (kept for Succeeded and Failed) and that attempt's record.
+func EndChange(id string, fence uint64, to store.State, msg string, now time.Time, result []byte, rec store.Attempt) store.Change {
+	c := store.Change{Fence: fence, Attempt: rec, Task: store.StoredTask{ID: id, UpdatedAt: now}}
+	switch to {
+	case store.Succeeded:
+		c.Op, c.Task.Result = store.OpSucceed, result
+	case store.Canceled:
+		c.Op, c.Task.LastError = store.OpCancel, msg
+	default: // Failed, TimedOut, Evicted
+		c.Op, c.Task.State, c.Task.LastError = store.OpFail, to, msg
+		if to == store.Failed {
+			c.Task.Result = result
+		}
+	}
+	return c
+}
+
+// ErrText returns err's message, "" for nil.
+func ErrText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
