@@ -110,7 +110,7 @@ func fixMix(mix saturationMixOf, p Params) Params {
 
 // saturationTasks are one priority's tasks in a run, indexed by arrival. The
 // generator writes refused and unsent, the task started and ended (ns since
-// the run's start); all are read after Wait.
+// the run's start, atomically); all are read after Wait.
 type saturationTasks struct {
 	started, ended []int64
 	refused        []bool // Submit refused the task
@@ -167,7 +167,7 @@ func runPriorityMix(ctx context.Context, f Factory, p Params, mix saturationMixO
 				}
 				t := Task{Priority: pr, Timeout: timeout, Run: func(ctx context.Context) error {
 					now := time.Since(t0)
-					ts.started[i] = max(1, int64(now))
+					atomic.StoreInt64(&ts.started[i], max(1, int64(now)))
 					// Past the end, queued tasks only drain: no figure needs them to work.
 					var err error
 					if now < end {
@@ -177,7 +177,9 @@ func runPriorityMix(ctx context.Context, f Factory, p Params, mix saturationMixO
 							time.Sleep(work)
 						}
 					}
-					ts.ended[i] = int64(time.Since(t0))
+					// A timed-out task's function may still run here after its handle ended
+					// (the kernel's zombies), past ex.Wait: atomic, as read below.
+					atomic.StoreInt64(&ts.ended[i], int64(time.Since(t0)))
 					if err != nil {
 						timedOut.Add(1)
 					}
@@ -213,7 +215,7 @@ func runPriorityMix(ctx context.Context, f Factory, p Params, mix saturationMixO
 		var rej, unstarted, uns int64
 		for i := range a.n {
 			due := int64(float64(i) * interval)
-			st := ts.started[i]
+			st := atomic.LoadInt64(&ts.started[i])
 			switch {
 			case ts.refused[i]:
 				rej++
@@ -230,7 +232,7 @@ func runPriorityMix(ctx context.Context, f Factory, p Params, mix saturationMixO
 			if st >= lo && st <= hi {
 				starts[pr]++
 			}
-			if en := ts.ended[i]; en >= lo && en <= hi {
+			if en := atomic.LoadInt64(&ts.ended[i]); en >= lo && en <= hi {
 				completions++
 			}
 			if due < lo {

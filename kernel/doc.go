@@ -100,8 +100,8 @@
 // docs/retries.md (timeouts, zombies, retry policies, the retry budget),
 // docs/groups.md (per-key limits, rates, circuit breakers, pause and resume),
 // docs/schedules.md (cron and intervals with package schedule, misfires,
-// overlap, durable schedules),
-// docs/durable.md (durable tasks, several processes on one store, the shared pool)
+// overlap, durable schedules), docs/flows.md (stages and sharded jobs, package flow),
+// docs/durable.md (durable tasks, several processes on one store, the shared pool),
 // docs/operations.md (stats, events, metrics, Update, stopping, what a caller
 // must not do) and docs/otel.md (tracing through Config.Hooks with module axotel).
 // docs/design.md describes how the kernel works inside.

@@ -48,8 +48,12 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return err
 		}
 		for _, c := range []struct{ name, def string }{
-			{"unique_until", uniqueUntilColumn}, {"unique_for_ms", uniqueForColumn}, {"headers", headersColumn},
-			{"result", resultColumn}, {"history", historyColumn}, {"started_at", startedAtColumn},
+			{"unique_until", uniqueUntilColumn},
+			{"unique_for_ms", uniqueForColumn},
+			{"headers", headersColumn},
+			{"result", resultColumn},
+			{"history", historyColumn},
+			{"started_at", startedAtColumn},
 			{"last_owner", lastOwnerColumn},
 		} {
 			if err := s.addColumn(ctx, s.opts.Table, s.table, c.name, c.def); err != nil {

@@ -152,7 +152,8 @@ func decodePage(b []byte, f func(id string, e startEntry)) error {
 		if k <= 0 || uint64(len(b)-k) < n {
 			return bad
 		}
-		id := append(prev[:shared:shared], b[k:k+int(n)]...)
+		id := make([]byte, 0, int(shared)+int(n))
+		id = append(append(id, prev[:shared]...), b[k:k+int(n)]...)
 		b = b[k+int(n):]
 		var v [3]uint64
 		for i := range v {
