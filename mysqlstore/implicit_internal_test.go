@@ -21,8 +21,10 @@ func TestImplicitRecord(t *testing.T) {
 		id := fmt.Sprintf("i%02d", i)
 		ins = append(ins, store.Change{Op: store.OpInsert, Task: store.StoredTask{ID: id, Kind: "k", State: store.Queued, Fence: 1, RunAt: t0, CreatedAt: t0, UpdatedAt: t0}})
 		starts = append(starts, store.Change{Op: store.OpStart, Fence: 1, Task: store.StoredTask{ID: id, Attempt: 1, Fence: 2, UpdatedAt: t0.Add(time.Millisecond)}})
-		ends = append(ends, store.Change{Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: t0.Add(9 * time.Millisecond)},
-			Attempt: store.Attempt{Number: 1, Start: t0.Add(time.Millisecond), End: t0.Add(9 * time.Millisecond), Outcome: store.Succeeded}})
+		ends = append(ends, store.Change{
+			Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: t0.Add(9 * time.Millisecond)},
+			Attempt: store.Attempt{Number: 1, Start: t0.Add(time.Millisecond), End: t0.Add(9 * time.Millisecond), Outcome: store.Succeeded},
+		})
 	}
 	for _, b := range [][]store.Change{ins, starts, ends} {
 		if _, err := s.Commit(ctx, b); err != nil {
