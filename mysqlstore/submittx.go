@@ -183,7 +183,10 @@ func (s *Store) txTask(t *TxTask, id string, now time.Time) (store.StoredTask, e
 	}
 	c := store.Change{Op: store.OpInsert, Task: st, Pool: true}
 	if err := c.Validate(); err != nil {
-		return st, err
+		// The store's rules name the fields of the StoredTask they check, which are
+		// the caller's TxTask fields of the same names.
+		msg := strings.TrimPrefix(err.Error(), store.ErrInvalidChange.Error()+": ")
+		return st, fmt.Errorf("%s: %w", strings.ReplaceAll(msg, " Task.", " TxTask."), store.ErrInvalidChange)
 	}
 	return st, nil
 }

@@ -335,16 +335,16 @@ func TestSubmitTxBadInput(t *testing.T) {
 		field string
 		is    error
 	}{
-		{"empty kind", mysqlstore.TxTask{}, "Task.Kind", store.ErrInvalidChange},
-		{"long kind", mysqlstore.TxTask{Kind: strings.Repeat("k", store.KindMax+1)}, "Task.Kind", store.ErrInvalidChange},
+		{"empty kind", mysqlstore.TxTask{}, "TxTask.Kind", store.ErrInvalidChange},
+		{"long kind", mysqlstore.TxTask{Kind: strings.Repeat("k", store.KindMax+1)}, "TxTask.Kind", store.ErrInvalidChange},
 		{"negative delay", mysqlstore.TxTask{Kind: "job", Delay: -1}, "TxTask.Delay", store.ErrInvalidChange},
 		{"delay and at", mysqlstore.TxTask{Kind: "job", Delay: 1, At: time.Now()}, "TxTask.At", store.ErrInvalidChange},
 		{"payload", mysqlstore.TxTask{Kind: "job", Payload: make([]byte, 17)}, "TxTask.Payload", store.ErrPayloadTooLarge},
-		{"long group", mysqlstore.TxTask{Kind: "job", Group: strings.Repeat("g", store.GroupNameMax+1)}, "Task.Group", store.ErrInvalidChange},
-		{"key without group", mysqlstore.TxTask{Kind: "job", Key: "k"}, "Task.Key", store.ErrInvalidChange},
-		{"negative window", mysqlstore.TxTask{Kind: "job", UniqueKey: "u", UniqueFor: -1}, "Task.UniqueFor", store.ErrInvalidChange},
-		{"window without key", mysqlstore.TxTask{Kind: "job", UniqueUntil: time.Now()}, "Task.UniqueUntil", store.ErrInvalidChange},
-		{"bad priority", mysqlstore.TxTask{Kind: "job", Priority: 9}, "Task.Priority", store.ErrInvalidChange},
+		{"long group", mysqlstore.TxTask{Kind: "job", Group: strings.Repeat("g", store.GroupNameMax+1)}, "TxTask.Group", store.ErrInvalidChange},
+		{"key without group", mysqlstore.TxTask{Kind: "job", Key: "k"}, "TxTask.Key", store.ErrInvalidChange},
+		{"negative window", mysqlstore.TxTask{Kind: "job", UniqueKey: "u", UniqueFor: -1}, "TxTask.UniqueFor", store.ErrInvalidChange},
+		{"window without key", mysqlstore.TxTask{Kind: "job", UniqueUntil: time.Now()}, "TxTask.UniqueUntil", store.ErrInvalidChange},
+		{"bad priority", mysqlstore.TxTask{Kind: "job", Priority: 9}, "TxTask.Priority", store.ErrInvalidChange},
 	} {
 		ids, err := s.SubmitTx(ctx, tx, mysqlstore.TxTask{Kind: "job"}, tc.task)
 		if ids != nil || !errors.Is(err, tc.is) || !strings.Contains(err.Error(), "tasks[1]") || !strings.Contains(err.Error(), tc.field) {
