@@ -268,7 +268,7 @@ func TestMaxParallel(t *testing.T) {
 					peak = max(peak, live)
 					order = append(order, s.Index)
 					mu.Unlock()
-					time.Sleep(time.Millisecond) // the shard's work
+					shardWork()
 					mu.Lock()
 					live--
 					mu.Unlock()
@@ -319,7 +319,7 @@ func TestGroupLimitsApply(t *testing.T) {
 				live++
 				peak = max(peak, live)
 				mu.Unlock()
-				time.Sleep(time.Millisecond) // the shard's work
+				shardWork()
 				mu.Lock()
 				live--
 				mu.Unlock()
@@ -521,3 +521,7 @@ func TestFullKernel(t *testing.T) {
 		close(block)
 	})
 }
+
+// shardWork stands for a shard's work: a millisecond of the bubble's virtual clock
+// (the tests that call it run under synctest), during which the shard holds its slot.
+func shardWork() { <-time.After(time.Millisecond) }
