@@ -29,7 +29,7 @@ func (s *Store) TasksByKey(ctx context.Context, keys []string) ([]store.StoredTa
 	if len(ks) == 0 {
 		return nil, nil
 	}
-	q := newQuery(128+len(ks)*(2*48+3)).raw("SELECT " + columns + ", owner, result, history" + s.implicitColumns() + " FROM ").raw(s.table).raw(" WHERE live_key IN ").hexList(ks)
+	q := newQuery(128 + len(ks)*(2*48+3)).raw("SELECT " + columns + ", owner, result, history" + s.implicitColumns() + " FROM ").raw(s.table).raw(" WHERE live_key IN ").hexList(ks)
 	var out []store.StoredTask
 	err := s.retry(ctx, "tasks by key", func() error {
 		var err error
