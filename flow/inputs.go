@@ -7,6 +7,7 @@ import "sync"
 type Inputs struct {
 	r     *run
 	stage int
+	d     *durIn // a durable run's
 }
 
 // Result returns the result of the stage named name, if that stage is one this
@@ -14,6 +15,9 @@ type Inputs struct {
 // otherwise (a sharded stage returns none). The slice is shared: do not modify
 // it.
 func (in Inputs) Result(name string) []byte {
+	if in.d != nil {
+		return in.d.results[name]
+	}
 	if in.r == nil {
 		return nil
 	}
@@ -24,8 +28,20 @@ func (in Inputs) Result(name string) []byte {
 	return in.r.res.get(j)
 }
 
+// Input returns the input of a durable run ([Durable.Start]); nil for a run in
+// memory. The slice is shared: do not modify it.
+func (in Inputs) Input() []byte {
+	if in.d == nil {
+		return nil
+	}
+	return in.d.input
+}
+
 // Flow returns the name of the flow the stage belongs to.
 func (in Inputs) Flow() string {
+	if in.d != nil {
+		return in.d.flow
+	}
 	if in.r == nil {
 		return ""
 	}
