@@ -69,6 +69,7 @@ type durable struct {
 
 // durIn is what a durable stage's Inputs read.
 type durIn struct {
+	run     string
 	flow    string
 	input   []byte
 	results map[string][]byte // the stages it depends on, directly or not, by name

@@ -276,7 +276,7 @@ func (d *durable) runTask(ctx context.Context, i int, payload []byte) (err error
 	if err := json.Unmarshal(head.Payload, &hp); err != nil {
 		return kernel.Permanent(fmt.Errorf("flow %q: head payload: %w", d.f.name, err))
 	}
-	in := &durIn{flow: d.f.name, input: hp.Input, results: make(map[string][]byte, len(d.ups[i]))}
+	in := &durIn{run: p.Run, flow: d.f.name, input: hp.Input, results: make(map[string][]byte, len(d.ups[i]))}
 	for j, u := range d.ups[i] {
 		if t := byKey[keys[2+j]]; t != nil && t.State == store.Succeeded && d.f.stages[u].run != nil {
 			in.results[d.f.stages[u].name] = t.Result

@@ -37,6 +37,17 @@ func (in Inputs) Input() []byte {
 	return in.d.input
 }
 
+// RunID returns the ID of a durable run ([Durable.Start]), the same in every
+// attempt of every stage of the run: with the stage, the shard and
+// kernel.TaskInfo's Attempt, a key for idempotent work. It is "" for a run in
+// memory.
+func (in Inputs) RunID() string {
+	if in.d == nil {
+		return ""
+	}
+	return in.d.run
+}
+
 // Flow returns the name of the flow the stage belongs to.
 func (in Inputs) Flow() string {
 	if in.d != nil {
