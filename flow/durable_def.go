@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -75,11 +74,27 @@ type durIn struct {
 	results map[string][]byte // the stages it depends on, directly or not, by name
 }
 
-// headPayload is the payload of a run's head task.
+// headPayload is the payload of a run's head task, stored as one byte of
+// policy, the run's ID and the input as it is, so that the input may take the
+// store's whole payload cap but runIDLen+1 bytes.
 type headPayload struct {
-	Run    string `json:"r"`
-	Input  []byte `json:"in,omitempty"`
-	Policy Policy `json:"p,omitempty"`
+	Run    string
+	Input  []byte
+	Policy Policy
+}
+
+func (h headPayload) encode() []byte {
+	b := make([]byte, 0, 1+len(h.Run)+len(h.Input))
+	b = append(b, byte(h.Policy))
+	b = append(b, h.Run...)
+	return append(b, h.Input...)
+}
+
+func decodeHead(b []byte) (headPayload, error) {
+	if len(b) < 1+runIDLen || Policy(b[0]) > ContinueIndependent {
+		return headPayload{}, fmt.Errorf("flow: a run's head payload of %d bytes: not one", len(b))
+	}
+	return headPayload{Policy: Policy(b[0]), Run: string(b[1 : 1+runIDLen]), Input: b[1+runIDLen:]}, nil
 }
 
 // taskPayload is the payload of a stage's task: its run or count (Shard -1),
@@ -254,16 +269,10 @@ func (d *durable) start(ctx context.Context, input []byte, opts *Options) (strin
 	if o.OnFailure > ContinueIndependent {
 		return "", &kernel.ConfigError{Field: "flow.Options.OnFailure", Value: o.OnFailure, Reason: "must be FailFast or ContinueIndependent"}
 	}
-	if len(input) > resultMax {
-		return "", fmt.Errorf("flow %q: Start: input of %d bytes: at most %d", d.f.name, len(input), resultMax)
-	}
 	now := d.k.Clock().Now()
 	run := newRunID(now)
-	p, err := json.Marshal(headPayload{Run: run, Input: input, Policy: o.OnFailure})
-	if err != nil {
-		return "", err
-	}
-	_, err = d.k.SubmitDurable(ctx, kernel.DurableTask{
+	p := headPayload{Run: run, Input: input, Policy: o.OnFailure}.encode()
+	_, err := d.k.SubmitDurable(ctx, kernel.DurableTask{
 		Kind:        d.headKind,
 		Payload:     p,
 		At:          now.Add(headAhead),

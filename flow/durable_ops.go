@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/store"
@@ -125,18 +124,50 @@ func (d *durable) retryStage(ctx context.Context, run, stage string) error {
 			ids = append(ids, t.ID)
 		}
 	}
-	if s.head.State.DeadLetter() {
-		ids = append(ids, s.head.ID)
-	}
 	n, err := d.k.Requeue(ctx, ids...)
 	if err != nil {
 		return fmt.Errorf("flow %q: RetryStage %s %q: %w", d.f.name, run, stage, err)
 	}
 	if n != len(ids) {
-		return fmt.Errorf("flow %q: RetryStage %s %q: requeued %s of %d tasks (others were requeued or purged meanwhile)", d.f.name, run, stage, strconv.Itoa(n), len(ids))
+		return fmt.Errorf("flow %q: RetryStage %s %q: requeued %d of %d tasks (others were requeued or purged meanwhile)", d.f.name, run, stage, n, len(ids))
+	}
+	if err := d.revive(ctx, run); err != nil {
+		return fmt.Errorf("flow %q: RetryStage %s %q: %w", d.f.name, run, stage, err)
 	}
 	d.poke(run)
 	return nil
+}
+
+// revive makes sure that the head of run, which a retried stage made live
+// again, waits where the reconcilers look for live runs: a head that ended
+// the run (a dead letter) is requeued, and one that is deciding the run's end
+// is waited for, as it may end it from what it read before the retry.
+func (d *durable) revive(ctx context.Context, run string) error {
+	for {
+		byKey, err := d.byKeys(ctx, []string{headKey(run)})
+		if err != nil {
+			return err
+		}
+		h := byKey[headKey(run)]
+		switch {
+		case h == nil:
+			return ErrUnknownRun
+		case h.State.DeadLetter():
+			if _, err := d.k.Requeue(ctx, h.ID); err != nil {
+				return err
+			}
+			continue // requeued (or requeued by another): look again
+		case h.State != store.Running:
+			return nil
+		}
+		timer := d.k.Clock().Timer(d.poll / 4)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return ctx.Err()
+		case <-timer.C:
+		}
+	}
 }
 
 func (d *durable) close() error {

@@ -135,34 +135,48 @@ func (d *durable) submit(ctx context.Context, s *snap, jobs []job) {
 	}
 	for len(ts) > 0 {
 		n := min(len(ts), 256)
-		hs, _ := d.k.SubmitDurableMany(ctx, ts[:n])
-		for i, h := range hs {
-			switch {
-			case h != nil:
-				d.watch(s.run, h)
-			case hs != nil:
-				d.submitOne(ctx, s, jobs[i], ts[i])
+		hs, err := d.k.SubmitDurableMany(ctx, ts[:n])
+		if len(hs) != n {
+			if errors.Is(err, kernel.ErrClosed) || ctx.Err() != nil {
+				return
+			}
+			// Refused whole: one at a time, to learn each task's refusal (or
+			// again the batch's: room, the store; the next pass tries again).
+			for i := range n {
+				if !d.submitOne(ctx, s, jobs[i], ts[i]) {
+					return
+				}
 			}
 		}
-		if hs == nil {
-			return // room, a closed kernel, the store: the next pass tries again
+		for i, h := range hs {
+			if h != nil {
+				d.watch(s.run, h)
+			} else if !d.submitOne(ctx, s, jobs[i], ts[i]) {
+				return
+			}
 		}
 		ts, jobs = ts[n:], jobs[n:]
 	}
 }
 
-// submitOne submits t alone, to learn why the kernel refused it in a batch.
-func (d *durable) submitOne(ctx context.Context, s *snap, j job, t kernel.DurableTask) {
+// submitOne submits t alone, to learn why the kernel refused it in a batch. It
+// reports false when the refusal concerns every task (room, a closed kernel,
+// the store), so that the pass stops submitting.
+func (d *durable) submitOne(ctx context.Context, s *snap, j job, t kernel.DurableTask) bool {
 	h, err := d.k.SubmitDurable(ctx, t)
 	var ce *kernel.ConfigError
 	switch {
 	case err == nil:
 		d.watch(s.run, h)
+	case errors.Is(err, store.ErrDuplicateKey):
 	case errors.As(err, &ce):
 		if h, err := d.k.SubmitDurable(ctx, d.task(s, j, err.Error())); err == nil {
 			d.watch(s.run, h)
 		}
+	default:
+		return false
 	}
+	return true
 }
 
 // task returns the durable task of job j of run s; refused, when not empty, is
@@ -215,9 +229,9 @@ func (d *durable) watch(run string, h *kernel.Handle) {
 // going on (a stage was retried meanwhile), it fails to be retried; the
 // reconciler makes it due again when the run ends.
 func (d *durable) runHead(ctx context.Context, payload []byte) error {
-	var hp headPayload
-	if err := json.Unmarshal(payload, &hp); err != nil {
-		return kernel.Permanent(fmt.Errorf("flow %q: head payload: %w", d.f.name, err))
+	hp, err := decodeHead(payload)
+	if err != nil {
+		return kernel.Permanent(err)
 	}
 	s, err := d.read(ctx, hp.Run)
 	if err != nil {
@@ -272,9 +286,9 @@ func (d *durable) runTask(ctx context.Context, i int, payload []byte) (err error
 	if head == nil {
 		return kernel.Permanent(fmt.Errorf("flow %q: run %q: %w", d.f.name, p.Run, ErrUnknownRun))
 	}
-	var hp headPayload
-	if err := json.Unmarshal(head.Payload, &hp); err != nil {
-		return kernel.Permanent(fmt.Errorf("flow %q: head payload: %w", d.f.name, err))
+	hp, err := decodeHead(head.Payload)
+	if err != nil {
+		return kernel.Permanent(err)
 	}
 	in := &durIn{run: p.Run, flow: d.f.name, input: hp.Input, results: make(map[string][]byte, len(d.ups[i]))}
 	for j, u := range d.ups[i] {

@@ -2,7 +2,6 @@ package flow
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -40,8 +39,8 @@ func (d *durable) read(ctx context.Context, run string) (*snap, error) {
 	if s.head == nil || s.head.Kind != d.headKind {
 		return nil, fmt.Errorf("flow %q: run %q: %w", d.f.name, run, ErrUnknownRun)
 	}
-	if err := json.Unmarshal(s.head.Payload, &s.hp); err != nil {
-		return nil, fmt.Errorf("flow %q: run %q: head payload: %w", d.f.name, run, err)
+	if s.hp, err = decodeHead(s.head.Payload); err != nil {
+		return nil, fmt.Errorf("flow %q: run %q: %w", d.f.name, run, err)
 	}
 	var more []string
 	for i, st := range d.f.stages {

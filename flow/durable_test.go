@@ -619,3 +619,75 @@ func TestDurableRegisterErrors(t *testing.T) {
 		t.Errorf("Start(OnFailure 7) = %v, want an error naming OnFailure", err)
 	}
 }
+
+// TestDurableRefused: a stage whose task the kernel refuses (a group it does not
+// know) fails, with the refusal as its error, and the run ends Failed.
+func TestDurableRefused(t *testing.T) {
+	st := storekit.NewMemoryStore()
+	k := durKernel(t, st, "a")
+	f := flow.New("refused").Stage("a", nop, &flow.StageOptions{Group: "nope"})
+	d := register(t, k, st, f, nil)
+	ctx := waitCtx(t)
+	run, err := d.Start(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Wait(ctx, run)
+	var se *flow.StageError
+	if !errors.As(err, &se) || se.Stage != "a" || !strings.Contains(err.Error(), "DurableTask.Group") {
+		t.Fatalf("Wait() = %v, want a's StageError naming DurableTask.Group", err)
+	}
+}
+
+// TestDurableList: List pages through the runs, live and ended, in the order
+// they started.
+func TestDurableList(t *testing.T) {
+	st := storekit.NewMemoryStore()
+	k := durKernel(t, st, "a")
+	release := make(chan struct{})
+	f := flow.New("list").Stage("a", func(ctx context.Context, in flow.Inputs) ([]byte, error) {
+		if string(in.Input()) == "hold" {
+			<-release
+		}
+		return nil, nil
+	}, nil)
+	d := register(t, k, st, f, nil)
+	ctx := waitCtx(t)
+	var runs []string
+	for _, in := range []string{"a", "b", "hold"} {
+		run, err := d.Start(ctx, []byte(in), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run)
+	}
+	for _, r := range runs[:2] {
+		if err := d.Wait(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	var states []flow.State
+	after := ""
+	for {
+		page, next, err := d.List(ctx, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page {
+			got = append(got, r.ID)
+			states = append(states, r.State)
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	close(release)
+	if fmt.Sprint(got) != fmt.Sprint(runs) || fmt.Sprint(states) != "[succeeded succeeded running]" {
+		t.Errorf("List() = %v %v, want %v [succeeded succeeded running]", got, states, runs)
+	}
+	if err := d.Wait(ctx, runs[2]); err != nil {
+		t.Fatal(err)
+	}
+}
