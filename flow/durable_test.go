@@ -667,7 +667,7 @@ func TestDurableList(t *testing.T) {
 		}
 	}
 	var got []string
-	var states []flow.State
+	var states []string
 	after := ""
 	for {
 		page, next, err := d.List(ctx, after, 2)
@@ -676,7 +676,7 @@ func TestDurableList(t *testing.T) {
 		}
 		for _, r := range page {
 			got = append(got, r.ID)
-			states = append(states, r.State)
+			states = append(states, r.State.String())
 		}
 		if next == "" {
 			break
@@ -684,7 +684,7 @@ func TestDurableList(t *testing.T) {
 		after = next
 	}
 	close(release)
-	if fmt.Sprint(got) != fmt.Sprint(runs) || fmt.Sprint(states) != "[succeeded succeeded running]" {
+	if fmt.Sprint(got) != fmt.Sprint(runs) || strings.Join(states, " ") != "succeeded succeeded running" {
 		t.Errorf("List() = %v %v, want %v [succeeded succeeded running]", got, states, runs)
 	}
 	if err := d.Wait(ctx, runs[2]); err != nil {
