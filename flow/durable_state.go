@@ -104,7 +104,7 @@ type verdict struct {
 // storedError is the error of a task as its store keeps it: its LastError.
 type storedError struct {
 	msg    string
-	target error // ErrShardCount or kernel.ErrCanceled when the message says so
+	target error // ErrShardCount when the message says so
 }
 
 func (e *storedError) Error() string { return e.msg }
@@ -116,11 +116,8 @@ func taskErr(t *store.StoredTask) error {
 		msg = "task ended " + t.State.String()
 	}
 	e := &storedError{msg: msg}
-	switch {
-	case strings.Contains(msg, ErrShardCount.Error()):
+	if strings.Contains(msg, ErrShardCount.Error()) {
 		e.target = ErrShardCount
-	case t.State == store.Canceled:
-		e.target = kernel.ErrCanceled
 	}
 	return e
 }
@@ -157,7 +154,6 @@ func (d *durable) eval(s *snap) *verdict {
 			st.State = StageRunning
 		case t.State == store.Canceled:
 			st.State = StageCanceled
-			st.Err = &StageError{Flow: d.f.name, Stage: st.Name, Shard: -1, Err: taskErr(t)}
 		case t.State != store.Succeeded:
 			st.State = StageFailed
 			st.Err = &StageError{Flow: d.f.name, Stage: st.Name, Shard: -1, Err: taskErr(t)}
@@ -254,7 +250,6 @@ func (d *durable) evalShards(s *snap, i int, st *StageStatus, note func(*store.S
 		case t.State == store.Canceled:
 			if state != StageFailed {
 				state = StageCanceled
-				st.Err = &StageError{Flow: d.f.name, Stage: st.Name, Shard: j, Err: taskErr(t)}
 			}
 		default:
 			if state != StageFailed {

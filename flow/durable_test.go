@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/axsched/ax/flow"
@@ -690,4 +692,98 @@ func TestDurableList(t *testing.T) {
 	if err := d.Wait(ctx, runs[2]); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestDurableModel runs the random flows of TestModelRandomDAGs durably, on a
+// kernel with few slots and little room and a memory store, in a synctest
+// bubble, and checks them against the same model: no stage starts before its
+// dependencies succeeded, every part runs once per attempt, the failure
+// policies hold, and Cancel ends every stage.
+func TestDurableModel(t *testing.T) {
+	seeds := 120
+	if testing.Short() {
+		seeds = 30
+	}
+	for seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { runDurableModel(t, uint64(seed)) })
+		})
+	}
+}
+
+func runDurableModel(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 29))
+	m := genFlow(rng)
+	cancelAt := -1
+	if rng.IntN(3) == 0 {
+		cancelAt = rng.IntN(len(m.stages))
+	}
+	c := 1 + rng.IntN(4)
+	st := storekit.NewMemoryStore()
+	k, err := kernel.New(kernel.Config{
+		Store:          st,
+		Owner:          "model",
+		MaxConcurrency: 1 + rng.IntN(4),
+		Capacity:       kernel.ByPriority[int]{High: c, Normal: c, Low: c},
+		RetryBudget:    kernel.RetryBudget{Disabled: true},
+		Retry:          kernel.ByPriority[kernel.RetryPolicy]{High: fastRetry, Normal: fastRetry, Low: fastRetry},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = k.Close() }()
+	r := newRecorder(&m, cancelAt)
+	d, err := flow.Register(k, st, m.build(r), &flow.DurableOptions{Poll: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := d.Start(ctx, nil, &flow.Options{OnFailure: m.policy})
+	if err != nil {
+		t.Fatalf("Start() = %v", err)
+	}
+	defer func() {
+		select {
+		case <-r.proceed:
+		default:
+			close(r.proceed)
+		}
+	}()
+	ended := make(chan error, 1)
+	go func() { ended <- d.Wait(ctx, run) }()
+	canceled := false
+	var werr error
+	select {
+	case werr = <-ended:
+	case <-r.started:
+		if err := d.Cancel(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		info, err := d.Inspect(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		canceled = info.State == flow.Running || info.State == flow.Canceled
+		r.mu.Lock()
+		r.canceled = true
+		r.allowed = map[string]bool{}
+		for _, s := range info.Stages {
+			if s.State == flow.StageRunning {
+				r.allowed[s.Name] = true
+			}
+		}
+		r.mu.Unlock()
+		close(r.proceed)
+		werr = <-ended
+	}
+	if errors.Is(werr, context.DeadlineExceeded) {
+		t.Fatalf("Wait() = %v", werr)
+	}
+	info, err := d.Inspect(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, &m, r, info.Stages, info.State, werr, canceled)
 }
