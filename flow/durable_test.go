@@ -787,3 +787,87 @@ func runDurableModel(t *testing.T, seed uint64) {
 	}
 	checkModel(t, &m, r, info.Stages, info.State, werr, canceled)
 }
+
+// TestDurableRetryShard: RetryStage of a sharded stage requeues only its failed
+// shard; the shards that succeeded do not run again, and the stage after it runs.
+func TestDurableRetryShard(t *testing.T) {
+	st := storekit.NewMemoryStore()
+	k := durKernel(t, st, "a")
+	c := newCounts()
+	var broken atomic.Bool
+	broken.Store(true)
+	f := flow.New("rshard").
+		Sharded("s", func(ctx context.Context, _ flow.Inputs) (int, error) {
+			c.add(ctx, "count")
+			return 6, nil
+		}, func(ctx context.Context, s flow.Shard, _ flow.Inputs) error {
+			c.add(ctx, strconv.Itoa(s.Index))
+			if s.Index == 3 && broken.Load() {
+				return kernel.Permanent(errors.New("bad partition"))
+			}
+			return nil
+		}, nil).
+		Stage("after", func(ctx context.Context, _ flow.Inputs) ([]byte, error) {
+			c.add(ctx, "after")
+			return nil, nil
+		}, &flow.StageOptions{After: []string{"s"}})
+	d := register(t, k, st, f, nil)
+	ctx := waitCtx(t)
+	run, err := d.Start(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Wait(ctx, run)
+	var se *flow.StageError
+	if !errors.As(err, &se) || se.Stage != "s" || se.Shard != 3 {
+		t.Fatalf("Wait() = %v, want the StageError of s, shard 3", err)
+	}
+	info, _ := d.Inspect(ctx, run)
+	if s := info.Stages[0]; s.State != flow.StageFailed || s.Shards != 6 || s.ShardsDone != 5 {
+		t.Errorf("Inspect().Stages[0] = %+v, want failed, 5 of 6 shards", s)
+	}
+	broken.Store(false)
+	if err := d.RetryStage(ctx, run, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Wait(ctx, run); err != nil {
+		t.Fatalf("Wait() after RetryStage = %v, want nil", err)
+	}
+	for name, want := range map[string]int{"count": 1, "0": 1, "2": 1, "3": 2, "5": 1, "after": 1} {
+		if n := c.get(name); n != want {
+			t.Errorf("%s ran %d times, want %d", name, n, want)
+		}
+	}
+}
+
+// TestDurableCancelElsewhere: Cancel called in another process (a second kernel
+// on the store) ends the stage running in the first, whose reconciler cancels it.
+func TestDurableCancelElsewhere(t *testing.T) {
+	st := storekit.NewMemoryStore()
+	started := make(chan struct{})
+	var once sync.Once
+	f := flow.New("far").Stage("long", func(ctx context.Context, _ flow.Inputs) ([]byte, error) {
+		once.Do(func() { close(started) })
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}, nil)
+	k1 := durKernel(t, st, "k1")
+	d1 := register(t, k1, st, f, nil)
+	ctx := waitCtx(t)
+	run, err := d1.Start(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started // in k1: the second process starts after
+	k2 := durKernel(t, st, "k2")
+	d2 := register(t, k2, st, f, nil)
+	if err := d2.Cancel(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := d2.Wait(ctx, run); !errors.Is(err, kernel.ErrCanceled) {
+		t.Fatalf("Wait() = %v, want ErrCanceled", err)
+	}
+	if err := d1.Wait(ctx, run); !errors.Is(err, kernel.ErrCanceled) {
+		t.Fatalf("Wait() in the first process = %v, want ErrCanceled", err)
+	}
+}
