@@ -871,3 +871,40 @@ func TestDurableCancelElsewhere(t *testing.T) {
 		t.Fatalf("Wait() in the first process = %v, want ErrCanceled", err)
 	}
 }
+
+// TestDurableTaskCanceled: a stage's task cancelled by other means than
+// Durable.Cancel (Kernel.Cancel by its stored ID) fails the stage, as in memory,
+// and the run ends Failed.
+func TestDurableTaskCanceled(t *testing.T) {
+	st := storekit.NewMemoryStore()
+	k := durKernel(t, st, "a")
+	ids := make(chan string, 1)
+	f := flow.New("kc").
+		Stage("a", func(ctx context.Context, _ flow.Inputs) ([]byte, error) {
+			info, _ := kernel.TaskInfo(ctx)
+			ids <- info.ID
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, nil).
+		Stage("b", nop, &flow.StageOptions{After: []string{"a"}})
+	d := register(t, k, st, f, nil)
+	ctx := waitCtx(t)
+	run, err := d.Start(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Cancel(ctx, <-ids); err != nil {
+		t.Fatal(err)
+	}
+	err = d.Wait(ctx, run)
+	var se *flow.StageError
+	if !errors.As(err, &se) || se.Stage != "a" || !errors.Is(err, kernel.ErrCanceled) {
+		t.Fatalf("Wait() = %v, want a's StageError wrapping ErrCanceled", err)
+	}
+	if info, _ := d.Inspect(ctx, run); info.State != flow.Failed || info.Stages[1].State != flow.StageCanceled {
+		t.Errorf("Inspect() = %+v, want failed, b canceled", info)
+	}
+	if err := d.RetryStage(ctx, run, "a"); err == nil || !strings.Contains(err.Error(), "nothing to requeue") {
+		t.Errorf("RetryStage(a) = %v, want an error: nothing to requeue", err)
+	}
+}
