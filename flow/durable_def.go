@@ -58,6 +58,7 @@ type durable struct {
 	kinds     []string // by stage
 	stop      chan struct{}
 	stopOnce  sync.Once
+	ctx       context.Context // the reconciler's and watchers': ends at Close or when the kernel stops
 	wg        sync.WaitGroup
 
 	mu   sync.Mutex
@@ -224,7 +225,17 @@ func register(k *kernel.Kernel, st store.Store, f *Flow, opts *DurableOptions) (
 			return nil, fmt.Errorf("flow %q: Register: %w", f.name, err)
 		}
 	}
-	d.wg.Add(1)
+	var cancel context.CancelFunc
+	d.ctx, cancel = context.WithCancel(context.Background())
+	d.wg.Add(2)
+	go func() {
+		defer d.wg.Done()
+		select {
+		case <-d.stop:
+		case <-k.Stopping():
+		}
+		cancel()
+	}()
 	go d.reconcile()
 	return &Durable{d: d}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/store"
@@ -35,17 +36,7 @@ func (d *durable) passed() <-chan struct{} {
 // or Close.
 func (d *durable) reconcile() {
 	defer d.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		select {
-		case <-d.stop:
-		case <-d.k.Stopping():
-		}
-		cancel()
-	}()
+	ctx := d.ctx
 	timer := d.k.Clock().Timer(d.poll)
 	defer timer.Stop()
 	full := true
@@ -150,7 +141,7 @@ func (d *durable) submit(ctx context.Context, s *snap, jobs []job) {
 		}
 		for i, h := range hs {
 			if h != nil {
-				d.watch(s.run, h)
+				d.watch(s.run, ts[i].UniqueKey, h)
 			} else if !d.submitOne(ctx, s, jobs[i], ts[i]) {
 				return
 			}
@@ -167,11 +158,11 @@ func (d *durable) submitOne(ctx context.Context, s *snap, j job, t kernel.Durabl
 	var ce *kernel.ConfigError
 	switch {
 	case err == nil:
-		d.watch(s.run, h)
+		d.watch(s.run, t.UniqueKey, h)
 	case errors.Is(err, store.ErrDuplicateKey):
 	case errors.As(err, &ce):
 		if h, err := d.k.SubmitDurable(ctx, d.task(s, j, err.Error())); err == nil {
-			d.watch(s.run, h)
+			d.watch(s.run, t.UniqueKey, h)
 		}
 	default:
 		return false
@@ -210,16 +201,33 @@ func (d *durable) task(s *snap, j job, refused string) kernel.DurableTask {
 	return t
 }
 
-// watch pokes the reconciler for run when h ends.
-func (d *durable) watch(run string, h *kernel.Handle) {
+// watch pokes the reconciler for run when h, the handle of the task that keeps
+// key, ended and the store shows its end: the kernel ends a durable task in
+// memory before the group commit that stores the end, so the watcher reads the
+// task back until the commit landed, at growing intervals up to Poll.
+func (d *durable) watch(run, key string, h *kernel.Handle) {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
 		select {
 		case <-h.Done():
-			d.poke(run)
-		case <-d.stop:
+		case <-d.ctx.Done():
+			return
 		}
+		for wait := time.Millisecond; ; wait = min(2*wait, d.poll) {
+			ts, err := d.kr.TasksByKey(d.ctx, []string{key})
+			if err == nil && (len(ts) == 0 || !ts[0].State.Live()) {
+				break
+			}
+			timer := d.k.Clock().Timer(wait)
+			select {
+			case <-timer.C:
+			case <-d.ctx.Done():
+				timer.Stop()
+				return
+			}
+		}
+		d.poke(run)
 	}()
 }
 
