@@ -31,6 +31,9 @@ const (
 	// headAhead is how far ahead a run's head is parked: it is made due when the
 	// run ended (Kernel.RunNow), never by its time.
 	headAhead = 10 * 365 * 24 * time.Hour
+	// watchMax bounds the interval at which a watcher reads back a task that
+	// ended in memory until the store shows its end (a group commit's latency).
+	watchMax = 20 * time.Millisecond
 	// headAttempts bounds the head's checks of the run's end: each one that finds
 	// the run still going is retried.
 	headAttempts = 1 << 30

@@ -204,7 +204,7 @@ func (d *durable) task(s *snap, j job, refused string) kernel.DurableTask {
 // watch pokes the reconciler for run when h, the handle of the task that keeps
 // key, ended and the store shows its end: the kernel ends a durable task in
 // memory before the group commit that stores the end, so the watcher reads the
-// task back until the commit landed, at growing intervals up to Poll.
+// task back until the commit landed, at growing intervals up to 20 ms.
 func (d *durable) watch(run, key string, h *kernel.Handle) {
 	d.wg.Add(1)
 	go func() {
@@ -214,7 +214,7 @@ func (d *durable) watch(run, key string, h *kernel.Handle) {
 		case <-d.ctx.Done():
 			return
 		}
-		for wait := time.Millisecond; ; wait = min(2*wait, d.poll) {
+		for wait := time.Millisecond; ; wait = min(2*wait, watchMax, d.poll) {
 			ts, err := d.kr.TasksByKey(d.ctx, []string{key})
 			if err == nil && (len(ts) == 0 || !ts[0].State.Live()) {
 				break
