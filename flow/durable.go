@@ -53,12 +53,14 @@ func Register(k *kernel.Kernel, st store.Store, f *Flow, opts *DurableOptions) (
 	return register(k, st, f, opts)
 }
 
-// Start stores a new run of the flow with input (at most 1 MiB, or the store's
-// payload cap) and returns its ID once it is stored: from then on no crash
-// loses it, and the run goes on in whichever process on the store runs the
-// flow. opts.OnFailure is the failure policy. It returns kernel.ErrClosed
-// after the kernel began to stop and the store's errors; then no run was
-// stored, unless the error wraps store.ErrOutcomeUnknown.
+// Start stores a new run of the flow with input (at most the store's payload
+// cap less 20 bytes: store.ErrPayloadTooLarge otherwise) and returns its ID
+// once it is stored: from then on no crash loses it, and the run goes on in
+// whichever process on the store runs the flow. opts.OnFailure is the failure
+// policy. It blocks while the kernel has no room, until ctx ends. It returns
+// a *kernel.ConfigError for a bad opts, kernel.ErrClosed after the kernel
+// began to stop, ctx.Err() and the store's errors; then no run was stored,
+// unless the error wraps store.ErrOutcomeUnknown. Safe for concurrent use.
 func (d *Durable) Start(ctx context.Context, input []byte, opts *Options) (runID string, err error) {
 	return d.d.start(ctx, input, opts)
 }
