@@ -47,8 +47,9 @@ type Durable struct {
 // Register once at its start, with the same definition. It returns the
 // errors of [Flow.Validate], a *kernel.ConfigError for a bad field of opts, and
 // an error for a nil argument, a store that is no store.KeyReader and
-// store.TaskLister, a Pool without a store.SharedStore, a name too long for the
-// tasks' kinds or keys, and a kind k refuses.
+// store.TaskLister, a Pool without a store.SharedStore, a stage name with a '#'
+// or longer than 220 bytes (the tasks' keys), a name that makes a kind longer
+// than store.KindMax, and a kind k refuses (a flow registered twice on k).
 func Register(k *kernel.Kernel, st store.Store, f *Flow, opts *DurableOptions) (*Durable, error) {
 	return register(k, st, f, opts)
 }
