@@ -32,25 +32,27 @@ func (d *durable) passed() <-chan struct{} {
 }
 
 // reconcile is the reconciler's goroutine: it advances the runs it is poked for
-// at once, and every live run of the store every poll, until the kernel stops
-// or Close.
+// at once, and the other live runs of the store every poll, until the kernel
+// stops or Close.
 func (d *durable) reconcile() {
 	defer d.wg.Done()
 	ctx := d.ctx
 	timer := d.k.Clock().Timer(d.poll)
 	defer timer.Stop()
 	full := true
+	fresh := make(map[string]bool) // the runs advanced since the last scan
 	for {
 		d.mu.Lock()
 		todo := d.todo
 		d.todo = make(map[string]bool)
 		d.mu.Unlock()
+		for run := range todo {
+			d.advance(ctx, run)
+			fresh[run] = true
+		}
 		if full {
-			d.scan(ctx)
-		} else {
-			for run := range todo {
-				d.advance(ctx, run)
-			}
+			d.scan(ctx, fresh)
+			fresh = make(map[string]bool)
 		}
 		d.mu.Lock()
 		close(d.pass)
@@ -68,9 +70,11 @@ func (d *durable) reconcile() {
 	}
 }
 
-// scan advances every live run of the flow the store holds: those whose head
-// waits (parked, or checking the run's end again).
-func (d *durable) scan(ctx context.Context) {
+// scan advances every live run of the flow the store holds (those whose head
+// waits: parked, or checking the run's end again) but the fresh ones, which a
+// poke advanced since the last scan: a run another process moved meanwhile is
+// advanced here within two polls.
+func (d *durable) scan(ctx context.Context, fresh map[string]bool) {
 	for _, state := range []store.State{store.Delayed, store.Retrying} {
 		q := store.TaskQuery{Kind: d.headKind, State: state, Limit: store.TaskListLimitMax}
 		for {
@@ -79,7 +83,7 @@ func (d *durable) scan(ctx context.Context) {
 				return // the next poll tries again
 			}
 			for _, t := range page.Tasks {
-				if run, ok := strings.CutPrefix(t.UniqueKey, keyPrefix); ok {
+				if run, ok := strings.CutPrefix(t.UniqueKey, keyPrefix); ok && !fresh[run] {
 					d.advance(ctx, run)
 				}
 			}
