@@ -146,8 +146,10 @@ func etlRuns() []flow.RunInfo {
 	cleanErr := &flow.StageError{Flow: "etl", Stage: "clean", Shard: 7, Err: errors.New("row 12 <b>bad</b>")}
 	return []flow.RunInfo{
 		{ID: "r1", Flow: "etl", State: flow.Running, Created: flowT0, Stages: stages(flow.StageSucceeded, flow.StageRunning, flow.StageWaiting, 64, 40, nil)},
-		{ID: "r2", Flow: "etl", State: flow.Failed, Created: flowT0, Ended: flowT0.Add(time.Minute), Err: cleanErr.Error(),
-			Stages: stages(flow.StageSucceeded, flow.StageFailed, flow.StageCanceled, 64, 63, cleanErr)},
+		{
+			ID: "r2", Flow: "etl", State: flow.Failed, Created: flowT0, Ended: flowT0.Add(time.Minute), Err: cleanErr.Error(),
+			Stages: stages(flow.StageSucceeded, flow.StageFailed, flow.StageCanceled, 64, 63, cleanErr),
+		},
 		{ID: "r3", Flow: "etl", State: flow.Succeeded, Created: flowT0, Ended: flowT0.Add(time.Minute), Stages: stages(flow.StageSucceeded, flow.StageSucceeded, flow.StageSucceeded, 8, 8, nil)},
 		{ID: "r4", Flow: "etl", State: flow.Canceled, Created: flowT0, Ended: flowT0.Add(time.Minute), Stages: stages(flow.StageSucceeded, flow.StageCanceled, flow.StageCanceled, 0, 0, nil)},
 		{ID: "r5", Flow: "etl", State: flow.Running, Created: flowT0, Stages: stages(flow.StageRunning, flow.StageWaiting, flow.StageWaiting, 0, 0, nil)},

@@ -84,9 +84,15 @@ func flowsCmd(ctx context.Context, c *cli, _ []string) error {
 		}
 	}
 	err := c.table([]column{
-		{title: "FLOW", min: 8}, {title: "RUN", min: 14}, {title: "STATE", fixed: true},
-		{title: "STAGES", right: true, fixed: true}, {title: "SHARDS", right: true, fixed: true}, {title: "DONE", right: true, fixed: true},
-		{title: "CREATED (UTC)", fixed: true}, {title: "ENDED (UTC)", fixed: true}, {title: "ERROR"},
+		{title: "FLOW", min: 8},
+		{title: "RUN", min: 14},
+		{title: "STATE", fixed: true},
+		{title: "STAGES", right: true, fixed: true},
+		{title: "SHARDS", right: true, fixed: true},
+		{title: "DONE", right: true, fixed: true},
+		{title: "CREATED (UTC)", fixed: true},
+		{title: "ENDED (UTC)", fixed: true},
+		{title: "ERROR"},
 	}, rows)
 	if err != nil {
 		return err
@@ -161,8 +167,11 @@ func flowShow(ctx context.Context, c *cli, args []string) error {
 		rows[i] = []string{s.Name, s.State, shardsfmt(s.ShardsDone, s.Shards), pctfmt(s.Progress), firstLine(s.Error)}
 	}
 	if err := c.table([]column{
-		{title: "STAGE", min: 10}, {title: "STATE", fixed: true}, {title: "SHARDS", right: true, fixed: true},
-		{title: "DONE", right: true, fixed: true}, {title: "ERROR"},
+		{title: "STAGE", min: 10},
+		{title: "STATE", fixed: true},
+		{title: "SHARDS", right: true, fixed: true},
+		{title: "DONE", right: true, fixed: true},
+		{title: "ERROR"},
 	}, rows); err != nil {
 		return err
 	}

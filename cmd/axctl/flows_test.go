@@ -82,8 +82,10 @@ func etlRuns() []flow.RunInfo {
 	return []flow.RunInfo{
 		{ID: "cancel", Flow: "etl", State: flow.Running, Created: t0, Stages: stages(flow.StageRunning, flow.StageWaiting, flow.StageWaiting, 0, 0, nil)},
 		{ID: "r1", Flow: "etl", State: flow.Running, Created: t0, Stages: stages(flow.StageSucceeded, flow.StageRunning, flow.StageWaiting, 64, 40, nil)},
-		{ID: "r2", Flow: "etl", State: flow.Failed, Created: t0, Ended: t0.Add(60e9), Err: cleanErr.Error(),
-			Stages: stages(flow.StageSucceeded, flow.StageFailed, flow.StageCanceled, 64, 63, cleanErr)},
+		{
+			ID: "r2", Flow: "etl", State: flow.Failed, Created: t0, Ended: t0.Add(60e9), Err: cleanErr.Error(),
+			Stages: stages(flow.StageSucceeded, flow.StageFailed, flow.StageCanceled, 64, 63, cleanErr),
+		},
 		{ID: "r3", Flow: "etl", State: flow.Succeeded, Created: t0, Ended: t0.Add(60e9), Stages: stages(flow.StageSucceeded, flow.StageSucceeded, flow.StageSucceeded, 8, 8, nil)},
 	}
 }
