@@ -11,7 +11,6 @@ import (
 
 	"github.com/axsched/ax/flow"
 	"github.com/axsched/ax/kernel"
-	"github.com/axsched/ax/store"
 )
 
 // FlowRuns is what the console reads and steers of one flow's durable runs;
@@ -20,7 +19,8 @@ type FlowRuns interface {
 	// List returns up to limit runs after the cursor after ("" for the first
 	// page), and the cursor of the next page ("" when there is none).
 	List(ctx context.Context, after string, limit int) ([]flow.RunInfo, string, error)
-	// Inspect returns the run runID.
+	// Inspect returns the run runID, or an error wrapping [flow.ErrUnknownRun]
+	// when the flow has no such run.
 	Inspect(ctx context.Context, runID string) (flow.RunInfo, error)
 	// Cancel ends the run runID Canceled.
 	Cancel(ctx context.Context, runID string) error
@@ -253,13 +253,13 @@ func (c *console) inspect(ctx context.Context, name, id string) (flow.RunInfo, e
 
 // isUnknownRun reports whether err says that a flow has no such run.
 func isUnknownRun(err error) bool {
-	return errors.Is(err, store.ErrUnknownTask)
+	return errors.Is(err, flow.ErrUnknownRun)
 }
 
 // flowStatus is the HTTP status of a flow's, a store's or a parameter's error.
 func flowStatus(err error) int {
 	switch {
-	case errors.Is(err, errUnknownFlow):
+	case errors.Is(err, errUnknownFlow), errors.Is(err, flow.ErrUnknownRun):
 		return http.StatusNotFound
 	case errors.Is(err, kernel.ErrClosed), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable

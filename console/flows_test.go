@@ -59,7 +59,7 @@ func (f *fakeFlow) find(id string) (int, error) {
 			return i, nil
 		}
 	}
-	return 0, fmt.Errorf("fake flow: run %q: %w", id, store.ErrUnknownTask)
+	return 0, fmt.Errorf("fake flow: run %q: %w", id, flow.ErrUnknownRun)
 }
 
 func (f *fakeFlow) Inspect(_ context.Context, id string) (flow.RunInfo, error) {

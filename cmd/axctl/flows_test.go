@@ -10,7 +10,6 @@ import (
 
 	"github.com/axsched/ax/console"
 	"github.com/axsched/ax/flow"
-	"github.com/axsched/ax/store"
 )
 
 // fakeFlow is a console.FlowRuns in memory: its runs, by ID, and the calls it
@@ -45,7 +44,7 @@ func (f *fakeFlow) Inspect(_ context.Context, id string) (flow.RunInfo, error) {
 			return r, nil
 		}
 	}
-	return flow.RunInfo{}, fmt.Errorf("fake: run %q: %w", id, store.ErrUnknownTask)
+	return flow.RunInfo{}, fmt.Errorf("fake: run %q: %w", id, flow.ErrUnknownRun)
 }
 
 func (f *fakeFlow) Cancel(_ context.Context, id string) error {
