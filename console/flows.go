@@ -30,7 +30,7 @@ type FlowRuns interface {
 
 // Limits of a page of runs.
 const (
-	flowLimitDefault = 50
+	flowLimitDefault = 20
 	flowLimitMax     = 1000
 )
 

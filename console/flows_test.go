@@ -182,8 +182,8 @@ func TestFlowsListAndPages(t *testing.T) {
 
 	var all flowsData
 	b.getJSON(t, "api/v1/flows", &all)
-	if len(all.Flows) != 2 || all.Flows[0].Name != "etl" || all.Flows[1].Name != "report" || all.Limit != 50 {
-		t.Fatalf("api/v1/flows = %+v, want etl and report, 50 a page", all)
+	if len(all.Flows) != 2 || all.Flows[0].Name != "etl" || all.Flows[1].Name != "report" || all.Limit != 20 {
+		t.Fatalf("api/v1/flows = %+v, want etl and report, 20 a page", all)
 	}
 	if got := strings.Join(runIDs(all.Flows[0].Runs), " "); got != "r1 r2 r3 r4 r5" || all.Flows[0].Next != "" {
 		t.Errorf("etl's runs = %s next %q, want r1 to r5 and no next page", got, all.Flows[0].Next)
