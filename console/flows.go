@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -317,8 +318,8 @@ func actionFlowStatus(err error) int {
 
 // validateFlows checks Options.Flows.
 func validateFlows(flows map[string]FlowRuns, bad func(field string, v any, reason string)) {
-	for name, fr := range flows {
-		switch {
+	for _, name := range slices.Sorted(maps.Keys(flows)) {
+		switch fr := flows[name]; {
 		case name == "":
 			bad("Flows", name, "a flow's name must not be empty")
 		case fr == nil:

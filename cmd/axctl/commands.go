@@ -60,7 +60,7 @@ var commands = []command{
 		},
 	},
 	{
-		name: "flows", help: "the runs of the console's durable flows: state, stages and shards done", target: urlOnly, run: flowsCmd,
+		name: "flows", help: "the runs of the durable flows: state, stages and shards done", target: urlOnly, run: flowsCmd,
 		flags: func(fs *flag.FlagSet, o *options) {
 			fs.StringVar(&o.flow, "flow", "", "only the runs of this flow")
 			pageFlags(fs, o)
