@@ -48,7 +48,7 @@ func TestFlowRetryAndCancel(t *testing.T) {
 				Sharded("clean", func(context.Context, flow.Inputs) (int, error) { return 4, nil },
 					func(_ context.Context, s flow.Shard, _ flow.Inputs) error {
 						if s.Index == 2 && !healthy.Load() {
-							return errors.New("shard 2: bad row")
+							return errors.New("bad row 1207: a date in 2031")
 						}
 						return nil
 					}, &flow.ShardOptions{StageOptions: flow.StageOptions{After: []string{"fetch"}, Retry: &kernel.RetryPolicy{MaxAttempts: 1}}}).
@@ -84,6 +84,7 @@ func TestFlowRetryAndCancel(t *testing.T) {
 	if got := eval[float64](t, tb, `document.querySelectorAll('#stages tr.stage progress')[1].value`); got != 0.75 {
 		t.Errorf("clean's progress bar = %v, want 0.75", got)
 	}
+	shoot(t, tb, "flow")
 
 	healthy.Store(true)
 	tb.submit(t, "click Retry", 200, click(`//form[contains(@action, "api/v1/flows/retry?")]/button`))
