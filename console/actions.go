@@ -36,6 +36,9 @@ type actionRequest struct {
 	ID      string   `json:"id"`
 	IDs     []string `json:"ids"`
 	Confirm bool     `json:"confirm"` // a purge's confirmation
+	// Flow names a flow of Options.Flows, ID its run, Stage a stage to retry.
+	Flow  string `json:"flow"`
+	Stage string `json:"stage"`
 
 	count int // the tasks a task's action found or changed
 }
@@ -51,7 +54,9 @@ type actionResult struct {
 }
 
 // pages a form may return to (its "back" field).
-var backPages = map[string]bool{"": true, "groups": true, "schedules": true, "zombies": true, "tasks": true, "task": true}
+var backPages = map[string]bool{
+	"": true, "groups": true, "schedules": true, "zombies": true, "tasks": true, "task": true, "flows": true, "flow": true,
+}
 
 // backTo is the page a form's "back" field names, with its query (filters, a
 // task's ID) re-encoded and done=action added: one of backPages, or the overview.
@@ -96,9 +101,11 @@ func (c *console) act(w http.ResponseWriter, r *http.Request, rel, action string
 		f := r.PostForm
 		req = actionRequest{
 			Group: f.Get("group"), Key: f.Get("key"), Priority: f.Get("priority"), Kind: f.Get("kind"),
-			// A schedule's name and task IDs may come in the form's URL, where they
-			// keep bytes that are not UTF-8 (a form's field would get U+FFFD).
+			// A schedule's name, task IDs and a flow's names may come in the form's
+			// URL, where they keep bytes that are not UTF-8 (a form's field would
+			// get U+FFFD).
 			Name: r.Form.Get("name"), ID: r.Form.Get("id"), IDs: r.Form["ids"], Confirm: f.Get("confirm") == "yes",
+			Flow: r.Form.Get("flow"), Stage: r.Form.Get("stage"),
 		}
 		if token == "" {
 			token = f.Get("token")
@@ -134,6 +141,8 @@ func (c *console) apply(ctx context.Context, action string, req *actionRequest) 
 	switch action {
 	case ActionTaskCancel, ActionTaskRunNow, ActionTaskRequeue, ActionTaskPurge:
 		return c.applyTask(ctx, action, req)
+	case ActionFlowCancel, ActionFlowRetry:
+		return c.applyFlow(ctx, action, req)
 	case ActionPause, ActionResume:
 		sel := kernel.Selector{Group: req.Group, Key: req.Key, Kind: req.Kind}
 		switch strings.ToLower(req.Priority) {

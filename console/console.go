@@ -9,9 +9,11 @@ import (
 	"encoding/json"
 	"errors"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +41,8 @@ type console struct {
 	cop       *http.CrossOriginProtection
 	pages     map[string]*template.Template
 	rc        replicaCache // the replicas on Options.Store
+	flows     map[string]FlowRuns
+	flowNames []string // the keys of flows, sorted
 }
 
 // New returns the console's handler for o.Kernel, and starts the goroutine that
@@ -47,7 +51,8 @@ type console struct {
 //
 // The handler serves, relative to where it is mounted: the pages "" (the
 // overview), "groups", "schedules", "zombies", "tasks" and "task" (one
-// task's page, ?id=); the JSON API under "api/v1/";
+// task's page, ?id=), "flows" and "flow" (one run's page, ?flow=&id=); the JSON
+// API under "api/v1/";
 // and its assets under "static/". Its links are relative, so it works under any
 // prefix: behind [http.StripPrefix], or with Options.Prefix. Each handler has a
 // random key of its own, so an action's token is valid for the handler that
@@ -85,6 +90,8 @@ func New(o Options) (http.Handler, error) {
 		actions: o.Actions, authorize: o.Authorize, prefix: strings.TrimSuffix(o.Prefix, "/"),
 		token: base64.RawURLEncoding.EncodeToString(mac.Sum(nil)), cop: cop, pages: pages,
 	}
+	c.flows = maps.Clone(o.Flows)
+	c.flowNames = slices.Sorted(maps.Keys(c.flows))
 	c.lister, _ = o.Store.(store.TaskLister)
 	c.rc.rs, _ = o.Store.(store.ReplicaStore)
 	c.rc.every = every
@@ -125,6 +132,12 @@ var routes = map[string]route{
 	"api/v1/tasks/run_now":     {http.MethodPost, ActionTaskRunNow, (*console).act},
 	"api/v1/tasks/requeue":     {http.MethodPost, ActionTaskRequeue, (*console).act},
 	"api/v1/tasks/purge":       {http.MethodPost, ActionTaskPurge, (*console).act},
+	"flows":                    {http.MethodGet, ActionRead, (*console).serveFlows},
+	"flow":                     {http.MethodGet, ActionRead, (*console).serveFlows},
+	"api/v1/flows":             {http.MethodGet, ActionRead, (*console).serveFlows},
+	"api/v1/flows/run":         {http.MethodGet, ActionRead, (*console).serveFlows},
+	"api/v1/flows/cancel":      {http.MethodPost, ActionFlowCancel, (*console).act},
+	"api/v1/flows/retry":       {http.MethodPost, ActionFlowRetry, (*console).act},
 }
 
 // taskRoute serves GET api/v1/tasks/{id}: every path under api/v1/tasks/ that

@@ -1,8 +1,8 @@
 // Package console serves a kernel's figures and controls to operators: an
 // [http.Handler] with server-rendered pages (overview, groups, schedules,
-// zombies, and the durable tasks of Options.Store) and a versioned JSON API with
-// the same data, under any path prefix, and lists the other kernels that share
-// its store.
+// zombies, the durable tasks of Options.Store, and the runs of the durable flows
+// of Options.Flows) and a versioned JSON API with the same data, under any path
+// prefix, and lists the other kernels that share its store.
 //
 //	h, err := console.New(console.Options{Kernel: k, Scheduler: s})
 //	if err != nil { ... }
@@ -18,7 +18,9 @@
 // kernel's Shutdown or Close begins; the pages go on serving the last figures.
 // The Tasks pages read Options.Store through [store.TaskLister]: a page of
 // tasks is one [store.TaskLister.ListTasks] call, keyset-paged, which a store
-// serves from its indexes.
+// serves from its indexes. The Flows pages read each flow of Options.Flows
+// through [FlowRuns] (a *flow.Durable): a page of runs is one List call per flow
+// shown, a run's page one Inspect; cancel and retry call Cancel and RetryStage.
 //
 // # Replicas
 //

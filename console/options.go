@@ -35,6 +35,12 @@ type Options struct {
 	// tasks and no other replica.
 	Store store.Store
 
+	// Flows, if set, are the durable flows the Flows pages and api/v1/flows show
+	// and steer, by the flow's name: each a *flow.Durable ([flow.Register]) or
+	// another [FlowRuns]. A name must not be empty. If empty, the console shows no
+	// flows.
+	Flows map[string]FlowRuns
+
 	// Payloads enables the previews of task payloads and results (their first
 	// 1 KiB) on a task's page and in api/v1/tasks/{id}. Payloads and results may
 	// hold secrets. If false, the console shows their sizes only.
@@ -42,8 +48,9 @@ type Options struct {
 
 	// Actions enables the state-changing requests: pause and resume of a priority,
 	// a group, a key or a durable kind; pause, resume and trigger of a schedule;
-	// and, with a Store, cancel, run now, requeue and purge of a durable task. If false, the console is read-only and refuses every POST with
-	// 403 Forbidden.
+	// with a Store, cancel, run now, requeue and purge of a durable task; and with
+	// Flows, cancel of a run and retry of a failed stage. If false, the console
+	// is read-only and refuses every POST with 403 Forbidden.
 	Actions bool
 
 	// Authorize, if set, is called for every request before it is served, with
@@ -99,6 +106,11 @@ const (
 	// ActionTaskPurge deletes dead letters from Options.Store
 	// ([store.Store.Purge]), once confirmed.
 	ActionTaskPurge = "task.purge"
+	// ActionFlowCancel cancels a run of one of Options.Flows
+	// ([FlowRuns.Cancel]); ActionFlowRetry runs a failed stage of one again
+	// ([FlowRuns.RetryStage]).
+	ActionFlowCancel = "flow.cancel"
+	ActionFlowRetry  = "flow.retry"
 )
 
 // Limits and defaults of Options.
@@ -137,6 +149,7 @@ func (o *Options) Validate() error {
 			bad("Store", fmt.Sprintf("%T", o.Store), "must implement store.TaskLister")
 		}
 	}
+	validateFlows(o.Flows, bad)
 	if o.History < 0 || o.History > historyMax {
 		bad("History", o.History, "must be in [0, 100000]")
 	}

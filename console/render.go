@@ -18,7 +18,7 @@ var assets embed.FS
 // pageData is what a page's template renders.
 type pageData struct {
 	Title     string
-	Nav       string // the page: "overview", "groups", "schedules", "zombies", "tasks"
+	Nav       string // the page: "overview", "groups", "schedules", "zombies", "tasks", "flows"
 	Base      string // the relative path back to the handler's root
 	Back      string // the page an action's form returns to ("" for the overview)
 	Refresh   int64  // how often the page's script refreshes it, in ms
@@ -35,12 +35,15 @@ type pageData struct {
 	Tasks     *tasksData
 	Task      *taskData
 	Confirm   *confirmData
+	Flows     *flowsData
+	Run       *runData
 	HasStore  bool // a store is attached: the Tasks page is in the menu
+	HasFlows  bool // flows are attached: the Flows page is in the menu
 	Payloads  bool // payload previews are on
 }
 
 // taskActionLabels are the buttons of a task's actions.
-var taskActionLabels = map[string]string{"cancel": "Cancel", "run_now": "Run now", "requeue": "Requeue", "purge": "Purge…"}
+var taskActionLabels = map[string]string{"cancel": "Cancel", "run_now": "Run now", "requeue": "Requeue", "purge": "Purge…", "retry": "Retry"}
 
 // The messages a page shows after an action's form (its ?done= parameter).
 var flashes = map[string]string{
@@ -53,6 +56,8 @@ var flashes = map[string]string{
 	ActionTaskRunNow:      "Made due now.",
 	ActionTaskRequeue:     "Requeued.",
 	ActionTaskPurge:       "Purged.",
+	ActionFlowCancel:      "Run canceled.",
+	ActionFlowRetry:       "Stage retried.",
 }
 
 var funcs = template.FuncMap{
@@ -96,7 +101,7 @@ func parsePages() (map[string]*template.Template, error) {
 		return nil, err
 	}
 	pages := map[string]*template.Template{}
-	for _, name := range []string{"overview", "groups", "schedules", "zombies", "tasks", "task", "confirm", "error"} {
+	for _, name := range []string{"overview", "groups", "schedules", "zombies", "tasks", "task", "flows", "flow", "confirm", "error"} {
 		t, err := template.Must(layout.Clone()).ParseFS(assets, "assets/"+name+".html")
 		if err != nil {
 			return nil, err
@@ -114,7 +119,7 @@ func (c *console) render(w http.ResponseWriter, code int, name string, d pageDat
 	}
 	d.Refresh = c.refresh.Milliseconds()
 	d.Actions = c.actions
-	d.HasStore, d.Payloads = c.lister != nil, c.payloads
+	d.HasStore, d.HasFlows, d.Payloads = c.lister != nil, len(c.flows) > 0, c.payloads
 	if c.actions {
 		d.Token = c.token
 	}

@@ -65,6 +65,8 @@ var actionBodies = map[string]url.Values{
 	"api/v1/schedules/pause":   {"name": {"job"}},
 	"api/v1/schedules/resume":  {"name": {"job"}},
 	"api/v1/schedules/trigger": {"name": {"job"}},
+	"api/v1/flows/cancel":      {"flow": {"etl"}, "id": {"r1"}},
+	"api/v1/flows/retry":       {"flow": {"etl"}, "id": {"r2"}, "stage": {"clean"}},
 }
 
 func TestSecurityHeaders(t *testing.T) {

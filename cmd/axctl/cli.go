@@ -73,6 +73,7 @@ type options struct {
 
 	// the commands'
 	state, kind, group, key, owner, priority string
+	flow                                     string
 	after, before                            string
 	limit                                    int
 	all, yes, stacks, listIndexes            bool

@@ -59,6 +59,16 @@ var commands = []command{
 			fs.BoolVar(&o.stacks, "stacks", false, "print each zombie's stack")
 		},
 	},
+	{
+		name: "flows", help: "the runs of the durable flows: state, stages and shards done", target: urlOnly, run: flowsCmd,
+		flags: func(fs *flag.FlagSet, o *options) {
+			fs.StringVar(&o.flow, "flow", "", "only the runs of this flow")
+			pageFlags(fs, o)
+		},
+	},
+	{name: "flow cancel", args: "RUN", help: "cancel a flow's run", min: 1, max: 1, target: urlOnly, flags: flowFlag, run: flowCancel},
+	{name: "flow retry", args: "RUN STAGE", help: "run a failed stage of a flow's run again", min: 2, max: 2, target: urlOnly, flags: flowFlag, run: flowRetry},
+	{name: "flow", args: "RUN", help: "one run of a flow: its stages in order, their states and shards", min: 1, max: 1, target: urlOnly, flags: flowFlag, run: flowShow},
 	{name: "pause", help: "pause a group, a key of a group, a priority or a kind", target: urlOnly, flags: selectorFlags, run: pauseCmd},
 	{name: "resume", help: "resume a group, a key of a group, a priority or a kind", target: urlOnly, flags: selectorFlags, run: resumeCmd},
 }
@@ -66,6 +76,10 @@ var commands = []command{
 func pageFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.after, "after", "", "the page after this cursor (the next a page printed)")
 	fs.IntVar(&o.limit, "limit", limitDefault, fmt.Sprintf("the page's size, 1 to %d", limitMax))
+}
+
+func flowFlag(fs *flag.FlagSet, o *options) {
+	fs.StringVar(&o.flow, "flow", "", "the run's flow (default: the console's flow that has the run)")
 }
 
 func selectorFlags(fs *flag.FlagSet, o *options) {
@@ -312,14 +326,7 @@ func tasksShow(ctx context.Context, c *cli, args []string) error {
 	}
 	// The last error whole, its lines wrapped to the width.
 	c.outln("last error:")
-	for line := range strings.Lines(t.LastError) {
-		r := []rune(printable(strings.TrimRight(line, "\r\n")))
-		for len(r) > c.o.width-2 {
-			c.outf("  %s\n", string(r[:c.o.width-2]))
-			r = r[c.o.width-2:]
-		}
-		c.outf("  %s\n", string(r))
-	}
+	c.wrapped(t.LastError)
 	return nil
 }
 

@@ -3,7 +3,8 @@
 // pauses, resumes and triggers schedules and migrates the tables, against the
 // database (--dsn), or against a running kernel's console (--url), which also
 // serves the in-memory figures: the overview, the groups, the zombies, and
-// pausing and resuming a group, a key, a priority or a kind.
+// pausing and resuming a group, a key, a priority or a kind, and the durable
+// flows' runs, their cancel and the retry of a failed stage.
 //
 //	axctl --dsn 'user:pass@tcp(db:3306)/app' dead list
 //	axctl --dsn "$DSN" dead requeue --all

@@ -130,6 +130,9 @@ func (w *web) statusError(method, rel string, code int, data []byte) error {
 	err := fmt.Errorf("console: %s %s: %d %s: %s", method, rel, code, http.StatusText(code), msg)
 	switch code {
 	case http.StatusNotFound:
+		if strings.Contains(ae.Error, "no flows are attached") {
+			return usagef("%s %s: the console at %s has no flows (console.Options.Flows)", method, rel, w.base)
+		}
 		if strings.Contains(ae.Error, "no store is attached") {
 			return usagef("%s %s: the console at %s has no store (console.Options.Store): use --dsn", method, rel, w.base)
 		}

@@ -24,7 +24,7 @@
       window.setTimeout(tick, every);
       return;
     }
-    window.fetch(window.location.pathname, { credentials: 'same-origin', headers: { Accept: 'text/html' } })
+    window.fetch(window.location.pathname + window.location.search, { credentials: 'same-origin', headers: { Accept: 'text/html' } })
       .then(function (r) {
         if (!r.ok) {
           throw new Error('HTTP ' + r.status);

@@ -49,6 +49,18 @@ type env struct {
 // (to register durable kinds).
 func setup(t *testing.T, cfg kernel.Config, o console.Options, register func(*kernel.Kernel)) *env {
 	t.Helper()
+	return setupWith(t, cfg, o, func(k *kernel.Kernel, _ *mysqlstore.Store, _ *console.Options) {
+		if register != nil {
+			register(k)
+		}
+	})
+}
+
+// setupWith is setup whose register is also given the store and the console's
+// Options, before the console is made (to register durable flows and pass them
+// in Options.Flows).
+func setupWith(t *testing.T, cfg kernel.Config, o console.Options, register func(*kernel.Kernel, *mysqlstore.Store, *console.Options)) *env {
+	t.Helper()
 	table := fmt.Sprintf("browser_%d_%d_%d", os.Getpid()%100000, time.Now().UnixNano()%1000000, tableSeq.Add(1))
 	st, err := mysqlstore.Open(testDSN(), mysqlstore.Options{Table: table})
 	if err != nil {
@@ -76,9 +88,7 @@ func setup(t *testing.T, cfg kernel.Config, o console.Options, register func(*ke
 		t.Fatalf("kernel.New: %v", err)
 	}
 	t.Cleanup(func() { _ = k.Close() })
-	if register != nil {
-		register(k)
-	}
+	register(k, st, &o)
 	s, err := schedule.New(k, schedule.Config{Store: st})
 	if err != nil {
 		t.Fatalf("schedule.New: %v", err)
