@@ -7,6 +7,7 @@ import "sync"
 type Inputs struct {
 	r     *run
 	stage int
+	d     *durIn // a durable run's
 }
 
 // Result returns the result of the stage named name, if that stage is one this
@@ -14,6 +15,9 @@ type Inputs struct {
 // otherwise (a sharded stage returns none). The slice is shared: do not modify
 // it.
 func (in Inputs) Result(name string) []byte {
+	if in.d != nil {
+		return in.d.results[name]
+	}
 	if in.r == nil {
 		return nil
 	}
@@ -24,8 +28,31 @@ func (in Inputs) Result(name string) []byte {
 	return in.r.res.get(j)
 }
 
+// Input returns the input of a durable run ([Durable.Start]); nil for a run in
+// memory. The slice is shared: do not modify it.
+func (in Inputs) Input() []byte {
+	if in.d == nil {
+		return nil
+	}
+	return in.d.input
+}
+
+// RunID returns the ID of a durable run ([Durable.Start]), the same in every
+// attempt of every stage of the run: with the stage, the shard and
+// kernel.TaskInfo's Attempt, a key for idempotent work. It is "" for a run in
+// memory.
+func (in Inputs) RunID() string {
+	if in.d == nil {
+		return ""
+	}
+	return in.d.run
+}
+
 // Flow returns the name of the flow the stage belongs to.
 func (in Inputs) Flow() string {
+	if in.d != nil {
+		return in.d.flow
+	}
 	if in.r == nil {
 		return ""
 	}

@@ -14,7 +14,7 @@
 // retried batches, unique keys, groups and keys, fences, recovery, dead letters, retention, large batches,
 // results and attempt history,
 // payload and time round trips, concurrent commits and closing; and, for a
-// [store.SharedStore], [store.ScheduleStore], [store.ReplicaStore], [store.Clock] or [store.TaskLister], their
+// [store.SharedStore], [store.ScheduleStore], [store.ReplicaStore], [store.Clock], [store.TaskLister] or [store.KeyReader], their
 // contracts too.
 package storetest
 
@@ -100,6 +100,9 @@ func Exercise(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}
 	if _, ok := probe.(store.TaskLister); ok {
 		exerciseLister(t, newStore)
+	}
+	if _, ok := probe.(store.KeyReader); ok {
+		exerciseKeys(t, newStore)
 	}
 }
 
