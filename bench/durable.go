@@ -107,10 +107,11 @@ func (s *DurableSetup) close() error {
 	return nil
 }
 
-// DurableFactories returns ax's durable configuration that needs no database:
-// ax-memstore, the kernel on [storekit.NewMemoryStore] in acknowledged mode. It
-// is the baseline of the durable scenario: the kernel and its journal with a
-// store that costs nothing. cmd/axbench adds the MariaDB-backed ones.
+// DurableFactories returns ax's durable configurations that need no database:
+// ax-memstore, the kernel on [storekit.NewMemoryStore] in acknowledged mode, the
+// baseline of the durable scenarios (the kernel and its journal with a store
+// that costs nothing); and ax-flow-mem, ax's flows in memory, the reference of
+// flows-durable. cmd/axbench adds the MariaDB-backed ones.
 func DurableFactories() []Factory {
 	return []Factory{{
 		Name: "ax-memstore", Mode: Blocking, Priorities: true, Flows: true,

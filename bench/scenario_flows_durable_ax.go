@@ -1,5 +1,3 @@
-//go:build axdflow
-
 package bench
 
 import (
