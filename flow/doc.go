@@ -39,10 +39,34 @@
 // in exactly one terminal state ([Handle.Wait]); [Handle.Cancel] ends it
 // Canceled.
 //
-// # Not durable
+// # Durable flows
 //
-// A run lives in memory: its stages are in-memory tasks and their results are
-// kept by the run's [Handle]. A crash loses the run.
+// A run of [Run] lives in memory: a crash loses it. With a store,
+// [Register] makes a flow durable on a kernel: [Durable.Start] stores a run
+// and returns its ID once stored, and the run goes on after a crash in
+// whichever process on the store has the flow registered.
+//
+//	// In every process that runs the flow, at its start:
+//	d, err := flow.Register(k, st, f, &flow.DurableOptions{Pool: true})
+//	run, err := d.Start(ctx, input, nil)
+//	err = d.Wait(ctx, run) // from any process; d.Inspect, d.List, d.Cancel, d.RetryStage too
+//
+// A run is a set of durable tasks whose unique keys are made of the run's ID
+// (its head "axflow/<run>", a stage's task or count "axflow/<run>/<stage>", a
+// shard "axflow/<run>/<stage>#<index>"), each key held for
+// DurableOptions.Retention after its task ended, so that a stage or shard
+// whose success was stored is never submitted again; stage results are the
+// tasks' stored results ([kernel.SetResult]). The run's state is computed from
+// its stored tasks, the same way in every process, by the rules of a run in
+// memory. A reconciler goroutine per [Register] (no kernel slot) reads the
+// live runs (store.KeyReader, store.TaskLister), submits their due tasks,
+// cancels a cancelled run's tasks, and makes a run's head due once the run
+// ended, to end with its outcome. This design keeps the kernel unchanged: a
+// durable run is made only of durable tasks, their keys and their results, so
+// recovery, rescue by other replicas, the shared pool, retries and dead
+// letters are the kernel's own. docs/flows.md, "Durable flows", says more:
+// what is stored, FailFast's and RetryStage's meaning for a stored run, and
+// the limits.
 //
 // # Rules
 //

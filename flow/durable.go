@@ -70,7 +70,8 @@ func (d *Durable) Inspect(ctx context.Context, runID string) (RunInfo, error) {
 }
 
 // List returns up to limit runs of the flow that the store holds, live and ended,
-// in the store's order of their tasks' IDs, and the cursor of the next page
+// in the store's order of their head tasks' IDs (per process, the order the runs
+// started in, with mysqlstore and storekit), and the cursor of the next page
 // (empty after the last): pass it as after, "" for the first page. A page may
 // hold fewer than limit runs while next is not empty. limit <= 0 means 50, at
 // most 1000.

@@ -124,6 +124,9 @@ func (d *durable) retryStage(ctx context.Context, run, stage string) error {
 			ids = append(ids, t.ID)
 		}
 	}
+	if len(ids) == 0 {
+		return fmt.Errorf("flow %q: RetryStage %s %q: its failed tasks were cancelled, not dead-lettered: nothing to requeue", d.f.name, run, stage)
+	}
 	n, err := d.k.Requeue(ctx, ids...)
 	if err != nil {
 		return fmt.Errorf("flow %q: RetryStage %s %q: %w", d.f.name, run, stage, err)

@@ -104,7 +104,7 @@ type verdict struct {
 // storedError is the error of a task as its store keeps it: its LastError.
 type storedError struct {
 	msg    string
-	target error // ErrShardCount or kernel.ErrCanceled when the message says so
+	target error // ErrShardCount, or kernel.ErrCanceled for a cancelled task
 }
 
 func (e *storedError) Error() string { return e.msg }
@@ -155,16 +155,15 @@ func (d *durable) eval(s *snap) *verdict {
 			st.State = StageWaiting
 		case t.State.Live():
 			st.State = StageRunning
-		case t.State == store.Canceled:
+		case t.State == store.Canceled && canceled:
 			st.State = StageCanceled
-			st.Err = &StageError{Flow: d.f.name, Stage: st.Name, Shard: -1, Err: taskErr(t)}
-		case t.State != store.Succeeded:
+		case t.State != store.Succeeded: // a dead letter, or cancelled by other means than Cancel
 			st.State = StageFailed
 			st.Err = &StageError{Flow: d.f.name, Stage: st.Name, Shard: -1, Err: taskErr(t)}
 		case d.f.stages[i].run != nil:
 			st.State = StageSucceeded
 		default:
-			st.State = d.evalShards(s, i, st, note)
+			st.State = d.evalShards(s, i, st, canceled, note)
 		}
 		if st.State == StageFailed {
 			failed = true
@@ -233,8 +232,9 @@ func (d *durable) eval(s *snap) *verdict {
 }
 
 // evalShards returns the state of the counted sharded stage i from its shards'
-// tasks, and fills st's shard figures.
-func (d *durable) evalShards(s *snap, i int, st *StageStatus, note func(*store.StoredTask)) StageState {
+// tasks, and fills st's shard figures. A shard cancelled while the run is not
+// (canceled false) fails the stage, as in a run in memory.
+func (d *durable) evalShards(s *snap, i int, st *StageStatus, canceled bool, note func(*store.StoredTask)) StageState {
 	st.Shards = s.count[i]
 	if st.Shards == 0 {
 		st.State = StageFailed
@@ -251,10 +251,9 @@ func (d *durable) evalShards(s *snap, i int, st *StageStatus, note func(*store.S
 			}
 		case t.State == store.Succeeded:
 			st.ShardsDone++
-		case t.State == store.Canceled:
+		case t.State == store.Canceled && canceled:
 			if state != StageFailed {
 				state = StageCanceled
-				st.Err = &StageError{Flow: d.f.name, Stage: st.Name, Shard: j, Err: taskErr(t)}
 			}
 		default:
 			if state != StageFailed {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/axsched/ax/flow"
@@ -667,7 +669,7 @@ func TestDurableList(t *testing.T) {
 		}
 	}
 	var got []string
-	var states []flow.State
+	var states []string
 	after := ""
 	for {
 		page, next, err := d.List(ctx, after, 2)
@@ -676,7 +678,7 @@ func TestDurableList(t *testing.T) {
 		}
 		for _, r := range page {
 			got = append(got, r.ID)
-			states = append(states, r.State)
+			states = append(states, r.State.String())
 		}
 		if next == "" {
 			break
@@ -684,10 +686,225 @@ func TestDurableList(t *testing.T) {
 		after = next
 	}
 	close(release)
-	if fmt.Sprint(got) != fmt.Sprint(runs) || fmt.Sprint(states) != "[succeeded succeeded running]" {
+	if fmt.Sprint(got) != fmt.Sprint(runs) || strings.Join(states, " ") != "succeeded succeeded running" {
 		t.Errorf("List() = %v %v, want %v [succeeded succeeded running]", got, states, runs)
 	}
 	if err := d.Wait(ctx, runs[2]); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDurableModel runs the random flows of TestModelRandomDAGs durably, on a
+// kernel with few slots and little room and a memory store, in a synctest
+// bubble, and checks them against the same model: no stage starts before its
+// dependencies succeeded, every part runs once per attempt, the failure
+// policies hold, and Cancel ends every stage.
+func TestDurableModel(t *testing.T) {
+	seeds := 120
+	if testing.Short() {
+		seeds = 30
+	}
+	for seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { runDurableModel(t, uint64(seed)) })
+		})
+	}
+}
+
+func runDurableModel(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 29))
+	m := genFlow(rng)
+	cancelAt := -1
+	if rng.IntN(3) == 0 {
+		cancelAt = rng.IntN(len(m.stages))
+	}
+	c := 1 + rng.IntN(4)
+	st := storekit.NewMemoryStore()
+	k, err := kernel.New(kernel.Config{
+		Store:          st,
+		Owner:          "model",
+		MaxConcurrency: 1 + rng.IntN(4),
+		Capacity:       kernel.ByPriority[int]{High: c, Normal: c, Low: c},
+		RetryBudget:    kernel.RetryBudget{Disabled: true},
+		Retry:          kernel.ByPriority[kernel.RetryPolicy]{High: fastRetry, Normal: fastRetry, Low: fastRetry},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = k.Close() }()
+	r := newRecorder(&m, cancelAt)
+	d, err := flow.Register(k, st, m.build(r), &flow.DurableOptions{Poll: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = d.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, err := d.Start(ctx, nil, &flow.Options{OnFailure: m.policy})
+	if err != nil {
+		t.Fatalf("Start() = %v", err)
+	}
+	defer func() {
+		select {
+		case <-r.proceed:
+		default:
+			close(r.proceed)
+		}
+	}()
+	ended := make(chan error, 1)
+	go func() { ended <- d.Wait(ctx, run) }()
+	canceled := false
+	var werr error
+	select {
+	case werr = <-ended:
+	case <-r.started:
+		if err := d.Cancel(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		info, err := d.Inspect(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		canceled = info.State == flow.Running || info.State == flow.Canceled
+		r.mu.Lock()
+		r.canceled = true
+		r.allowed = map[string]bool{}
+		for _, s := range info.Stages {
+			if s.State == flow.StageRunning {
+				r.allowed[s.Name] = true
+			}
+		}
+		r.mu.Unlock()
+		close(r.proceed)
+		werr = <-ended
+	}
+	if errors.Is(werr, context.DeadlineExceeded) {
+		t.Fatalf("Wait() = %v", werr)
+	}
+	info, err := d.Inspect(ctx, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkModel(t, &m, r, info.Stages, info.State, werr, canceled)
+}
+
+// TestDurableRetryShard: RetryStage of a sharded stage requeues only its failed
+// shard; the shards that succeeded do not run again, and the stage after it runs.
+func TestDurableRetryShard(t *testing.T) {
+	st := storekit.NewMemoryStore()
+	k := durKernel(t, st, "a")
+	c := newCounts()
+	var broken atomic.Bool
+	broken.Store(true)
+	f := flow.New("rshard").
+		Sharded("s", func(ctx context.Context, _ flow.Inputs) (int, error) {
+			c.add(ctx, "count")
+			return 6, nil
+		}, func(ctx context.Context, s flow.Shard, _ flow.Inputs) error {
+			c.add(ctx, strconv.Itoa(s.Index))
+			if s.Index == 3 && broken.Load() {
+				return kernel.Permanent(errors.New("bad partition"))
+			}
+			return nil
+		}, nil).
+		Stage("after", func(ctx context.Context, _ flow.Inputs) ([]byte, error) {
+			c.add(ctx, "after")
+			return nil, nil
+		}, &flow.StageOptions{After: []string{"s"}})
+	d := register(t, k, st, f, nil)
+	ctx := waitCtx(t)
+	run, err := d.Start(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = d.Wait(ctx, run)
+	var se *flow.StageError
+	if !errors.As(err, &se) || se.Stage != "s" || se.Shard != 3 {
+		t.Fatalf("Wait() = %v, want the StageError of s, shard 3", err)
+	}
+	info, _ := d.Inspect(ctx, run)
+	if s := info.Stages[0]; s.State != flow.StageFailed || s.Shards != 6 || s.ShardsDone != 5 {
+		t.Errorf("Inspect().Stages[0] = %+v, want failed, 5 of 6 shards", s)
+	}
+	broken.Store(false)
+	if err := d.RetryStage(ctx, run, "s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Wait(ctx, run); err != nil {
+		t.Fatalf("Wait() after RetryStage = %v, want nil", err)
+	}
+	for name, want := range map[string]int{"count": 1, "0": 1, "2": 1, "3": 2, "5": 1, "after": 1} {
+		if n := c.get(name); n != want {
+			t.Errorf("%s ran %d times, want %d", name, n, want)
+		}
+	}
+}
+
+// TestDurableCancelElsewhere: Cancel called in another process (a second kernel
+// on the store) ends the stage running in the first, whose reconciler cancels it.
+func TestDurableCancelElsewhere(t *testing.T) {
+	st := storekit.NewMemoryStore()
+	started := make(chan struct{})
+	var once sync.Once
+	f := flow.New("far").Stage("long", func(ctx context.Context, _ flow.Inputs) ([]byte, error) {
+		once.Do(func() { close(started) })
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}, nil)
+	k1 := durKernel(t, st, "k1")
+	d1 := register(t, k1, st, f, nil)
+	ctx := waitCtx(t)
+	run, err := d1.Start(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started // in k1: the second process starts after
+	k2 := durKernel(t, st, "k2")
+	d2 := register(t, k2, st, f, nil)
+	if err := d2.Cancel(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	if err := d2.Wait(ctx, run); !errors.Is(err, kernel.ErrCanceled) {
+		t.Fatalf("Wait() = %v, want ErrCanceled", err)
+	}
+	if err := d1.Wait(ctx, run); !errors.Is(err, kernel.ErrCanceled) {
+		t.Fatalf("Wait() in the first process = %v, want ErrCanceled", err)
+	}
+}
+
+// TestDurableTaskCanceled: a stage's task cancelled by other means than
+// Durable.Cancel (Kernel.Cancel by its stored ID) fails the stage, as in memory,
+// and the run ends Failed.
+func TestDurableTaskCanceled(t *testing.T) {
+	st := storekit.NewMemoryStore()
+	k := durKernel(t, st, "a")
+	ids := make(chan string, 1)
+	f := flow.New("kc").
+		Stage("a", func(ctx context.Context, _ flow.Inputs) ([]byte, error) {
+			info, _ := kernel.TaskInfo(ctx)
+			ids <- info.ID
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, nil).
+		Stage("b", nop, &flow.StageOptions{After: []string{"a"}})
+	d := register(t, k, st, f, nil)
+	ctx := waitCtx(t)
+	run, err := d.Start(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Cancel(ctx, <-ids); err != nil {
+		t.Fatal(err)
+	}
+	err = d.Wait(ctx, run)
+	var se *flow.StageError
+	if !errors.As(err, &se) || se.Stage != "a" || !errors.Is(err, kernel.ErrCanceled) {
+		t.Fatalf("Wait() = %v, want a's StageError wrapping ErrCanceled", err)
+	}
+	if info, _ := d.Inspect(ctx, run); info.State != flow.Failed || info.Stages[1].State != flow.StageCanceled {
+		t.Errorf("Inspect() = %+v, want failed, b canceled", info)
+	}
+	if err := d.RetryStage(ctx, run, "a"); err == nil || !strings.Contains(err.Error(), "nothing to requeue") {
+		t.Errorf("RetryStage(a) = %v, want an error: nothing to requeue", err)
 	}
 }

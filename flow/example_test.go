@@ -9,6 +9,7 @@ import (
 
 	"github.com/axsched/ax/flow"
 	"github.com/axsched/ax/kernel"
+	"github.com/axsched/ax/store/storekit"
 )
 
 // Example runs the pipeline fetch → 64 shards of clean → store.
@@ -102,4 +103,53 @@ func Example_continueIndependent() {
 	// export failed
 	// upload skipped
 	// vacuum succeeded
+}
+
+// A durable flow: its runs are stored, and go on after a crash in whichever
+// process on the store has the flow registered.
+func ExampleRegister() {
+	st := storekit.NewMemoryStore() // or a mysqlstore.Store, shared by every process
+	k, err := kernel.New(kernel.Config{Store: st})
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = k.Close() }()
+
+	f := flow.New("etl").
+		Stage("fetch", func(ctx context.Context, in flow.Inputs) ([]byte, error) {
+			return []byte("6400 rows of " + string(in.Input())), nil // stored with the stage
+		}, nil).
+		Sharded("clean",
+			func(ctx context.Context, _ flow.Inputs) (int, error) { return 8, nil },
+			func(ctx context.Context, s flow.Shard, in flow.Inputs) error {
+				return nil // idempotent per (in.RunID(), s.Index): a crash may run it again
+			},
+			&flow.ShardOptions{StageOptions: flow.StageOptions{After: []string{"fetch"}}}).
+		Stage("store", func(ctx context.Context, in flow.Inputs) ([]byte, error) {
+			return []byte("stored " + string(in.Result("fetch"))), nil // read from the store
+		}, &flow.StageOptions{After: []string{"clean"}})
+
+	// Every process that runs the flow registers it at its start, with the same definition.
+	d, err := flow.Register(k, st, f, nil)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	run, err := d.Start(ctx, []byte("2030-01-02"), nil) // returns once the run is stored
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(d.Wait(ctx, run))
+	info, err := d.Inspect(ctx, run)
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range info.Stages {
+		fmt.Println(s.Name, s.State, s.ShardsDone, "of", s.Shards)
+	}
+	// Output:
+	// <nil>
+	// fetch succeeded 0 of 0
+	// clean succeeded 8 of 8
+	// store succeeded 0 of 0
 }

@@ -14,8 +14,8 @@ import (
 // follows. The []byte it returns with a nil error is the stage's result (at most
 // 1 MiB; nil is none), readable by the stages after it; it must not be modified
 // afterwards. ctx is the context of the stage's task: it ends at the attempt's
-// timeout, at [Handle.Cancel] and when the kernel closes, and carries
-// [kernel.TaskInfo].
+// timeout, at [Handle.Cancel] (or [Durable.Cancel]) and when the kernel closes,
+// and carries [kernel.TaskInfo].
 type StageFunc func(ctx context.Context, in Inputs) ([]byte, error)
 
 // CountFunc returns how many shards a sharded stage runs: at least 1 and at most

@@ -257,6 +257,13 @@ func runModel(t *testing.T, seed uint64) {
 		close(r.proceed)
 		<-h.Done()
 	}
+	checkModel(t, &m, r, h.Stages(), h.State(), h.Err(), canceled)
+}
+
+// checkModel checks the end of a run of m, recorded by r, whose stages ended as
+// st and the run in state with err, against the model.
+func checkModel(t *testing.T, m *mFlow, r *recorder, st []flow.StageStatus, state flow.State, runErr error, canceled bool) {
+	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, b := range r.bad {
@@ -265,7 +272,6 @@ func runModel(t *testing.T, seed uint64) {
 	if r.inflight != 0 {
 		t.Errorf("%d functions still running after the run ended", r.inflight)
 	}
-	st := h.Stages()
 	runs, ok := m.expect()
 	anyFail := false
 	for i := range m.stages {
@@ -325,16 +331,16 @@ func runModel(t *testing.T, seed uint64) {
 	}
 	switch {
 	case allOK:
-		if h.State() != flow.Succeeded || h.Err() != nil {
-			t.Errorf("State() = %v, Err() = %v, want succeeded, nil", h.State(), h.Err())
+		if state != flow.Succeeded || runErr != nil {
+			t.Errorf("State() = %v, Err() = %v, want succeeded, nil", state, runErr)
 		}
 	case canceled:
-		if h.State() != flow.Canceled || !errors.Is(h.Err(), kernel.ErrCanceled) {
-			t.Errorf("after Cancel: State() = %v, Err() = %v, want canceled, ErrCanceled", h.State(), h.Err())
+		if state != flow.Canceled || !errors.Is(runErr, kernel.ErrCanceled) {
+			t.Errorf("after Cancel: State() = %v, Err() = %v, want canceled, ErrCanceled", state, runErr)
 		}
 	default:
-		if !anyFail || h.State() != flow.Failed || !errors.As(h.Err(), new(*flow.StageError)) {
-			t.Errorf("State() = %v, Err() = %v, want failed with a *StageError (model fails: %v)", h.State(), h.Err(), anyFail)
+		if !anyFail || state != flow.Failed || !errors.As(runErr, new(*flow.StageError)) {
+			t.Errorf("State() = %v, Err() = %v, want failed with a *StageError (model fails: %v)", state, runErr, anyFail)
 		}
 	}
 	if !canceled && anyFail == allOK {

@@ -14,7 +14,8 @@ const (
 	Succeeded
 	// Failed: a stage failed (see [Policy] for what happened to the others).
 	Failed
-	// Canceled: [Handle.Cancel] ended the run before every stage succeeded.
+	// Canceled: [Handle.Cancel] or [Durable.Cancel] ended the run before every
+	// stage succeeded.
 	Canceled
 )
 
@@ -80,7 +81,8 @@ func (s StageState) String() string {
 // Terminal reports whether s is a final state.
 func (s StageState) Terminal() bool { return s >= StageSucceeded && s <= StageSkipped }
 
-// StageStatus is a snapshot of one stage of a run ([Handle.Stage]).
+// StageStatus is a snapshot of one stage of a run ([Handle.Stage],
+// [RunInfo].Stages).
 type StageStatus struct {
 	Name  string
 	State StageState

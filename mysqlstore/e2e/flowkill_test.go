@@ -223,7 +223,7 @@ func TestFlowKill(t *testing.T) {
 	pollUntil(t, "the final child's waits for the acknowledged runs", 20*time.Millisecond, 90*time.Second, func() (bool, error) {
 		select {
 		case <-final.exited:
-			return false, fmt.Errorf("final child exited: %v\n%s", final.err, tail(final.out.String(), 4000))
+			return false, fmt.Errorf("final child exited: %w\n%s", final.err, tail(final.out.String(), 4000))
 		default:
 		}
 		return final.bytes.Load() >= 2, nil // registered, then every run ended
