@@ -47,18 +47,21 @@ type Durable struct {
 // Register once at its start, with the same definition. It returns the
 // errors of [Flow.Validate], a *kernel.ConfigError for a bad field of opts, and
 // an error for a nil argument, a store that is no store.KeyReader and
-// store.TaskLister, a Pool without a store.SharedStore, a name too long for the
-// tasks' kinds or keys, and a kind k refuses.
+// store.TaskLister, a Pool without a store.SharedStore, a stage name with a '#'
+// or longer than 220 bytes (the tasks' keys), a name that makes a kind longer
+// than store.KindMax, and a kind k refuses (a flow registered twice on k).
 func Register(k *kernel.Kernel, st store.Store, f *Flow, opts *DurableOptions) (*Durable, error) {
 	return register(k, st, f, opts)
 }
 
-// Start stores a new run of the flow with input (at most 1 MiB, or the store's
-// payload cap) and returns its ID once it is stored: from then on no crash
-// loses it, and the run goes on in whichever process on the store runs the
-// flow. opts.OnFailure is the failure policy. It returns kernel.ErrClosed
-// after the kernel began to stop and the store's errors; then no run was
-// stored, unless the error wraps store.ErrOutcomeUnknown.
+// Start stores a new run of the flow with input (at most the store's payload
+// cap less 20 bytes: store.ErrPayloadTooLarge otherwise) and returns its ID
+// once it is stored: from then on no crash loses it, and the run goes on in
+// whichever process on the store runs the flow. opts.OnFailure is the failure
+// policy. It blocks while the kernel has no room, until ctx ends. It returns
+// a *kernel.ConfigError for a bad opts, kernel.ErrClosed after the kernel
+// began to stop, ctx.Err() and the store's errors; then no run was stored,
+// unless the error wraps store.ErrOutcomeUnknown. Safe for concurrent use.
 func (d *Durable) Start(ctx context.Context, input []byte, opts *Options) (runID string, err error) {
 	return d.d.start(ctx, input, opts)
 }

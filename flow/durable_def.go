@@ -31,6 +31,9 @@ const (
 	// headAhead is how far ahead a run's head is parked: it is made due when the
 	// run ended (Kernel.RunNow), never by its time.
 	headAhead = 10 * 365 * 24 * time.Hour
+	// watchMax bounds the interval at which a watcher reads back a task that
+	// ended in memory until the store shows its end (a group commit's latency).
+	watchMax = 20 * time.Millisecond
 	// headAttempts bounds the head's checks of the run's end: each one that finds
 	// the run still going is retried.
 	headAttempts = 1 << 30
@@ -58,6 +61,7 @@ type durable struct {
 	kinds     []string // by stage
 	stop      chan struct{}
 	stopOnce  sync.Once
+	ctx       context.Context // the reconciler's and watchers': ends at Close or when the kernel stops
 	wg        sync.WaitGroup
 
 	mu   sync.Mutex
@@ -224,7 +228,17 @@ func register(k *kernel.Kernel, st store.Store, f *Flow, opts *DurableOptions) (
 			return nil, fmt.Errorf("flow %q: Register: %w", f.name, err)
 		}
 	}
-	d.wg.Add(1)
+	var cancel context.CancelFunc
+	d.ctx, cancel = context.WithCancel(context.Background())
+	d.wg.Add(2)
+	go func() {
+		defer d.wg.Done()
+		select {
+		case <-d.stop:
+		case <-k.Stopping():
+		}
+		cancel()
+	}()
 	go d.reconcile()
 	return &Durable{d: d}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/axsched/ax/kernel"
 	"github.com/axsched/ax/store"
@@ -31,35 +32,27 @@ func (d *durable) passed() <-chan struct{} {
 }
 
 // reconcile is the reconciler's goroutine: it advances the runs it is poked for
-// at once, and every live run of the store every poll, until the kernel stops
-// or Close.
+// at once, and the other live runs of the store every poll, until the kernel
+// stops or Close.
 func (d *durable) reconcile() {
 	defer d.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		select {
-		case <-d.stop:
-		case <-d.k.Stopping():
-		}
-		cancel()
-	}()
+	ctx := d.ctx
 	timer := d.k.Clock().Timer(d.poll)
 	defer timer.Stop()
 	full := true
+	fresh := make(map[string]bool) // the runs advanced since the last scan
 	for {
 		d.mu.Lock()
 		todo := d.todo
 		d.todo = make(map[string]bool)
 		d.mu.Unlock()
+		for run := range todo {
+			d.advance(ctx, run)
+			fresh[run] = true
+		}
 		if full {
-			d.scan(ctx)
-		} else {
-			for run := range todo {
-				d.advance(ctx, run)
-			}
+			d.scan(ctx, fresh)
+			fresh = make(map[string]bool)
 		}
 		d.mu.Lock()
 		close(d.pass)
@@ -77,9 +70,11 @@ func (d *durable) reconcile() {
 	}
 }
 
-// scan advances every live run of the flow the store holds: those whose head
-// waits (parked, or checking the run's end again).
-func (d *durable) scan(ctx context.Context) {
+// scan advances every live run of the flow the store holds (those whose head
+// waits: parked, or checking the run's end again) but the fresh ones, which a
+// poke advanced since the last scan: a run another process moved meanwhile is
+// advanced here within two polls.
+func (d *durable) scan(ctx context.Context, fresh map[string]bool) {
 	for _, state := range []store.State{store.Delayed, store.Retrying} {
 		q := store.TaskQuery{Kind: d.headKind, State: state, Limit: store.TaskListLimitMax}
 		for {
@@ -88,7 +83,7 @@ func (d *durable) scan(ctx context.Context) {
 				return // the next poll tries again
 			}
 			for _, t := range page.Tasks {
-				if run, ok := strings.CutPrefix(t.UniqueKey, keyPrefix); ok {
+				if run, ok := strings.CutPrefix(t.UniqueKey, keyPrefix); ok && !fresh[run] {
 					d.advance(ctx, run)
 				}
 			}
@@ -150,7 +145,7 @@ func (d *durable) submit(ctx context.Context, s *snap, jobs []job) {
 		}
 		for i, h := range hs {
 			if h != nil {
-				d.watch(s.run, h)
+				d.watch(s.run, ts[i].UniqueKey, h)
 			} else if !d.submitOne(ctx, s, jobs[i], ts[i]) {
 				return
 			}
@@ -167,11 +162,11 @@ func (d *durable) submitOne(ctx context.Context, s *snap, j job, t kernel.Durabl
 	var ce *kernel.ConfigError
 	switch {
 	case err == nil:
-		d.watch(s.run, h)
+		d.watch(s.run, t.UniqueKey, h)
 	case errors.Is(err, store.ErrDuplicateKey):
 	case errors.As(err, &ce):
 		if h, err := d.k.SubmitDurable(ctx, d.task(s, j, err.Error())); err == nil {
-			d.watch(s.run, h)
+			d.watch(s.run, t.UniqueKey, h)
 		}
 	default:
 		return false
@@ -210,16 +205,33 @@ func (d *durable) task(s *snap, j job, refused string) kernel.DurableTask {
 	return t
 }
 
-// watch pokes the reconciler for run when h ends.
-func (d *durable) watch(run string, h *kernel.Handle) {
+// watch pokes the reconciler for run when h, the handle of the task that keeps
+// key, ended and the store shows its end: the kernel ends a durable task in
+// memory before the group commit that stores the end, so the watcher reads the
+// task back until the commit landed, at growing intervals up to 20 ms.
+func (d *durable) watch(run, key string, h *kernel.Handle) {
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
 		select {
 		case <-h.Done():
-			d.poke(run)
-		case <-d.stop:
+		case <-d.ctx.Done():
+			return
 		}
+		for wait := time.Millisecond; ; wait = min(2*wait, watchMax, d.poll) {
+			ts, err := d.kr.TasksByKey(d.ctx, []string{key})
+			if err == nil && (len(ts) == 0 || !ts[0].State.Live()) {
+				break
+			}
+			timer := d.k.Clock().Timer(wait)
+			select {
+			case <-timer.C:
+			case <-d.ctx.Done():
+				timer.Stop()
+				return
+			}
+		}
+		d.poke(run)
 	}()
 }
 

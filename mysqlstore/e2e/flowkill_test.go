@@ -23,13 +23,17 @@ import (
 const (
 	envFlowKills = "AX_E2E_FLOW_KILLS" // SIGKILLs; default flowKillsDefault
 
-	envFlowChild = "AX_E2E_FLOW_CHILD" // "run" or "drain": TestFlowKillChild runs
+	envFlowProcs = "AX_E2E_FLOW_PROCS" // processes on the store at once; default flowProcsDefault
+
+	envFlowChild = "AX_E2E_FLOW_CHILD" // "run", "serve" or "drain": TestFlowKillChild runs
 	envFlowTable = "AX_E2E_FLOW_TABLE"
+	envFlowOwner = "AX_E2E_FLOW_OWNER"
 
 	flowKillsDefault = 20
+	flowProcsDefault = 1
 	flowName         = "flowkill"
 	flowShards       = 16
-	flowStartEvery   = 60 * time.Millisecond // a running child starts a run this often
+	flowStartEvery   = 60 * time.Millisecond // the children start a run this often between them
 	flowWorkMax      = 40 * time.Millisecond // the longest work of a stage's or shard's attempt
 	flowKillDelayMax = 1200 * time.Millisecond
 	flowPoll         = 100 * time.Millisecond
@@ -90,12 +94,14 @@ func flowKillFlow(side *sql.DB, execs string) *flow.Flow {
 }
 
 // TestFlowKillChild is the child process of TestFlowKill; without AX_E2E_FLOW_CHILD it
-// returns at once. It runs a kernel as owner "flowkill" on the table
-// AX_E2E_FLOW_TABLE with flowKillFlow registered, and writes a byte to fd 3 once it
-// did. In "run" mode it then starts a run every flowStartEvery, inserting each run's
-// ID into <table>_acks once Start returned, until it is killed. In "drain" mode it
-// waits for every run of <table>_acks to end and fails for one that did not
-// succeed, then writes a byte to fd 3 and returns when its stdin closes.
+// returns at once. It runs a kernel as owner AX_E2E_FLOW_OWNER on the table
+// AX_E2E_FLOW_TABLE with flowKillFlow registered (its tasks in the pool when
+// AX_E2E_FLOW_PROCS > 1), and writes a byte to fd 3 once it did. In "run" mode it
+// then starts a run every flowStartEvery times AX_E2E_FLOW_PROCS, inserting each
+// run's ID into <table>_acks once Start returned, until it is killed. In "drain"
+// mode it waits for every run of <table>_acks to end and fails for one that did
+// not succeed, then writes a byte to fd 3. In "drain" and "serve" modes it returns
+// when its stdin closes.
 func TestFlowKillChild(t *testing.T) {
 	mode := os.Getenv(envFlowChild)
 	if mode == "" {
@@ -117,22 +123,26 @@ func TestFlowKillChild(t *testing.T) {
 	defer func() { _ = s.Close() }()
 	fast := kernel.RetryPolicy{Base: 5 * time.Millisecond, Max: 50 * time.Millisecond}
 	k, err := kernel.New(kernel.Config{
-		Store: s, Owner: flowName, MaxConcurrency: 8,
+		Store: s, Owner: os.Getenv(envFlowOwner), MaxConcurrency: 8,
 		Retry: kernel.ByPriority[kernel.RetryPolicy]{High: fast, Normal: fast, Low: fast},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = k.Close() }()
-	d, err := flow.Register(k, s, flowKillFlow(side, table+"_execs"), &flow.DurableOptions{Poll: flowPoll})
+	d, err := flow.Register(k, s, flowKillFlow(side, table+"_execs"), &flow.DurableOptions{Poll: flowPoll, Pool: envInt(t, envFlowProcs, flowProcsDefault) > 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = d.Close() }()
 	_, _ = progress.Write([]byte{'u'})
 	ctx := context.Background()
+	if mode == "serve" {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		return
+	}
 	if mode == "run" {
-		tick := time.NewTicker(flowStartEvery)
+		tick := time.NewTicker(flowStartEvery * time.Duration(envInt(t, envFlowProcs, flowProcsDefault)))
 		defer tick.Stop()
 		for range tick.C {
 			run, err := d.Start(ctx, []byte("rows"), nil)
@@ -169,11 +179,14 @@ func TestFlowKillChild(t *testing.T) {
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }
 
-// TestFlowKill runs the durable flow fetch → 16 shards of clean → store in a child
-// process (TestFlowKillChild) that starts a run every flowStartEvery, and kills it
-// with SIGKILL AX_E2E_FLOW_KILLS times (20 by default) at random moments, restarting
-// it under the same owner each time. A final child starts nothing and waits for
-// every acknowledged run to end. Then:
+// TestFlowKill runs the durable flow fetch → 16 shards of clean → store in
+// AX_E2E_FLOW_PROCS child processes (TestFlowKillChild; 1 by default; with more, on
+// one table with the stages' tasks in the shared pool, so that the processes run the
+// shards of one run between them) that start a run every flowStartEvery between
+// them. It kills a random one with SIGKILL AX_E2E_FLOW_KILLS times (20 by default)
+// at random moments, restarting it under its owner's name each time, then kills
+// every process and restarts them to start nothing: one waits for every
+// acknowledged run to end. Then:
 //
 //   - no acknowledged run is lost: each ended Succeeded (the final child's Wait), and
 //     its head is stored Succeeded;
@@ -186,6 +199,10 @@ func TestFlowKillChild(t *testing.T) {
 //     kill cut after it stored the run (then it ran to its end too).
 func TestFlowKill(t *testing.T) {
 	kills := envInt(t, envFlowKills, flowKillsDefault)
+	procs := envInt(t, envFlowProcs, flowProcsDefault)
+	if procs < 1 {
+		t.Fatalf("%s = %d: want at least 1", envFlowProcs, procs)
+	}
 	db := openDB(t)
 	table := ownTable(t, db, "flow")
 	ctx := context.Background()
@@ -211,15 +228,32 @@ func TestFlowKill(t *testing.T) {
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{envFlowTable + "=" + table}
+	env := []string{envFlowTable + "=" + table, envFlowProcs + "=" + strconv.Itoa(procs)}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 29))
 	began := time.Now()
-	for i := range kills {
-		c := spawnChild(t, "TestFlowKillChild", i, append(env, envFlowChild+"=run")...)
+	seq := 0
+	spawn := func(p int, mode string) *child {
+		c := spawnChild(t, "TestFlowKillChild", seq, append(env, envFlowChild+"="+mode, envFlowOwner+"="+flowName+"-"+strconv.Itoa(p))...)
+		seq++
 		c.waitSignal(t)
-		c.kill(t, time.Duration(rng.Int64N(int64(flowKillDelayMax))))
+		return c
 	}
-	final := spawnChild(t, "TestFlowKillChild", kills, append(env, envFlowChild+"=drain")...)
+	cur := make([]*child, procs)
+	for p := range cur {
+		cur[p] = spawn(p, "run")
+	}
+	for range kills {
+		p := rng.IntN(procs)
+		cur[p].kill(t, time.Duration(rng.Int64N(int64(flowKillDelayMax))))
+		cur[p] = spawn(p, "run") // under the same owner: it takes its tasks back at once
+	}
+	for _, c := range cur { // every process, to start no more runs
+		c.kill(t, 0)
+	}
+	for p := 1; p < procs; p++ {
+		cur[p] = spawn(p, "serve")
+	}
+	final := spawn(0, "drain")
 	pollUntil(t, "the final child's waits for the acknowledged runs", 20*time.Millisecond, 90*time.Second, func() (bool, error) {
 		select {
 		case <-final.exited:
@@ -235,15 +269,39 @@ func TestFlowKill(t *testing.T) {
 	if acks < kills {
 		t.Fatalf("%d runs acknowledged over %d kills: the children did not get to start runs", acks, kills)
 	}
-	// The heads end once their runs ended, within a poll of the final child.
+	// The heads end once their runs ended, within a poll of the final child; the
+	// loop logs those that do not.
 	headKind := "axflow.run/" + flowName
-	pollUntil(t, "every run's head to end", 20*time.Millisecond, 30*time.Second, func() (bool, error) {
+	for deadline := time.Now().Add(30 * time.Second); ; {
 		var n int
 		err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+table+"` WHERE kind = ? AND state <> ?", headKind, codeSucceeded).Scan(&n)
-		return n == 0, err
-	})
-	_ = final.stdin.Close()
-	final.waitExit(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			rows, qerr := db.QueryContext(ctx, "SELECT id, unique_key, state, attempt, owner, run_at FROM `"+table+"` WHERE kind = ? AND state <> ? LIMIT 10", headKind, codeSucceeded)
+			if qerr != nil {
+				t.Fatal(qerr)
+			}
+			for rows.Next() {
+				var id, key, runAt string
+				var state, attempt int
+				var owner uint64
+				_ = rows.Scan(&id, &key, &state, &attempt, &owner, &runAt)
+				t.Logf("head %s %s: state %d, attempt %d, owner %d, run_at %s", id, key, state, attempt, owner, runAt)
+			}
+			_ = rows.Close()
+			t.Fatalf("%d heads not ended 30 s after the acknowledged runs ended\n%s", n, tail(final.out.String(), 3000))
+		}
+		<-time.After(20 * time.Millisecond) // the table, which no channel announces
+	}
+	for _, c := range append(cur[1:], final) {
+		_ = c.stdin.Close()
+		c.waitExit(t)
+	}
 
 	// Every acknowledged run's head, by its key.
 	var runs []string
@@ -377,11 +435,11 @@ func TestFlowKill(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM `"+table+"` WHERE kind = ?", headKind).Scan(&allRuns); err != nil {
 		t.Fatal(err)
 	}
-	if allRuns < len(runs) || allRuns > len(runs)+kills {
-		t.Errorf("%d runs stored, %d acknowledged over %d kills: want between %d and %d", allRuns, len(runs), kills, len(runs), len(runs)+kills)
+	if cuts := kills + procs; allRuns < len(runs) || allRuns > len(runs)+cuts {
+		t.Errorf("%d runs stored, %d acknowledged over %d kills: want between %d and %d", allRuns, len(runs), cuts, len(runs), len(runs)+cuts)
 	}
-	t.Logf("%d kills in %v: %d runs acknowledged (%d stored), %d stage tasks, %d executions, %d re-runs of interrupted attempts, %d beyond a stored success",
-		kills, time.Since(began).Round(time.Millisecond), len(runs), allRuns, len(tasks), execs, reruns, beyond)
+	t.Logf("%d processes, %d kills in %v: %d runs acknowledged (%d stored), %d stage tasks, %d executions, %d re-runs of interrupted attempts, %d beyond a stored success",
+		procs, kills, time.Since(began).Round(time.Millisecond), len(runs), allRuns, len(tasks), execs, reruns, beyond)
 	if want := allRuns * (3 + flowShards); len(tasks) != want {
 		t.Errorf("%d stage tasks stored, want %d (%d runs × %d)", len(tasks), want, allRuns, 3+flowShards)
 	}
