@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -169,8 +170,8 @@ func register(k *kernel.Kernel, st store.Store, f *Flow, opts *DurableOptions) (
 		index:     make(map[string]int, len(f.stages)),
 		next:      next,
 		prev:      make([][]int, len(f.stages)),
-		poll:      cmpOr(o.Poll, pollDefault),
-		retention: cmpOr(o.Retention, retentionDefault),
+		poll:      cmp.Or(o.Poll, pollDefault),
+		retention: cmp.Or(o.Retention, retentionDefault),
 		pool:      o.Pool,
 		headKind:  "axflow.run/" + f.name,
 		markKind:  "axflow.cancel/" + f.name,
@@ -241,13 +242,6 @@ func register(k *kernel.Kernel, st store.Store, f *Flow, opts *DurableOptions) (
 	}()
 	go d.reconcile()
 	return &Durable{d: d}, nil
-}
-
-func cmpOr(v, def time.Duration) time.Duration {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // topoOrder returns the stages in an order where every stage follows those it

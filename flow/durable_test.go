@@ -908,3 +908,56 @@ func TestDurableTaskCanceled(t *testing.T) {
 		t.Errorf("RetryStage(a) = %v, want an error: nothing to requeue", err)
 	}
 }
+
+// TestDurableRestartShards: after a Close and a new kernel on the store, the shards
+// that succeeded do not run again; the interrupted one runs as a new attempt.
+func TestDurableRestartShards(t *testing.T) {
+	st := storekit.NewMemoryStore()
+	c := newCounts()
+	started := make(chan struct{})
+	var once sync.Once
+	f := func() *flow.Flow {
+		return flow.New("rshards").Sharded("s", func(ctx context.Context, _ flow.Inputs) (int, error) {
+			c.add(ctx, "count")
+			return 4, nil
+		}, func(ctx context.Context, s flow.Shard, _ flow.Inputs) error {
+			if c.add(ctx, strconv.Itoa(s.Index)) == 1 && s.Index == 2 {
+				once.Do(func() { close(started) })
+				<-ctx.Done() // until the kernel closes
+				return ctx.Err()
+			}
+			return nil
+		}, &flow.ShardOptions{MaxParallel: 1}) // 0, 1, then 2 blocks; 3 waits for it
+	}
+	k1, err := kernel.New(kernel.Config{Store: st, Owner: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, err := flow.Register(k1, st, f(), &flow.DurableOptions{Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := waitCtx(t)
+	run, err := d1.Start(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("shard 2 did not start")
+	}
+	_ = k1.Close()
+	_ = d1.Close()
+
+	k2 := durKernel(t, st, "a")
+	d2 := register(t, k2, st, f(), nil)
+	if err := d2.Wait(ctx, run); err != nil {
+		t.Fatalf("Wait() after the restart = %v, want nil", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if fmt.Sprint(c.n) != "map[0:1 1:1 2:2 3:1 count:1]" || fmt.Sprint(c.at["2"]) != "[1 2]" {
+		t.Errorf("runs %v, shard 2's attempts %v; want map[0:1 1:1 2:2 3:1 count:1], [1 2]", c.n, c.at["2"])
+	}
+}

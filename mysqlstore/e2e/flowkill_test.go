@@ -35,7 +35,7 @@ const (
 	flowShards       = 16
 	flowStartEvery   = 60 * time.Millisecond // the children start a run this often between them
 	flowWorkMax      = 40 * time.Millisecond // the longest work of a stage's or shard's attempt
-	flowKillDelayMax = 1200 * time.Millisecond
+	flowKillDelayMax = 800 * time.Millisecond
 	flowPoll         = 100 * time.Millisecond
 )
 
