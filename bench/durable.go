@@ -54,6 +54,30 @@ type DurableSetup struct {
 	// use. The durable-tx scenario submits with it; for ax the task goes to the
 	// pool of Store, which the scenario's kernel claims.
 	TxSubmit func(ctx context.Context, payload []byte) (string, error)
+
+	// FlowPeer, if not nil, runs the flows-durable scenario's pipeline as a
+	// chain of the peer's jobs (Peer's job system, on the same store).
+	FlowPeer DurableFlowPeer
+
+	// MemoryFlows marks the flows-durable scenario's reference: ax's flows in
+	// memory (flow.Run on a kernel without a store). Store and Peer are then
+	// nil.
+	MemoryFlows bool
+}
+
+// DurableFlowPeer runs the flows-durable scenario's pipeline, fetch →
+// [FlowShards] shards of clean → store, as a chain of a peer's durable jobs,
+// each job inserting the next. Every job does the work of [FlowWork].
+type DurableFlowPeer interface {
+	// StartFlow stores the fetch job of flow id (unique in the run), with
+	// input seed, and returns once it is durable. The fetch job computes
+	// v = FlowWork(seed) and inserts the shards; shard i computes
+	// FlowWork(v+i); the last shard to complete inserts the store job, which
+	// computes FlowWork(v). done receives that value once the store job's
+	// completion is stored.
+	StartFlow(ctx context.Context, id int64, seed uint64) (done <-chan uint64, err error)
+	// FlowRuns returns how many job runs of the flows there were.
+	FlowRuns() int64
 }
 
 // DurablePeer is a durable job system other than ax (river on PostgreSQL,
@@ -83,16 +107,23 @@ func (s *DurableSetup) close() error {
 	return nil
 }
 
-// DurableFactories returns ax's durable configuration that needs no database:
-// ax-memstore, the kernel on [storekit.NewMemoryStore] in acknowledged mode. It
-// is the baseline of the durable scenario: the kernel and its journal with a
-// store that costs nothing. cmd/axbench adds the MariaDB-backed ones.
+// DurableFactories returns ax's durable configurations that need no database:
+// ax-memstore, the kernel on [storekit.NewMemoryStore] in acknowledged mode, the
+// baseline of the durable scenarios (the kernel and its journal with a store
+// that costs nothing); and ax-flow-mem, ax's flows in memory, the reference of
+// flows-durable. cmd/axbench adds the MariaDB-backed ones.
 func DurableFactories() []Factory {
 	return []Factory{{
-		Name: "ax-memstore", Mode: Blocking, Priorities: true,
+		Name: "ax-memstore", Mode: Blocking, Priorities: true, Flows: true,
 		Doc: "durable scenario only: ax on storekit.NewMemoryStore, acknowledged mode (the kernel and journal without a database: the baseline)",
 		Durable: func(context.Context, Params) (*DurableSetup, error) {
 			return &DurableSetup{Store: storekit.NewMemoryStore()}, nil
+		},
+	}, {
+		Name: "ax-flow-mem", Mode: Blocking, Flows: true, Only: []string{"flows-durable"},
+		Doc: "flows-durable only: ax's flows in memory (flow.Run on a kernel without a store), the reference",
+		Durable: func(context.Context, Params) (*DurableSetup, error) {
+			return &DurableSetup{MemoryFlows: true}, nil
 		},
 	}}
 }

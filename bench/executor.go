@@ -229,4 +229,9 @@ type Factory struct {
 	// DurableTx reports that the DurableSetups Durable returns have TxSubmit:
 	// the durable-tx scenario runs only configurations that have it.
 	DurableTx bool
+	// Flows reports that the configuration runs the flows-durable scenario:
+	// ax on its store (package flow's durable runs), a peer with
+	// [DurableSetup.FlowPeer], or ax's flows in memory
+	// ([DurableSetup.MemoryFlows]).
+	Flows bool
 }

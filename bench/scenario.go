@@ -59,6 +59,7 @@ func Scenarios() []Scenario {
 		groupsScenario(),
 		schedulesScenario(),
 		flowsScenario(),
+		flowsDurableScenario(),
 	}
 }
 

@@ -284,6 +284,27 @@ var views = map[string]view{
 			"many times by hand (errgroup and channels), alternating in one process: p50: wall time per pipeline; " +
 			"µs/stage: (flow p50 − hand p50) ÷ 3 stages; CPU µs/task: process CPU while that side ran ÷ its tasks",
 	},
+	"flows-durable": {
+		columns: []column{
+			{"flow_wall_p50_us", "flow p50"},
+			{"hand_wall_p50_us", "hand p50"},
+			{"overhead_us_per_stage", "per stage"},
+			{"flows_per_sec", "flows/s"},
+			{"inflight_wall_p50_us", "4 in flight p50"},
+			{"client_cpu_us_per_task", "client CPU/task"},
+			{"server_cpu_us_per_task", "server CPU/task"},
+			{"reruns", "reruns"},
+		},
+		headline: "flows_per_sec", higher: true, baseline: "ax-flow-mem", compact: true,
+		bars: []string{"flow_wall_p50_us", "flows_per_sec", "client_cpu_us_per_task", "server_cpu_us_per_task"},
+		legend: "one pipeline, fetch → 64 shards of clean → store (66 tasks), durable: flow p50: wall time from " +
+			"the start of a flow to its end, one flow at a time, alternating with the pipeline by hand in memory " +
+			"(hand p50, errgroup and channels); per stage: (flow p50 − hand p50) ÷ 3; flows/s and 4 in flight " +
+			"p50: N more flows, 4 at a time; CPU/task: user + system CPU of axbench's process (client) and of " +
+			"the database server's processes (server, /proc) over those N flows ÷ their tasks; reruns: task " +
+			"runs beyond one per task",
+		conclude: flowsDurableConclusion,
+	},
 }
 
 // latencyView shows both latency scenarios, one per generator.

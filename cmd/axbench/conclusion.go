@@ -198,3 +198,35 @@ func microsOf(r bench.Result, metric string) string {
 
 // kernelTick is the kernel's default Config.Tick.
 const kernelTick = time.Millisecond
+
+// flowsDurableConclusion compares ax's durable flows on MariaDB with river's
+// chain of jobs: flows/s with several in flight, wall time of one flow, and
+// the CPU per task of client and server. A line whose executors did not run is
+// left out.
+func flowsDurableConclusion(rp bench.Report) []string {
+	ax, okA := rp.Result("ax-mariadb-ack")
+	rv, okR := rp.Result("river-pg")
+	if !okA || !okR {
+		return nil
+	}
+	var lines []string
+	if a, r, ok := medians(ax, rv, "flows_per_sec"); ok {
+		lines = append(lines, fmt.Sprintf("flows/s, 4 in flight: ax %s, river %s (%s).", num(a), num(r), times(r, a)))
+	}
+	if a, r, ok := medians(ax, rv, "flow_wall_p50_us"); ok {
+		lines = append(lines, fmt.Sprintf("one flow: ax %s, river %s (%s).", micros(a), micros(r), times(r, a)))
+	}
+	for _, who := range []string{"client", "server"} {
+		if a, r, ok := medians(ax, rv, who+"_cpu_us_per_task"); ok {
+			lines = append(lines, fmt.Sprintf("%s CPU per task: ax %s, river %s (%s).", who, micros(a), micros(r), times(r, a)))
+		}
+	}
+	return lines
+}
+
+// medians returns metric's median in a and in b, if both have it.
+func medians(a, b bench.Result, metric string) (float64, float64, bool) {
+	sa, okA := a.Metrics[metric]
+	sb, okB := b.Metrics[metric]
+	return sa.Median, sb.Median, okA && okB && sa.Median > 0 && sb.Median > 0
+}

@@ -38,7 +38,7 @@ const (
 func durableConfigs() []bench.Factory {
 	return []bench.Factory{
 		{
-			Name: "ax-mariadb-ack", Mode: bench.Blocking, Priorities: true, DurableTx: true,
+			Name: "ax-mariadb-ack", Mode: bench.Blocking, Priorities: true, DurableTx: true, Flows: true,
 			Doc: "durable scenarios only: ax on mysqlstore (MariaDB at $" + dsnEnv + "), acknowledged mode: a submit returns once its group commit landed",
 			Durable: func(ctx context.Context, _ bench.Params) (*bench.DurableSetup, error) {
 				return openMariaDB(ctx, 0)

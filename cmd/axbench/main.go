@@ -45,6 +45,14 @@
 // alone.
 //
 //	axbench -scenario durable -reps 1
+//
+// The flows-durable scenario runs the flows scenario's pipeline (fetch → 64
+// shards of clean → store) durably: ax's durable flows (package flow's Register)
+// on ax-memstore and ax-mariadb-ack, river-pg as a chain of jobs each inserting
+// the next in the transaction that completes it (river.JobCompleteTx), and
+// ax-flow-mem, ax's flows in memory, for reference:
+//
+//	axbench -scenario flows-durable -exec ax-flow-mem,ax-mariadb-ack,river-pg -reps 3
 package main
 
 import (

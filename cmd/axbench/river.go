@@ -34,9 +34,9 @@ const (
 // own, dropped after it.
 func riverConfig() bench.Factory {
 	return bench.Factory{
-		Name: "river-pg", Mode: bench.Blocking, DurableTx: true,
-		Doc: "durable scenario only: riverqueue/river on PostgreSQL at $" + pgDSNEnv + " (Insert / InsertMany, MaxWorkers conc, FetchCooldown 1 ms); " +
-			"done when every job is 'completed' in river_job",
+		Name: "river-pg", Mode: bench.Blocking, DurableTx: true, Flows: true,
+		Doc: "durable scenarios only: riverqueue/river on PostgreSQL at $" + pgDSNEnv + " (Insert / InsertMany, MaxWorkers conc, FetchCooldown 1 ms); " +
+			"done when every job is 'completed' in river_job; flows-durable: a chain of jobs, each inserting the next in its JobCompleteTx transaction",
 		Durable: openRiver,
 	}
 }
@@ -71,6 +71,8 @@ type riverPeer struct {
 	orderSeq atomic.Int64
 	// stopped is set once Drain stopped the client; read by close, after it.
 	stopped bool
+	// flows runs the flows-durable scenario's chains.
+	flows *riverFlows
 }
 
 func openRiver(ctx context.Context, p bench.Params) (*bench.DurableSetup, error) {
@@ -89,6 +91,7 @@ func openRiver(ctx context.Context, p bench.Params) (*bench.DurableSetup, error)
 	}
 	schema := fmt.Sprintf("axbench_river_%d_%d_%d", os.Getpid(), time.Now().Unix(), schemaSeq.Add(1))
 	rp := &riverPeer{pool: pool, schema: schema}
+	rp.flows = &riverFlows{rp: rp, work: p.Work}
 	fail := func(err error) (*bench.DurableSetup, error) {
 		_ = rp.dropAndClose()
 		return nil, fmt.Errorf("no usable PostgreSQL at %s (set %s): %w", where, pgDSNEnv, err)
@@ -109,8 +112,12 @@ func openRiver(ctx context.Context, p bench.Params) (*bench.DurableSetup, error)
 	if _, err := pool.Exec(mctx, "CREATE TABLE "+schema+".orders (id BIGINT NOT NULL PRIMARY KEY, note BYTEA NOT NULL)"); err != nil {
 		return fail(err)
 	}
+	if err := rp.flows.createTable(mctx); err != nil {
+		return fail(err)
+	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &riverWorker{runs: &rp.runs})
+	rp.flows.addFlowWorkers(workers)
 	rp.c, err = river.NewClient(driver, &river.Config{
 		Schema:        schema,
 		Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: p.Conc}},
@@ -124,7 +131,7 @@ func openRiver(ctx context.Context, p bench.Params) (*bench.DurableSetup, error)
 		return fail(err)
 	}
 	return &bench.DurableSetup{
-		Peer: rp, Succeeded: rp.completed, Close: rp.close, TxSubmit: rp.submitTx,
+		Peer: rp, Succeeded: rp.completed, Close: rp.close, TxSubmit: rp.submitTx, FlowPeer: rp.flows,
 		ServerCPU: serverCPU(pgDSNEnv, cfg.ConnConfig.Host, int(cfg.ConnConfig.Port), postgresProcs),
 	}, nil
 }
