@@ -32,8 +32,9 @@ const (
 	// headAhead is how far ahead a run's head is parked: it is made due when the
 	// run ended (Kernel.RunNow), never by its time.
 	headAhead = 10 * 365 * 24 * time.Hour
-	// watchMax bounds the interval at which a watcher reads back a task that
-	// ended in memory until the store shows its end (a group commit's latency).
+	// watchMax bounds the interval at which the confirmer reads back the tasks
+	// that ended in memory until the store shows their ends (a group commit's
+	// latency).
 	watchMax = 20 * time.Millisecond
 	// headAttempts bounds the head's checks of the run's end: each one that finds
 	// the run still going is retried.
@@ -68,7 +69,11 @@ type durable struct {
 	mu   sync.Mutex
 	todo map[string]bool // guarded by mu: runs to advance at the next pass
 	wake chan struct{}   // size 1: a run was added to todo
-	pass chan struct{}   // guarded by mu: closed when the next pass ended
+	// ended holds the keys of the tasks this process watches that ended in
+	// memory, with their runs, until the store shows their ends; guarded by mu.
+	ended   map[string]string
+	endWake chan struct{} // size 1: a key was added to ended
+	pass    chan struct{} // guarded by mu: closed when the next pass ended
 }
 
 // durIn is what a durable stage's Inputs read.
@@ -178,6 +183,8 @@ func register(k *kernel.Kernel, st store.Store, f *Flow, opts *DurableOptions) (
 		stop:      make(chan struct{}),
 		todo:      make(map[string]bool),
 		wake:      make(chan struct{}, 1),
+		ended:     make(map[string]string),
+		endWake:   make(chan struct{}, 1),
 		pass:      make(chan struct{}),
 	}
 	for i, s := range d.f.stages {
@@ -231,7 +238,7 @@ func register(k *kernel.Kernel, st store.Store, f *Flow, opts *DurableOptions) (
 	}
 	var cancel context.CancelFunc
 	d.ctx, cancel = context.WithCancel(context.Background())
-	d.wg.Add(2)
+	d.wg.Add(3)
 	go func() {
 		defer d.wg.Done()
 		select {
@@ -241,6 +248,7 @@ func register(k *kernel.Kernel, st store.Store, f *Flow, opts *DurableOptions) (
 		cancel()
 	}()
 	go d.reconcile()
+	go d.confirm()
 	return &Durable{d: d}, nil
 }
 

@@ -55,15 +55,29 @@ func (d *durable) wait(ctx context.Context, run string) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	for {
+	for full := true; ; {
 		pass := d.passed()
-		s, err := d.read(ctx, run)
-		if err != nil {
-			return err
+		if !full {
+			// The head alone says whether the run may have ended: it stays
+			// parked, Delayed far ahead, until a reconciler made it due for the
+			// run's end (Kernel.RunNow).
+			byKey, err := d.byKeys(ctx, []string{headKey(run)})
+			if err != nil {
+				return err
+			}
+			h := byKey[headKey(run)]
+			full = h == nil || h.State != store.Delayed || h.RunAt.Before(d.k.Clock().Now().Add(headAhead/2))
 		}
-		v := d.eval(s)
-		if v.state.Terminal() {
-			return d.runErr(v)
+		if full {
+			s, err := d.read(ctx, run)
+			if err != nil {
+				return err
+			}
+			v := d.eval(s)
+			if v.state.Terminal() {
+				return d.runErr(v)
+			}
+			full = false
 		}
 		timer := d.k.Clock().Timer(d.poll)
 		select {

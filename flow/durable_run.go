@@ -207,8 +207,8 @@ func (d *durable) task(s *snap, j job, refused string) kernel.DurableTask {
 
 // watch pokes the reconciler for run when h, the handle of the task that keeps
 // key, ended and the store shows its end: the kernel ends a durable task in
-// memory before the group commit that stores the end, so the watcher reads the
-// task back until the commit landed, at growing intervals up to 20 ms.
+// memory before the group commit that stores the end, so the task's key goes to
+// the confirmer (see [durable.confirm]) once h is done.
 func (d *durable) watch(run, key string, h *kernel.Handle) {
 	d.wg.Add(1)
 	go func() {
@@ -218,21 +218,87 @@ func (d *durable) watch(run, key string, h *kernel.Handle) {
 		case <-d.ctx.Done():
 			return
 		}
-		for wait := time.Millisecond; ; wait = min(2*wait, watchMax, d.poll) {
-			ts, err := d.kr.TasksByKey(d.ctx, []string{key})
-			if err == nil && (len(ts) == 0 || !ts[0].State.Live()) {
-				break
-			}
-			timer := d.k.Clock().Timer(wait)
+		d.mu.Lock()
+		d.ended[key] = run
+		d.mu.Unlock()
+		select {
+		case d.endWake <- struct{}{}:
+		default:
+		}
+	}()
+}
+
+// confirm is the confirmer's goroutine: it reads back the keys of the tasks
+// that ended in memory, all of them in one read (store.StatesMax a call), and
+// pokes the run of each whose end the store shows (or that the store no longer
+// holds). While some are not stored yet it reads again at growing intervals, from
+// 1 ms up to watchMax; so the ends of one group commit, such as a sharded
+// stage's, advance their run once.
+func (d *durable) confirm() {
+	defer d.wg.Done()
+	ctx := d.ctx
+	wait := time.Millisecond
+	for {
+		d.mu.Lock()
+		keys := make([]string, 0, len(d.ended))
+		for key := range d.ended {
+			keys = append(keys, key)
+		}
+		d.mu.Unlock()
+		if len(keys) == 0 {
 			select {
-			case <-timer.C:
-			case <-d.ctx.Done():
-				timer.Stop()
+			case <-d.endWake:
+				wait = time.Millisecond
+				continue
+			case <-ctx.Done():
 				return
 			}
 		}
-		d.poke(run)
-	}()
+		seen := make(map[string]bool, len(keys)) // confirmed: stored ended or gone
+		for len(keys) > 0 {
+			n := min(len(keys), store.StatesMax)
+			ts, err := d.kr.TasksByKey(ctx, keys[:n])
+			if err != nil {
+				break // read again after the wait
+			}
+			for _, key := range keys[:n] {
+				seen[key] = true
+			}
+			for i := range ts {
+				if ts[i].State.Live() {
+					seen[ts[i].UniqueKey] = false
+				}
+			}
+			keys = keys[n:]
+		}
+		runs := make(map[string]bool)
+		d.mu.Lock()
+		for key, ok := range seen {
+			if ok {
+				runs[d.ended[key]] = true
+				delete(d.ended, key)
+			}
+		}
+		left := len(d.ended)
+		d.mu.Unlock()
+		for run := range runs {
+			d.poke(run)
+		}
+		if left == 0 {
+			wait = time.Millisecond
+			continue
+		}
+		timer := d.k.Clock().Timer(wait)
+		select {
+		case <-timer.C:
+		case <-d.endWake:
+			timer.Stop()
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		}
+		wait = min(2*wait, watchMax, d.poll)
+	}
 }
 
 // runHead is the function of a run's head: it runs once the run ended (the

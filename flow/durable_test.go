@@ -533,7 +533,7 @@ func TestDurableRetryStage(t *testing.T) {
 func TestDurablePolicies(t *testing.T) {
 	for _, policy := range []flow.Policy{flow.FailFast, flow.ContinueIndependent} {
 		t.Run(policy.String(), func(t *testing.T) {
-			st := storekit.NewMemoryStore()
+			st := &commitWatch{MemoryStore: storekit.NewMemoryStore(), ch: make(chan struct{})}
 			k := durKernel(t, st, "a")
 			c := newCounts()
 			failed := make(chan struct{})
@@ -547,9 +547,23 @@ func TestDurablePolicies(t *testing.T) {
 					c.add(ctx, "y")
 					return nil, nil
 				}, &flow.StageOptions{After: []string{"x"}}).
-				Stage("gate", func(ctx context.Context, _ flow.Inputs) ([]byte, error) {
-					<-failed // ends after x failed
-					return nil, nil
+				Stage("gate", func(ctx context.Context, in flow.Inputs) ([]byte, error) {
+					<-failed // ends after x's failure is stored
+					for {
+						next := st.next()
+						ts, err := st.TasksByKey(ctx, []string{"axflow/" + in.RunID() + "/x"})
+						if err != nil {
+							return nil, err
+						}
+						if len(ts) == 1 && ts[0].State == store.Failed {
+							return nil, nil
+						}
+						select {
+						case <-next:
+						case <-ctx.Done():
+							return nil, ctx.Err()
+						}
+					}
 				}, nil).
 				Stage("z", func(ctx context.Context, _ flow.Inputs) ([]byte, error) {
 					c.add(ctx, "z")
@@ -581,6 +595,29 @@ func TestDurablePolicies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// commitWatch is a MemoryStore that announces every commit of its owners.
+type commitWatch struct {
+	*storekit.MemoryStore
+	mu sync.Mutex
+	ch chan struct{} // guarded by mu: closed at the next commit
+}
+
+func (s *commitWatch) CommitAs(ctx context.Context, o store.Owner, changes []store.Change) ([]error, error) {
+	res, err := s.MemoryStore.CommitAs(ctx, o, changes)
+	s.mu.Lock()
+	close(s.ch)
+	s.ch = make(chan struct{})
+	s.mu.Unlock()
+	return res, err
+}
+
+// next returns a channel closed when the next commit returned.
+func (s *commitWatch) next() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ch
 }
 
 // keyless hides the store's KeyReader and TaskLister.
