@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -268,7 +267,7 @@ func TestStuckInsertBoundsLockWaits(t *testing.T) {
 		c.Task.UniqueKey = key
 		return c
 	}
-	p.setRule(queryHas(proxyFreeze, fmt.Sprintf("%X", key)))
+	p.setRule(queryHas(proxyFreeze, "'"+key+"'"))
 	frozenCtx, frozenCancel := context.WithCancel(ctx)
 	frozenDone := make(chan struct{})
 	go func() {
