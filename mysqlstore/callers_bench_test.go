@@ -58,8 +58,10 @@ func benchCallersCycle(b *testing.B, n int) {
 			if i == 0 {
 				end = now // one end of its own time: an UPDATE of one row
 			}
-			changes = append(changes, store.Change{Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: end},
-				Attempt: store.Attempt{Number: 1, Start: at, End: end, Outcome: store.Succeeded, Owner: o.Name}})
+			changes = append(changes, store.Change{
+				Op: store.OpSucceed, Fence: 2, Task: store.StoredTask{ID: id, UpdatedAt: end},
+				Attempt: store.Attempt{Number: 1, Start: at, End: end, Outcome: store.Succeeded, Owner: o.Name},
+			})
 			delete(startedAt, id)
 		}
 		for _, id := range inserted {
