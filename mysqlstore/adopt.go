@@ -52,7 +52,7 @@ func (s *Store) adopts(rows map[string]*row, ids []string, owner uint64) []state
 			q := newQuery(size).raw("UPDATE ").raw(s.table).raw(" SET owner = ").uint(owner).
 				raw(", fence = ").uint(k.fence).raw(", state = ").uint(uint64(k.state)).
 				raw(", attempt = ").int(int64(k.attempt)).raw(", updated_at = ").int(k.updatedAt).
-				raw(", version = version + 1 WHERE id IN ").litList(chunkIDs).
+				raw(", version = version + 1 WHERE id IN ").hexList(chunkIDs).
 				raw(" AND owner = 0 AND fence = ").uint(k.preFence).raw(" AND state IN ").raw(waitingCodes)
 			stmts = append(stmts, statement{sql: q.String(), want: int64(len(chunk))})
 		}
@@ -71,13 +71,13 @@ func (s *Store) adoptOne(r *row, owner uint64) statement {
 		q.raw(", run_at = ").int(millis(r.runAt))
 	}
 	if r.setLastError {
-		q.raw(", last_error = ").lit(r.lastError)
+		q.raw(", last_error = ").hexString(r.lastError)
 	}
 	q.raw(", updated_at = ").int(millis(r.updatedAt))
 	if !r.state.Live() {
 		q.raw(", live_key = " + keyAtEnd)
 	}
-	q.raw(", version = version + 1 WHERE id = ").lit(r.id).raw(" AND owner = 0 AND fence = ").uint(r.preFence).
+	q.raw(", version = version + 1 WHERE id = ").hexString(r.id).raw(" AND owner = 0 AND fence = ").uint(r.preFence).
 		raw(" AND state IN ").raw(waitingCodes)
 	return statement{sql: q.String(), want: 1}
 }

@@ -197,7 +197,7 @@ func (s *Store) claimUpdate(ctx context.Context, tx execer, owner, fence uint64,
 	q := newQuery(256 + len(ids)*(2*store.StoredIDMax+4)).raw("UPDATE ").raw(s.table).
 		raw(" SET owner = ").uint(owner).raw(", state = ").uint(uint64(stateCode(store.Running))).
 		raw(", attempt = attempt + 1, fence = ").uint(fence).raw(", updated_at = ").int(now).
-		raw(", version = version + 1 WHERE id IN ").litList(ids).raw(" AND owner = 0 AND state IN ").raw(waitingCodes)
+		raw(", version = version + 1 WHERE id IN ").hexList(ids).raw(" AND owner = 0 AND state IN ").raw(waitingCodes)
 	res, err := tx.ExecContext(ctx, q.String())
 	if err != nil {
 		return err
@@ -218,7 +218,7 @@ const claimSpare = 2
 // owner, priority, run_at), in index order (run_at, id), skipping rows of other kinds.
 // It reports false when no priority is wanted.
 func (s *Store) claimQuery(kinds []string, now int64, limit [len(claimOrder)]int) (string, bool) {
-	kindList := newQuery(8 + len(kinds)*(2*store.KindMax+4)).litList(kinds).String()
+	kindList := newQuery(8 + len(kinds)*(2*store.KindMax+4)).hexList(kinds).String()
 	q := newQuery(1024 + 9*len(kindList))
 	parts := 0
 	for i, p := range claimOrder {
@@ -244,7 +244,7 @@ func (s *Store) claimQuery(kinds []string, now int64, limit [len(claimOrder)]int
 // owner's task, and never a row another transaction holds.
 func (s *Store) claimLockQuery(ids []string, now int64) string {
 	return newQuery(256 + len(ids)*(2*store.StoredIDMax+4)).raw("SELECT " + columns + " FROM ").raw(s.table).
-		raw(" FORCE INDEX (PRIMARY) WHERE id IN ").litList(ids).raw(" AND owner = 0 AND state IN ").raw(waitingCodes).
+		raw(" FORCE INDEX (PRIMARY) WHERE id IN ").hexList(ids).raw(" AND owner = 0 AND state IN ").raw(waitingCodes).
 		raw(" AND run_at <= ").int(now).raw(" FOR UPDATE SKIP LOCKED").String()
 }
 
@@ -252,7 +252,7 @@ func (s *Store) claimLockQuery(ids []string, now int64) string {
 // of kinds (NULL for none): the first row of kinds in each (waiting state, priority)
 // range of the index (state, owner, priority, run_at), read in index order.
 func (s *Store) nextQuery(kinds []string) string {
-	kindList := newQuery(8 + len(kinds)*(2*store.KindMax+4)).litList(kinds).String()
+	kindList := newQuery(8 + len(kinds)*(2*store.KindMax+4)).hexList(kinds).String()
 	q := newQuery(1024 + 9*len(kindList)).raw("SELECT MIN(r) FROM (")
 	parts := 0
 	for _, p := range claimOrder {

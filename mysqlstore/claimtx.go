@@ -69,7 +69,7 @@ func (s *Store) claimTx(ctx context.Context, o *store.Owner, f func(claimConn) e
 		// No row changed: the lease ended, or the renewal wrote the very expiry the one
 		// before it wrote (see renew).
 		q := newQuery(160 + 2*len(o.Name)).raw("SELECT 1 FROM ").raw(s.owners).raw(" WHERE epoch = ").uint(o.Epoch).
-			raw(" AND name = ").lit(o.Name).raw(" AND " + liveOwnerSQL + " FOR UPDATE")
+			raw(" AND name = ").hexString(o.Name).raw(" AND " + liveOwnerSQL + " FOR UPDATE")
 		live := false
 		if err = scanAll(ctx, conn, q.String(), func(scanner) error { live = true; return nil }); err == nil && !live {
 			err = errLost

@@ -82,7 +82,7 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 			t.Errorf("%d rows, multi %v: %d statements, want %d", n, tc.multi, len(stmts), tc.statements)
 		}
 		for _, id := range b.ids {
-			hex := newQuery(64).lit(id).String()
+			hex := newQuery(64).hexString(id).String()
 			named := 0
 			for _, st := range stmts {
 				named += strings.Count(st.sql, hex)
@@ -91,7 +91,7 @@ func TestStatementsUseThePrimaryKey(t *testing.T) {
 				t.Errorf("%d rows, multi %v: %s named %d times, want once", n, tc.multi, id, named)
 			}
 		}
-		q := newQuery(64).raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").litList(b.ids).raw(" FOR UPDATE")
+		q := newQuery(64).raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").hexList(b.ids).raw(" FOR UPDATE")
 		queries := []string{q.String()}
 		for _, st := range stmts {
 			if upsert := strings.HasPrefix(st.sql, "INSERT"); upsert != tc.upsert {

@@ -105,8 +105,8 @@ func (s *Store) insertFast(ctx context.Context, o *store.Owner, changes []store.
 		q.raw(";").raw(st.sql)
 	}
 	q.raw(";SELECT COUNT(*) INTO " + insertLiveVar + " FROM ").raw(s.owners).raw(" WHERE epoch = ").uint(o.Epoch).
-		raw(" AND name = ").lit(o.Name).raw(" AND " + liveOwnerSQL)
-	q.raw(";DELETE FROM ").raw(s.table).raw(" WHERE id IN ").litList(b.ids).raw(" AND " + insertLiveVar + " = 0")
+		raw(" AND name = ").hexString(o.Name).raw(" AND " + liveOwnerSQL)
+	q.raw(";DELETE FROM ").raw(s.table).raw(" WHERE id IN ").hexList(b.ids).raw(" AND " + insertLiveVar + " = 0")
 	q.raw(";COMMIT")
 
 	conn, err := s.multi.Conn(ctx)

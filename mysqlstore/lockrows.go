@@ -42,7 +42,7 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 			if i > 0 {
 				q.raw(",")
 			}
-			q.lit(id)
+			q.hexString(id)
 		}
 		q.raw(") FOR UPDATE")
 		if skip {
@@ -103,7 +103,7 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 		}
 	}
 	for chunk := range slices.Chunk(skipped, selectIDsMax) {
-		q := newQuery(64 + len(chunk)*(2*store.StoredIDMax+4)).raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").litList(chunk)
+		q := newQuery(64 + len(chunk)*(2*store.StoredIDMax+4)).raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").hexList(chunk)
 		err := scanAll(ctx, tx, q.String(), func(sc scanner) error { // read committed: no lock, no wait
 			var id string
 			err := sc.Scan(&id)
@@ -127,7 +127,7 @@ func (s *Store) lockRows(ctx context.Context, tx *sql.Tx, b *batch, rows map[str
 			if i > 0 {
 				q.raw(",")
 			}
-			q.lit(k)
+			q.hexString(k)
 		}
 		q.raw(") FOR UPDATE")
 		err := scanAll(ctx, tx, q.String(), func(sc scanner) error {

@@ -89,7 +89,7 @@ func (s *Store) Get(ctx context.Context, id string) (store.StoredTask, error) {
 		return store.StoredTask{}, err
 	}
 	var ts []store.StoredTask
-	q := newQuery(128).raw("SELECT " + columns + ", owner, result, history" + s.implicitColumns() + " FROM ").raw(s.table).raw(" WHERE id = ").lit(id)
+	q := newQuery(128).raw("SELECT " + columns + ", owner, result, history" + s.implicitColumns() + " FROM ").raw(s.table).raw(" WHERE id = ").hexString(id)
 	err := s.retry(ctx, "get", func() error {
 		var err error
 		ts, err = s.readOverlaidWith(ctx, q.String(), true, s.scanOwnedFull)
@@ -113,7 +113,7 @@ func (s *Store) DeadLetters(ctx context.Context, limit int, afterID string) ([]s
 		limit = store.DeadLettersLimitDefault
 	}
 	q := newQuery(256).raw("SELECT " + columns + " FROM ").raw(s.table).
-		raw(" WHERE state IN " + deadLetterCodes + " AND id > ").lit(afterID).
+		raw(" WHERE state IN " + deadLetterCodes + " AND id > ").hexString(afterID).
 		raw(" ORDER BY id LIMIT ").int(int64(limit))
 	var out []store.StoredTask
 	err := s.retry(ctx, "dead letters", func() error {
@@ -189,7 +189,7 @@ func (s *Store) requeue(ctx context.Context, o *store.Owner, now time.Time, ids 
 		owner = o.Epoch
 	}
 	var dead []string
-	q := newQuery(64).raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").litList(ids).
+	q := newQuery(64).raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").hexList(ids).
 		raw(" AND state IN " + deadLetterCodes + " FOR UPDATE")
 	err = scanAll(ctx, tx, q.String(), func(sc scanner) error {
 		var id string
@@ -206,7 +206,7 @@ func (s *Store) requeue(ctx context.Context, o *store.Owner, now time.Time, ids 
 	// The keys of the dead letters that ended tasks hold for windows over at now are
 	// freed first.
 	q = newQuery(512).raw("UPDATE ").raw(s.table).raw(" AS h JOIN ").raw(s.table).
-		raw(" AS d ON h.live_key = d.unique_key SET h.live_key = NULL, h.version = h.version + 1 WHERE d.id IN ").litList(dead).
+		raw(" AS d ON h.live_key = d.unique_key SET h.live_key = NULL, h.version = h.version + 1 WHERE d.id IN ").hexList(dead).
 		raw(" AND d.unique_key <> '' AND h.id <> d.id AND h.state > " + liveMaxCode + " AND " + heldWindowEnd + " <= ").int(millis(now))
 	if _, err = tx.ExecContext(ctx, q.String()); err != nil {
 		return nil, err
@@ -214,11 +214,11 @@ func (s *Store) requeue(ctx context.Context, o *store.Owner, now time.Time, ids 
 	q = newQuery(1024).raw("UPDATE IGNORE ").raw(s.table).raw(" SET " + s.requeueHistory() + "state = ").uint(uint64(stateCode(store.Queued))).
 		raw(", attempt = 0, fence = fence + 1, result = NULL, run_at = ").int(millis(now)).raw(", updated_at = ").int(millis(now)).
 		raw(", live_key = IF(unique_key = '', NULL, unique_key), owner = ").uint(owner).
-		raw(", version = version + 1 WHERE id IN ").litList(dead).raw(" AND state IN " + deadLetterCodes)
+		raw(", version = version + 1 WHERE id IN ").hexList(dead).raw(" AND state IN " + deadLetterCodes)
 	if _, err = tx.ExecContext(ctx, q.String()); err != nil {
 		return nil, err
 	}
-	q = newQuery(64).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE id IN ").litList(dead).
+	q = newQuery(64).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE id IN ").hexList(dead).
 		raw(" AND state = ").uint(uint64(stateCode(store.Queued))).raw(" ORDER BY id")
 	err = scanAll(ctx, tx, q.String(), func(sc scanner) error {
 		t, err := scanTask(sc)
@@ -239,7 +239,7 @@ func (s *Store) Purge(ctx context.Context, ids ...string) (int, error) {
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
 	total := 0
 	for chunk := range slices.Chunk(ids, selectIDsMax) {
-		q := newQuery(64).raw("DELETE FROM ").raw(s.table).raw(" WHERE id IN ").litList(chunk).
+		q := newQuery(64).raw("DELETE FROM ").raw(s.table).raw(" WHERE id IN ").hexList(chunk).
 			raw(" AND state IN " + deadLetterCodes)
 		n, err := s.exec(ctx, "purge", q.String())
 		total += n
@@ -349,7 +349,7 @@ func (s *Store) purgeRead(ctx context.Context, read string, before int64) (delet
 	}
 	slices.Sort(ids)
 	for chunk := range slices.Chunk(ids, purgeRowsMax) {
-		q := newQuery(128 + len(chunk)*(2*len(chunk[0])+4)).raw("DELETE FROM ").raw(s.table).raw(" WHERE id IN ").litList(chunk).
+		q := newQuery(128 + len(chunk)*(2*len(chunk[0])+4)).raw("DELETE FROM ").raw(s.table).raw(" WHERE id IN ").hexList(chunk).
 			raw(" AND state IN " + completedCodes + " AND updated_at < ").int(before).raw(" AND " + windowEnd + " <= ").int(before)
 		n, err := s.exec(ctx, "purge completed", q.String())
 		deleted += n
@@ -389,7 +389,7 @@ func (s *Store) States(ctx context.Context, ids []string) ([]store.StoredTask, e
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	q := newQuery(64 + len(ids)*(2*32+3)).raw("SELECT " + columnsNoPayload + ", owner FROM ").raw(s.table).raw(" WHERE id IN ").litList(ids)
+	q := newQuery(64 + len(ids)*(2*32+3)).raw("SELECT " + columnsNoPayload + ", owner FROM ").raw(s.table).raw(" WHERE id IN ").hexList(ids)
 	var out []store.StoredTask
 	err := s.retry(ctx, "states", func() error {
 		var err error

@@ -82,7 +82,7 @@ func (s *Store) renew(ctx context.Context, ex execer, o *store.Owner) error {
 	// before it wrote on the same connection (within the same microsecond). A read of the
 	// row tells.
 	q := newQuery(160 + 2*len(o.Name)).raw("SELECT 1 FROM ").raw(s.owners).raw(" WHERE epoch = ").uint(o.Epoch).
-		raw(" AND name = ").lit(o.Name).raw(" AND " + liveOwnerSQL + " FOR UPDATE")
+		raw(" AND name = ").hexString(o.Name).raw(" AND " + liveOwnerSQL + " FOR UPDATE")
 	live := false
 	if err := scanAll(ctx, ex, q.String(), func(scanner) error { live = true; return nil }); err != nil {
 		return err
@@ -98,7 +98,7 @@ func (s *Store) renew(ctx context.Context, ex execer, o *store.Owner) error {
 func (s *Store) renewQuery(q *query, o *store.Owner) *query {
 	return q.raw("UPDATE ").raw(s.owners).
 		raw(" SET expires_at = " + nowSQL + " + INTERVAL lease_us MICROSECOND, " + connIDSQL + " WHERE epoch = ").uint(o.Epoch).
-		raw(" AND name = ").lit(o.Name).raw(" AND " + liveOwnerSQL)
+		raw(" AND name = ").hexString(o.Name).raw(" AND " + liveOwnerSQL)
 }
 
 // nextEpoch hands out a new epoch (or lease fence) above floor: the AUTO_INCREMENT value
@@ -183,13 +183,13 @@ func (s *Store) Join(ctx context.Context, name string, lease time.Duration) (sto
 		o = store.Owner{Name: name, Epoch: e, Lease: lease}
 		return s.inTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted}, func(tx *sql.Tx) error {
 			q := newQuery(192).raw("UPDATE ").raw(s.owners).raw(" SET expires_at = LEAST(expires_at, " + nowSQL + "), ended = 1, " + connIDSQL + " WHERE name = ").
-				lit(name).raw(" AND ended = 0")
+				hexString(name).raw(" AND ended = 0")
 			if _, err := tx.ExecContext(ctx, q.String()); err != nil {
 				return err
 			}
 			us := strconv.FormatInt(lease.Microseconds(), 10)
 			q = newQuery(192).raw("INSERT INTO ").raw(s.owners).raw(" (epoch, name, lease_us, expires_at, conn_id) VALUES (").uint(e).raw(",").
-				lit(name).raw("," + us + "," + nowSQL + " + INTERVAL " + us + " MICROSECOND, CONNECTION_ID())")
+				hexString(name).raw("," + us + "," + nowSQL + " + INTERVAL " + us + " MICROSECOND, CONNECTION_ID())")
 			_, err := tx.ExecContext(ctx, q.String())
 			return err
 		})
@@ -434,13 +434,13 @@ func (s *Store) rescueUpdates(owner, fence uint64, ts []store.StoredTask, starte
 			raw(", fence = ").uint(fence)
 	}
 	if len(plain) > 0 {
-		q := head(len(plain)).raw(", version = version + 1 WHERE id IN ").litList(plain).raw(" AND state <= " + liveMaxCode)
+		q := head(len(plain)).raw(", version = version + 1 WHERE id IN ").hexList(plain).raw(" AND state <= " + liveMaxCode)
 		stmts = append(stmts, statement{sql: q.String(), want: int64(len(plain))})
 	}
 	for _, k := range shapes {
 		ids := by[k]
 		q := head(len(ids)).raw(", state = ").uint(uint64(stateCode(store.Running))).raw(", attempt = ").int(int64(k.attempt)).
-			raw(", updated_at = ").int(k.updated).raw(", version = version + 1 WHERE id IN ").litList(ids).raw(" AND state <= " + liveMaxCode)
+			raw(", updated_at = ").int(k.updated).raw(", version = version + 1 WHERE id IN ").hexList(ids).raw(" AND state <= " + liveMaxCode)
 		stmts = append(stmts, statement{sql: q.String(), want: int64(len(ids))})
 	}
 	return stmts
@@ -470,7 +470,7 @@ func (s *Store) rescueQuery(ended []uint64, limit int, limited bool) string {
 // still live, theirs and at the fence r gave them. It reads the primary key.
 func (s *Store) takenQuery(owner uint64, r rescued) string {
 	q := newQuery(256 + len(r.ids)*(2*store.StoredIDMax+4)).raw("SELECT " + columns + " FROM ").raw(s.table).raw(" WHERE id IN ").
-		litList(r.ids).raw(" AND owner = ").uint(owner).raw(" AND fence = ").uint(store.FenceOfEpoch(r.epoch)).
+		hexList(r.ids).raw(" AND owner = ").uint(owner).raw(" AND fence = ").uint(store.FenceOfEpoch(r.epoch)).
 		raw(" AND state <= " + liveMaxCode + " FOR UPDATE")
 	return q.String()
 }
@@ -512,7 +512,7 @@ func (s *Store) Leave(ctx context.Context, o store.Owner) error {
 		return err
 	}
 	q := newQuery(192 + 2*len(o.Name)).raw("UPDATE ").raw(s.owners).raw(" SET expires_at = LEAST(expires_at, " + nowSQL + "), ended = 1, " + connIDSQL + " WHERE epoch = ").
-		uint(o.Epoch).raw(" AND name = ").lit(o.Name)
+		uint(o.Epoch).raw(" AND name = ").hexString(o.Name)
 	_, err := s.exec(ctx, "leave", q.String())
 	s.forgetStarts(o.Epoch)
 	return err

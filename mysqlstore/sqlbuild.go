@@ -18,12 +18,8 @@ import (
 )
 
 // query builds a statement with literal values: integers in decimal, strings and bytes
-// as hex literals (X'…'), which are exact for any bytes and in any sql_mode, or (lit,
-// litBytes, litList: values compared with or written to the store's binary columns)
-// quoted when they are printable ASCII without a quote or a backslash, also exact in
-// any sql_mode and any ASCII-compatible connection character set, and half as long
-// for the server to parse. Nothing else is ever written into a statement, so there is
-// nothing to escape.
+// as hex literals (X'…'), which are exact for any bytes and in any sql_mode. Nothing
+// else is ever written into a statement, so there is nothing to escape.
 type query struct{ b []byte }
 
 func newQuery(size int) *query { return &query{b: make([]byte, 0, size)} }
@@ -49,52 +45,6 @@ func (q *query) hexBytes(p []byte) *query {
 	q.b = append(q.b, "X'"...)
 	q.b = append(hex.AppendEncode(q.b, p), '\'')
 	return q
-}
-
-// plainLiteral reports whether s can be written quoted: printable ASCII, no quote and
-// no backslash (whose meaning depends on sql_mode's NO_BACKSLASH_ESCAPES).
-func plainLiteral[T string | []byte](s T) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '\'' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
-// lit writes s quoted when plainLiteral, as a hex literal otherwise: only for a value
-// compared with or written to a binary column, where either form is the same bytes.
-func (q *query) lit(s string) *query {
-	if !plainLiteral(s) {
-		return q.hexString(s)
-	}
-	q.b = append(q.b, '\'')
-	q.b = append(q.b, s...)
-	q.b = append(q.b, '\'')
-	return q
-}
-
-// litBytes is lit for bytes.
-func (q *query) litBytes(p []byte) *query {
-	if !plainLiteral(p) {
-		return q.hexBytes(p)
-	}
-	q.b = append(q.b, '\'')
-	q.b = append(q.b, p...)
-	q.b = append(q.b, '\'')
-	return q
-}
-
-// litList writes "('…',X'…')" for strs, each as lit writes it.
-func (q *query) litList(strs []string) *query {
-	q.raw("(")
-	for i, s := range strs {
-		if i > 0 {
-			q.raw(",")
-		}
-		q.lit(s)
-	}
-	return q.raw(")")
 }
 
 func (q *query) Len() int { return len(q.b) }

@@ -490,7 +490,7 @@ func (s *Store) renewSetQuery(o *store.Owner, set *startSet, fresh []*row) strin
 		}
 		q.raw(", started_v = ").uint(set.version + 1)
 	}
-	q.raw(" WHERE epoch = ").uint(o.Epoch).raw(" AND name = ").lit(o.Name).raw(" AND " + liveOwnerSQL + " AND started_v = ").uint(set.version)
+	q.raw(" WHERE epoch = ").uint(o.Epoch).raw(" AND name = ").hexString(o.Name).raw(" AND " + liveOwnerSQL + " AND started_v = ").uint(set.version)
 	if len(fresh) > 0 {
 		q.raw(" AND (").raw(s.startCheck(o.Epoch, fresh)).raw(") = ").int(int64(len(fresh)))
 	}
@@ -517,7 +517,7 @@ func (s *Store) startCheck(owner uint64, fresh []*row) string {
 		if i > 0 {
 			q.raw(" OR ")
 		}
-		q.raw("id IN ").litList(byFence[f]).raw(" AND fence = ").uint(f)
+		q.raw("id IN ").hexList(byFence[f]).raw(" AND fence = ").uint(f)
 	}
 	return q.raw(") LOCK IN SHARE MODE").String()
 }
@@ -581,5 +581,5 @@ func writeBlob(q *query, b []byte) *query {
 	if len(b) == 0 {
 		return q.raw("NULL")
 	}
-	return q.litBytes(b)
+	return q.hexBytes(b)
 }

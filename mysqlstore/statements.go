@@ -174,13 +174,13 @@ func (s *Store) setUpdates(rows []*row, guard string) []statement {
 		head.raw(", run_at = ").int(k.runAt)
 	}
 	if k.setLastError {
-		head.raw(", last_error = ").lit(k.lastError)
+		head.raw(", last_error = ").hexString(k.lastError)
 	}
 	if k.setResult {
-		head.raw(", result = ").lit(k.result)
+		head.raw(", result = ").hexString(k.result)
 	}
 	if k.setStartedAt {
-		head.raw(", started_at = ").int(k.startedAt).raw(", last_owner = ").lit(k.lastOwner)
+		head.raw(", started_at = ").int(k.startedAt).raw(", last_owner = ").hexString(k.lastOwner)
 	}
 	head.raw(", updated_at = ").int(k.updatedAt)
 	if k.state > stateCode(store.Retrying) {
@@ -214,7 +214,7 @@ func (s *Store) setUpdates(rows []*row, guard string) []statement {
 			if i > 0 {
 				q.raw(",")
 			}
-			q.lit(r.id)
+			q.hexString(r.id)
 		}
 		q.raw(tail)
 		stmts = append(stmts, statement{sql: q.String(), want: int64(n), where: true})
@@ -247,7 +247,7 @@ func histCase(rows []*row) string {
 	q := newQuery(size).raw("CASE id")
 	for _, r := range rows {
 		if r.hist != "" {
-			q.raw(" WHEN ").lit(r.id).raw(" THEN ").lit(r.hist)
+			q.raw(" WHEN ").hexString(r.id).raw(" THEN ").hexString(r.hist)
 		}
 	}
 	return q.raw(" ELSE '' END").String()
@@ -282,10 +282,10 @@ func (s *Store) upsert(rows []*row, size int, guard string) statement {
 		}
 		// The columns of upsertHead: a row that is not stored would be inserted with
 		// these values, which the count of rows affected reveals (1, not 2).
-		q.raw("(").lit(r.id).raw(",'','',0,").int(runAt).raw(",0,").uint(flags).raw(",").
+		q.raw("(").hexString(r.id).raw(",'','',0,").int(runAt).raw(",0,").uint(flags).raw(",").
 			int(int64(attempt)).raw(",").uint(r.fence).raw(",'',").uint(uint64(stateCode(r.state))).raw(",").
-			lit(lastError).raw(",0,").int(millis(r.updatedAt)).raw(",").uint(r.preFence).raw(",").
-			litBytes(result).raw(",").lit(r.hist).raw(",").int(r.startedAt).raw(",").lit(r.lastOwner).raw(")")
+			hexString(lastError).raw(",0,").int(millis(r.updatedAt)).raw(",").uint(r.preFence).raw(",").
+			hexBytes(result).raw(",").hexString(r.hist).raw(",").int(r.startedAt).raw(",").hexString(r.lastOwner).raw(")")
 	}
 	q.raw(tail)
 	return statement{sql: q.String(), want: 2 * int64(len(rows))}
@@ -296,13 +296,13 @@ func (s *Store) updateOne(r *row, guard string) statement {
 	q := newQuery(256 + 2*len(r.id) + 2*len(r.lastError) + 2*len(r.hist) + 2*len(r.result))
 	q.raw("UPDATE ").raw(s.table).raw(" SET fence = ").uint(r.fence).raw(", state = ").uint(uint64(stateCode(r.state)))
 	if r.setResult {
-		q.raw(", result = ").litBytes(r.result)
+		q.raw(", result = ").hexBytes(r.result)
 	}
 	if r.hist != "" {
-		q.raw(", history = ").raw(keepHistory(newQuery(2*len(r.hist)+4).lit(r.hist).String(), s.opts.AttemptsKept))
+		q.raw(", history = ").raw(keepHistory(newQuery(2*len(r.hist)+4).hexString(r.hist).String(), s.opts.AttemptsKept))
 	}
 	if r.setStartedAt {
-		q.raw(", started_at = ").int(r.startedAt).raw(", last_owner = ").lit(r.lastOwner)
+		q.raw(", started_at = ").int(r.startedAt).raw(", last_owner = ").hexString(r.lastOwner)
 	}
 	if r.setAttempt {
 		q.raw(", attempt = ").int(int64(r.attempt))
@@ -311,13 +311,13 @@ func (s *Store) updateOne(r *row, guard string) statement {
 		q.raw(", run_at = ").int(millis(r.runAt))
 	}
 	if r.setLastError {
-		q.raw(", last_error = ").lit(r.lastError)
+		q.raw(", last_error = ").hexString(r.lastError)
 	}
 	q.raw(", updated_at = ").int(millis(r.updatedAt))
 	if !r.state.Live() {
 		q.raw(", live_key = " + keyAtEnd)
 	}
-	q.raw(", version = version + 1 WHERE id = ").lit(r.id).raw(" AND fence = ").uint(r.preFence).
+	q.raw(", version = version + 1 WHERE id = ").hexString(r.id).raw(" AND fence = ").uint(r.preFence).
 		raw(" AND state <= " + liveMaxCode).raw(guard)
 	return statement{sql: q.String(), want: 1, where: true}
 }
@@ -381,7 +381,7 @@ func (s *Store) freeKeys(ids []string) []statement {
 	var stmts []statement
 	for chunk := range slices.Chunk(ids, updateRowsMax) {
 		q := newQuery(128 + len(chunk)*(2*store.StoredIDMax+4)).raw("UPDATE ").raw(s.table).
-			raw(" SET live_key = NULL, version = version + 1 WHERE id IN ").litList(chunk).raw(" AND state > " + liveMaxCode)
+			raw(" SET live_key = NULL, version = version + 1 WHERE id IN ").hexList(chunk).raw(" AND state > " + liveMaxCode)
 		stmts = append(stmts, statement{sql: q.String(), want: -1})
 	}
 	return stmts
@@ -407,7 +407,7 @@ func (s *Store) absentChecks(rows map[string]*row, ids []string) []statement {
 	var stmts []statement
 	for chunk := range slices.Chunk(drop, selectIDsMax) {
 		q := newQuery(64 + len(chunk)*(2*len(chunk[0])+8))
-		q.raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").litList(chunk).raw(" LIMIT 1")
+		q.raw("SELECT id FROM ").raw(s.table).raw(" WHERE id IN ").hexList(chunk).raw(" LIMIT 1")
 		stmts = append(stmts, statement{sql: q.String(), absent: true})
 	}
 	return stmts
@@ -451,37 +451,37 @@ func (s *Store) inserts(rows map[string]*row, ids []string, owner uint64) []stat
 			if n > 0 {
 				q.raw(",")
 			}
-			q.raw("(").lit(t.ID).raw(",").lit(t.Kind).raw(",").litBytes(t.Payload).raw(",").
+			q.raw("(").hexString(t.ID).raw(",").hexString(t.Kind).raw(",").hexBytes(t.Payload).raw(",").
 				uint(uint64(priorityCode(t.Priority))).raw(",").int(millis(t.RunAt)).raw(",").
 				int(int64(t.Timeout)).raw(",").int(int64(t.MaxAttempts)).raw(",").int(int64(t.Attempt)).raw(",").
-				uint(t.Fence).raw(",").lit(t.UniqueKey).raw(",").uint(uint64(stateCode(t.State))).raw(",").
-				lit(t.LastError).raw(",").int(millis(t.CreatedAt)).raw(",").int(millis(t.UpdatedAt)).raw(",").
-				lit(t.Group).raw(",").lit(t.Key).raw(",").int(untilMillis(t.UniqueUntil)).raw(",").
+				uint(t.Fence).raw(",").hexString(t.UniqueKey).raw(",").uint(uint64(stateCode(t.State))).raw(",").
+				hexString(t.LastError).raw(",").int(millis(t.CreatedAt)).raw(",").int(millis(t.UpdatedAt)).raw(",").
+				hexString(t.Group).raw(",").hexString(t.Key).raw(",").int(untilMillis(t.UniqueUntil)).raw(",").
 				int(t.UniqueFor.Milliseconds()).raw(",")
 			if len(t.Headers) > 0 {
-				q.litBytes(encodeHeaders(t.Headers)).raw(",")
+				q.hexBytes(encodeHeaders(t.Headers)).raw(",")
 			} else {
 				q.raw("NULL,")
 			}
 			if ins[n].holds {
-				q.lit(t.UniqueKey)
+				q.hexString(t.UniqueKey)
 			} else {
 				q.raw("NULL")
 			}
 			if r := ins[n]; extra {
 				q.raw(",")
 				if r.setResult {
-					q.litBytes(r.result)
+					q.hexBytes(r.result)
 				} else {
 					q.raw("NULL")
 				}
 				q.raw(",")
 				if r.hist != "" {
-					q.lit(lastRecords(r.hist[1:], s.opts.AttemptsKept))
+					q.hexString(lastRecords(r.hist[1:], s.opts.AttemptsKept))
 				} else {
 					q.raw("NULL")
 				}
-				q.raw(",").int(r.startedAt).raw(",").lit(r.lastOwner)
+				q.raw(",").int(r.startedAt).raw(",").hexString(r.lastOwner)
 			}
 			if owner != 0 && ins[n].pool {
 				q.raw(",0")

@@ -208,21 +208,21 @@ func txRow(q *query, t *TxTask, st *store.StoredTask) {
 	case !t.At.IsZero():
 		runAt = strconv.FormatInt(millis(ceilMillis(t.At)), 10)
 	}
-	q.raw("(").lit(st.ID).raw(",").lit(st.Kind).raw(",").litBytes(st.Payload).raw(",").
+	q.raw("(").hexString(st.ID).raw(",").hexString(st.Kind).raw(",").hexBytes(st.Payload).raw(",").
 		uint(uint64(priorityCode(st.Priority))).raw(",").raw(runAt).raw(",").
 		int(int64(st.Timeout)).raw(",").int(int64(st.MaxAttempts)).raw(",0,").uint(st.Fence).raw(",").
-		lit(st.UniqueKey).raw(",IF(").raw(runAt).raw(" > ").raw(dbNowMillis).raw(",").
+		hexString(st.UniqueKey).raw(",IF(").raw(runAt).raw(" > ").raw(dbNowMillis).raw(",").
 		uint(uint64(stateCode(store.Delayed))).raw(",").uint(uint64(stateCode(store.Queued))).raw("),'',").
 		int(millis(st.CreatedAt)).raw(",").int(millis(st.UpdatedAt)).raw(",").
-		lit(st.Group).raw(",").lit(st.Key).raw(",").int(untilMillis(st.UniqueUntil)).raw(",").
+		hexString(st.Group).raw(",").hexString(st.Key).raw(",").int(untilMillis(st.UniqueUntil)).raw(",").
 		int(st.UniqueFor.Milliseconds()).raw(",")
 	if len(st.Headers) > 0 {
-		q.litBytes(encodeHeaders(st.Headers)).raw(",")
+		q.hexBytes(encodeHeaders(st.Headers)).raw(",")
 	} else {
 		q.raw("NULL,")
 	}
 	if st.UniqueKey != "" {
-		q.lit(st.UniqueKey)
+		q.hexString(st.UniqueKey)
 	} else {
 		q.raw("NULL")
 	}
@@ -307,7 +307,7 @@ func (s *Store) insertKeyed(ctx context.Context, tx *sql.Tx, insert string, t *s
 			end    int64
 		)
 		q := newQuery(256).raw("SELECT id, state, " + windowEnd + " FROM ").raw(s.table).raw(" WHERE live_key = ").
-			lit(t.UniqueKey).raw(" LOCK IN SHARE MODE")
+			hexString(t.UniqueKey).raw(" LOCK IN SHARE MODE")
 		err = tx.QueryRowContext(ctx, q.String()).Scan(&holder, &code, &end)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // the holder left meanwhile
@@ -323,7 +323,7 @@ func (s *Store) insertKeyed(ctx context.Context, tx *sql.Tx, insert string, t *s
 			return &store.DuplicateKeyError{ID: t.ID, Key: t.UniqueKey, Holder: holder}
 		}
 		q = newQuery(256).raw("UPDATE ").raw(s.table).raw(" SET live_key = NULL, version = version + 1 WHERE id = ").
-			lit(holder).raw(" AND live_key = ").lit(t.UniqueKey).raw(" AND state > " + liveMaxCode)
+			hexString(holder).raw(" AND live_key = ").hexString(t.UniqueKey).raw(" AND state > " + liveMaxCode)
 		if _, err := tx.ExecContext(ctx, q.String()); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -58,7 +59,7 @@ func TestSubmitOutcome(t *testing.T) {
 			runner := newKernel(direct, "runner")
 
 			payload := "outcome-" + tt.name
-			p.setRule(queryHas(tt.act, "'"+payload+"'"))
+			p.setRule(queryHas(tt.act, fmt.Sprintf("%x", payload)))
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			h, err := submitter.SubmitDurable(ctx, kernel.DurableTask{Kind: "outcome", Payload: []byte(payload), Pool: true})

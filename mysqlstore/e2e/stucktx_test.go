@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -267,7 +268,7 @@ func TestStuckInsertBoundsLockWaits(t *testing.T) {
 		c.Task.UniqueKey = key
 		return c
 	}
-	p.setRule(queryHas(proxyFreeze, "'"+key+"'"))
+	p.setRule(queryHas(proxyFreeze, fmt.Sprintf("%X", key)))
 	frozenCtx, frozenCancel := context.WithCancel(ctx)
 	frozenDone := make(chan struct{})
 	go func() {
