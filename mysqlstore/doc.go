@@ -21,13 +21,8 @@
 //
 //	UPDATE <table> SET state = 5, updated_at = 1767225600000,
 //	    live_key = IF(unique_until = 0 AND unique_for_ms = 0, NULL, live_key),
-//	    version = version + 1 WHERE id IN ('…', '…', …) AND fence = 8 AND state <= 4
+//	    version = version + 1 WHERE id IN (X'…', X'…', …) AND fence = 8 AND state <= 4
 //	    AND owner IN (0, 12)
-//
-// IDs, kinds, names and payloads of printable ASCII without a quote or a backslash
-// are written as quoted literals, other values as hex literals (X'…'); either is
-// exact in any sql_mode, since every column they meet is binary, and the quoted form
-// is half as long for the server to parse.
 //
 // (the owner condition: only in a commit's optimistic plan, see "Starts"). The ends of
 // a batch are one or a few such sets (one per distinct UpdatedAt, in milliseconds),
@@ -244,7 +239,7 @@
 // one, an UPDATE's rows) is checked before the next one runs. When the next one is an
 // UPDATE that must change rows, its WHERE checks the count,
 //
-//	UPDATE <table> SET … WHERE id IN ('…', …) AND fence = 1 AND state <= 4
+//	UPDATE <table> SET … WHERE id IN (X'…', …) AND fence = 1 AND state <= 4
 //	    AND owner IN (0, 12) AND ROW_COUNT() = 1
 //
 // (ROW_COUNT() is still the statement before's, a constant the server evaluates
@@ -314,7 +309,7 @@
 //	WHERE epoch = ? AND name = ? AND ended = 0 AND expires_at > UTC_TIMESTAMP(6)
 //	  AND started_v = 7
 //	  AND (SELECT COUNT(*) FROM <table> FORCE INDEX (PRIMARY) WHERE owner = ?
-//	       AND state <= 4 AND (id IN ('…', …) AND fence = 1 OR …)
+//	       AND state <= 4 AND (id IN (X'…', …) AND fence = 1 OR …)
 //	       LOCK IN SHARE MODE) = 100
 //
 // So a batch of starts alone is START TRANSACTION, that UPDATE, its guard and COMMIT:
