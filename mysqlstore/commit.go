@@ -431,6 +431,9 @@ type statement struct {
 	want int64
 	// absent: sql is a SELECT that must find no row (see absentChecks).
 	absent bool
+	// where: sql ends in a WHERE whose conditions are joined by AND only, to which a
+	// further condition may be appended (see multiQuery).
+	where bool
 }
 
 type execer interface {

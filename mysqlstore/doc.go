@@ -236,13 +236,23 @@
 // COMMIT as one multi-statement query on a pool of its own: one round trip a batch
 // whatever its statements, where a store made by [New] takes one per statement, plus
 // BEGIN and COMMIT. Each statement whose count of rows the plan knows (the renewal's
-// one, an UPDATE's rows) is followed by a guard that stops the query before COMMIT
-// when the count differs:
+// one, an UPDATE's rows) is checked before the next one runs. When the next one is an
+// UPDATE that must change rows, its WHERE checks the count,
+//
+//	UPDATE <table> SET … WHERE id IN (X'…', …) AND fence = 1 AND state <= 4
+//	    AND owner IN (0, 12) AND ROW_COUNT() = 1
+//
+// (ROW_COUNT() is still the statement before's, a constant the server evaluates
+// once: a count that differs makes the UPDATE change no row, and its own count is
+// checked in turn); otherwise, and after the last one, a guard stops the query before
+// COMMIT when the count differs:
 //
 //	SET @ax_rows = REGEXP_INSTR('', IF(ROW_COUNT() = 1, 'a', '('))
 //
-// (a pattern the server cannot compile: an error). When a guard stops it (the renewal
-// changed no row, a fence moved), or a statement fails, the transaction is rolled
+// (a pattern the server cannot compile: an error). So a commit of a renewal, the
+// UPDATEs of its ends and an INSERT has one guard, before the INSERT (which stops the
+// query by itself on a duplicate ID). When a check stops it (the renewal changed no
+// row, a fence moved), or a statement fails, the transaction is rolled
 // back and the batch planned again from locked rows, whose transaction renews with
 // the check above. A CommitAs of no changes is the UPDATE alone: the heartbeat of an idle
 // owner. A batch retried after a lost answer renews again, which is harmless; when its

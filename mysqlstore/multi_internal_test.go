@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,5 +137,77 @@ func TestMultiTxParseErrorTurnsOff(t *testing.T) {
 	}
 	if st, err := s.Get(ctx, "after"); err != nil || st.State != store.Queued {
 		t.Fatalf("Get(after) = %+v, %v", st, err)
+	}
+}
+
+// TestMultiTxChecksInTheNextWhere: the count of a statement followed by an UPDATE that
+// must change rows is checked in that UPDATE's WHERE, not by a guard of its own, so a
+// renewal and two such UPDATEs take one guard; and a count that differs (a stale
+// fence, an owner that left) still stops the query before COMMIT, the UPDATE after it
+// changing nothing.
+func TestMultiTxChecksInTheNextWhere(t *testing.T) {
+	s := openStore(t, "multi_where")
+	ctx := context.Background()
+	if err := s.checkPacket(ctx); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var ins []store.Change
+	for _, id := range []string{"a", "b", "c"} {
+		ins = append(ins, store.Change{Op: store.OpInsert, Task: store.StoredTask{
+			ID: id, Kind: "k", Priority: store.Normal, State: store.Queued, Fence: 1, RunAt: now, CreatedAt: now, UpdatedAt: now,
+		}})
+	}
+	if _, err := s.Commit(ctx, ins); err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.Join(ctx, "multi", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(id string, pre uint64) statement {
+		return s.updateOne(&row{id: id, fence: pre + 1, state: store.Running, preFence: pre, updatedAt: now}, "")
+	}
+	text, wants := s.multiQuery(&o, "", []statement{start("a", 1), start("b", 1)})
+	if n := strings.Count(text, rowsGuardSQL); n != 1 {
+		t.Errorf("multiQuery(renewal, 2 updates) has %d guards, want 1:\n%s", n, text)
+	}
+	if n := strings.Count(text, rowCountSQL); n != 2 {
+		t.Errorf("multiQuery(renewal, 2 updates) checks %d counts in a WHERE, want 2:\n%s", n, text)
+	}
+	if want := []int64{0, 1, 1, 1, 0, 0}; !slices.Equal(wants, want) {
+		t.Errorf("multiQuery() wants %v, want %v", wants, want)
+	}
+	state := func(id string) store.State {
+		t.Helper()
+		got, err := s.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.State
+	}
+	// A stale fence for a: the update of b after it changes nothing.
+	if err := s.multiTx(ctx, &o, []statement{start("a", 5), start("b", 1)}); !errors.Is(err, errReplan) {
+		t.Errorf("multiTx(stale a, b) = %v, want errReplan", err)
+	}
+	if got := state("b"); got != store.Queued {
+		t.Errorf("b is %s after a query stopped by a's stale fence, want Queued", got)
+	}
+	// Both hold: both land.
+	if err := s.multiTx(ctx, &o, []statement{start("a", 1), start("b", 1)}); err != nil {
+		t.Fatalf("multiTx(a, b) = %v", err)
+	}
+	if a, b := state("a"), state("b"); a != store.Running || b != store.Running {
+		t.Errorf("a, b are %s, %s; want Running", a, b)
+	}
+	// An owner that left: its renewal changes no row, and the update after it nothing.
+	if err := s.Leave(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.multiTx(ctx, &o, []statement{start("c", 1)}); !errors.Is(err, errReplan) {
+		t.Errorf("multiTx(c) by an owner that left = %v, want errReplan", err)
+	}
+	if got := state("c"); got != store.Queued {
+		t.Errorf("c is %s after a renewal that failed, want Queued", got)
 	}
 }

@@ -217,7 +217,7 @@ func (s *Store) setUpdates(rows []*row, guard string) []statement {
 			q.hexString(r.id)
 		}
 		q.raw(tail)
-		stmts = append(stmts, statement{sql: q.String(), want: int64(n)})
+		stmts = append(stmts, statement{sql: q.String(), want: int64(n), where: true})
 		rows = rows[n:]
 	}
 	return stmts
@@ -319,7 +319,7 @@ func (s *Store) updateOne(r *row, guard string) statement {
 	}
 	q.raw(", version = version + 1 WHERE id = ").hexString(r.id).raw(" AND fence = ").uint(r.preFence).
 		raw(" AND state <= " + liveMaxCode).raw(guard)
-	return statement{sql: q.String(), want: 1}
+	return statement{sql: q.String(), want: 1, where: true}
 }
 
 // Flags of an upsert row, carried in its max_attempts value: the fields it sets besides
