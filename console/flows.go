@@ -156,14 +156,8 @@ func (c *console) serveFlows(w http.ResponseWriter, r *http.Request, rel, _ stri
 		writeJSON(w, http.StatusOK, d)
 		return
 	}
-	back := url.Values{}
-	for k, v := range q {
-		if k != "done" {
-			back[k] = v
-		}
-	}
 	c.render(w, http.StatusOK, "flows", pageData{
-		Title: "Flows", Nav: "flows", Back: "flows?" + back.Encode(), Flash: flashes[q.Get("done")], Flows: &d,
+		Title: "Flows", Nav: "flows", Back: backURL("flows", q), Flash: flashes[q.Get("done")], Flows: &d,
 	})
 }
 

@@ -172,15 +172,21 @@ func (c *console) serveTasks(w http.ResponseWriter, r *http.Request, rel, _ stri
 		writeJSON(w, http.StatusOK, d)
 		return
 	}
+	c.render(w, http.StatusOK, "tasks", pageData{
+		Title: "Tasks", Nav: "tasks", Back: backURL("tasks", q), Flash: flashes[q.Get("done")], Tasks: &d,
+	})
+}
+
+// backURL returns page with the query q but its done= flash: where an action on
+// the page sends the browser back to.
+func backURL(page string, q url.Values) string {
 	back := url.Values{}
 	for k, v := range q {
 		if k != "done" {
 			back[k] = v
 		}
 	}
-	c.render(w, http.StatusOK, "tasks", pageData{
-		Title: "Tasks", Nav: "tasks", Back: "tasks?" + back.Encode(), Flash: flashes[q.Get("done")], Tasks: &d,
-	})
+	return page + "?" + back.Encode()
 }
 
 // tasks lists the page of tasks that the parameters q ask for. When q names an
