@@ -401,7 +401,7 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		h := k.newDurableHandle(&task, rc, fns[i], t.Kind, payload, t.UniqueKey, maxAttempts, t.Timeout, gds[i], t.Key)
 		hs[i], h.dur.headers = h, hdrs
 		st := store.StoredTask{
-			ID: id, Kind: t.Kind, Payload: payload, Priority: prio, RunAt: d.skew.ToStore(now),
+			ID: id, Kind: t.Kind, Payload: payload, Priority: prio, RunAt: d.skew.NowToStore(now),
 			Timeout: t.Timeout, MaxAttempts: maxAttempts, Fence: 1, UniqueKey: t.UniqueKey,
 			Group: t.Group, Key: t.Key, State: Queued, CreatedAt: now, UpdatedAt: now, Headers: hdrs,
 			UniqueUntil: t.UniqueUntil, UniqueFor: t.UniqueFor,
@@ -409,8 +409,8 @@ func (k *Kernel) submitDurable(ctx context.Context, ts []DurableTask, many bool)
 		if h.due {
 			// Stored at millisecond precision, rounded up, on the store's clock: a
 			// recovered task never runs before the due time it was given.
-			st.RunAt = durable.CeilMilli(d.skew.ToStore(k.at(h.dueAt)))
-			if st.RunAt.After(d.skew.ToStore(now)) {
+			st.RunAt = durable.CeilMilli(d.skew.DueToStore(k.at(h.dueAt)))
+			if st.RunAt.After(d.skew.NowToStore(now)) {
 				st.State = Delayed
 			}
 		}

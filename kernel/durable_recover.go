@@ -43,7 +43,7 @@ func (k *Kernel) recover(tasks []store.StoredTask, fn DurableFunc) {
 			continue
 		}
 		task := Task{ID: t.ID, Priority: prio, Timeout: t.Timeout}
-		if at := k.dur.skew.FromStore(t.RunAt); at.After(now) {
+		if at := k.dur.skew.DueFromStore(t.RunAt); at.After(now) {
 			task.At = at // on this kernel's clock
 		}
 		var gd *groupDef
@@ -99,9 +99,9 @@ func (k *Kernel) Requeue(ctx context.Context, ids ...string) (int, error) {
 	}
 	ts, err := storeCall(k, "Requeue", func() ([]store.StoredTask, error) {
 		if d.own != nil {
-			return d.own.Store().RequeueAs(ctx, d.own.Current(), d.skew.ToStore(k.clk.Now()), ids...)
+			return d.own.Store().RequeueAs(ctx, d.own.Current(), d.skew.NowToStore(k.clk.Now()), ids...)
 		}
-		return d.j.Store().Requeue(ctx, d.skew.ToStore(k.clk.Now()), ids...)
+		return d.j.Store().Requeue(ctx, d.skew.NowToStore(k.clk.Now()), ids...)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("kernel: requeue: %w", err)

@@ -63,7 +63,7 @@ func (k *Kernel) journalStart(h *Handle, a *attempt) {
 func (k *Kernel) journalRetry(h *Handle, a *attempt, at time.Time, err error, outcome State) {
 	msg := durable.ErrText(err)
 	c := store.Change{Op: store.OpRetry, Fence: h.dur.fence, Attempt: k.attemptRecord(a, outcome, msg)}
-	c.Task = store.StoredTask{ID: h.id, RunAt: k.dur.skew.ToStore(at), LastError: msg, UpdatedAt: k.ls.now}
+	c.Task = store.StoredTask{ID: h.id, RunAt: k.dur.skew.DueToStore(at), LastError: msg, UpdatedAt: k.ls.now}
 	k.ls.jbuf = append(k.ls.jbuf, jentry{C: c})
 }
 

@@ -199,7 +199,7 @@ func (o *Owner) claim(b Budget) ([]store.StoredTask, time.Time, error) {
 
 // storeNow returns the time on the store's clock, as the kernel's clock and the
 // Skew tell it: claims compare the tasks' RunAt with it.
-func (o *Owner) storeNow() time.Time { return o.skew.ToStore(o.clk.Now()) }
+func (o *Owner) storeNow() time.Time { return o.skew.NowToStore(o.clk.Now()) }
 
 // claimCall makes the claim on the journal's goroutine, between two commits (the
 // journal's stream): a claim renews the lease, as every commit does, and so would

@@ -15,12 +15,21 @@ import (
 const skewSamples = 8
 
 // Skew is how far the store's clock runs ahead of the kernel's (Config.Clock), as
-// measured by [Skew.Measure] (see [store.Clock]): the kernel adds it to the due times
-// it writes and subtracts it from those it reads, so that due times follow the
-// store's clock, as leases do. The zero Skew, or one of a store that is no
-// store.Clock, is an offset of zero. Its methods are safe for concurrent use.
+// measured by [Skew.Measure] (see [store.Clock]): the kernel turns the due times it
+// writes and the times it claims with into the store's clock, and the due times it
+// reads back into its own, so that due times follow the store's clock, as leases do.
+// A measure only bounds the offset (the store read its clock at some moment of a
+// round trip), so each conversion takes the bound that can only make a task later:
+// a due time is written at its latest on the store's clock and read back at its
+// latest on the kernel's, and "now" on the store's clock is its earliest. A task
+// given a due time therefore never runs before it on the store's clock, whatever
+// the kernels' round trips; it may run later by the shortest round trips measured.
+// The zero Skew, or one of a store that is no store.Clock, is an offset of zero.
+// Its methods are safe for concurrent use.
 type Skew struct {
-	off atomic.Int64 // ns: store time - kernel time
+	off atomic.Int64 // ns: store time - kernel time, the bound nearest zero
+	lo  atomic.Int64 // ns: the least the offset can be
+	hi  atomic.Int64 // ns: the most the offset can be
 
 	mu      sync.Mutex // guards the fields below and serialises Measure
 	samples [skewSamples]skewSample
@@ -33,7 +42,8 @@ type skewSample struct {
 	lo, hi time.Duration
 }
 
-// Offset returns the store's clock less the kernel's; zero for a nil Skew.
+// Offset returns the store's clock less the kernel's, of its bounds the value
+// nearest zero: clocks that agree within a round trip get none. Zero for a nil Skew.
 func (s *Skew) Offset() time.Duration {
 	if s == nil {
 		return 0
@@ -41,33 +51,52 @@ func (s *Skew) Offset() time.Duration {
 	return time.Duration(s.off.Load())
 }
 
-// ToStore turns t, on the kernel's clock, into the store's clock. The zero time stays
-// zero.
-func (s *Skew) ToStore(t time.Time) time.Time {
-	if t.IsZero() {
-		return t
+func (s *Skew) bounds() (lo, hi time.Duration) {
+	if s == nil {
+		return 0, 0
 	}
-	return t.Add(s.Offset())
+	return time.Duration(s.lo.Load()), time.Duration(s.hi.Load())
 }
 
-// FromStore turns t, on the store's clock, into the kernel's. The zero time stays
-// zero.
-func (s *Skew) FromStore(t time.Time) time.Time {
+// DueToStore turns a due time t, on the kernel's clock, into the store's: the
+// latest the store's clock can read at t. The zero time stays zero.
+func (s *Skew) DueToStore(t time.Time) time.Time {
 	if t.IsZero() {
 		return t
 	}
-	return t.Add(-s.Offset())
+	_, hi := s.bounds()
+	return t.Add(hi)
+}
+
+// NowToStore turns now, on the kernel's clock, into the store's: the earliest the
+// store's clock can read, the time to claim with and to make a task due at once.
+// The zero time stays zero.
+func (s *Skew) NowToStore(now time.Time) time.Time {
+	if now.IsZero() {
+		return now
+	}
+	lo, _ := s.bounds()
+	return now.Add(lo)
+}
+
+// DueFromStore turns a due time t, on the store's clock, into the kernel's: the
+// latest the kernel's clock can read when the store's reads t. The zero time stays
+// zero.
+func (s *Skew) DueFromStore(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	lo, _ := s.bounds()
+	return t.Add(-lo)
 }
 
 // Measure reads the clock of st, when it is a store.Clock, through guard (see
-// Config.GuardFunc), and updates the offset from the sample of the shortest round
-// trip among the last skewSamples (the latest of those). The store read its clock
-// at some moment of the round trip, so the sample bounds the offset between the
-// store's time less the kernel's at the answer and at the call; of those bounds,
-// the offset is the value nearest zero: clocks that agree within a round trip get
-// no offset at all, so a due time never moves by a measure's noise. It returns the
-// store's error; the offset then stays as it was. A store that is no store.Clock
-// leaves it zero.
+// Config.GuardFunc), and updates the bounds of the offset from the sample of the
+// shortest round trip among the last skewSamples (the latest of those). The store
+// read its clock at some moment of the round trip, so the sample bounds the offset
+// between the store's time less the kernel's at the answer and at the call; a slow
+// answer moves nothing. It returns the store's error; the offset then stays as it
+// was. A store that is no store.Clock leaves it zero.
 func (s *Skew) Measure(ctx context.Context, st store.Store, clk clock.Clock, guard func(func()) (any, bool)) error {
 	sc, ok := st.(store.Clock)
 	if !ok || s == nil {
@@ -95,6 +124,8 @@ func (s *Skew) Measure(ctx context.Context, st store.Store, clk clock.Clock, gua
 		}
 	}
 	b := s.samples[best]
+	s.lo.Store(int64(b.lo))
+	s.hi.Store(int64(b.hi))
 	s.off.Store(int64(min(max(0, b.lo), b.hi)))
 	return nil
 }

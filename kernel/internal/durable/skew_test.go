@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -62,15 +63,92 @@ func TestSkewMeasure(t *testing.T) {
 	if got := s.Offset(); got != 0 {
 		t.Errorf("Offset() with the store's time inside the round trip = %v, want 0", got)
 	}
-	if got := s.ToStore(base); !got.Equal(base) {
-		t.Errorf("ToStore() = %v, want %v", got, base)
+	// Due times take the bound that makes them later: [-1 ms, +1 ms].
+	if got, want := s.DueToStore(base), base.Add(time.Millisecond); !got.Equal(want) {
+		t.Errorf("DueToStore() = %v, want %v", got, want)
+	}
+	if got, want := s.DueFromStore(base), base.Add(time.Millisecond); !got.Equal(want) {
+		t.Errorf("DueFromStore() = %v, want %v", got, want)
+	}
+	if got, want := s.NowToStore(base), base.Add(-time.Millisecond); !got.Equal(want) {
+		t.Errorf("NowToStore() = %v, want %v", got, want)
 	}
 	var none *Skew
 	if none.Offset() != 0 || none.Measure(context.Background(), st, k, direct) != nil {
 		t.Error("a nil Skew must be an offset of zero")
 	}
-	if (&Skew{}).ToStore(time.Time{}) != (time.Time{}) {
-		t.Error("ToStore(zero) must stay zero")
+	if !none.DueToStore(base).Equal(base) || !none.NowToStore(base).Equal(base) || !none.DueFromStore(base).Equal(base) {
+		t.Error("a nil Skew must convert nothing")
+	}
+	z := time.Time{}
+	if (&Skew{}).DueToStore(z) != z || (&Skew{}).NowToStore(z) != z || (&Skew{}).DueFromStore(z) != z {
+		t.Error("the zero time must stay zero")
 	}
 	_ = store.Clock(st)
+}
+
+// stepClock is a kernel's clock that moves only when told (Now is all Measure
+// reads; the mock clock's Add yields for a millisecond, too slow for many cases).
+type stepClock struct {
+	clock.Clock
+	now time.Time
+}
+
+func (c *stepClock) Now() time.Time { return c.now }
+
+// skewedClockStore answers Now with the time of a store whose clock runs off ahead
+// of the kernel's, read at a point frac of a round trip of rtt.
+type skewedClockStore struct {
+	*storekit.MemoryStore
+	kernel *stepClock
+	off    time.Duration
+	rtt    time.Duration
+	frac   float64
+}
+
+func (s *skewedClockStore) Now(context.Context) (time.Time, error) {
+	read := time.Duration(float64(s.rtt) * s.frac)
+	at := s.kernel.now.Add(read + s.off)
+	s.kernel.now = s.kernel.now.Add(s.rtt)
+	return at, nil
+}
+
+// TestSkewNeverEarly: a due time one kernel writes on the store's clock and another
+// reads back never falls before the true one, nor does a claim's "now" run ahead of
+// the store's, whatever the kernels' offsets, round trips and the moment of the
+// round trip the store read its clock.
+func TestSkewNeverEarly(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	offs := []time.Duration{0, time.Millisecond, -time.Millisecond, 30 * time.Second, -30 * time.Second}
+	for i := range 2000 {
+		var sk [2]Skew
+		var clk [2]*stepClock
+		var off [2]time.Duration
+		for j := range sk {
+			clk[j] = &stepClock{now: time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)}
+			off[j] = offs[rng.IntN(len(offs))] + time.Duration(rng.Int64N(int64(time.Millisecond)))
+			st := &skewedClockStore{MemoryStore: storekit.NewMemoryStore(), kernel: clk[j], off: off[j]}
+			for range 1 + rng.IntN(skewSamples+2) {
+				st.rtt, st.frac = time.Duration(rng.Int64N(int64(20*time.Millisecond))), rng.Float64()
+				if err := sk[j].Measure(context.Background(), st, clk[j], direct); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		// Kernel 0 writes a due time d on its clock; on the store's clock it is
+		// d + off[0]; kernel 1 reads it back: on its clock the true one is
+		// d + off[0] - off[1].
+		d := clk[0].Now().Add(time.Duration(rng.Int64N(int64(time.Minute))))
+		stored := sk[0].DueToStore(d)
+		if truth := d.Add(off[0]); stored.Before(truth) {
+			t.Fatalf("case %d: DueToStore = %v before the true %v", i, stored, truth)
+		}
+		if got, truth := sk[1].DueFromStore(stored), stored.Add(-off[1]); got.Before(truth) {
+			t.Fatalf("case %d: DueFromStore = %v before the true %v", i, got, truth)
+		}
+		now := clk[1].Now()
+		if got, truth := sk[1].NowToStore(now), now.Add(off[1]); got.After(truth) {
+			t.Fatalf("case %d: NowToStore = %v after the store's %v", i, got, truth)
+		}
+	}
 }
