@@ -210,11 +210,13 @@ func (k *Kernel) leaseLapsed() {
 }
 
 // StoreOffset returns how far the clock of Config.Store runs ahead of Config.Clock
-// (negative: behind), as last measured (see [store.Clock]): the kernel stores due
-// times, and claims pool tasks, on the store's clock, its own time plus the offset.
-// It is zero without a store and with a store that is no store.Clock. A client that
-// keeps times in the store (package schedule's durable schedules) converts with it.
-// Safe for concurrent use.
+// (negative: behind), at least, as last measured (see [store.Clock]): a measure
+// bounds the offset by its round trip, and this is the lower bound. Its own time
+// plus the offset is the earliest the store's clock can read, and a time on the
+// store's clock less the offset the latest its own can read then, so a client that
+// keeps times in the store and converts with it (package schedule's durable
+// schedules) never reaches one early. It is zero without a store and with a store
+// that is no store.Clock. Safe for concurrent use.
 func (k *Kernel) StoreOffset() time.Duration {
 	if k.dur == nil {
 		return 0

@@ -27,8 +27,7 @@ const skewSamples = 8
 // The zero Skew, or one of a store that is no store.Clock, is an offset of zero.
 // Its methods are safe for concurrent use.
 type Skew struct {
-	off atomic.Int64 // ns: store time - kernel time, the bound nearest zero
-	lo  atomic.Int64 // ns: the least the offset can be
+	lo  atomic.Int64 // ns: the least the offset (store time - kernel time) can be
 	hi  atomic.Int64 // ns: the most the offset can be
 
 	mu      sync.Mutex // guards the fields below and serialises Measure
@@ -42,13 +41,14 @@ type skewSample struct {
 	lo, hi time.Duration
 }
 
-// Offset returns the store's clock less the kernel's, of its bounds the value
-// nearest zero: clocks that agree within a round trip get none. Zero for a nil Skew.
+// Offset returns the least the store's clock can run ahead of the kernel's (the
+// lower bound of the last measure): the kernel's time plus it is the earliest the
+// store's clock can read, and a time on the store's clock less it the latest the
+// kernel's can read then, so that a client converting with it never reaches a due
+// time early. Zero for a nil Skew.
 func (s *Skew) Offset() time.Duration {
-	if s == nil {
-		return 0
-	}
-	return time.Duration(s.off.Load())
+	lo, _ := s.bounds()
+	return lo
 }
 
 func (s *Skew) bounds() (lo, hi time.Duration) {
@@ -75,8 +75,7 @@ func (s *Skew) NowToStore(now time.Time) time.Time {
 	if now.IsZero() {
 		return now
 	}
-	lo, _ := s.bounds()
-	return now.Add(lo)
+	return now.Add(s.Offset())
 }
 
 // DueFromStore turns a due time t, on the store's clock, into the kernel's: the
@@ -86,8 +85,7 @@ func (s *Skew) DueFromStore(t time.Time) time.Time {
 	if t.IsZero() {
 		return t
 	}
-	lo, _ := s.bounds()
-	return t.Add(-lo)
+	return t.Add(-s.Offset())
 }
 
 // Measure reads the clock of st, when it is a store.Clock, through guard (see
@@ -126,7 +124,6 @@ func (s *Skew) Measure(ctx context.Context, st store.Store, clk clock.Clock, gua
 	b := s.samples[best]
 	s.lo.Store(int64(b.lo))
 	s.hi.Store(int64(b.hi))
-	s.off.Store(int64(min(max(0, b.lo), b.hi)))
 	return nil
 }
 

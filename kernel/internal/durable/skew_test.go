@@ -27,8 +27,8 @@ func (s *slowClockStore) Now(context.Context) (time.Time, error) {
 
 func direct(f func()) (any, bool) { f(); return nil, true }
 
-// TestSkewMeasure: the offset is the bound of the shortest round trip nearest zero;
-// clocks that agree within a round trip get none.
+// TestSkewMeasure: the offset is bounded by the measure of the shortest round trip;
+// Offset is its lower bound.
 func TestSkewMeasure(t *testing.T) {
 	k := clock.NewMock()
 	base := k.Now()
@@ -48,20 +48,20 @@ func TestSkewMeasure(t *testing.T) {
 	}
 	// A shorter round trip wins; a longer one later does not.
 	now := k.Now()
-	if got := measure(now.Add(-20*time.Second), time.Millisecond); got != -20*time.Second {
-		t.Errorf("Offset() = %v, want -20s", got)
+	if got := measure(now.Add(-20*time.Second), time.Millisecond); got != -20*time.Second-time.Millisecond {
+		t.Errorf("Offset() = %v, want -20s - 1ms", got)
 	}
 	now = k.Now()
-	if got := measure(now.Add(time.Minute), 10*time.Millisecond); got != -20*time.Second {
-		t.Errorf("Offset() after a slower measure = %v, want -20s kept", got)
+	if got := measure(now.Add(time.Minute), 10*time.Millisecond); got != -20*time.Second-time.Millisecond {
+		t.Errorf("Offset() after a slower measure = %v, want -20s - 1ms kept", got)
 	}
-	// The store's time within the round trip: no offset.
+	// The store's time within the round trip: [-1 ms, +1 ms].
 	for range skewSamples {
 		now = k.Now()
 		measure(now.Add(time.Millisecond), 2*time.Millisecond)
 	}
-	if got := s.Offset(); got != 0 {
-		t.Errorf("Offset() with the store's time inside the round trip = %v, want 0", got)
+	if got := s.Offset(); got != -time.Millisecond {
+		t.Errorf("Offset() with the store's time inside the round trip = %v, want -1ms", got)
 	}
 	// Due times take the bound that makes them later: [-1 ms, +1 ms].
 	if got, want := s.DueToStore(base), base.Add(time.Millisecond); !got.Equal(want) {
