@@ -27,8 +27,8 @@ const skewSamples = 8
 // The zero Skew, or one of a store that is no store.Clock, is an offset of zero.
 // Its methods are safe for concurrent use.
 type Skew struct {
-	lo  atomic.Int64 // ns: the least the offset (store time - kernel time) can be
-	hi  atomic.Int64 // ns: the most the offset can be
+	lo atomic.Int64 // ns: the least the offset (store time - kernel time) can be
+	hi atomic.Int64 // ns: the most the offset can be
 
 	mu      sync.Mutex // guards the fields below and serialises Measure
 	samples [skewSamples]skewSample
