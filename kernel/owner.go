@@ -210,10 +210,10 @@ func (k *Kernel) leaseLapsed() {
 }
 
 // StoreOffset returns how far the clock of Config.Store runs ahead of Config.Clock
-// (negative: behind), at least, as last measured (see [store.Clock]): a measure
-// bounds the offset by its round trip, and this is the lower bound. Its own time
-// plus the offset is the earliest the store's clock can read, and a time on the
-// store's clock less the offset the latest its own can read then, so a client that
+// (negative: behind), at least, as last measured (see [store.Clock]): zero when the
+// clocks agree within the measure's round trip, else the lower bound the round trip
+// gives. Its own time plus the offset is the store's time at its earliest, and a
+// time on the store's clock less the offset its own at its latest, so a client that
 // keeps times in the store and converts with it (package schedule's durable
 // schedules) never reaches one early. It is zero without a store and with a store
 // that is no store.Clock. Safe for concurrent use.

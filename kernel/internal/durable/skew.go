@@ -18,17 +18,21 @@ const skewSamples = 8
 // measured by [Skew.Measure] (see [store.Clock]): the kernel turns the due times it
 // writes and the times it claims with into the store's clock, and the due times it
 // reads back into its own, so that due times follow the store's clock, as leases do.
-// A measure only bounds the offset (the store read its clock at some moment of a
-// round trip), so each conversion takes the bound that can only make a task later:
-// a due time is written at its latest on the store's clock and read back at its
-// latest on the kernel's, and "now" on the store's clock is its earliest. A task
-// given a due time therefore never runs before it on the store's clock, whatever
-// the kernels' round trips; it may run later by the shortest round trips measured.
+//
+// A measure only bounds the offset: the store read its clock at some moment of a
+// round trip. Clocks that agree within that round trip get no offset at all, so a
+// due time never moves by a measure's noise. Clocks that do not agree are told
+// apart from it, and each conversion takes the bound that can only make a task
+// later: a due time is written at its latest on the store's clock and read back at
+// its latest on the kernel's, and "now" on the store's clock is its earliest. So a
+// task one kernel gives a due time never runs before it in another whose clock is
+// off, whatever their round trips.
+//
 // The zero Skew, or one of a store that is no store.Clock, is an offset of zero.
 // Its methods are safe for concurrent use.
 type Skew struct {
-	lo atomic.Int64 // ns: the least the offset (store time - kernel time) can be
-	hi atomic.Int64 // ns: the most the offset can be
+	rd atomic.Int64 // ns: offset (store time - kernel time) to read with: its lower bound, or 0
+	wr atomic.Int64 // ns: offset to write due times with: its upper bound, or 0
 
 	mu      sync.Mutex // guards the fields below and serialises Measure
 	samples [skewSamples]skewSample
@@ -41,36 +45,29 @@ type skewSample struct {
 	lo, hi time.Duration
 }
 
-// Offset returns the least the store's clock can run ahead of the kernel's (the
-// lower bound of the last measure): the kernel's time plus it is the earliest the
-// store's clock can read, and a time on the store's clock less it the latest the
-// kernel's can read then, so that a client converting with it never reaches a due
-// time early. Zero for a nil Skew.
+// Offset returns how far the store's clock runs ahead of the kernel's, at least:
+// zero when the clocks agree within the measure's round trip, else the measure's
+// lower bound. The kernel's time plus it is the store's time at its earliest, and
+// a time on the store's clock less it the kernel's time at its latest, so that a
+// client converting with it never reaches a due time early. Zero for a nil Skew.
 func (s *Skew) Offset() time.Duration {
-	lo, _ := s.bounds()
-	return lo
-}
-
-func (s *Skew) bounds() (lo, hi time.Duration) {
 	if s == nil {
-		return 0, 0
+		return 0
 	}
-	return time.Duration(s.lo.Load()), time.Duration(s.hi.Load())
+	return time.Duration(s.rd.Load())
 }
 
-// DueToStore turns a due time t, on the kernel's clock, into the store's: the
-// latest the store's clock can read at t. The zero time stays zero.
+// DueToStore turns a due time t, on the kernel's clock, into the store's, at its
+// latest (see [Skew]). The zero time stays zero.
 func (s *Skew) DueToStore(t time.Time) time.Time {
-	if t.IsZero() {
+	if t.IsZero() || s == nil {
 		return t
 	}
-	_, hi := s.bounds()
-	return t.Add(hi)
+	return t.Add(time.Duration(s.wr.Load()))
 }
 
-// NowToStore turns now, on the kernel's clock, into the store's: the earliest the
-// store's clock can read, the time to claim with and to make a task due at once.
-// The zero time stays zero.
+// NowToStore turns now, on the kernel's clock, into the store's, at its earliest:
+// the time to claim with and to make a task due at once. The zero time stays zero.
 func (s *Skew) NowToStore(now time.Time) time.Time {
 	if now.IsZero() {
 		return now
@@ -78,9 +75,8 @@ func (s *Skew) NowToStore(now time.Time) time.Time {
 	return now.Add(s.Offset())
 }
 
-// DueFromStore turns a due time t, on the store's clock, into the kernel's: the
-// latest the kernel's clock can read when the store's reads t. The zero time stays
-// zero.
+// DueFromStore turns a due time t, on the store's clock, into the kernel's, at its
+// latest. The zero time stays zero.
 func (s *Skew) DueFromStore(t time.Time) time.Time {
 	if t.IsZero() {
 		return t
@@ -122,8 +118,13 @@ func (s *Skew) Measure(ctx context.Context, st store.Store, clk clock.Clock, gua
 		}
 	}
 	b := s.samples[best]
-	s.lo.Store(int64(b.lo))
-	s.hi.Store(int64(b.hi))
+	if b.lo <= 0 && b.hi >= 0 {
+		s.rd.Store(0) // the clocks agree within the round trip
+		s.wr.Store(0)
+	} else {
+		s.rd.Store(int64(b.lo))
+		s.wr.Store(int64(b.hi))
+	}
 	return nil
 }
 
