@@ -68,6 +68,9 @@ var (
 
 // New returns a store on db, which the caller keeps owning: Close does not close it. It
 // validates opts before anything else and runs no SQL; call [Store.Migrate] before use.
+// The store leaves db's settings alone: give it more idle connections than
+// database/sql's 2 (db.SetMaxIdleConns; [Open] keeps 32), or a busy store connects
+// again for almost every statement.
 // Unless Options.Retention is negative, it starts a goroutine that purges completed
 // tasks every Options.PurgeInterval; Close stops it.
 //
@@ -91,6 +94,10 @@ func New(db *sql.DB, opts Options) (*Store, error) {
 //
 // Its group commits go through a second pool on dsn with multiStatements on, used for
 // nothing else (see [Store.CommitAs]); [Store.DB] returns the first, dsn as given.
+// Each pool keeps up to 32 idle connections, each for up to 5 minutes, where
+// database/sql keeps 2: the store has more callers in flight than that, and a pool
+// that closes what it cannot keep connects again for almost every statement. Change
+// them with [Store.DB]'s SetMaxIdleConns and SetConnMaxIdleTime.
 func Open(dsn string, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -124,9 +131,28 @@ func Open(dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, redact(fmt.Errorf("mysqlstore: Open: %w", err), secrets)
 	}
-	s := newStore(sql.OpenDB(conn), true, opts, secrets)
-	s.multi = sql.OpenDB(mconn)
+	db, mdb := sql.OpenDB(conn), sql.OpenDB(mconn)
+	keepIdle(db)
+	keepIdle(mdb)
+	s := newStore(db, true, opts, secrets)
+	s.multi = mdb
 	return s, nil
+}
+
+// openIdleConns is how many idle connections each pool of a store made by Open
+// keeps, and openIdleTime how long one may stay idle. database/sql keeps 2, fewer
+// than the store's callers in flight at once (group commits, claims, lease
+// renewals, reads, a kernel's tasks reading results): each connection more
+// would be made and closed again for almost every statement, a connect and a
+// login's CPU on both sides.
+const (
+	openIdleConns = 32
+	openIdleTime  = 5 * time.Minute
+)
+
+func keepIdle(db *sql.DB) {
+	db.SetMaxIdleConns(openIdleConns)
+	db.SetConnMaxIdleTime(openIdleTime)
 }
 
 func newStore(db *sql.DB, own bool, opts Options, secrets []string) *Store {

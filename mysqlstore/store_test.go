@@ -382,3 +382,48 @@ func TestNoHistory(t *testing.T) {
 		t.Fatalf("Get() = history %+v, result %q, %v; want none, r", got.History, got.Result, err)
 	}
 }
+
+// TestOpenKeepsIdleConnections: a store made by Open keeps the connections its
+// callers in flight at once used, where database/sql's default of 2 idle ones
+// would close (and later open again) all but two after every burst.
+func TestOpenKeepsIdleConnections(t *testing.T) {
+	s, err := mysqlstore.Open(testDSN(), mysqlstore.Options{Table: tableName(t), Retention: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	ctx := context.Background()
+	const callers, rounds = 12, 20
+	for range rounds {
+		// All callers hold a connection at once: each waits for the others to
+		// have theirs (a barrier inside one transaction each) before letting go.
+		var held, release sync.WaitGroup
+		held.Add(callers)
+		release.Add(1)
+		errs := make(chan error, callers)
+		for range callers {
+			go func() {
+				tx, err := s.DB().BeginTx(ctx, nil)
+				held.Done()
+				if err != nil {
+					errs <- err
+					return
+				}
+				release.Wait()
+				errs <- tx.Rollback()
+			}()
+		}
+		held.Wait()
+		release.Done()
+		for range callers {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st := s.DB().Stats()
+	if st.MaxIdleClosed != 0 || st.OpenConnections != callers {
+		t.Errorf("after %d bursts of %d callers: %d connections closed for want of an idle slot, %d open; want 0 and %d",
+			rounds, callers, st.MaxIdleClosed, st.OpenConnections, callers)
+	}
+}
