@@ -329,7 +329,7 @@ func (sk *schedKillRun) checkAttempts(t *testing.T, occ map[string][]schedOcc) {
 				reran++
 				extra += len(as) - 1
 			}
-			ac := checkAttempts(o.id, as, cutAt)
+			ac := checkAttempts(o.id, as, cutAt, nil)
 			for _, i := range ac.cut {
 				a := as[i]
 				switch k, killed := killedAt[a.pid]; {
