@@ -74,6 +74,8 @@ type durable struct {
 	ended   map[string]string
 	endWake chan struct{} // size 1: a key was added to ended
 	pass    chan struct{} // guarded by mu: closed when the next pass ended
+
+	done doneCache // the succeeded stages and shards of live runs
 }
 
 // durIn is what a durable stage's Inputs read.

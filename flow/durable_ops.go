@@ -61,7 +61,7 @@ func (d *durable) wait(ctx context.Context, run string) error {
 			// The head alone says whether the run may have ended: it stays
 			// parked, Delayed far ahead, until a reconciler made it due for the
 			// run's end (Kernel.RunNow).
-			byKey, err := d.byKeys(ctx, []string{headKey(run)})
+			byKey, err := d.byKeys(ctx, run, []string{headKey(run)})
 			if err != nil {
 				return err
 			}
@@ -161,7 +161,7 @@ func (d *durable) retryStage(ctx context.Context, run, stage string) error {
 // is waited for, as it may end it from what it read before the retry.
 func (d *durable) revive(ctx context.Context, run string) error {
 	for {
-		byKey, err := d.byKeys(ctx, []string{headKey(run)})
+		byKey, err := d.byKeys(ctx, run, []string{headKey(run)})
 		if err != nil {
 			return err
 		}

@@ -264,11 +264,15 @@ func (d *durable) confirm() {
 			for _, key := range keys[:n] {
 				seen[key] = true
 			}
+			d.mu.Lock()
 			for i := range ts {
 				if ts[i].State.Live() {
 					seen[ts[i].UniqueKey] = false
+				} else if run, ok := d.ended[ts[i].UniqueKey]; ok {
+					d.done.put(run, ts[i].UniqueKey, &ts[i])
 				}
 			}
+			d.mu.Unlock()
 			keys = keys[n:]
 		}
 		runs := make(map[string]bool)
@@ -319,6 +323,7 @@ func (d *durable) runHead(ctx context.Context, payload []byte) error {
 	if !v.state.Terminal() {
 		return fmt.Errorf("flow %q: run %s is still running", d.f.name, hp.Run)
 	}
+	d.done.forget(hp.Run) // the head ends with this: the reconcilers read the run no more
 	out := v.state.String()
 	if err := d.runErr(v); err != nil {
 		out += ": " + err.Error()
@@ -346,7 +351,7 @@ func (d *durable) runTask(ctx context.Context, i int, payload []byte) (err error
 	for _, u := range d.ups[i] {
 		keys = append(keys, stageKey(p.Run, d.f.stages[u].name))
 	}
-	byKey, err := d.byKeys(ctx, keys)
+	byKey, err := d.byKeys(ctx, p.Run, keys)
 	if err != nil {
 		return err
 	}

@@ -31,7 +31,7 @@ func (d *durable) read(ctx context.Context, run string) (*snap, error) {
 	for _, st := range d.f.stages {
 		keys = append(keys, stageKey(run, st.name))
 	}
-	byKey, err := d.byKeys(ctx, keys)
+	byKey, err := d.byKeys(ctx, run, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (d *durable) read(ctx context.Context, run string) (*snap, error) {
 	if len(more) == 0 {
 		return s, nil
 	}
-	byKey, err = d.byKeys(ctx, more)
+	byKey, err = d.byKeys(ctx, run, more)
 	if err != nil {
 		return nil, err
 	}
@@ -73,19 +73,30 @@ func (d *durable) read(ctx context.Context, run string) (*snap, error) {
 	return s, nil
 }
 
-// byKeys reads the tasks that keep keys, store.StatesMax keys per call.
-func (d *durable) byKeys(ctx context.Context, keys []string) (map[string]*store.StoredTask, error) {
+// byKeys reads the tasks of run that keep keys, store.StatesMax keys per call;
+// the succeeded stages and shards it read before come from d.done.
+func (d *durable) byKeys(ctx context.Context, run string, keys []string) (map[string]*store.StoredTask, error) {
 	out := make(map[string]*store.StoredTask, len(keys))
-	for len(keys) > 0 {
-		n := min(len(keys), store.StatesMax)
-		ts, err := d.kr.TasksByKey(ctx, keys[:n])
+	ask := make([]string, 0, len(keys))
+	for _, key := range keys {
+		if t, ok := d.done.get(run, key); ok {
+			out[key] = t
+		} else {
+			ask = append(ask, key)
+		}
+	}
+	for len(ask) > 0 {
+		n := min(len(ask), store.StatesMax)
+		ts, err := d.kr.TasksByKey(ctx, ask[:n])
 		if err != nil {
 			return nil, fmt.Errorf("flow %q: %w", d.f.name, err)
 		}
 		for i := range ts {
-			out[ts[i].UniqueKey] = &ts[i]
+			t := &ts[i]
+			out[t.UniqueKey] = t
+			d.done.put(run, t.UniqueKey, t)
 		}
-		keys = keys[n:]
+		ask = ask[n:]
 	}
 	return out, nil
 }
@@ -227,6 +238,9 @@ func (d *durable) eval(s *snap) *verdict {
 	}
 	if v.state.Terminal() && !s.head.State.Live() && s.head.UpdatedAt.After(v.ended) {
 		v.ended = s.head.UpdatedAt
+	}
+	if v.state.Terminal() && !s.head.State.Live() {
+		d.done.forget(s.run) // its head ended: read no more by the reconcilers
 	}
 	return v
 }

@@ -998,3 +998,52 @@ func TestDurableRestartShards(t *testing.T) {
 		t.Errorf("runs %v, shard 2's attempts %v; want map[0:1 1:1 2:2 3:1 count:1], [1 2]", c.n, c.at["2"])
 	}
 }
+
+// keyReads is a MemoryStore that counts the succeeded shards its TasksByKey
+// returned.
+type keyReads struct {
+	*storekit.MemoryStore
+	shards atomic.Int64
+}
+
+func (s *keyReads) TasksByKey(ctx context.Context, keys []string) ([]store.StoredTask, error) {
+	ts, err := s.MemoryStore.TasksByKey(ctx, keys)
+	for _, t := range ts {
+		if t.State == store.Succeeded && strings.Contains(t.UniqueKey, "/clean#") {
+			s.shards.Add(1)
+		}
+	}
+	return ts, err
+}
+
+// TestDurableReadsSucceededOnce: a shard whose success was read is not read
+// again at every pass of the reconciler: with shards ending one at a time, the
+// succeeded shards read back stay a few per shard (the confirmer's read, and a
+// pass's that came before it), not one per shard and pass (several hundred).
+func TestDurableReadsSucceededOnce(t *testing.T) {
+	const n = 32
+	st := &keyReads{MemoryStore: storekit.NewMemoryStore()}
+	k, err := kernel.New(kernel.Config{Store: st, Owner: "a", MaxConcurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Close() })
+	c := newCounts()
+	var sum atomic.Int64
+	d := register(t, k, st, etl(c, n, &sum), nil)
+	ctx := waitCtx(t)
+	run, err := d.Start(ctx, []byte("rows"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Wait(ctx, run); err != nil {
+		t.Fatalf("Wait() = %v, want nil", err)
+	}
+	if sum.Load() != n*(n-1)/2 {
+		t.Errorf("sum of the shards = %d, want %d", sum.Load(), n*(n-1)/2)
+	}
+	if got := st.shards.Load(); got > 3*n {
+		t.Errorf("succeeded shards read back %d times for %d shards, want at most %d", got, n, 3*n)
+	}
+	t.Logf("succeeded shards read back %d times for %d shards", st.shards.Load(), n)
+}
