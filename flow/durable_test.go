@@ -59,6 +59,19 @@ func waitCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// startWait starts a run of d with input and waits for it to succeed.
+func startWait(ctx context.Context, t *testing.T, d *flow.Durable, input string) string {
+	t.Helper()
+	run, err := d.Start(ctx, []byte(input), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Wait(ctx, run); err != nil {
+		t.Fatalf("Wait() = %v, want nil", err)
+	}
+	return run
+}
+
 // counts counts the runs of stages and shards by name, with the attempts seen.
 type counts struct {
 	mu sync.Mutex
@@ -121,13 +134,7 @@ func TestDurableRun(t *testing.T) {
 	var sum atomic.Int64
 	d := register(t, k, st, etl(c, 8, &sum), nil)
 	ctx := waitCtx(t)
-	run, err := d.Start(ctx, []byte("rows"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Wait(ctx, run); err != nil {
-		t.Fatalf("Wait() = %v, want nil", err)
-	}
+	run := startWait(ctx, t, d, "rows")
 	info, err := d.Inspect(ctx, run)
 	if err != nil {
 		t.Fatal(err)
@@ -1032,13 +1039,7 @@ func TestDurableReadsSucceededOnce(t *testing.T) {
 	var sum atomic.Int64
 	d := register(t, k, st, etl(c, n, &sum), nil)
 	ctx := waitCtx(t)
-	run, err := d.Start(ctx, []byte("rows"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Wait(ctx, run); err != nil {
-		t.Fatalf("Wait() = %v, want nil", err)
-	}
+	startWait(ctx, t, d, "rows")
 	if sum.Load() != n*(n-1)/2 {
 		t.Errorf("sum of the shards = %d, want %d", sum.Load(), n*(n-1)/2)
 	}
