@@ -7,8 +7,9 @@ import (
 	"github.com/axsched/ax/store"
 )
 
-// TestDoneCache: only succeeded stages and shards are held, under their own keys;
-// forget drops a run; past doneCacheMax the cache starts again empty.
+// TestDoneCache: only succeeded stages and shards are held, under their own keys,
+// and a run's head payload; forget drops a run; past doneCacheMax the cache
+// starts again empty.
 func TestDoneCache(t *testing.T) {
 	var c doneCache
 	run := "r1"
@@ -33,9 +34,20 @@ func TestDoneCache(t *testing.T) {
 	if _, got := c.get("r2", stageKey(run, "a")); got {
 		t.Error("another run's get found r1's task")
 	}
+	if _, got := c.head(run); got {
+		t.Error("head() found a payload never put")
+	}
+	c.putHead(run, headPayload{Run: run, Input: []byte("in")})
+	c.putHead(run, headPayload{Run: run, Input: []byte("again")})
+	if hp, got := c.head(run); !got || string(hp.Input) != "in" || c.count != 3 {
+		t.Errorf("head() = %q, %v with count %d; want the first payload, held, count 3", hp.Input, got, c.count)
+	}
 	c.forget(run)
 	if _, got := c.get(run, stageKey(run, "a")); got || c.count != 0 {
 		t.Errorf("after forget: held %v, count %d; want nothing", got, c.count)
+	}
+	if _, got := c.head(run); got {
+		t.Error("after forget: the head's payload held")
 	}
 	for i := range doneCacheMax {
 		r := "run" + strconv.Itoa(i%100)

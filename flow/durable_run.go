@@ -347,7 +347,12 @@ func (d *durable) runTask(ctx context.Context, i int, payload []byte) (err error
 		return kernel.Permanent(errors.New(p.Refused))
 	}
 	def := &d.f.stages[i]
-	keys := []string{headKey(p.Run), markKey(p.Run)}
+	hp, known := d.done.head(p.Run) // the run's input, read once
+	keys := []string{markKey(p.Run), headKey(p.Run)}
+	if known {
+		keys = keys[:1]
+	}
+	ups := len(keys)
 	for _, u := range d.ups[i] {
 		keys = append(keys, stageKey(p.Run, d.f.stages[u].name))
 	}
@@ -355,7 +360,7 @@ func (d *durable) runTask(ctx context.Context, i int, payload []byte) (err error
 	if err != nil {
 		return err
 	}
-	if byKey[keys[1]] != nil {
+	if byKey[keys[0]] != nil {
 		// Cancel this task: it ends Canceled once it returns. Should the kernel not
 		// find it, it fails instead, which a cancelled run ends Canceled with too.
 		if info, ok := kernel.TaskInfo(ctx); ok {
@@ -365,17 +370,19 @@ func (d *durable) runTask(ctx context.Context, i int, payload []byte) (err error
 		}
 		return kernel.Permanent(fmt.Errorf("flow %q: run %s: %w", d.f.name, p.Run, kernel.ErrCanceled))
 	}
-	head := byKey[keys[0]]
-	if head == nil {
-		return kernel.Permanent(fmt.Errorf("flow %q: run %q: %w", d.f.name, p.Run, ErrUnknownRun))
-	}
-	hp, err := decodeHead(head.Payload)
-	if err != nil {
-		return kernel.Permanent(err)
+	if !known {
+		head := byKey[keys[1]]
+		if head == nil {
+			return kernel.Permanent(fmt.Errorf("flow %q: run %q: %w", d.f.name, p.Run, ErrUnknownRun))
+		}
+		if hp, err = decodeHead(head.Payload); err != nil {
+			return kernel.Permanent(err)
+		}
+		d.done.putHead(p.Run, hp)
 	}
 	in := &durIn{run: p.Run, flow: d.f.name, input: hp.Input, results: make(map[string][]byte, len(d.ups[i]))}
 	for j, u := range d.ups[i] {
-		if t := byKey[keys[2+j]]; t != nil && t.State == store.Succeeded && d.f.stages[u].run != nil {
+		if t := byKey[keys[ups+j]]; t != nil && t.State == store.Succeeded && d.f.stages[u].run != nil {
 			in.results[d.f.stages[u].name] = t.Result
 		}
 	}

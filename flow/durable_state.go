@@ -42,6 +42,9 @@ func (d *durable) read(ctx context.Context, run string) (*snap, error) {
 	if s.hp, err = decodeHead(s.head.Payload); err != nil {
 		return nil, fmt.Errorf("flow %q: run %q: %w", d.f.name, run, err)
 	}
+	if s.head.State.Live() {
+		d.done.putHead(run, s.hp)
+	}
 	var more []string
 	for i, st := range d.f.stages {
 		t := byKey[keys[2+i]]
