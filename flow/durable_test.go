@@ -59,6 +59,39 @@ func waitCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// restartMidRun starts a run of f() on a kernel on st, closes that kernel once
+// started says what (a stage or shard) began, then waits for the run to succeed
+// on a new kernel on st, as after a crash.
+func restartMidRun(t *testing.T, st store.Store, f func() *flow.Flow, started <-chan struct{}, what string) {
+	t.Helper()
+	k1, err := kernel.New(kernel.Config{Store: st, Owner: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d1, err := flow.Register(k1, st, f(), &flow.DurableOptions{Poll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := waitCtx(t)
+	run, err := d1.Start(ctx, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatalf("%s did not start", what)
+	}
+	_ = k1.Close()
+	_ = d1.Close()
+
+	k2 := durKernel(t, st, "a")
+	d2 := register(t, k2, st, f(), nil)
+	if err := d2.Wait(ctx, run); err != nil {
+		t.Fatalf("Wait() after the restart = %v, want nil", err)
+	}
+}
+
 // startWait starts a run of d with input and waits for it to succeed.
 func startWait(ctx context.Context, t *testing.T, d *flow.Durable, input string) string {
 	t.Helper()
@@ -232,32 +265,7 @@ func TestDurableRestart(t *testing.T) {
 				return nil, nil
 			}, &flow.StageOptions{After: []string{"b"}})
 	}
-	k1, err := kernel.New(kernel.Config{Store: st, Owner: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d1, err := flow.Register(k1, st, f(), &flow.DurableOptions{Poll: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := waitCtx(t)
-	run, err := d1.Start(ctx, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-started:
-	case <-ctx.Done():
-		t.Fatal("b did not start")
-	}
-	_ = k1.Close()
-	_ = d1.Close()
-
-	k2 := durKernel(t, st, "a")
-	d2 := register(t, k2, st, f(), nil)
-	if err := d2.Wait(ctx, run); err != nil {
-		t.Fatalf("Wait() after the restart = %v, want nil", err)
-	}
+	restartMidRun(t, st, f, started, "b")
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.n["a"] != 1 || c.n["b"] != 2 || c.n["c"] != 1 {
@@ -973,32 +981,7 @@ func TestDurableRestartShards(t *testing.T) {
 			return nil
 		}, &flow.ShardOptions{MaxParallel: 1}) // 0, 1, then 2 blocks; 3 waits for it
 	}
-	k1, err := kernel.New(kernel.Config{Store: st, Owner: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d1, err := flow.Register(k1, st, f(), &flow.DurableOptions{Poll: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := waitCtx(t)
-	run, err := d1.Start(ctx, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-started:
-	case <-ctx.Done():
-		t.Fatal("shard 2 did not start")
-	}
-	_ = k1.Close()
-	_ = d1.Close()
-
-	k2 := durKernel(t, st, "a")
-	d2 := register(t, k2, st, f(), nil)
-	if err := d2.Wait(ctx, run); err != nil {
-		t.Fatalf("Wait() after the restart = %v, want nil", err)
-	}
+	restartMidRun(t, st, f, started, "shard 2")
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if fmt.Sprint(c.n) != "map[0:1 1:1 2:2 3:1 count:1]" || fmt.Sprint(c.at["2"]) != "[1 2]" {
